@@ -1,0 +1,379 @@
+"""The 48 Hanafuda cards and deck definitions.
+
+A card's identity is its slot code ``MM-K`` (month, index within the month, in the order
+bright/animal, ribbon, chaff...; see ``../shared/decks/README.md``). What a slot is called and
+which *roles* it plays (``crane``, ``sake_cup``...) come from a deck definition, so a
+re-skinned deck (seed 003, "Ferme Florale Urbaine") can rename cards and give them roles of its
+own without code changes. Rule sets refer to cards by code, category, ribbon kind or role.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
+
+from companion import CompanionError
+
+DECKS_DIR = Path(__file__).with_name("decks")
+
+
+class CardError(CompanionError):
+    """An unknown or malformed card code or name."""
+
+
+class Category(str, enum.Enum):
+    BRIGHT = "bright"
+    ANIMAL = "animal"
+    RIBBON = "ribbon"
+    CHAFF = "chaff"
+
+
+class RibbonKind(str, enum.Enum):
+    POEM = "poem"  # red ribbon with writing (akatan): 01, 02, 03
+    BLUE = "blue"  # aotan: 06, 09, 10
+    PLAIN = "plain"  # red plain ribbon: 04, 05, 07, 11
+
+
+MONTHS = {
+    # month: (english, japanese, french)
+    1: ("pine", "matsu", "pin"),
+    2: ("plum", "ume", "prunier"),
+    3: ("cherry", "sakura", "cerisier"),
+    4: ("wisteria", "fuji", "glycine"),
+    5: ("iris", "ayame", "iris"),
+    6: ("peony", "botan", "pivoine"),
+    7: ("bush clover", "hagi", "lespédèze"),
+    8: ("susuki grass", "susuki", "eulalie"),
+    9: ("chrysanthemum", "kiku", "chrysanthème"),
+    10: ("maple", "momiji", "érable"),
+    11: ("willow", "yanagi", "saule"),
+    12: ("paulownia", "kiri", "paulownia"),
+}
+
+# Non-chaff cards of the standard deck: code -> (category, ribbon, role, en, ja, fr)
+_SPECIAL = {
+    "01-1": (Category.BRIGHT, None, "crane", "Crane and Sun", "Matsu ni Tsuru", "Grue et soleil"),
+    "01-2": (
+        Category.RIBBON,
+        RibbonKind.POEM,
+        None,
+        "Pine Poem Ribbon",
+        "Matsu ni Akatan",
+        "Pin au ruban poème",
+    ),
+    "02-1": (Category.ANIMAL, None, "warbler", "Bush Warbler", "Ume ni Uguisu", "Fauvette"),
+    "02-2": (
+        Category.RIBBON,
+        RibbonKind.POEM,
+        None,
+        "Plum Poem Ribbon",
+        "Ume ni Akatan",
+        "Prunier au ruban poème",
+    ),
+    "03-1": (Category.BRIGHT, None, "curtain", "Camp Curtain", "Sakura ni Maku", "Rideau"),
+    "03-2": (
+        Category.RIBBON,
+        RibbonKind.POEM,
+        None,
+        "Cherry Poem Ribbon",
+        "Sakura ni Akatan",
+        "Cerisier au ruban poème",
+    ),
+    "04-1": (Category.ANIMAL, None, "cuckoo", "Cuckoo", "Fuji ni Hototogisu", "Coucou"),
+    "04-2": (
+        Category.RIBBON,
+        RibbonKind.PLAIN,
+        None,
+        "Wisteria Red Ribbon",
+        "Fuji ni Tanzaku",
+        "Glycine au ruban rouge",
+    ),
+    "05-1": (Category.ANIMAL, None, "bridge", "Eight-plank Bridge", "Ayame ni Yatsuhashi", "Pont"),
+    "05-2": (
+        Category.RIBBON,
+        RibbonKind.PLAIN,
+        None,
+        "Iris Red Ribbon",
+        "Ayame ni Tanzaku",
+        "Iris au ruban rouge",
+    ),
+    "06-1": (Category.ANIMAL, None, "butterflies", "Butterflies", "Botan ni Chō", "Papillons"),
+    "06-2": (
+        Category.RIBBON,
+        RibbonKind.BLUE,
+        None,
+        "Peony Blue Ribbon",
+        "Botan ni Aotan",
+        "Pivoine au ruban bleu",
+    ),
+    "07-1": (Category.ANIMAL, None, "boar", "Boar", "Hagi ni Inoshishi", "Sanglier"),
+    "07-2": (
+        Category.RIBBON,
+        RibbonKind.PLAIN,
+        None,
+        "Bush Clover Red Ribbon",
+        "Hagi ni Tanzaku",
+        "Lespédèze au ruban rouge",
+    ),
+    "08-1": (Category.BRIGHT, None, "moon", "Full Moon", "Susuki ni Tsuki", "Pleine lune"),
+    "08-2": (Category.ANIMAL, None, "geese", "Geese", "Susuki ni Kari", "Oies sauvages"),
+    "09-1": (Category.ANIMAL, None, "sake_cup", "Sake Cup", "Kiku ni Sakazuki", "Coupe de saké"),
+    "09-2": (
+        Category.RIBBON,
+        RibbonKind.BLUE,
+        None,
+        "Chrysanthemum Blue Ribbon",
+        "Kiku ni Aotan",
+        "Chrysanthème au ruban bleu",
+    ),
+    "10-1": (Category.ANIMAL, None, "deer", "Deer", "Momiji ni Shika", "Cerf"),
+    "10-2": (
+        Category.RIBBON,
+        RibbonKind.BLUE,
+        None,
+        "Maple Blue Ribbon",
+        "Momiji ni Aotan",
+        "Érable au ruban bleu",
+    ),
+    "11-1": (
+        Category.BRIGHT,
+        None,
+        "rain_man",
+        "Rain Man (Ono no Michikaze)",
+        "Yanagi ni Ono no Michikaze",
+        "Homme à l'ombrelle",
+    ),
+    "11-2": (Category.ANIMAL, None, "swallow", "Swallow", "Yanagi ni Tsubame", "Hirondelle"),
+    "11-3": (
+        Category.RIBBON,
+        RibbonKind.PLAIN,
+        None,
+        "Willow Red Ribbon",
+        "Yanagi ni Tanzaku",
+        "Saule au ruban rouge",
+    ),
+    "11-4": (
+        Category.CHAFF,
+        None,
+        "lightning",
+        "Lightning (Gaji)",
+        "Yanagi ni Kaminari",
+        "Éclair (gaji)",
+    ),
+    "12-1": (Category.BRIGHT, None, "phoenix", "Phoenix", "Kiri ni Hō-ō", "Phénix"),
+}
+
+_CODE_RE = re.compile(r"^\s*(\d{1,2})\s*[-_/.]\s*(\d)\s*$")
+
+
+def _fold(text: str) -> str:
+    """Lower-case, accent-free, single-spaced form used to match card names."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"[^a-z0-9]+", " ", text.lower())
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Card:
+    """One card slot of a 48-card deck. Compare and hash by code."""
+
+    code: str
+    month: int
+    index: int
+    category: Category
+    ribbon: RibbonKind | None = None
+    roles: frozenset[str] = frozenset()
+    names: dict = field(default_factory=dict, compare=False, hash=False)
+
+    # Cards compare by code only: the same slot from two decks is the same card.
+    def __eq__(self, other):
+        return isinstance(other, Card) and other.code == self.code
+
+    def __hash__(self):
+        return hash(self.code)
+
+    def __lt__(self, other: Card) -> bool:
+        return (self.month, self.index) < (other.month, other.index)
+
+    def __str__(self) -> str:
+        return self.code
+
+    def __repr__(self) -> str:
+        return f"Card.from_code({self.code!r})"
+
+    @property
+    def name(self) -> str:
+        return self.names.get("en", self.code)
+
+    def has_role(self, role: str) -> bool:
+        return role in self.roles
+
+    @classmethod
+    def from_code(cls, code: str) -> Card:
+        return STANDARD_DECK.card(code)
+
+    @classmethod
+    def parse(cls, text: str) -> Card:
+        """A card from its code (``08-1``) or any of its names (``moon``, ``Susuki ni Tsuki``)."""
+        return STANDARD_DECK.parse(text)
+
+
+def normalize_code(code: str) -> str:
+    """``'8-1'`` -> ``'08-1'``; raises CardError for anything that is not a card code."""
+    if not isinstance(code, str):
+        raise CardError(f"A card code must be text like '08-1', not {code!r}.")
+    m = _CODE_RE.match(code)
+    if not m:
+        raise CardError(
+            f"Unknown card code {code!r}: expected MM-K, month 01-12 and card 1-4 (e.g. '08-1')."
+        )
+    month, index = int(m.group(1)), int(m.group(2))
+    if not (1 <= month <= 12 and 1 <= index <= 4):
+        raise CardError(f"Unknown card code {code!r}: the month must be 01-12 and the card 1-4.")
+    return f"{month:02d}-{index}"
+
+
+def _standard_cards() -> list[Card]:
+    cards = []
+    for month, (m_en, m_ja, m_fr) in MONTHS.items():
+        chaff_no = 0
+        for index in range(1, 5):
+            code = f"{month:02d}-{index}"
+            if code in _SPECIAL:
+                category, ribbon, role, en, ja, fr = _SPECIAL[code]
+                roles = frozenset({role} if role else set())
+            else:
+                chaff_no += 1
+                category, ribbon, roles = Category.CHAFF, None, frozenset()
+                en = f"{m_en.title()} Chaff {chaff_no}"
+                ja = f"{m_ja.title()} no Kasu {chaff_no}"
+                fr = f"{m_fr.capitalize()} simple {chaff_no}"
+            if ribbon is RibbonKind.POEM:
+                roles = roles | {"poem_ribbon"}
+            elif ribbon is RibbonKind.BLUE:
+                roles = roles | {"blue_ribbon"}
+            elif ribbon is RibbonKind.PLAIN:
+                roles = roles | {"plain_ribbon"}
+            cards.append(
+                Card(code, month, index, category, ribbon, roles, {"en": en, "ja": ja, "fr": fr})
+            )
+    return cards
+
+
+class Deck:
+    """A named set of 48 card slots with their names and roles.
+
+    Deck files (TOML, see ``companion/decks/``) start from the standard deck and override
+    names and roles per code::
+
+        name = "ferme-florale"
+        base = "standard"          # optional, the default
+        [cards."01-1"]
+        names = { fr = "Grelinette", en = "Broadfork" }
+        roles = ["tool"]           # replaces the slot's roles
+        add_roles = ["first_tool"] # or adds to them
+    """
+
+    def __init__(self, name: str, cards: list[Card], title: str = ""):
+        if len(cards) != 48 or len({c.code for c in cards}) != 48:
+            raise CardError(f"Deck {name!r} must define 48 distinct cards.")
+        self.name = name
+        self.title = title or name
+        self.cards = sorted(cards)
+        self._by_code = {c.code: c for c in self.cards}
+        self._by_name: dict[str, Card] = {}
+        for c in self.cards:
+            keys = set(c.names.values()) | set(c.roles) | {c.code}
+            for key in keys:
+                folded = _fold(key)
+                if folded:
+                    # A role shared by several cards (e.g. 'tool') names none of them.
+                    if folded in self._by_name and self._by_name[folded] != c:
+                        self._by_name[folded] = None
+                    else:
+                        self._by_name[folded] = c
+
+    def __iter__(self):
+        return iter(self.cards)
+
+    def __len__(self):
+        return len(self.cards)
+
+    def card(self, code: str) -> Card:
+        try:
+            return self._by_code[normalize_code(code)]
+        except KeyError:  # pragma: no cover - normalize_code already rejects these
+            raise CardError(f"Unknown card code {code!r}.") from None
+
+    def parse(self, text: str) -> Card:
+        if isinstance(text, Card):
+            return self._by_code[text.code]
+        if isinstance(text, str) and _CODE_RE.match(text):
+            return self.card(text)
+        folded = _fold(text) if isinstance(text, str) else ""
+        card = self._by_name.get(folded)
+        if card is None:
+            raise CardError(
+                f"Unknown card {text!r}: use a code like '08-1' or a card name like 'moon' "
+                f"(deck {self.name!r})."
+            )
+        return card
+
+    def parse_list(self, text: str) -> list[Card]:
+        """Comma-separated codes or names; raises CardError on the first unknown one."""
+        items = [t for t in (s.strip() for s in text.split(",")) if t]
+        return [self.parse(t) for t in items]
+
+    def with_role(self, role: str) -> list[Card]:
+        return [c for c in self.cards if role in c.roles]
+
+    @classmethod
+    def load(cls, name_or_path: str | Path) -> Deck:
+        """A deck by built-in name (``standard``, ``ferme-florale``) or TOML file path."""
+        path = Path(name_or_path)
+        if not path.suffix:
+            if str(name_or_path) == "standard":
+                return STANDARD_DECK
+            path = DECKS_DIR / f"{name_or_path}.toml"
+        if not path.exists():
+            known = ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
+            raise CardError(
+                f"No deck {str(name_or_path)!r}: known decks are {known}, or give a .toml path."
+            )
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise CardError(f"Deck file {path} is not valid TOML: {exc}.") from None
+        return cls.from_dict(data, default_name=path.stem)
+
+    @classmethod
+    def from_dict(cls, data: dict, default_name: str = "custom") -> Deck:
+        base = data.get("base", "standard")
+        if base != "standard":
+            base_cards = {c.code: c for c in cls.load(base)}
+        else:
+            base_cards = {c.code: c for c in _STANDARD_CARDS}
+        cards = dict(base_cards)
+        for code, spec in (data.get("cards") or {}).items():
+            card = base_cards[normalize_code(code)]
+            names = {**card.names, **spec.get("names", {})}
+            roles = frozenset(spec["roles"]) if "roles" in spec else card.roles
+            roles = roles | frozenset(spec.get("add_roles", []))
+            cards[card.code] = Card(
+                card.code, card.month, card.index, card.category, card.ribbon, roles, names
+            )
+        return cls(data.get("name", default_name), list(cards.values()), data.get("title", ""))
+
+
+_STANDARD_CARDS = _standard_cards()
+STANDARD_DECK = Deck("standard", _STANDARD_CARDS, "Standard Hanafuda (Nintendo design)")
+ALL_CODES = tuple(c.code for c in STANDARD_DECK)
