@@ -320,10 +320,20 @@ class Deck:
         if isinstance(text, str) and _CODE_RE.match(text):
             return self.card(text)
         folded = _fold(text) if isinstance(text, str) else ""
+        if folded in self._by_name and self._by_name[folded] is None:
+            codes = ", ".join(
+                c.code
+                for c in self.cards
+                if folded in {_fold(k) for k in (*c.roles, *c.names.values())}
+            )
+            raise CardError(
+                f"{text!r} names several cards of deck {self.name!r} ({codes}): give one code."
+            )
         card = self._by_name.get(folded)
         if card is None:
+            example = self.cards[0].names.get("en", self.cards[0].code)
             raise CardError(
-                f"Unknown card {text!r}: use a code like '08-1' or a card name like 'moon' "
+                f"Unknown card {text!r}: use a code like '08-1' or a card name like {example!r} "
                 f"(deck {self.name!r})."
             )
         return card

@@ -1,0 +1,422 @@
+"""Score a player's captured cards under a rule set: yaku, multipliers, total.
+
+Pure functions over ``RuleSet`` and ``Card`` lists; the order of captures never matters.
+With ``cards_count_once`` the score is that of the best assignment of cards to yaku (each card
+in one yaku only; bonus yaku such as the Triade are exempt). The search groups cards that play
+exactly the same part in every yaku, so it explores counts per group, not card subsets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from functools import cache
+
+from companion import CompanionError
+from companion.cards import Card, Category
+from companion.rules import RuleSet, YakuSpec, item_matches
+
+
+class ScoringError(CompanionError):
+    """Cards that cannot be scored (e.g. the same card twice)."""
+
+
+@dataclass(frozen=True)
+class YakuScore:
+    id: str
+    name: str
+    points: int
+    cards: tuple[Card, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "points": self.points,
+            "cards": [c.code for c in self.cards],
+        }
+
+
+@dataclass(frozen=True)
+class YakuReport:
+    yaku: list[YakuScore]
+    base: int
+
+    def to_dict(self) -> dict:
+        return {"yaku": [y.to_dict() for y in self.yaku], "base": self.base}
+
+
+@dataclass(frozen=True)
+class Multiplier:
+    factor: int
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"factor": self.factor, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class HandScore:
+    yaku: list[YakuScore]
+    base: int
+    multiplier: int
+    multipliers: list[Multiplier]
+    total: int
+    values: dict = field(default_factory=dict)  # card_values mode: category -> points
+
+    def to_dict(self) -> dict:
+        d = {
+            "yaku": [y.to_dict() for y in self.yaku],
+            "base": self.base,
+            "multiplier": self.multiplier,
+            "multipliers": [m.to_dict() for m in self.multipliers],
+            "total": self.total,
+        }
+        if self.values:
+            d["values"] = dict(self.values)
+        return d
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def card_value(rules: RuleSet, card: Card) -> int:
+    """The card's value in card_values mode (Hana-Awase: 20/10/5/1)."""
+    return rules.scoring.card_values[card.category.value]
+
+
+def _check_cards(rules: RuleSet, cards) -> list[Card]:
+    out, seen = [], set()
+    for c in cards:
+        card = rules.deck.parse(c)  # accepts Card, code or name; uses the rule set's deck
+        if card.code in seen:
+            raise ScoringError(f"Card {card.code} is listed twice; each card exists once.")
+        seen.add(card.code)
+        out.append(card)
+    return sorted(out)
+
+
+def score_yaku(rules: RuleSet, cards) -> YakuReport:
+    """The yaku a set of captured cards makes (after families, replacements, count-once)."""
+    cards = _check_cards(rules, cards)
+    if rules.mode == "card_values":
+        return YakuReport([], sum(card_value(rules, c) for c in cards))
+    normal = [y for y in rules.yaku if not y.exempt_from_count_once]
+    bonus = [y for y in rules.yaku if y.exempt_from_count_once]
+    dual = rules.dual_categories
+    if rules.scoring.cards_count_once:
+        chosen = _best_assignment(normal, cards, dual)
+    else:
+        chosen = _cumulative(normal, cards, dual)
+    for y in bonus:
+        made = _score_alone(y, cards, dual)
+        if made:
+            chosen.append(made)
+    order = {y.id: n for n, y in enumerate(rules.yaku)}
+    chosen.sort(key=lambda s: order[s.id])
+    return YakuReport(chosen, sum(s.points for s in chosen))
+
+
+def score_hand(
+    rules: RuleSet, cards, *, koi_own: int = 0, koi_opponent: int = 0, field_brights: int = 0
+) -> HandScore:
+    """Yaku, multipliers (combined by product) and total for the player who scores."""
+    for label, n in (
+        ("koi_own", koi_own),
+        ("koi_opponent", koi_opponent),
+        ("field_brights", field_brights),
+    ):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ScoringError(f"{label} must be a whole number of at least 0, not {n!r}.")
+    if field_brights > 5:
+        raise ScoringError(f"field_brights is {field_brights}, but a deck has only 5 brights.")
+    report = score_yaku(rules, cards)
+    if rules.mode == "card_values":
+        checked = _check_cards(rules, cards)
+        values: dict[str, int] = {}
+        for category in Category:  # fixed order: bright, animal, ribbon, chaff
+            points = sum(card_value(rules, c) for c in checked if c.category is category)
+            if points:
+                values[category.value] = points
+        return HandScore([], report.base, 1, [], report.base, values)
+
+    m = rules.multipliers
+    factors: list[Multiplier] = []
+    if report.base:
+        if m.seven_points == "at_least" and report.base >= 7:
+            factors.append(Multiplier(m.seven_factor, f"{report.base} points, 7 or more"))
+        elif m.seven_points == "more_than" and report.base > 7:
+            factors.append(Multiplier(m.seven_factor, f"{report.base} points, more than 7"))
+        if m.koi == "own" and koi_own:
+            factors.append(Multiplier(1 + koi_own, f"{koi_own} Koi call(s) of the scorer"))
+        elif m.koi == "all" and koi_own + koi_opponent:
+            factors.append(
+                Multiplier(
+                    1 + koi_own + koi_opponent, f"{koi_own + koi_opponent} Koi call(s) this round"
+                )
+            )
+        elif m.koi == "opponent_double" and koi_opponent:
+            factors.append(Multiplier(m.koi_factor, "the opponent called Koi"))
+        if m.field_brights and field_brights:
+            factors.append(
+                Multiplier(1 + field_brights, f"{field_brights} bright(s) in the dealt field")
+            )
+    multiplier = 1
+    for f in factors:
+        multiplier *= f.factor
+    return HandScore(report.yaku, report.base, multiplier, factors, report.base * multiplier)
+
+
+# --------------------------------------------------------------------------------------------
+# One yaku on its own
+
+
+def _matches_select(y: YakuSpec, card: Card, dual) -> bool:
+    return y.select is not None and y.select.matches(card, dual)
+
+
+def _score_alone(y: YakuSpec, cards: list[Card], dual) -> YakuScore | None:
+    """The yaku scored with all the given cards available (cumulative rules)."""
+    core = _core_cards(y, cards, dual)
+    if core is None:
+        return None
+    extra_sel = y.extra_selector
+    extras = [c for c in cards if c not in core and extra_sel and extra_sel.matches(c, dual)]
+    if y.kind == "count" and y.extra is None:
+        extras = [c for c in cards if c not in core and _matches_select(y, c, dual)]
+        if not y.per_extra:
+            extras = []
+    points = y.points + y.per_extra * len(extras)
+    return YakuScore(y.id, y.name, points, tuple(sorted([*core, *extras])))
+
+
+def _core_cards(y: YakuSpec, cards: list[Card], dual) -> list[Card] | None:
+    """Required cards (each item by a distinct card) plus enough cards matching select."""
+    used: list[Card] = []
+    for item in y.require:
+        pick = next(
+            (
+                c
+                for c in cards
+                if c not in used
+                and item_matches(item, c)
+                and (y.kind != "count" or _matches_select(y, c, dual))
+            ),
+            None,
+        )
+        if pick is None:
+            return None
+        used.append(pick)
+    need = y.core_size - len(used)
+    if need > 0:
+        pool = [c for c in cards if c not in used and _matches_select(y, c, dual)]
+        if len(pool) < need:
+            return None
+        used.extend(pool[:need])
+    return used
+
+
+def _cumulative(specs: list[YakuSpec], cards: list[Card], dual) -> list[YakuScore]:
+    made = {y.id: s for y in specs if (s := _score_alone(y, cards, dual))}
+    for y in specs:
+        if y.id in made:
+            for r in y.replaces:
+                made.pop(r, None)
+    best_in_family: dict[str, YakuScore] = {}
+    for y in specs:
+        s = made.get(y.id)
+        if s and y.family:
+            if y.family not in best_in_family or s.points > best_in_family[y.family].points:
+                best_in_family[y.family] = s
+    return [
+        s
+        for y in specs
+        if (s := made.get(y.id)) and (not y.family or best_in_family[y.family] is s)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Best assignment (cards_count_once)
+
+
+def _best_assignment(specs: list[YakuSpec], cards: list[Card], dual) -> list[YakuScore]:
+    """The yaku of the best assignment of cards (each card in one yaku at most).
+
+    Yaku that share no card and no family are solved apart (chaff, ribbons, animals/brights).
+    Ties go to fewer yaku (Akatan-Aotan over Akatan + Aotan), then to yaku listed first.
+    """
+    n = len(specs)
+    order = {y.id: k for k, y in enumerate(specs)}
+    features = []  # per card: the yaku it can take part in
+    for c in cards:
+        features.append({k for k, y in enumerate(specs) if _can_use(y, c, dual)})
+    conflicts = _conflict_tokens(specs)
+
+    # Union-find over yaku: linked by a shared card or a shared conflict token.
+    parent = list(range(n))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    for f in features:
+        f = sorted(f)
+        for k in f[1:]:
+            union(f[0], k)
+    for a in range(n):
+        for b in range(a + 1, n):
+            if conflicts[a] & conflicts[b]:
+                union(a, b)
+    components: dict[int, list[int]] = {}
+    for k in range(n):
+        components.setdefault(find(k), []).append(k)
+
+    out: list[YakuScore] = []
+    for members in components.values():
+        comp_cards = [c for c, f in zip(cards, features, strict=True) if f & set(members)]
+        out.extend(_solve_component([specs[k] for k in members], comp_cards, dual, order))
+    return out
+
+
+def _can_use(y: YakuSpec, card: Card, dual) -> bool:
+    ex = y.extra_selector
+    return (
+        any(item_matches(i, card) for i in y.require)
+        or _matches_select(y, card, dual)
+        or bool(ex and ex.matches(card, dual))
+    )
+
+
+def _conflict_tokens(specs: list[YakuSpec]) -> list[frozenset]:
+    """Two yaku sharing a token cannot both score: one family, or a replacer and what it replaces."""
+    tokens = []
+    for y in specs:
+        t = set()
+        if y.family:
+            t.add(("family", y.family))
+        for r in y.replaces:
+            t.add(("replaces", y.id, r))
+        for other in specs:
+            if y.id in other.replaces:
+                t.add(("replaces", other.id, y.id))
+        tokens.append(frozenset(t))
+    return tokens
+
+
+def _solve_component(specs, cards, dual, order) -> list[YakuScore]:
+    # Search order: set yaku first, growing count yaku last, so that the last yaku can simply
+    # take every card left (no choice to explore).
+    specs = sorted(specs, key=lambda y: (y.kind == "count" and y.per_extra > 0, order[y.id]))
+    n_y = len(specs)
+
+    def signature(card: Card) -> tuple:
+        sig = []
+        for y in specs:
+            sig.extend(item_matches(item, card) for item in y.require)
+            sig.append(_matches_select(y, card, dual))
+            ex = y.extra_selector
+            sig.append(bool(ex and ex.matches(card, dual)))
+        return tuple(sig)
+
+    groups: dict[tuple, list[Card]] = {}
+    for c in cards:
+        groups.setdefault(signature(c), []).append(c)
+    classes = list(groups.values())
+    reps = [g[0] for g in classes]
+    n = len(classes)
+    tokens = _conflict_tokens(specs)
+    usable = [{ci for ci in range(n) if _can_use(y, reps[ci], dual)} for y in specs]
+    # Classes some later yaku could use: only for those is taking fewer extras worth exploring.
+    later = [set().union(*usable[i + 1 :]) if i + 1 < n_y else set() for i in range(n_y)]
+    weight = [2 ** (len(order) - order[y.id]) for y in specs]  # tie-break: rule-file order
+
+    def options(i: int, counts: tuple) -> list[tuple[tuple, int]]:
+        """Ways yaku i can use the available cards: (used count per class, points)."""
+        y = specs[i]
+        results: dict[tuple, int] = {}
+
+        def take_required(k, used):
+            if k == len(y.require):
+                yield used
+                return
+            item = y.require[k]
+            for ci in range(n):
+                if (
+                    used[ci] < counts[ci]
+                    and item_matches(item, reps[ci])
+                    and (y.kind != "count" or _matches_select(y, reps[ci], dual))
+                ):
+                    nxt = list(used)
+                    nxt[ci] += 1
+                    yield from take_required(k + 1, tuple(nxt))
+
+        def distribute(need, used, eligible):
+            if need == 0:
+                yield used
+                return
+            if not eligible:
+                return
+            ci, rest = eligible[0], eligible[1:]
+            room = counts[ci] - used[ci]
+            for k in range(min(room, need), -1, -1):
+                nxt = list(used)
+                nxt[ci] += k
+                yield from distribute(need - k, tuple(nxt), rest)
+
+        select_classes = [ci for ci in range(n) if _matches_select(y, reps[ci], dual)]
+        extra_sel = y.extra_selector
+        extra_classes = [ci for ci in range(n) if extra_sel and extra_sel.matches(reps[ci], dual)]
+        for req in set(take_required(0, (0,) * n)):
+            need = y.core_size - len(y.require)
+            for core in set(distribute(need, req, select_classes)):
+                ranges = []
+                for ci in extra_classes:
+                    room = counts[ci] - core[ci]
+                    # Nobody after this yaku wants the class: taking all of it is best.
+                    ranges.append(range(room, room + 1) if ci not in later[i] else range(room + 1))
+                for ks in itertools.product(*ranges):
+                    used = list(core)
+                    for ci, k in zip(extra_classes, ks, strict=True):
+                        used[ci] += k
+                    used = tuple(used)
+                    pts = y.points + y.per_extra * (sum(used) - sum(core))
+                    if results.get(used, -1) < pts:
+                        results[used] = pts
+        ranked = sorted(results.items(), key=lambda kv: -kv[1])
+        if not later[i] & usable[i]:
+            ranked = ranked[:1]  # no later yaku competes for these cards
+        return ranked
+
+    @cache
+    def best(i: int, counts: tuple, blocked: frozenset):
+        """(key, picks): key = (points, -number of yaku, file-order weight)."""
+        if i == n_y:
+            return (0, 0, 0), ()
+        top = None
+        if not tokens[i] & blocked:
+            for used, y_pts in options(i, counts):
+                rest = tuple(c - u for c, u in zip(counts, used, strict=True))
+                (r_pts, r_neg, r_w), r_picks = best(i + 1, rest, blocked | tokens[i])
+                cand = ((r_pts + y_pts, r_neg - 1, r_w + weight[i]), ((i, used, y_pts), *r_picks))
+                if top is None or cand[0] > top[0]:
+                    top = cand
+        skip = best(i + 1, counts, blocked)
+        if top is None or skip[0] > top[0]:
+            top = skip
+        return top
+
+    _, picks = best(0, tuple(len(g) for g in classes), frozenset())
+    pools = [list(g) for g in classes]
+    out = []
+    for i, used, pts in picks:
+        taken = []
+        for ci, k in enumerate(used):
+            taken.extend(pools[ci][:k])
+            del pools[ci][:k]
+        out.append(YakuScore(specs[i].id, specs[i].name, pts, tuple(sorted(taken))))
+    return out
