@@ -1,0 +1,1364 @@
+"""The match engine: events in, match state out. Pure: no I/O, no clock, no database.
+
+A match is its event log. ``apply(state, event)`` returns a new :class:`MatchState` (the old
+one is untouched) or raises :class:`IllegalEvent` with one sentence saying why;
+``replay(events)`` folds a whole log. Every fix (a misread card, a wrong Koi) is a new event,
+so nothing recorded is ever lost, and ``undo`` steps back over the latest effective event.
+
+    state = replay([
+        {"type": "match_started", "players": ["Aiko", "Ben"], "rules": "livret", "rounds": 6},
+        {"type": "round_started"},
+        {"type": "card_captured", "player": "Aiko", "card": "08-1"},
+    ])
+    state.hands["Aiko"].total, state.pending_decision, state.totals
+
+What the rule set decides (payment, exhausted rounds, next Oya, tie-break...) is read from
+``rules.round`` and ``rules.match`` (see ``docs/RULES_FORMAT.md``); yaku and multipliers come
+from ``scoring.score_hand``. Where the seeds leave a gap, the engine decides:
+
+- A round is opened by ``round_started`` (Oya by the rules unless named); captures, Koi, Stop
+  and corrections outside a round are refused. ``redeal`` restarts the round (same number and
+  Oya, nothing scored).
+- A Koi/Stop decision is pending for a player whose yaku are worth more than at his last Koi
+  (a new yaku or a raised one). Captures may go on while it is pending (a turn is two captures,
+  and the camera lags), but ``cards_ran_out`` waits for it; Stop needs it.
+- Dealt-hand declarations come before the round's first capture and score
+  ``instant_win_points`` flat (no multiplier), paid like any round.
+- ``last_yaku_maker_unless_oya``: since no decision can be left open when the cards run out,
+  the last yaku maker is the last player who called Koi. ``oya_scores``: the Oya scores
+  ``exhausted_points`` whether or not someone had called Koi.
+- ``zero_sum`` with 3 players: each loser pays the winner what he wins (totals add up to 0).
+- ``next_oya = "highest_total"``: on a tie at the top the dealer keeps the deal (else the first
+  of the tied in seat order). ``draw_oya = "changes"``: the next player in seat order.
+- ``card_values`` rounds end with ``cards_ran_out``: everyone writes his card values down, the
+  highest wins the round (a tie: no winner, the Oya follows ``draw_oya``); a note is added when
+  the values do not add up to the deck's 264.
+- ``tie_break = "extra_round"``: extra rounds are played while the match stays tied.
+- Teams: with the teams option, 4 players sit 1 & 3 against 2 & 4 unless ``teams`` names
+  them; events may name a member or the team, captures are pooled per team.
+- ``undo`` returns the state before the latest effective event; ``match_started`` cannot be
+  undone. ``state.log`` holds the effective events, with names resolved to card codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from companion import CompanionError
+from companion.cards import _CODE_RE, Card, CardError, Category, normalize_code
+
+__all__ = [
+    "IllegalEvent",
+    "Event",
+    "MatchStarted",
+    "RoundStarted",
+    "CardCaptured",
+    "CaptureCorrected",
+    "CaptureRemoved",
+    "KoiCalled",
+    "StopCalled",
+    "HandDeclared",
+    "FieldBrightsSet",
+    "CardsRanOut",
+    "Redeal",
+    "Undo",
+    "Decision",
+    "RoundResult",
+    "MatchOutcome",
+    "MatchState",
+    "apply",
+    "replay",
+    "EVENT_TYPES",
+]
+
+
+class IllegalEvent(CompanionError):
+    """An event the match cannot accept (or a malformed one); the state is unchanged."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
+# ---------------------------------------------------------------------------------------------
+
+EVENT_TYPES: dict[str, type[Event]] = {}
+MAX_NAME_LENGTH = 40
+
+
+def _name(value, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise IllegalEvent(f"The {what} must be a non-empty name, not {value!r}.")
+    value = " ".join(value.split())
+    if len(value) > MAX_NAME_LENGTH:
+        raise IllegalEvent(
+            f"The {what} {value[:20]!r}... is longer than {MAX_NAME_LENGTH} characters."
+        )
+    return value
+
+
+def _card_text(value, what: str = "card") -> str:
+    """A card code (normalized, ``8-1`` -> ``08-1``) or a card name resolved later by the deck."""
+    if not isinstance(value, str) or not value.strip():
+        raise IllegalEvent(f"The {what} must be a card code like '08-1', not {value!r}.")
+    if _CODE_RE.match(value):
+        try:
+            return normalize_code(value)
+        except CardError as exc:
+            raise IllegalEvent(str(exc)) from None
+    return value.strip()
+
+
+def _whole(value, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        else:
+            raise IllegalEvent(f"The {what} must be a whole number, not {value!r}.")
+    if not low <= value <= high:
+        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {value}.")
+    return value
+
+
+def _required(default=""):
+    """A field an event dict must give (the default only keeps dataclass field order happy)."""
+    return field(default=default, metadata={"required": True})
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all events: a ``type`` string and a few plain fields.
+
+    ``Event.from_dict({"type": "card_captured", "player": "Aiko", "card": "08-1"})`` builds the
+    right subclass; ``event.to_dict()`` gives it back, ready for JSON.
+    """
+
+    type: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.type:
+            EVENT_TYPES[cls.type] = cls
+
+    def to_dict(self) -> dict:
+        data: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = {k: list(v) if isinstance(v, tuple) else v for k, v in value.items()}
+            data[f.name] = value
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @staticmethod
+    def from_dict(data) -> Event:
+        if isinstance(data, Event):
+            return data
+        if not isinstance(data, dict):
+            raise IllegalEvent(
+                f"An event must be an object with a 'type', not {type(data).__name__}."
+            )
+        etype = data.get("type")
+        cls = EVENT_TYPES.get(etype) if isinstance(etype, str) else None
+        if cls is None:
+            raise IllegalEvent(
+                f"Unknown event type {etype!r}: expected one of {', '.join(EVENT_TYPES)}."
+            )
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - {"type", *names})
+        if unknown:
+            raise IllegalEvent(
+                f"Unknown field {unknown[0]!r} for {etype}: expected "
+                f"{', '.join(names) if names else 'no fields'}."
+            )
+        required = [f.name for f in dataclasses.fields(cls) if f.metadata.get("required")]
+        missing = [n for n in required if n not in data]
+        if missing:
+            raise IllegalEvent(f"A {etype} event needs a {missing[0]!r} field.")
+        return cls(**{n: data[n] for n in names if n in data})
+
+    @staticmethod
+    def from_json(text: str) -> Event:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            raise IllegalEvent("The event is not valid JSON.") from None
+        return Event.from_dict(data)
+
+    def describe(self) -> str:
+        """A short sentence for logs and the tablet's history."""
+        return self.type.replace("_", " ")
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+@dataclass(frozen=True)
+class MatchStarted(Event):
+    """The set-up: players (or team names), rule set with its TOML text, options, rounds, Oya.
+
+    ``rules_text`` makes a replay independent of the preset file; when it is empty (hand-written
+    case files) the preset named ``rules`` is loaded. ``teams`` maps a team name (one of
+    ``players``) to its members, whose captures are pooled.
+    """
+
+    type: ClassVar[str] = "match_started"
+    players: tuple = _required(())
+    rules: str = "livret"
+    rules_text: str = ""
+    options: dict = field(default_factory=dict, hash=False)
+    rounds: int | None = None
+    oya: str | None = None
+    teams: dict | None = field(default=None, hash=False)
+
+    def __post_init__(self):
+        players = self.players
+        if isinstance(players, str) or not isinstance(players, list | tuple):
+            raise IllegalEvent("The players must be a list of names.")
+        players = tuple(_name(p, "player name") for p in players)
+        if len(set(players)) != len(players):
+            raise IllegalEvent("Two players have the same name.")
+        object.__setattr__(self, "players", players)
+        object.__setattr__(self, "rules", _name(self.rules, "rule set name"))
+        if not isinstance(self.rules_text, str):
+            raise IllegalEvent("The rules text must be the rule file's TOML text.")
+        if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
+            raise IllegalEvent("The options must map option names to on/off.")
+        object.__setattr__(self, "options", dict(sorted(self.options.items())))
+        if self.rounds is not None:
+            object.__setattr__(self, "rounds", _whole(self.rounds, "number of rounds", 1, 48))
+        if self.oya is not None:
+            object.__setattr__(self, "oya", _name(self.oya, "first Oya"))
+        if self.teams is not None:
+            if not isinstance(self.teams, dict):
+                raise IllegalEvent("The teams must map each team name to its members.")
+            teams = {}
+            for team, members in self.teams.items():
+                if isinstance(members, str) or not isinstance(members, list | tuple) or not members:
+                    raise IllegalEvent(f"Team {team!r} must list its members.")
+                teams[_name(team, "team name")] = tuple(_name(m, "member name") for m in members)
+            object.__setattr__(self, "teams", teams)
+
+    @classmethod
+    def new(
+        cls, players, rules: str = "livret", *, rounds=None, oya=None, options=None, teams=None
+    ):
+        """A match_started carrying the preset's current TOML text (what a store should log)."""
+        from companion.rules import RuleSet
+
+        ruleset = RuleSet.load(rules)
+        return cls(
+            players=tuple(players),
+            rules=ruleset.name,
+            rules_text=ruleset.source_text,
+            options=dict(options or {}),
+            rounds=rounds,
+            oya=oya,
+            teams=teams,
+        )
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        if not self.rules_text:
+            data.pop("rules_text", None)
+        return data
+
+    def describe(self) -> str:
+        return f"match started: {', '.join(self.players)} ({self.rules})"
+
+
+@dataclass(frozen=True)
+class RoundStarted(Event):
+    """A new round is dealt. ``oya`` defaults to the one the rules name; ``field_brights`` to
+    the brights among ``field`` (the dealt field cards, optional)."""
+
+    type: ClassVar[str] = "round_started"
+    oya: str | None = None
+    field_brights: int | None = None
+    field: tuple = ()
+
+    def __post_init__(self):
+        if self.oya is not None:
+            object.__setattr__(self, "oya", _name(self.oya, "Oya"))
+        if self.field_brights is not None:
+            object.__setattr__(
+                self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
+            )
+        fld = self.field
+        if isinstance(fld, str):
+            fld = [c for c in fld.split(",") if c.strip()]
+        if not isinstance(fld, list | tuple):
+            raise IllegalEvent("The field must be a list of card codes.")
+        object.__setattr__(self, "field", tuple(_card_text(c, "field card") for c in fld))
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        if not self.field:
+            data.pop("field")
+        return data
+
+    def describe(self) -> str:
+        return "round started" + (f", {self.oya} deals" if self.oya else "")
+
+
+@dataclass(frozen=True)
+class _PlayerEvent(Event):
+    player: str = _required()
+
+    def __post_init__(self):
+        object.__setattr__(self, "player", _name(self.player, "player"))
+
+
+@dataclass(frozen=True)
+class CardCaptured(_PlayerEvent):
+    type: ClassVar[str] = "card_captured"
+    card: str = _required()
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "card", _card_text(self.card))
+
+    def describe(self) -> str:
+        return f"{self.player} captured {self.card}"
+
+
+@dataclass(frozen=True)
+class CaptureCorrected(_PlayerEvent):
+    """A misread capture: ``card`` was really ``new_card``."""
+
+    type: ClassVar[str] = "capture_corrected"
+    card: str = _required()
+    new_card: str = _required()
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "card", _card_text(self.card))
+        object.__setattr__(self, "new_card", _card_text(self.new_card, "new card"))
+
+    def describe(self) -> str:
+        return f"{self.player}: {self.card} corrected to {self.new_card}"
+
+
+@dataclass(frozen=True)
+class CaptureRemoved(_PlayerEvent):
+    type: ClassVar[str] = "capture_removed"
+    card: str = _required()
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "card", _card_text(self.card))
+
+    def describe(self) -> str:
+        return f"{self.player}: {self.card} removed"
+
+
+@dataclass(frozen=True)
+class KoiCalled(_PlayerEvent):
+    type: ClassVar[str] = "koi_called"
+
+    def describe(self) -> str:
+        return f"{self.player} calls Koi"
+
+
+@dataclass(frozen=True)
+class StopCalled(_PlayerEvent):
+    type: ClassVar[str] = "stop_called"
+
+    def describe(self) -> str:
+        return f"{self.player} stops"
+
+
+@dataclass(frozen=True)
+class HandDeclared(_PlayerEvent):
+    """A dealt-hand instant win: ``teshi`` (4 of a month), ``kuttsuki`` (4 pairs) or
+    ``dealt_yaku`` (a complete yaku in the dealt hand, ferme-florale)."""
+
+    type: ClassVar[str] = "hand_declared"
+    kind: str = _required()
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.kind, str) or not self.kind.strip():
+            raise IllegalEvent("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'.")
+        object.__setattr__(self, "kind", self.kind.strip().lower())
+
+    def describe(self) -> str:
+        return f"{self.player} declares {self.kind}"
+
+
+@dataclass(frozen=True)
+class FieldBrightsSet(Event):
+    type: ClassVar[str] = "field_brights_set"
+    count: int = _required(0)
+
+    def __post_init__(self):
+        object.__setattr__(self, "count", _whole(self.count, "number of field brights", 0, 5))
+
+    def describe(self) -> str:
+        return f"{self.count} bright(s) in the dealt field"
+
+
+@dataclass(frozen=True)
+class CardsRanOut(Event):
+    type: ClassVar[str] = "cards_ran_out"
+
+    def describe(self) -> str:
+        return "cards ran out"
+
+
+@dataclass(frozen=True)
+class Redeal(Event):
+    """The field was dealt with 4 of a month or 4 pairs: the round is dealt again, nothing scored."""
+
+    type: ClassVar[str] = "redeal"
+
+    def describe(self) -> str:
+        return "redeal"
+
+
+@dataclass(frozen=True)
+class Undo(Event):
+    type: ClassVar[str] = "undo"
+
+    def describe(self) -> str:
+        return "undo"
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+def _plain(obj):
+    """to_dict() for scoring results, lists and dicts of them."""
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if isinstance(obj, list | tuple):
+        return [_plain(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, Card):
+        return obj.code
+    return obj
+
+
+def _signed(n: int) -> str:
+    return f"+{n}" if n > 0 else str(n)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A player formed a yaku (or raised one): Koi or Stop? ``hand`` is the score that made it."""
+
+    player: str
+    hand: Any  # scoring.HandScore
+    koi_calls: int = 0
+
+    @property
+    def text(self) -> str:
+        names = ", ".join(f"{y.name} {y.points}" for y in self.hand.yaku)
+        return f"{self.player} has {names} ({self.hand.total} points now): Koi or Stop?"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict:
+        return {
+            "player": self.player,
+            "hand": _plain(self.hand),
+            "koi_calls": self.koi_calls,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """How one round ended. ``winner`` is None for a draw; ``points`` is what each player
+    writes down for the round (negative for the loser of a zero-sum round)."""
+
+    number: int
+    oya: str
+    winner: str | None
+    kind: str  # "stop" | "instant" | "exhausted" | "draw" | "card_values"
+    yaku: tuple = ()  # scoring.YakuScore of the winner
+    base: int = 0
+    multiplier: int = 1
+    multipliers: tuple = ()  # scoring.Multiplier(factor, reason)
+    points: dict = field(default_factory=dict, hash=False)
+    reason: str = ""
+    koi: dict = field(default_factory=dict, hash=False)
+    tie_break: bool = False
+    notes: tuple = ()
+
+    @property
+    def total(self) -> int:
+        """The winner's score for the round (0 for a draw)."""
+        return self.points.get(self.winner, 0) if self.winner else 0
+
+    @property
+    def text(self) -> str:
+        label = f"Round {self.number}" + (" (tie-break)" if self.tie_break else "")
+        pts = ", ".join(f"{p} {_signed(n)}" for p, n in self.points.items())
+        return f"{label}: {self.reason} [{pts}]"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict:
+        return {
+            "number": self.number,
+            "oya": self.oya,
+            "winner": self.winner,
+            "kind": self.kind,
+            "yaku": _plain(list(self.yaku)),
+            "base": self.base,
+            "multiplier": self.multiplier,
+            "multipliers": _plain(list(self.multipliers)),
+            "points": dict(self.points),
+            "reason": self.reason,
+            "koi": dict(self.koi),
+            "tie_break": self.tie_break,
+            "notes": list(self.notes),
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class MatchOutcome:
+    """The end of a match: ``winners`` (several only on a tie the rules do not break)."""
+
+    winners: tuple
+    by: str  # "points" | "rounds_won"
+    totals: dict = field(hash=False)
+    rounds_won: dict = field(hash=False)
+    rounds_played: int = 0
+    tie_break_rounds: int = 0
+
+    @property
+    def tie(self) -> bool:
+        return len(self.winners) > 1
+
+    @property
+    def winner(self) -> str | None:
+        return self.winners[0] if len(self.winners) == 1 else None
+
+    @property
+    def text(self) -> str:
+        def score(p):
+            if self.by == "rounds_won":
+                return f"{self.rounds_won[p]} rounds won, {self.totals[p]} points"
+            return f"{self.totals[p]} points"
+
+        ranked = sorted(self.totals, key=lambda p: self._key(p), reverse=True)
+        table = ", ".join(f"{p} {score(p)}" for p in ranked)
+        if self.tie:
+            return f"Tie between {' and '.join(self.winners)}: {table}."
+        return f"{self.winner} wins the match: {table}."
+
+    def _key(self, player):
+        if self.by == "rounds_won":
+            return (self.rounds_won[player], self.totals[player])
+        return (self.totals[player],)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict:
+        return {
+            "winners": list(self.winners),
+            "winner": self.winner,
+            "tie": self.tie,
+            "by": self.by,
+            "totals": dict(self.totals),
+            "rounds_won": dict(self.rounds_won),
+            "rounds_played": self.rounds_played,
+            "tie_break_rounds": self.tie_break_rounds,
+            "text": self.text,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------------
+
+
+class MatchState:
+    """Everything the page and the summary show, as of the last event. Never mutate one:
+    ``apply`` builds a new state and keeps the previous one (for ``undo``)."""
+
+    def __init__(self):
+        self.rules = None  # RuleSet, options applied
+        self.rules_name = ""
+        self.options: dict = {}
+        self.players: tuple = ()  # the scoring sides (team names when playing in teams)
+        self.teams: dict | None = None
+        self.rounds_planned = 0
+        self.round_number = 0  # the current (or last finished) round, 0 before the first
+        self.round_in_progress = False
+        self.oya: str | None = None  # Oya of the current round
+        self.next_oya: str | None = None  # who deals the next round
+        self.field_brights = 0
+        self.field: tuple = ()  # dealt field cards, when given
+        self.captures: dict[str, list[Card]] = {}
+        self.koi: dict[str, int] = {}  # Koi calls this round
+        self.hands: dict = {}  # HandScore per player (yaku mode)
+        self.card_values: dict[str, int] = {}  # Hana-Awase values per player (card_values mode)
+        self.last_koi: str | None = None  # the last to have made a yaku and continued
+        self.rounds: list[RoundResult] = []
+        self.totals: dict[str, int] = {}
+        self.rounds_won: dict[str, int] = {}
+        self.outcome: MatchOutcome | None = None
+        self.tie_break = False  # the next/current round is a tie-break
+        self.redeals = 0
+        self.warnings: list[str] = []
+        self.log: list[Event] = []
+        self._members: dict[str, str] = {}  # any accepted name -> side
+        self._pending: list[str] = []  # sides owing a Koi/Stop decision, oldest first
+        self._baseline: dict[str, dict[str, int]] = {}  # yaku points at the last Koi
+        self._owner: dict[str, str] = {}  # card code -> side, this round
+        self._hand_keys: dict = {}
+        self._previous: MatchState | None = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return self.rules is not None
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def phase(self) -> str:
+        """``not_started`` | ``in_round`` | ``between_rounds`` | ``finished``."""
+        if not self.started:
+            return "not_started"
+        if self.finished:
+            return "finished"
+        return "in_round" if self.round_in_progress else "between_rounds"
+
+    @property
+    def pending_decision(self) -> str | None:
+        """The player who must call Koi or Stop now, or None."""
+        return self._pending[0] if self._pending else None
+
+    @property
+    def pending_players(self) -> tuple:
+        return tuple(self._pending)
+
+    @property
+    def decision(self) -> Decision | None:
+        player = self.pending_decision
+        if player is None:
+            return None
+        return Decision(player, self.hands[player], self.koi.get(player, 0))
+
+    @property
+    def mode(self) -> str:
+        return self.rules.mode if self.rules else "yaku"
+
+    def members(self, side: str) -> tuple:
+        return tuple(self.teams[side]) if self.teams else (side,)
+
+    def side_of(self, name: str) -> str:
+        """The scoring side (the player, or his team) a name in an event stands for."""
+        return self._members[self.canonical_name(name)]
+
+    def canonical_name(self, name: str) -> str:
+        """A player (or member, or team) name as the match spells it; case does not matter."""
+        if name in self._members:
+            return name
+        folded = [n for n in self._members if n.casefold() == str(name).casefold()]
+        if len(folded) == 1:
+            return folded[0]
+        names = ", ".join(self._members) or "none yet"
+        raise IllegalEvent(f"Unknown player {name!r}: the players are {names}.")
+
+    def round_points(self, player: str) -> int:
+        """What the player would score if he stopped now (yaku mode) or his card values."""
+        if self.mode == "card_values":
+            return self.card_values.get(player, 0)
+        hand = self.hands.get(player)
+        return hand.total if hand else 0
+
+    def to_dict(self) -> dict:
+        return {
+            "phase": self.phase,
+            "rules": self.rules_name,
+            "options": dict(self.options),
+            "mode": self.mode,
+            "players": list(self.players),
+            "teams": {k: list(v) for k, v in self.teams.items()} if self.teams else None,
+            "rounds_planned": self.rounds_planned,
+            "round_number": self.round_number,
+            "round_in_progress": self.round_in_progress,
+            "tie_break": self.tie_break,
+            "oya": self.oya,
+            "next_oya": self.next_oya,
+            "field_brights": self.field_brights,
+            "field": [c.code for c in self.field],
+            "captures": {p: [c.code for c in cs] for p, cs in self.captures.items()},
+            "koi": dict(self.koi),
+            "hands": {p: _plain(h) for p, h in self.hands.items()},
+            "card_values": dict(self.card_values),
+            "pending_decision": self.pending_decision,
+            "decision": self.decision.to_dict() if self.decision else None,
+            "rounds": [r.to_dict() for r in self.rounds],
+            "totals": dict(self.totals),
+            "rounds_won": dict(self.rounds_won),
+            "outcome": self.outcome.to_dict() if self.outcome else None,
+            "redeals": self.redeals,
+            "warnings": list(self.warnings),
+            "events": len(self.log),
+        }
+
+    @property
+    def text(self) -> str:
+        """The running tally as a few lines of text (CLI, logs)."""
+        if not self.started:
+            return "No match started."
+        lines = [
+            f"{self.rules_name}: round {self.round_number}/{self.rounds_planned}"
+            + (" (tie-break)" if self.tie_break else "")
+            + f", {self.phase.replace('_', ' ')}, Oya {self.oya or self.next_oya}"
+        ]
+        for p in self.players:
+            caps = " ".join(c.code for c in self.captures.get(p, []))
+            now = self.round_points(p)
+            lines.append(f"  {p}: total {self.totals[p]}, this round {now} [{caps}]")
+        if self.decision:
+            lines.append(f"  {self.decision.text}")
+        for r in self.rounds:
+            lines.append(f"  {r.text}")
+        if self.outcome:
+            lines.append(f"  {self.outcome.text}")
+        lines.extend(f"  warning: {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"<MatchState {self.rules_name or '-'} round {self.round_number} {self.phase}>"
+
+    # -- copying -----------------------------------------------------------------------------
+
+    def _copy(self) -> MatchState:
+        new = MatchState.__new__(MatchState)
+        new.__dict__.update(self.__dict__)
+        new.captures = {p: list(cs) for p, cs in self.captures.items()}
+        for name in (
+            "koi",
+            "hands",
+            "card_values",
+            "totals",
+            "rounds_won",
+            "_baseline",
+            "_owner",
+            "_hand_keys",
+            "options",
+        ):
+            setattr(new, name, dict(getattr(self, name)))
+        new.rounds = list(self.rounds)
+        new._pending = list(self._pending)
+        new.warnings = list(self.warnings)
+        return new
+
+
+# ---------------------------------------------------------------------------------------------
+# apply / replay
+# ---------------------------------------------------------------------------------------------
+
+
+def new_state() -> MatchState:
+    """The state before any event."""
+    return MatchState()
+
+
+def apply(state: MatchState | None, event: Event | dict) -> MatchState:
+    """The state after ``event``; raises IllegalEvent (state unchanged) when it is refused."""
+    if state is None:
+        state = MatchState()
+    event = Event.from_dict(event)
+    if isinstance(event, Undo):
+        return _undo(state)
+    if not state.started and not isinstance(event, MatchStarted):
+        raise IllegalEvent("No match has started: the first event must be match_started.")
+    if state.started and isinstance(event, MatchStarted):
+        raise IllegalEvent("The match has already started; start a new match instead.")
+    if state.finished:
+        raise IllegalEvent(
+            f"The match is over ({state.outcome.text[:-1]}); nothing more can be recorded."
+        )
+    new = state._copy()
+    logged = _HANDLERS[event.type](new, event) or event
+    new.log = [*state.log, logged]
+    new._previous = state
+    new.warnings = _warnings(new)
+    return new
+
+
+def replay(events) -> MatchState:
+    """Fold a whole event log (Event objects or dicts) into a state.
+
+    Raises IllegalEvent naming the first refused event (1-based) and why.
+    """
+    state = MatchState()
+    for n, event in enumerate(events, 1):
+        try:
+            state = apply(state, event)
+        except IllegalEvent as exc:
+            raise IllegalEvent(f"Event {n} is refused: {exc}") from None
+    return state
+
+
+def _undo(state: MatchState) -> MatchState:
+    if not state.started or state._previous is None or len(state.log) <= 1:
+        raise IllegalEvent("Nothing to undo.")
+    return state._previous
+
+
+# -- handlers (each mutates the fresh copy it is given) -----------------------------------------
+
+
+def _match_started(s: MatchState, e: MatchStarted):
+
+    try:
+        rules = _rules_for(e)
+    except CompanionError as exc:
+        raise IllegalEvent(str(exc)) from None
+    sides = e.players
+    if not sides:
+        raise IllegalEvent("A match needs players.")
+    teams = e.teams
+    if rules.match.teams and teams is None and len(sides) == 4:
+        # "Les joueurs sont répartis en alternance d'équipe": seats 1 & 3 against 2 & 4.
+        teams = {
+            f"{sides[0]} & {sides[2]}": (sides[0], sides[2]),
+            f"{sides[1]} & {sides[3]}": (sides[1], sides[3]),
+        }
+        sides = tuple(teams)
+    members: dict[str, str] = {p: p for p in sides}
+    if teams is not None:
+        if not rules.match.teams:
+            raise IllegalEvent(
+                f"Rule set {rules.name!r} does not play in teams (turn the teams option on)."
+            )
+        if set(teams) != set(sides):
+            raise IllegalEvent("With teams, the players are the team names, each listed in teams.")
+        if len(teams) < 2:
+            raise IllegalEvent("A match in teams needs at least two teams.")
+        for team, team_members in teams.items():
+            for m in team_members:
+                if m in members:
+                    raise IllegalEvent(f"{m!r} appears twice among the players and teams.")
+                members[m] = team
+    elif rules.match.teams:
+        raise IllegalEvent(
+            f"The teams option of {rules.name!r} is on: give 4 players (seats 1 & 3 against 2 & 4) "
+            "or list the teams."
+        )
+    people = len(members) - len(sides) if teams else len(sides)
+    if people not in rules.players:
+        allowed = " or ".join(str(n) for n in rules.players)
+        raise IllegalEvent(f"Rule set {rules.name!r} is played by {allowed} players, not {people}.")
+    rounds = e.rounds if e.rounds is not None else rules.default_rounds
+    if rounds not in rules.rounds:
+        allowed = " or ".join(str(n) for n in rules.rounds)
+        raise IllegalEvent(f"Rule set {rules.name!r} plays {allowed} rounds, not {rounds}.")
+    oya = sides[0] if e.oya is None else e.oya
+    if oya not in members:
+        raise IllegalEvent(f"The first Oya {oya!r} is not one of the players.")
+    s.rules = rules
+    s.rules_name = rules.name
+    s.options = dict(rules.active_options)
+    s.players = sides
+    s.teams = dict(teams) if teams else None
+    s._members = members
+    s.rounds_planned = rounds
+    s.next_oya = members[oya]
+    s.totals = {p: 0 for p in sides}
+    s.rounds_won = {p: 0 for p in sides}
+    s.captures = {p: [] for p in sides}
+    s.koi = {p: 0 for p in sides}
+    return dataclasses.replace(e, players=sides, teams=teams, rounds=rounds, oya=members[oya])
+
+
+_RULES_CACHE: dict[tuple, object] = {}
+_RULES_CACHE_SIZE = 32
+
+
+def _rules_for(e: MatchStarted):
+    """The event's rule set with its options; parsed once per (text, options), since every
+    replay of a stored match starts by building the same (immutable) RuleSet."""
+    from companion.rules import RuleSet
+
+    if not e.rules_text:  # hand-written logs: the preset as it is today
+        return RuleSet.load(e.rules).with_options(e.options)
+    key = (e.rules_text, tuple(sorted(e.options.items())))
+    rules = _RULES_CACHE.get(key)
+    if rules is None:
+        rules = RuleSet.from_text(e.rules_text).with_options(e.options)
+        if len(_RULES_CACHE) >= _RULES_CACHE_SIZE:
+            _RULES_CACHE.pop(next(iter(_RULES_CACHE)))
+        _RULES_CACHE[key] = rules
+    return rules
+
+
+def _need_round(s: MatchState, what: str) -> None:
+    if not s.round_in_progress:
+        if s.rounds and what.endswith("captures") and not what.startswith("recording"):
+            raise IllegalEvent(
+                f"Round {s.round_number} is over: undo its last event to change its captures."
+            )
+        nxt = len(s.rounds) + 1
+        raise IllegalEvent(f"No round is in progress: start round {nxt} before {what}.")
+
+
+def _resolve_card(s: MatchState, text: str) -> Card:
+    try:
+        return s.rules.deck.parse(text)
+    except CardError as exc:
+        raise IllegalEvent(str(exc)) from None
+
+
+def _card_label(s: MatchState, card: Card) -> str:
+    return f"{card.code} ({card.name})"
+
+
+def _reset_round(s: MatchState) -> None:
+    s.captures = {p: [] for p in s.players}
+    s.koi = {p: 0 for p in s.players}
+    s._owner = {}
+    s._pending = []
+    s._baseline = {}
+    s._hand_keys = {}
+    s.hands = {}
+    s.card_values = {}
+    s.last_koi = None
+    s.field = ()
+    s.field_brights = 0
+    _rescore(s)
+
+
+def _round_started(s: MatchState, e: RoundStarted):
+    if s.round_in_progress:
+        raise IllegalEvent(
+            f"Round {s.round_number} is still in progress: end it with a Stop, a dealt-hand "
+            "declaration or 'cards ran out' first."
+        )
+    oya = s.next_oya if e.oya is None else s.side_of(e.oya)
+    field_cards = tuple(_resolve_card(s, c) for c in e.field)
+    if len(set(field_cards)) != len(field_cards):
+        raise IllegalEvent("The same card is listed twice in the dealt field.")
+    s.round_number = len(s.rounds) + 1
+    s.round_in_progress = True
+    s.oya = oya
+    _reset_round(s)
+    s.field = field_cards
+    if e.field_brights is not None:
+        s.field_brights = e.field_brights
+    else:
+        s.field_brights = sum(1 for c in field_cards if c.category is Category.BRIGHT)
+    _rescore(s)
+    return dataclasses.replace(e, oya=oya, field=tuple(c.code for c in field_cards))
+
+
+def _card_captured(s: MatchState, e: CardCaptured):
+    _need_round(s, "recording captures")
+    side = s.side_of(e.player)
+    card = _resolve_card(s, e.card)
+    owner = s._owner.get(card.code)
+    if owner is not None:
+        who = "already holds" if owner == side else f"cannot take it: {owner} already holds"
+        raise IllegalEvent(f"{side} {who} {_card_label(s, card)} this round.")
+    s.captures[side].append(card)
+    s._owner[card.code] = side
+    _after_capture_change(s, side)
+    return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
+
+
+def _held_card(s: MatchState, side: str, text: str) -> Card:
+    card = _resolve_card(s, text)
+    if s._owner.get(card.code) != side:
+        raise IllegalEvent(f"{side} does not hold {_card_label(s, card)} this round.")
+    return card
+
+
+def _capture_corrected(s: MatchState, e: CaptureCorrected):
+    _need_round(s, "correcting captures")
+    side = s.side_of(e.player)
+    card = _held_card(s, side, e.card)
+    new_card = _resolve_card(s, e.new_card)
+    if new_card == card:
+        raise IllegalEvent(f"The correction of {card.code} names the same card.")
+    owner = s._owner.get(new_card.code)
+    if owner is not None:
+        raise IllegalEvent(f"{owner} already holds {_card_label(s, new_card)} this round.")
+    caps = s.captures[side]
+    caps[caps.index(card)] = new_card
+    del s._owner[card.code]
+    s._owner[new_card.code] = side
+    _after_capture_change(s, side)
+    return dataclasses.replace(
+        e, player=s.canonical_name(e.player), card=card.code, new_card=new_card.code
+    )
+
+
+def _capture_removed(s: MatchState, e: CaptureRemoved):
+    _need_round(s, "removing captures")
+    side = s.side_of(e.player)
+    card = _held_card(s, side, e.card)
+    s.captures[side].remove(card)
+    del s._owner[card.code]
+    _after_capture_change(s, side)
+    return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
+
+
+def _need_decision(s: MatchState, side: str, call: str) -> None:
+    if s.mode == "card_values":
+        raise IllegalEvent(f"Rule set {s.rules_name!r} has no yaku, so there is no {call} to call.")
+    _need_round(s, f"calling {call}")
+    if side not in s._pending:
+        if s._pending:
+            raise IllegalEvent(f"It is {s._pending[0]} who must choose Koi or Stop, not {side}.")
+        raise IllegalEvent(f"{side} has no new yaku, so there is no Koi or Stop to call.")
+
+
+def _koi_called(s: MatchState, e: KoiCalled):
+    side = s.side_of(e.player)
+    _need_decision(s, side, "Koi")
+    s.koi[side] += 1
+    s._baseline[side] = _yaku_points(s.hands[side])
+    s._pending.remove(side)
+    s.last_koi = side
+    _rescore(s)  # Koi counts change every player's multipliers
+    return dataclasses.replace(e, player=side)
+
+
+def _stop_called(s: MatchState, e: StopCalled):
+    side = s.side_of(e.player)
+    _need_decision(s, side, "Stop")
+    hand = s.hands[side]
+    names = ", ".join(f"{y.name} {y.points}" for y in hand.yaku)
+    koi = f" after {s.koi[side]} Koi" if s.koi[side] else ""
+    reason = f"{side} stops{koi} with {names}: {hand.total} points"
+    if hand.multiplier != 1:
+        reason += f" (base {hand.base} x{hand.multiplier})"
+    _finish_round(s, side, "stop", hand.total, reason, hand=hand)
+    return dataclasses.replace(e, player=side)
+
+
+def _hand_declared(s: MatchState, e: HandDeclared):
+    _need_round(s, "declaring a dealt hand")
+    side = s.side_of(e.player)
+    allowed = tuple(s.rules.round.instant_wins)
+    if e.kind not in allowed:
+        names = ", ".join(allowed) or "none"
+        raise IllegalEvent(
+            f"Rule set {s.rules_name!r} has no {e.kind!r} declaration (instant wins: {names})."
+        )
+    if s._owner:
+        raise IllegalEvent("A dealt hand is declared before the first capture of the round.")
+    points = s.rules.round.instant_win_points
+    what = {
+        "teshi": "4 cards of one month in the dealt hand",
+        "kuttsuki": "4 pairs in the dealt hand",
+        "dealt_yaku": "a complete yaku in the dealt hand",
+    }.get(e.kind, e.kind)
+    reason = f"{side} declares {e.kind} ({what}): {points} points"
+    _finish_round(s, side, "instant", points, reason)
+    return dataclasses.replace(e, player=side)
+
+
+def _field_brights_set(s: MatchState, e: FieldBrightsSet):
+    _need_round(s, "setting the field brights")
+    s.field_brights = e.count
+    _rescore(s)
+
+
+def _cards_ran_out(s: MatchState, e: CardsRanOut):
+    _need_round(s, "ending it")
+    if s._pending:
+        raise IllegalEvent(f"{s._pending[0]} must choose Koi or Stop first.")
+    rules = s.rules
+    if s.mode == "card_values":
+        _finish_card_values_round(s)
+        return
+    how = rules.round.exhausted
+    if how == "oya_scores":
+        points = rules.round.exhausted_points
+        reason = f"Cards ran out: the Oya {s.oya} scores {points} points"
+        _finish_round(s, s.oya, "exhausted", points, reason)
+    elif (
+        how == "last_yaku_maker_unless_oya"
+        and s.last_koi not in (None, s.oya)
+        and s.hands[s.last_koi].base > 0  # a correction may have taken his yaku away since
+    ):
+        side = s.last_koi
+        hand = s.hands[side]
+        names = ", ".join(f"{y.name} {y.points}" for y in hand.yaku)
+        reason = (
+            f"Cards ran out and {side} (not the Oya) made the last yaku: {names}, "
+            f"{hand.total} points"
+        )
+        if hand.multiplier != 1:
+            reason += f" (base {hand.base} x{hand.multiplier})"
+        _finish_round(s, side, "exhausted", hand.total, reason, hand=hand)
+    else:
+        if how == "last_yaku_maker_unless_oya" and s.last_koi:
+            why = f"the Oya {s.oya} made the last yaku"
+        elif how == "last_yaku_maker_unless_oya":
+            why = "nobody made a yaku"
+        else:
+            why = "nothing is scored"
+        _finish_round(s, None, "draw", 0, f"Cards ran out, a draw: {why}")
+
+
+def _redeal(s: MatchState, e: Redeal):
+    _need_round(s, "dealing it again")
+    s.redeals += 1
+    _reset_round(s)
+
+
+_HANDLERS = {
+    "match_started": _match_started,
+    "round_started": _round_started,
+    "card_captured": _card_captured,
+    "capture_corrected": _capture_corrected,
+    "capture_removed": _capture_removed,
+    "koi_called": _koi_called,
+    "stop_called": _stop_called,
+    "hand_declared": _hand_declared,
+    "field_brights_set": _field_brights_set,
+    "cards_ran_out": _cards_ran_out,
+    "redeal": _redeal,
+}
+
+
+# -- scoring -----------------------------------------------------------------------------------
+
+
+def _yaku_points(hand) -> dict[str, int]:
+    points: dict[str, int] = {}
+    for y in hand.yaku:
+        points[y.id] = points.get(y.id, 0) + y.points
+    return points
+
+
+def _rescore(s: MatchState) -> None:
+    """Recompute each player's hand (only those whose inputs changed)."""
+    all_koi = sum(s.koi.values())
+    for p in s.players:
+        koi_own = s.koi.get(p, 0)
+        codes = tuple(sorted(c.code for c in s.captures[p]))
+        key = (codes, koi_own, all_koi - koi_own, s.field_brights)
+        if s._hand_keys.get(p) == key and p in s.hands:
+            continue
+        s.hands[p] = _score_hand(s.rules, *key)
+        s._hand_keys[p] = key
+    if s.mode == "card_values":
+        s.card_values = {p: s.hands[p].total for p in s.players}
+
+
+@functools.lru_cache(maxsize=4096)
+def _score_hand(rules, codes: tuple, koi_own: int, koi_opponent: int, field_brights: int):
+    """score_hand, remembered: a replay of a stored match (same cached RuleSet) scores the same
+    hands again, and the order of captures never matters to a score."""
+    from companion import scoring
+
+    return scoring.score_hand(
+        rules,
+        [rules.deck.card(c) for c in codes],
+        koi_own=koi_own,
+        koi_opponent=koi_opponent,
+        field_brights=field_brights,
+    )
+
+
+def _after_capture_change(s: MatchState, side: str) -> None:
+    _rescore(s)
+    if s.mode == "card_values":
+        return
+    baseline = s._baseline.get(side, {})
+    now = _yaku_points(s.hands[side])
+    improved = any(pts > baseline.get(yid, 0) for yid, pts in now.items())
+    if improved and side not in s._pending:
+        s._pending.append(side)
+    elif not improved and side in s._pending:
+        s._pending.remove(side)  # a correction took the new yaku away
+
+
+def _payment(s: MatchState, winner: str, amount: int) -> dict[str, int]:
+    how = s.rules.round.payment
+    points = {p: 0 for p in s.players}
+    if how == "zero_sum":
+        # Each other player pays the winner what he wins: the totals always add up to 0.
+        for p in s.players:
+            if p != winner:
+                points[p] = -amount
+        points[winner] = amount * (len(s.players) - 1)
+    else:
+        points[winner] = amount
+    return points
+
+
+def _finish_round(s, winner, kind, amount, reason, hand=None) -> None:
+    if winner is None:
+        points = {p: 0 for p in s.players}
+    else:
+        points = _payment(s, winner, amount)
+    result = RoundResult(
+        number=s.round_number,
+        oya=s.oya,
+        winner=winner,
+        kind=kind,
+        yaku=tuple(hand.yaku) if hand else (),
+        base=hand.base if hand else amount,
+        multiplier=hand.multiplier if hand else 1,
+        multipliers=tuple(hand.multipliers) if hand else (),
+        points=points,
+        reason=reason,
+        koi=dict(s.koi),
+        tie_break=s.tie_break,
+    )
+    _record(s, result)
+
+
+def _finish_card_values_round(s: MatchState) -> None:
+    from companion import scoring
+
+    values = dict(s.card_values)
+    best = max(values.values())
+    leaders = [p for p in s.players if values[p] == best]
+    winner = leaders[0] if len(leaders) == 1 else None
+    table = ", ".join(f"{p} {values[p]}" for p in s.players)
+    if winner:
+        reason = f"Cards ran out: card values {table}; {winner} has the most"
+    else:
+        reason = f"Cards ran out: card values {table}; {' and '.join(leaders)} tie"
+    full = sum(scoring.card_value(s.rules, c) for c in s.rules.deck)
+    notes = ()
+    if sum(values.values()) != full:
+        notes = (
+            f"Round {s.round_number}: card values add up to {sum(values.values())}, not {full}: "
+            "a capture is missing or misread.",
+        )
+    result = RoundResult(
+        number=s.round_number,
+        oya=s.oya,
+        winner=winner,
+        kind="card_values",
+        base=best,
+        points=values,
+        reason=reason,
+        koi={},
+        tie_break=s.tie_break,
+        notes=notes,
+    )
+    _record(s, result)
+
+
+def _record(s: MatchState, result: RoundResult) -> None:
+    s.rounds.append(result)
+    for p, n in result.points.items():
+        s.totals[p] += n
+    if result.winner:
+        s.rounds_won[result.winner] += 1
+    s.round_in_progress = False
+    s._pending = []
+    s.next_oya = _next_oya(s, result)
+    _check_match_end(s)
+
+
+def _seat_after(s: MatchState, side: str) -> str:
+    i = s.players.index(side)
+    return s.players[(i + 1) % len(s.players)]
+
+
+def _next_oya(s: MatchState, result: RoundResult) -> str:
+    r = s.rules.round
+    if r.next_oya == "highest_total":
+        best = max(s.totals.values())
+        leaders = [p for p in s.players if s.totals[p] == best]
+        if s.oya in leaders:  # a tie at the top keeps the dealer
+            return s.oya
+        return leaders[0]
+    if result.winner:
+        return result.winner
+    return s.oya if r.draw_oya == "stays" else _seat_after(s, s.oya)
+
+
+def _leaders(s: MatchState) -> tuple:
+    if s.rules.match.winner_by == "rounds_won":
+        key = s.rounds_won
+    else:
+        key = s.totals
+    best = max(key.values())
+    return tuple(p for p in s.players if key[p] == best)
+
+
+def _check_match_end(s: MatchState) -> None:
+    if len(s.rounds) < s.rounds_planned:
+        return
+    leaders = _leaders(s)
+    if len(leaders) > 1 and s.rules.match.tie_break == "extra_round":
+        s.tie_break = True  # one more round decides (again, while it stays a tie)
+        return
+    s.outcome = MatchOutcome(
+        winners=leaders,
+        by=s.rules.match.winner_by,
+        totals=dict(s.totals),
+        rounds_won=dict(s.rounds_won),
+        rounds_played=len(s.rounds),
+        tie_break_rounds=len(s.rounds) - s.rounds_planned,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _wild_cards(rules) -> frozenset:
+    return frozenset(c for c in rules.deck if rules.is_wild(c))
+
+
+# -- plausibility hints ------------------------------------------------------------------------
+
+
+def _warnings(s: MatchState) -> list[str]:
+    warnings: list[str] = []
+    rules = s.rules
+    if rules is None:
+        return warnings
+    if s.round_in_progress and s.field and rules.round.field_redeal and not s._owner:
+        months = Counter(c.month for c in s.field)
+        if 4 in months.values() or sum(1 for n in months.values() if n >= 2) >= 4:
+            warnings.append(
+                "The dealt field holds 4 cards of one month or 4 pairs: deal again (redeal)."
+            )
+    wild = _wild_cards(rules)
+    wild_months = {c.month for c in wild}
+    for p in s.players:
+        caps = s.captures.get(p, [])
+        holds_wild = any(c in wild for c in caps)
+        months = Counter(c.month for c in caps)
+        odd = sorted(m for m, n in months.items() if n % 2 and m not in wild_months)
+        if holds_wild and odd:
+            odd = odd[1:]  # the card taken with the wild card is alone in its month
+        for m in odd:
+            cards = " ".join(c.code for c in caps if c.month == m)
+            warnings.append(
+                f"{p} holds {months[m]} card(s) of month {m:02d} ({cards}): captures come in "
+                "pairs, so one may be misread."
+            )
+    if not s.round_in_progress and s.rounds:
+        warnings.extend(s.rounds[-1].notes)
+    return warnings
