@@ -1,0 +1,544 @@
+"""The match store: an append-only event log per match in SQLite (sqlite-utils, WAL).
+
+Nothing is edited in place: every state shown anywhere is the engine's replay of a match's
+events, and a fix is a new event (``capture_corrected``, ``undo``...). An append is one
+``BEGIN IMMEDIATE`` transaction that validates the event with ``engine.apply``, checks the
+request id and the expected last seq, and writes the row; UNIQUE indexes on ``(match_id, seq)``
+and ``(match_id, request_id)`` make two writers racing (threads or processes) record one event.
+With WAL and ``synchronous=FULL``, a crash or ``kill -9`` loses at most the event being written.
+
+    store = MatchStore.open("companion.db")          # or ":memory:" or a sqlite_utils.Database
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=12, oya="Aki")
+    store.append(match_id, event, expected_seq=store.last_seq(match_id), request_id="r-17")
+    store.state(match_id)                            # engine.MatchState, the replay
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import sqlite3
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+from companion import CompanionError
+
+APP_DIR_NAME = "hanafuda-companion"
+DB_FILE_NAME = "companion.db"
+MAX_REQUEST_ID_LENGTH = 200
+MAX_TITLE_LENGTH = 120
+
+
+class StoreError(CompanionError):
+    """The database cannot be opened or read (not a SQLite file, unwritable folder...)."""
+
+
+class UnknownMatchError(CompanionError):
+    """No match has this id."""
+
+
+class StaleEventError(CompanionError):
+    """The match changed since the page that sent this event last saw it."""
+
+    def __init__(self, message: str, *, expected_seq: int | None = None, last_seq: int = 0):
+        super().__init__(message)
+        self.expected_seq = expected_seq
+        self.last_seq = last_seq
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """One row of a match's log: the engine event and when/how it was recorded."""
+
+    seq: int
+    event: Any  # an engine Event
+    created_at: str
+    request_id: str | None = None
+
+    @property
+    def type(self) -> str:
+        return self.event.type
+
+    def to_dict(self) -> dict:
+        return {
+            "seq": self.seq,
+            "event": self.event.to_dict(),
+            "created_at": self.created_at,
+            "request_id": self.request_id,
+        }
+
+
+@dataclass(frozen=True)
+class MatchInfo:
+    """A match as listed: what it was started with and how far its log goes."""
+
+    id: int
+    title: str | None
+    players: list[str]
+    rules: str
+    rounds: int
+    oya: str
+    options: dict = field(default_factory=dict)
+    created_at: str = ""
+    last_seq: int = 0
+    finished: bool = False
+
+    @property
+    def label(self) -> str:
+        """A one-line name for lists: the title, or the players and the date."""
+        return self.title or f"{' vs '.join(self.players)} ({self.created_at[:10]})"
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "players": list(self.players),
+            "rules": self.rules,
+            "rounds": self.rounds,
+            "oya": self.oya,
+            "options": dict(self.options),
+            "created_at": self.created_at,
+            "last_seq": self.last_seq,
+            "finished": self.finished,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema: sqlite-utils built-in migrations (append new ones, never edit applied ones)
+# ---------------------------------------------------------------------------------------------
+
+migrations = Migrations("hanafuda-companion")
+
+
+@migrations()
+def m001_matches_and_events(db: sqlite_utils.Database) -> None:
+    db["matches"].create(
+        {
+            "id": int,
+            "title": str,
+            "players": str,  # JSON list
+            "rules": str,
+            "rounds": int,
+            "oya": str,
+            "options": str,  # JSON object
+            "created_at": str,
+            "last_seq": int,
+            "finished": int,
+        },
+        pk="id",
+        not_null={"players", "rules", "rounds", "oya", "created_at", "last_seq", "finished"},
+        defaults={"last_seq": 0, "finished": 0, "options": "{}"},
+    )
+    db["events"].create(
+        {
+            "id": int,
+            "match_id": int,
+            "seq": int,
+            "type": str,
+            "event": str,  # JSON of engine Event.to_dict()
+            "created_at": str,
+            "request_id": str,
+        },
+        pk="id",
+        foreign_keys=[("match_id", "matches", "id")],
+        not_null={"match_id", "seq", "type", "event", "created_at"},
+    )
+    db["events"].create_index(["match_id", "seq"], unique=True)
+    # SQLite lets several NULLs through a UNIQUE index: events sent without a request id.
+    db["events"].create_index(["match_id", "request_id"], unique=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the default database lives
+# ---------------------------------------------------------------------------------------------
+
+
+def default_db_path() -> Path:
+    """$COMPANION_DB, else the per-user data folder (XDG_DATA_HOME on Linux)."""
+    override = os.environ.get("COMPANION_DB")
+    if override:
+        return Path(override).expanduser()
+    if sys.platform == "win32":  # pragma: no cover
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":  # pragma: no cover
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / APP_DIR_NAME / DB_FILE_NAME
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+# ---------------------------------------------------------------------------------------------
+
+
+class MatchStore:
+    """Matches and their event logs in one SQLite database. Safe to share between threads."""
+
+    def __init__(self, db: sqlite_utils.Database, path: Path | None = None):
+        self.db = db
+        self.path = path
+        # One connection shared by the web server's threads: the lock serialises its use
+        # (sqlite3 connections are not safe for concurrent use); other processes are kept
+        # apart by SQLite's own locking.
+        self._lock = threading.RLock()
+        self._cache: dict[int, tuple[int, Any]] = {}  # match_id -> (last seq, MatchState)
+        self._events: dict[int, list[StoredEvent]] = {}  # match_id -> parsed log, seq order
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path_or_db: str | os.PathLike | sqlite_utils.Database | None = None,
+        *,
+        busy_timeout: float = 15.0,
+    ) -> MatchStore:
+        """Open (creating if needed) a store: a path, ":memory:", a Database, or None (default).
+        ``busy_timeout``: how long a write waits for another process's write to finish."""
+        if isinstance(path_or_db, sqlite_utils.Database):
+            store = cls(path_or_db)
+        else:
+            target = default_db_path() if path_or_db is None else path_or_db
+            if str(target) == ":memory:":
+                conn = sqlite3.connect(":memory:", check_same_thread=False)
+                store = cls(sqlite_utils.Database(conn))
+            else:
+                path = Path(target).expanduser()
+                if path.is_dir():
+                    raise StoreError(f"The database path {path} is a folder, not a file.")
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout)
+                except (OSError, sqlite3.Error) as exc:
+                    raise StoreError(f"Cannot open the database {path}: {exc}.") from exc
+                store = cls(sqlite_utils.Database(conn), path)
+        store._prepare()
+        return store
+
+    def _prepare(self) -> None:
+        try:
+            with self._lock:
+                on_disk = bool(self.db.execute("PRAGMA database_list").fetchone()[2])
+                if on_disk:
+                    self.db.enable_wal()
+                    with self.db.ensure_autocommit_on():
+                        # FULL: an acknowledged event survives power loss too, not just kill -9.
+                        self.db.execute("PRAGMA synchronous=FULL")
+                self.db.execute("PRAGMA foreign_keys=ON")
+                migrations.apply(self.db)
+        except sqlite3.DatabaseError as exc:
+            where = self.path or "the database"
+            raise StoreError(f"{where} is not a usable match database ({exc}).") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    def __enter__(self) -> MatchStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _write(self):
+        """One write transaction, taken IMMEDIATE so that the check-then-insert of an append
+        cannot interleave with another process's (a deferred transaction would fail its
+        read-to-write upgrade instead of waiting)."""
+        with self._lock:
+            conn = self.db.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                else:
+                    conn.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                # Only a writer that bypassed the seq check could collide on (match_id, seq).
+                raise StaleEventError(
+                    "The match changed since this page was loaded; reload and try again."
+                ) from None
+            except sqlite3.OperationalError as exc:
+                raise StoreError(
+                    f"The database cannot be written now ({exc}); nothing was recorded."
+                ) from None
+
+    # -- matches ------------------------------------------------------------------------------
+
+    def create_match(
+        self,
+        players: list[str],
+        rules: str = "livret",
+        rounds: int | None = None,
+        options: dict | None = None,
+        oya: str | None = None,
+        title: str | None = None,
+    ) -> int:
+        """Start a match: checks the set-up with the engine and writes its ``match_started``."""
+        from companion import engine
+
+        if isinstance(players, str) or not isinstance(players, list | tuple):
+            raise CompanionError("The players must be a list of names.")
+        options = dict(options or {})
+        title = " ".join(str(title or "").split()) or None
+        if title and len(title) > MAX_TITLE_LENGTH:
+            raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        # match_started carries the rule file's text, so that a replay never depends on what
+        # the preset says later.
+        event = engine.MatchStarted.new(players, rules, rounds=rounds, oya=oya, options=options)
+        # The engine's own check: player count, rounds, unknown options, Oya not a player...
+        state = engine.apply(None, event)
+        created = _now()
+        with self._lock, self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
+                " last_seq, finished) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0)",
+                [
+                    title,
+                    json.dumps(list(state.players), ensure_ascii=False),
+                    state.rules_name,
+                    state.rounds_planned,
+                    state.next_oya,
+                    json.dumps(state.options, ensure_ascii=False, sort_keys=True),
+                    created,
+                ],
+            )
+            match_id = cursor.lastrowid
+            conn.execute(
+                "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
+                " VALUES (?, 1, ?, ?, ?, NULL)",
+                [match_id, event.type, _event_json(event), created],
+            )
+            self._cache[match_id] = (1, state)
+        return match_id
+
+    def get_match(self, match_id: int | str) -> MatchInfo:
+        match_id = _match_id(match_id)
+        with self._lock:
+            rows = list(self.db["matches"].rows_where("id = ?", [match_id]))
+        if not rows:
+            raise UnknownMatchError(f"There is no match {match_id} in this database.")
+        return _match_info(rows[0])
+
+    def matches(self) -> list[MatchInfo]:
+        """Every match, the most recent first."""
+        with self._lock:
+            rows = list(self.db["matches"].rows_where(order_by="id desc"))
+        return [_match_info(row) for row in rows]
+
+    def latest_match(self) -> MatchInfo:
+        """The most recently created match (UnknownMatchError when there is none)."""
+        with self._lock:
+            rows = list(self.db["matches"].rows_where(order_by="id desc", limit=1))
+        if not rows:
+            raise UnknownMatchError("There are no matches in this database yet.")
+        return _match_info(rows[0])
+
+    def resolve_match(self, match: int | str | None) -> MatchInfo:
+        """A match id given by a user, or the most recent match when None."""
+        return self.latest_match() if match in (None, "") else self.get_match(match)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def last_seq(self, match_id: int | str) -> int:
+        match_id = _match_id(match_id)
+        with self._lock:
+            row = self.db.execute(
+                "SELECT last_seq FROM matches WHERE id = ?", [match_id]
+            ).fetchone()
+        if row is None:
+            raise UnknownMatchError(f"There is no match {match_id} in this database.")
+        return row[0]
+
+    def events(self, match_id: int | str, after_seq: int = 0) -> list[StoredEvent]:
+        """The match's log in order (only the events after ``after_seq`` if given).
+
+        Parsed rows are kept per match and only the new ones are read: the log is append-only
+        with seqs 1..N, so the cache can only grow (every page view of the log reads this)."""
+        from companion import engine
+
+        match_id = _match_id(match_id)
+        with self._lock:
+            last = self.last_seq(match_id)  # UnknownMatchError
+            cached = self._events.get(match_id, [])
+            if len(cached) > last:  # pragma: no cover - only if the file was rewritten
+                cached = []
+            if len(cached) < last:
+                rows = self.db.execute(
+                    "SELECT seq, event, created_at, request_id FROM events"
+                    " WHERE match_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                    [match_id, len(cached), last],
+                ).fetchall()
+                cached = cached + [
+                    StoredEvent(seq, engine.Event.from_dict(json.loads(text)), created, rid)
+                    for seq, text, created, rid in rows
+                ]
+                self._events[match_id] = cached
+            return cached[max(0, int(after_seq)) :]
+
+    def state(self, match_id: int | str):
+        """The engine's replay of the match (cached by last seq, extended incrementally)."""
+        from companion import engine
+
+        match_id = _match_id(match_id)
+        with self._lock:
+            last = self.last_seq(match_id)
+            cached = self._cache.get(match_id)
+            if cached and cached[0] == last:
+                return cached[1]
+            if cached and cached[0] < last:
+                state = cached[1]
+                for stored in self.events(match_id, after_seq=cached[0]):
+                    state = engine.apply(state, stored.event)
+            else:
+                state = engine.replay([s.event for s in self.events(match_id)])
+            self._cache[match_id] = (last, state)
+            return state
+
+    def append(
+        self,
+        match_id: int | str,
+        event,
+        expected_seq: int | None = None,
+        request_id: str | None = None,
+    ) -> StoredEvent:
+        """Validate ``event`` with the engine and add it to the log, all in one transaction.
+
+        A request id seen before returns the event first recorded with it and writes nothing
+        (a resent form); ``expected_seq`` other than the current last seq raises
+        StaleEventError; an event the engine refuses raises its IllegalEvent. In every error
+        case nothing is written.
+        """
+        from companion import engine
+
+        match_id = _match_id(match_id)
+        if isinstance(event, dict):
+            event = engine.Event.from_dict(event)
+        if request_id is not None:
+            request_id = str(request_id)
+            if not request_id or len(request_id) > MAX_REQUEST_ID_LENGTH:
+                raise CompanionError("The request id must be 1 to 200 characters long.")
+        if expected_seq is not None:
+            try:
+                expected_seq = int(expected_seq)
+            except (TypeError, ValueError):
+                raise CompanionError("The expected event number must be a whole number.") from None
+        if event.type == "match_started":
+            raise CompanionError("A match can only be started once; create a new match instead.")
+
+        with self._lock:
+            stored = self._append(match_id, event, expected_seq, request_id)
+        return stored
+
+    def _append(self, match_id, event, expected_seq, request_id) -> StoredEvent:
+        from companion import engine
+
+        with self._write() as conn:
+            row = conn.execute("SELECT last_seq FROM matches WHERE id = ?", [match_id]).fetchone()
+            if row is None:
+                raise UnknownMatchError(f"There is no match {match_id} in this database.")
+            last = row[0]
+            if request_id is not None:
+                first = conn.execute(
+                    "SELECT seq, event, created_at, request_id FROM events"
+                    " WHERE match_id = ? AND request_id = ?",
+                    [match_id, request_id],
+                ).fetchone()
+                if first is not None:
+                    seq, text, created, rid = first
+                    return StoredEvent(seq, engine.Event.from_dict(json.loads(text)), created, rid)
+            if expected_seq is not None and expected_seq != last:
+                raise StaleEventError(
+                    "The match changed since this page was loaded; reload and try again.",
+                    expected_seq=expected_seq,
+                    last_seq=last,
+                )
+            state = self._state_in_transaction(conn, match_id, last)
+            new_state = engine.apply(state, event)  # IllegalEvent -> rollback, nothing written
+            if event.type != "undo" and new_state.log:
+                event = new_state.log[-1]  # as the engine read it: "moon" -> "08-1"
+            seq = last + 1
+            created = _now()
+            conn.execute(
+                "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [match_id, seq, event.type, _event_json(event), created, request_id],
+            )
+            conn.execute(
+                "UPDATE matches SET last_seq = ?, finished = ? WHERE id = ?",
+                [seq, int(new_state.finished), match_id],
+            )
+        self._cache[match_id] = (seq, new_state)
+        return StoredEvent(seq, event, created, request_id)
+
+    def _state_in_transaction(self, conn, match_id: int, last: int):
+        """The replay up to ``last``, read inside the append's transaction."""
+        from companion import engine
+
+        cached = self._cache.get(match_id)
+        if cached and cached[0] == last:
+            return cached[1]
+        start, state = cached if cached and cached[0] < last else (0, None)
+        rows = conn.execute(
+            "SELECT event FROM events WHERE match_id = ? AND seq > ? ORDER BY seq",
+            [match_id, start],
+        ).fetchall()
+        events = [engine.Event.from_dict(json.loads(text)) for (text,) in rows]
+        if state is None:
+            return engine.replay(events)
+        for event in events:
+            state = engine.apply(state, event)
+        return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _match_id(value: int | str) -> int:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        raise UnknownMatchError(f"{value!r} is not a match number.") from None
+
+
+def _event_json(event) -> str:
+    return json.dumps(event.to_dict(), ensure_ascii=False, sort_keys=True)
+
+
+def _match_info(row: dict) -> MatchInfo:
+    return MatchInfo(
+        id=row["id"],
+        title=row["title"],
+        players=json.loads(row["players"]),
+        rules=row["rules"],
+        rounds=row["rounds"],
+        oya=row["oya"],
+        options=json.loads(row["options"] or "{}"),
+        created_at=row["created_at"],
+        last_seq=row["last_seq"],
+        finished=bool(row["finished"]),
+    )

@@ -1,0 +1,174 @@
+"""The built-in demo: its script plays through the engine, and ``run_demo`` serves it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from companion import CompanionError
+from companion.demo import DEMO_SCRIPT, load_script, play_script, run_demo
+from companion.store import MatchStore
+
+
+@pytest.fixture
+def played():
+    with MatchStore.open(":memory:") as store:
+        match_id = play_script(store)  # pace 0: instantly
+        yield store, match_id
+
+
+def test_script_is_plain_json_with_what_the_demo_promises():
+    data = json.loads(DEMO_SCRIPT.read_text(encoding="utf-8"))
+    types = [e["type"] for e in data["events"]]
+    assert data["match"]["rules"] == "livret" and len(data["match"]["players"]) == 2
+    for needed in ("capture_corrected", "koi_called", "stop_called", "undo", "cards_ran_out"):
+        assert needed in types
+    assert types.count("round_started") >= 2
+    script = load_script()
+    assert len(script.steps) == len(types) and all("say" not in s.event for s in script.steps)
+
+
+def test_demo_plays_to_the_expected_state(played):
+    store, match_id = played
+    state = store.state(match_id)
+    info = store.get_match(match_id)
+    assert info.title == "Demo: Aki vs Ben" and info.last_seq == 1 + len(load_script().steps)
+
+    # The misread card was corrected: the stored log keeps both the mistake and the fix...
+    events = [s.event for s in store.events(match_id)]
+    fix = next(e for e in events if e.type == "capture_corrected")
+    assert (fix.player, fix.card, fix.new_card) == ("Ben", "10-2", "10-1")
+    # ...and the fix mattered: the Deer completed Ben's Ino-Shika-Cho, so his Koi was legal.
+    first = state.rounds[0]
+    assert first.koi == {"Aki": 0, "Ben": 1}
+    assert first.winner == "Aki" and first.kind == "stop"
+    assert [y.id for y in first.yaku] == ["sanko"]
+    assert first.points == {"Aki": 12, "Ben": -12}  # Sankō 6 x (1 + Ben's Koi)
+
+    second, third = state.rounds[1], state.rounds[2]
+    assert second.winner == "Ben" and second.points["Ben"] == 3
+    assert third.winner is None and third.kind == "draw"
+    assert state.round_in_progress and state.round_number == 4 and not state.finished
+    assert state.totals == {"Aki": 9, "Ben": -9}
+    assert state.captures == {"Aki": [], "Ben": []}
+
+
+def test_play_script_can_stop_early():
+    stop = threading.Event()
+    seen = []
+
+    def on_step(step, stored):
+        seen.append(stored.seq)
+        if len(seen) == 3:
+            stop.set()
+
+    with MatchStore.open(":memory:") as store:
+        match_id = play_script(store, pace=0.001, stop=stop, on_step=on_step)
+        assert store.last_seq(match_id) == 4  # match_started + 3 steps
+
+
+def test_malformed_scripts(tmp_path):
+    missing = tmp_path / "none.json"
+    with pytest.raises(CompanionError, match="Cannot read"):
+        load_script(missing)
+    bad = tmp_path / "bad.json"
+    for text in ("{not json", '{"events": []}', '{"match": {"players": ["A", "B"]}, "events": 3}'):
+        bad.write_text(text)
+        with pytest.raises(CompanionError, match="malformed"):
+            load_script(bad)
+
+
+def test_run_demo_serves_the_match(tmp_path):
+    """The whole command minus the terminal: fresh database, server, scripted player."""
+    lines, servers = [], []
+    started = threading.Event()
+
+    def ready(server):
+        servers.append(server)
+        started.set()
+
+    db = tmp_path / "demo.db"
+    thread = threading.Thread(
+        target=run_demo,
+        kwargs={"pace": 0.0, "port": 0, "db": db, "echo": lines.append, "ready": ready},
+        daemon=True,
+    )
+    thread.start()
+    assert started.wait(20), lines
+    try:
+        url = next(line.split("open ", 1)[1] for line in lines if "open http://" in line)
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/matches/1")
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            assert reply.status == 200
+            assert "Aki" in reply.read().decode("utf-8")
+    finally:
+        servers[0].shutdown()
+        thread.join(20)
+    assert not thread.is_alive()
+    with MatchStore.open(db) as store:  # --db keeps the demo
+        assert store.get_match(1).title == "Demo: Aki vs Ben"
+
+
+@pytest.mark.parametrize("same_process", [False, True])
+def test_bench_live_measures_every_follower(same_process):
+    from companion.live_bench import percentile, run_live_bench
+
+    result = run_live_bench(
+        clients=3, events=6, interval=0.05, timeout=60, same_process=same_process
+    )
+    assert (result.clients, result.events) == (3, 6)
+    assert result.samples == 18 and result.missed == 0
+    assert 0 < result.p50_ms <= result.p99_ms <= result.max_ms
+    assert result.notify_p50_ms <= result.p50_ms  # the board fetch comes after the message
+    assert {"p50_ms", "p99_ms", "clients", "events"} <= set(result.to_dict())
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([], 99) == 0.0
+
+
+def test_bench_live_refuses_silly_sizes():
+    from companion.live_bench import run_live_bench
+
+    with pytest.raises(CompanionError, match="clients"):
+        run_live_bench(clients=0)
+    with pytest.raises(CompanionError, match="events"):
+        run_live_bench(events=10**6)
+
+
+def test_demo_command_end_to_end(tmp_path):
+    """`companion demo` as a newcomer runs it: prints the URL, serves, stops cleanly on
+    SIGTERM and removes its temporary database."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion.cli", "demo", "--port", "0", "--pace", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if "open http://" in line or not line:
+                break
+        url = re.search(r"http://\S+", "".join(lines)).group(0)
+        assert re.search(r"companion-demo-\w+", "".join(lines + [proc.stdout.readline()]))
+        with urllib.request.urlopen(url, timeout=20) as reply:
+            assert reply.status == 200
+        assert list(tmp_path.glob("companion-demo-*/demo.db"))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert not list(tmp_path.glob("companion-demo-*"))  # the temporary database is gone

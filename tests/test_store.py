@@ -1,0 +1,438 @@
+"""The match store: append-only log, validation, races, resends, crash safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from companion import CompanionError
+from companion.engine import IllegalEvent
+from companion.store import (
+    MatchInfo,
+    MatchStore,
+    StaleEventError,
+    StoreError,
+    UnknownMatchError,
+    default_db_path,
+    migrations,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store():
+    with MatchStore.open(":memory:") as s:
+        yield s
+
+
+@pytest.fixture
+def match(store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    return match_id
+
+
+def capture(player, card):
+    return {"type": "card_captured", "player": player, "card": card}
+
+
+# -- opening, schema, paths -------------------------------------------------------------------
+
+
+def test_open_memory_applies_migrations(store):
+    assert {"matches", "events"} <= set(store.db.table_names())
+    assert [m.name for m in migrations.applied(store.db)] == ["m001_matches_and_events"]
+    unique = {tuple(i.columns) for i in store.db["events"].indexes if i.unique}
+    assert ("match_id", "seq") in unique and ("match_id", "request_id") in unique
+
+
+def test_file_store_uses_wal_and_reopens(tmp_path):
+    path = tmp_path / "sub" / "c.db"
+    with MatchStore.open(path) as s:
+        match_id = s.create_match(players=["Aki", "Ben"], title="Friday")
+        assert s.db.journal_mode == "wal"
+    with MatchStore.open(str(path)) as again:  # migrations are not applied twice
+        assert len(migrations.applied(again.db)) == 1
+        assert again.get_match(match_id).title == "Friday"
+
+
+def test_open_accepts_a_database_object():
+    db = sqlite_utils.Database(memory=True)
+    s = MatchStore.open(db)
+    assert s.db is db and "events" in db.table_names()
+
+
+def test_not_a_database_is_a_clear_error(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite at all, " * 100)
+    with pytest.raises(StoreError, match="not a usable match database"):
+        MatchStore.open(junk)
+    with pytest.raises(StoreError, match="folder"):
+        MatchStore.open(tmp_path)
+
+
+def test_default_db_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPANION_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+    monkeypatch.delenv("COMPANION_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    if sys.platform.startswith("linux"):
+        assert default_db_path() == tmp_path / "data" / "hanafuda-companion" / "companion.db"
+
+
+# -- matches ------------------------------------------------------------------------------------
+
+
+def test_create_match_writes_match_started(store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=12, oya="Ben")
+    [first] = store.events(match_id)
+    assert first.seq == 1 and first.type == "match_started"
+    assert first.event.rules_text  # the rule file travels with the match
+    assert list(first.event.players) == ["Aki", "Ben"]
+    info = store.get_match(match_id)
+    assert isinstance(info, MatchInfo)
+    assert (info.players, info.rules, info.rounds, info.oya) == (
+        ["Aki", "Ben"],
+        "livret",
+        12,
+        "Ben",
+    )
+    assert info.last_seq == 1 and not info.finished
+    state = store.state(match_id)
+    assert state.rounds_planned == 12 and state.next_oya == "Ben"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"players": ["Aki"]}, "played by 2"),
+        ({"players": ["Aki", "Aki"]}, "same name"),
+        ({"players": ["Aki", "Ben"], "rounds": 7}, "rounds"),
+        ({"players": ["Aki", "Ben"], "oya": "Zed"}, "Oya"),
+        ({"players": ["Aki", "Ben"], "options": {"nope": True}}, "nope"),
+        ({"players": ["Aki", "Ben"], "rules": "no-such-preset"}, "no-such-preset"),
+        ({"players": "Aki,Ben"}, "list"),
+    ],
+)
+def test_create_match_refuses_a_bad_setup(store, kwargs, message):
+    with pytest.raises(CompanionError, match=message):
+        store.create_match(**kwargs)
+    assert store.matches() == []
+
+
+def test_titles_are_tidied_and_bounded(store):
+    match_id = store.create_match(players=["Aki", "Ben"], title="  Friday \n night  ")
+    assert store.get_match(match_id).title == "Friday night"
+    with pytest.raises(CompanionError, match="at most 120"):
+        store.create_match(players=["Aki", "Ben"], title="x" * 121)
+    assert len(store.matches()) == 1
+
+
+def test_a_locked_database_is_a_clear_error_and_writes_nothing(tmp_path):
+    path = tmp_path / "busy.db"
+    s = MatchStore.open(path, busy_timeout=0.2)
+    match_id = s.create_match(players=["Aki", "Ben"])
+    s.append(match_id, {"type": "round_started"})
+    other = sqlite3.connect(path)
+    other.execute("BEGIN IMMEDIATE")  # another process is writing and does not let go
+    try:
+        with pytest.raises(StoreError, match="cannot be written now"):
+            s.append(match_id, capture("Aki", "01-1"))
+        assert s.state(match_id).captures["Aki"] == []  # readers still read (WAL)
+    finally:
+        other.rollback()
+        other.close()
+    assert s.append(match_id, capture("Aki", "01-1")).seq == 3
+
+
+def test_matches_lists_most_recent_first(store):
+    first = store.create_match(players=["Aki", "Ben"])
+    second = store.create_match(players=["Chie", "Dan"], title="Rematch")
+    infos = store.matches()
+    assert [i.id for i in infos] == [second, first]
+    assert infos[0].label == "Rematch" and infos[1].label.startswith("Aki vs Ben")
+    assert store.latest_match().id == second
+    assert store.resolve_match(None).id == second
+    assert store.resolve_match(str(first)).id == first
+    assert json.loads(json.dumps(infos[0].to_dict()))["players"] == ["Chie", "Dan"]
+
+
+def test_unknown_match(store):
+    with pytest.raises(UnknownMatchError, match="no match 42"):
+        store.get_match(42)
+    with pytest.raises(UnknownMatchError, match="not a match number"):
+        store.get_match("abc")
+    for call in (store.state, store.events, store.last_seq):
+        with pytest.raises(UnknownMatchError):
+            call(42)
+    with pytest.raises(UnknownMatchError):
+        store.append(42, capture("Aki", "01-1"))
+    with pytest.raises(UnknownMatchError, match="no matches"):
+        store.latest_match()
+
+
+# -- appending ----------------------------------------------------------------------------------
+
+
+def test_append_and_replay(store, match):
+    stored = store.append(match, capture("Aki", "moon"))
+    assert stored.seq == 3 and stored.event.card == "08-1"  # logged as the engine read it
+    assert store.last_seq(match) == 3
+    state = store.state(match)
+    assert [c.code for c in state.captures["Aki"]] == ["08-1"]
+    assert [e.seq for e in store.events(match)] == [1, 2, 3]
+    assert [e.seq for e in store.events(match, after_seq=2)] == [3]
+    assert store.events(match)[-1].to_dict()["event"] == {
+        "type": "card_captured",
+        "player": "Aki",
+        "card": "08-1",
+    }
+
+
+def test_illegal_event_writes_nothing(store, match):
+    store.append(match, capture("Aki", "01-1"))
+    before = store.events(match)
+    for bad in (
+        capture("Ben", "01-1"),  # Aki holds it
+        capture("Zed", "02-1"),  # not a player
+        capture("Aki", "13-1"),  # not a card
+        {"type": "koi_called", "player": "Aki"},  # no yaku
+        {"type": "no_such_event"},
+        {"type": "match_started", "players": ["X", "Y"]},
+    ):
+        with pytest.raises(CompanionError):
+            store.append(match, bad)
+    assert store.events(match) == before
+    assert store.last_seq(match) == 3
+
+
+def test_stale_expected_seq_writes_nothing(store, match):
+    store.append(match, capture("Aki", "01-1"), expected_seq=2)
+    with pytest.raises(StaleEventError, match="changed") as info:
+        store.append(match, capture("Ben", "02-1"), expected_seq=2)
+    assert (info.value.expected_seq, info.value.last_seq) == (2, 3)
+    assert store.last_seq(match) == 3
+    with pytest.raises(CompanionError, match="whole number"):
+        store.append(match, capture("Ben", "02-1"), expected_seq="soon")
+
+
+def test_repeated_request_id_is_a_no_op(store, match):
+    first = store.append(match, capture("Aki", "01-1"), expected_seq=2, request_id="tap-1")
+    # The resend carries the seq its page saw then: still a no-op, not a 409.
+    again = store.append(match, capture("Aki", "01-1"), expected_seq=2, request_id="tap-1")
+    assert again.seq == first.seq and again.request_id == "tap-1"
+    assert store.last_seq(match) == first.seq
+    other = store.append(match, capture("Ben", "02-1"), request_id="tap-2")
+    assert other.seq == first.seq + 1
+    with pytest.raises(CompanionError, match="request id"):
+        store.append(match, capture("Ben", "02-3"), request_id="x" * 500)
+
+
+def test_request_ids_are_per_match(store, match):
+    other = store.create_match(players=["Chie", "Dan"])
+    store.append(other, {"type": "round_started"}, request_id="same")
+    stored = store.append(match, capture("Aki", "01-1"), request_id="same")
+    assert stored.seq == 3
+
+
+def test_undo_is_an_event_and_the_log_keeps_everything(store, match):
+    store.append(match, capture("Aki", "01-1"))
+    store.append(match, {"type": "undo"})
+    assert store.state(match).captures["Aki"] == []
+    assert [e.type for e in store.events(match)][-2:] == ["card_captured", "undo"]
+
+
+def test_finished_flag_follows_the_outcome(store):
+    match_id = store.create_match(players=["Aki", "Ben"], rounds=6)
+    for _ in range(6):
+        store.append(match_id, {"type": "round_started"})
+        store.append(match_id, {"type": "hand_declared", "player": "Aki", "kind": "teshi"})
+    info = store.get_match(match_id)
+    assert info.finished and store.state(match_id).outcome.winner == "Aki"
+    with pytest.raises(IllegalEvent, match="over"):
+        store.append(match_id, {"type": "round_started"})
+
+
+def test_state_follows_another_connection(tmp_path):
+    path = tmp_path / "c.db"
+    writer, reader = MatchStore.open(path), MatchStore.open(path)
+    match_id = writer.create_match(players=["Aki", "Ben"])
+    writer.append(match_id, {"type": "round_started"})
+    assert reader.state(match_id).round_in_progress  # cached now
+    writer.append(match_id, capture("Aki", "01-1"))
+    writer.append(match_id, capture("Aki", "01-2"))
+    writer.append(match_id, {"type": "undo"})
+    state = reader.state(match_id)  # extended from the cache, not replayed from scratch
+    assert [c.code for c in state.captures["Aki"]] == ["01-1"]
+    # The reader can append on top of what the writer wrote.
+    assert reader.append(match_id, capture("Ben", "02-1"), expected_seq=5).seq == 6
+    assert writer.state(match_id).captures["Ben"][0].code == "02-1"
+
+
+# -- races --------------------------------------------------------------------------------------
+
+
+def _race(stores, call):
+    barrier = threading.Barrier(len(stores))
+    results = [None] * len(stores)
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = call(stores[i], i)
+        except Exception as exc:  # collected for the assertions
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return results
+
+
+def test_racing_writers_with_the_same_expected_seq_record_one_event(tmp_path):
+    path = tmp_path / "race.db"
+    setup = MatchStore.open(path)
+    match_id = setup.create_match(players=["Aki", "Ben"])
+    setup.append(match_id, {"type": "round_started"})
+    # Separate connections behave like separate processes (tablets served by two servers).
+    stores = [MatchStore.open(path) for _ in range(6)]
+    cards = ["01-1", "02-1", "03-1", "04-1", "05-1", "06-1"]
+    results = _race(stores, lambda s, i: s.append(match_id, capture("Aki", cards[i]), 2))
+    written = [r for r in results if not isinstance(r, Exception)]
+    assert len(written) == 1 and written[0].seq == 3
+    assert all(isinstance(r, StaleEventError) for r in results if r not in written)
+    assert setup.last_seq(match_id) == 3 and len(setup.events(match_id)) == 3
+
+
+def test_racing_resends_with_one_request_id_record_one_event(tmp_path):
+    path = tmp_path / "race.db"
+    setup = MatchStore.open(path)
+    match_id = setup.create_match(players=["Aki", "Ben"])
+    setup.append(match_id, {"type": "round_started"})
+    stores = [MatchStore.open(path) for _ in range(6)]
+    results = _race(stores, lambda s, i: s.append(match_id, capture("Ben", "09-1"), None, "r1"))
+    assert all(not isinstance(r, Exception) for r in results), results
+    assert {r.seq for r in results} == {3}
+    assert setup.last_seq(match_id) == 3
+
+
+def test_threads_sharing_one_store(store, match):
+    results = _race([store] * 8, lambda s, i: s.append(match, capture("Aki", f"{i + 1:02d}-1")))
+    assert all(not isinstance(r, Exception) for r in results), results
+    assert sorted(r.seq for r in results) == list(range(3, 11))
+    assert len(store.state(match).captures["Aki"]) == 8
+
+
+# -- crash safety -------------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from companion.store import MatchStore
+    from companion.live_bench import bench_events
+
+    store = MatchStore.open(sys.argv[1])
+    match_id = int(sys.argv[2])
+    for n, event in enumerate(bench_events(100000)):
+        stored = store.append(match_id, event, request_id=f"w-{n}")
+        print(stored.seq, flush=True)  # acknowledged: committed before this line is written
+    """
+)
+
+
+def test_kill_9_loses_nothing_acknowledged(tmp_path):
+    path = tmp_path / "crash.db"
+    with MatchStore.open(path) as s:
+        match_id = s.create_match(players=["Aki", "Ben"])
+        s.append(match_id, {"type": "round_started"})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), str(match_id)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    acked = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(acked) < 40 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            acked.append(int(line))
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # mid-way through the loop, no clean-up
+        proc.wait(10)
+    assert len(acked) == 40, proc.stderr.read()
+    assert proc.returncode == -signal.SIGKILL
+
+    with MatchStore.open(path) as reopened:
+        seqs = [e.seq for e in reopened.events(match_id)]
+        assert seqs == list(range(1, len(seqs) + 1))  # no gap, no torn row
+        assert set(acked) <= set(seqs)
+        assert len(seqs) <= acked[-1] + 1  # at most the event being written is extra
+        state = reopened.state(match_id)  # a valid replay...
+        assert len(state.log) >= 2
+        # ...and the match resumes where it was.
+        last = reopened.last_seq(match_id)
+        assert reopened.append(match_id, {"type": "undo"}, expected_seq=last).seq == last + 1
+    # The database file itself is sound.
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+RACER = textwrap.dedent(
+    """
+    import sys, time
+    from companion.store import MatchStore, StaleEventError
+
+    store = MatchStore.open(sys.argv[1])
+    match_id, card, start = int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+    time.sleep(max(0.0, start - time.time()))  # all processes fire together
+    try:
+        stored = store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card}, 2)
+        print("written", stored.seq)
+    except StaleEventError:
+        print("stale")
+    """
+)
+
+
+def test_racing_processes_record_one_event(tmp_path):
+    path = tmp_path / "race.db"
+    with MatchStore.open(path) as s:
+        match_id = s.create_match(players=["Aki", "Ben"])
+        s.append(match_id, {"type": "round_started"})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = time.time() + 3.0  # time for every interpreter to import the store first
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(path), str(match_id), card, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for card in ("01-1", "02-1", "03-1", "04-1")
+    ]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    answers = sorted(out.strip() for out, _ in outputs)
+    assert answers == ["stale", "stale", "stale", "written 3"], outputs
+    with MatchStore.open(path) as s:
+        assert s.last_seq(match_id) == 3 and len(s.state(match_id).captures["Aki"]) == 1
