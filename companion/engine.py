@@ -1340,10 +1340,10 @@ def _warnings(s: MatchState) -> list[str]:
         return warnings
     if s.round_in_progress and s.field and rules.round.field_redeal and not s._owner:
         months = Counter(c.month for c in s.field)
-        if 4 in months.values() or sum(1 for n in months.values() if n >= 2) >= 4:
-            warnings.append(
-                "The dealt field holds 4 cards of one month or 4 pairs: deal again (redeal)."
-            )
+        if 4 in months.values():
+            warnings.append("The dealt field holds 4 cards of one month: deal again (redeal).")
+        elif rules.round.field_redeal_pairs and sum(1 for n in months.values() if n >= 2) >= 4:
+            warnings.append("The dealt field holds 4 pairs: deal again (redeal).")
     wild = _wild_cards(rules)
     wild_months = {c.month for c in wild}
     for p in s.players:

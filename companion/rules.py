@@ -194,6 +194,7 @@ class RoundRules:
     instant_wins: tuple[str, ...] = ("teshi", "kuttsuki")
     instant_win_points: int = 6
     field_redeal: bool = True  # a dealt field with 4 of a month or 4 pairs is dealt again
+    field_redeal_pairs: bool = True  # with field_redeal: 4 pairs redeal too, not only 4 of a month
     wild_cards: tuple[str, ...] = ()  # codes or roles of wild cards (gaji), for the engine
 
 

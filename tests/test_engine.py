@@ -487,6 +487,22 @@ def test_a_redeal_clears_the_round_and_scores_nothing():
     assert state.captures["Aiko"] == [] and state.totals == {"Aiko": 0, "Ben": 0}
 
 
+FOUR_PAIRS_FIELD = ["01-1", "01-3", "02-1", "02-3", "05-1", "05-3", "12-2", "12-3"]
+
+
+def test_four_pairs_in_the_field_redeal_in_livret_but_not_in_ferme_florale():
+    # Seed 001: "Si l'Oya a révélé dans le Ba 4 cartes du même mois ou 4 paires ... redistribue."
+    state = replay([start(), {"type": "round_started", "field": FOUR_PAIRS_FIELD}])
+    assert any("4 pairs" in w and "redeal" in w for w in state.warnings)
+    # Seed 003 redeals only for a whole month: "Si les 4 cartes d'un même mois sont dans la
+    # rivière, il faut rebrasser et redistribuer les cartes." (4 pairs count for the hand only.)
+    state = replay([start("ferme-florale"), {"type": "round_started", "field": FOUR_PAIRS_FIELD}])
+    assert not any("redeal" in w for w in state.warnings)
+    month = ["07-1", "07-2", "07-3", "07-4", "01-1", "02-1", "03-1", "04-1"]
+    state = replay([start("ferme-florale"), {"type": "round_started", "field": month}])
+    assert any("4 cards of one month" in w for w in state.warnings)
+
+
 def test_zero_sum_with_three_players_each_loser_pays_the_winner():
     text = MatchStarted.new(["A", "B"], "livret").rules_text.replace(
         "players = [2]", "players = [2, 3]"

@@ -152,6 +152,9 @@ def test_schema_attributes_the_engine_reads():
     ferme = RuleSet.load("ferme-florale")
     assert ferme.round.next_oya == "highest_total"
     assert "dealt_yaku" in ferme.round.instant_wins
+    # "Si les 4 cartes d'un même mois sont dans la rivière, il faut rebrasser" (not 4 pairs)
+    assert ferme.round.field_redeal and not ferme.round.field_redeal_pairs
+    assert rules.round.field_redeal and rules.round.field_redeal_pairs
     assert ferme.deck.name == "ferme-florale"
     assert RuleSet.load("hana-awase").mode == "card_values"
 
