@@ -1,0 +1,208 @@
+"""The tablet page: a Flask app over a MatchStore (app factory, one blueprint per area).
+
+Routes (every page is also an htmx fragment: a request with the ``HX-Request`` header gets
+the fragment only, the same URL without it gets the full page)::
+
+    GET  /                              match list + new-match form
+    GET  /new/options?rules=PRESET      the new-match form's option toggles for a preset (htmx swap)
+    POST /matches                       create a match (players, rounds, rules, opt_<id>, oya, title)
+    GET  /matches/<id>                  the match page (live tally, prompt, actions, log, ledger)
+    GET  /matches/<id>/board            the live part of the match page (fragment)
+    GET  /matches/<id>/picker?player=P[&card=MM-K]   48-card picker (add, or correct/remove a card)
+    POST /matches/<id>/events           record one event (see ``companion.web.match``)
+    GET  /matches/<id>/summary          the printable match summary (companion.summary.render_html)
+    GET  /join, POST /join              enter the join code (only when one is set)
+
+Live endpoint (the page, ``companion bench-live`` and any other follower use it)::
+
+    GET /matches/<id>/live              Server-Sent Events, ``Content-Type: text/event-stream``.
+        Sends at once, then every time the match's log grows (checked every 0.05 s):
+            event: update
+            data: {"match": <id>, "seq": <last seq>}
+        plus a ``: keep-alive`` comment every 10 s. The stream closes itself after
+        ``?max_seconds=`` (default 300, at most 3600); EventSource reconnects on its own
+        (``retry: 1000``).
+    GET /matches/<id>/seq?after=N&timeout=S
+        Long-poll alternative: answers ``{"match": <id>, "seq": <last seq>}`` as soon as the
+        last seq is greater than N, or after S seconds (default 20, at most 60) with the
+        current seq. Without ``after`` it answers at once.
+
+A follower that sees a new seq fetches ``GET /matches/<id>/board`` (the tally fragment).
+
+Every POST carries the session's CSRF token (form field ``csrf_token`` or header
+``X-CSRF-Token``). Every change to a match carries ``expected_seq`` (the last seq the page
+saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). With a join code
+set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
+``read_only=True`` nothing can be changed at all. ``serve`` on a loopback address also refuses
+requests made under any other host name (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from pathlib import Path
+
+from flask import Flask
+
+from companion import CompanionError
+
+WEB_DIR = Path(__file__).resolve().parents[2] / "web"
+LOOPBACK_NAMES = {"localhost", "ip6-localhost", "ip6-loopback"}
+LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "::1", "[::1]"]
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only accepts connections from this machine."""
+    host = (host or "").strip().strip("[]").lower()
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def new_join_code() -> str:
+    """A random 6-digit code, leading zeros kept."""
+    return f"{secrets.randbelow(1_000_000):06d}"
+
+
+def create_app(
+    store=None,
+    *,
+    join_code: str | None = None,
+    read_only: bool = False,
+    secret_key: str | None = None,
+    testing: bool = False,
+    public_url: str | None = None,
+) -> Flask:
+    """The tablet app over ``store``: a MatchStore, a database path, ":memory:" or None
+    (the default database). ``join_code``: required before any change (LAN serving);
+    ``read_only``: refuse every change; ``public_url``: the address shown in the QR code."""
+    from companion.store import MatchStore
+
+    if not isinstance(store, MatchStore):
+        store = MatchStore.open(store)
+    if join_code is not None:
+        join_code = str(join_code).strip()
+        if not (join_code.isdigit() and 4 <= len(join_code) <= 12):
+            raise CompanionError("The join code must be 4 to 12 digits.")
+
+    app = Flask(
+        __name__,
+        template_folder=str(WEB_DIR / "templates"),
+        static_folder=str(WEB_DIR / "static"),
+        static_url_path="/static",
+    )
+    app.config.update(
+        # A fresh secret at every start: sessions (join, CSRF) do not outlive the server.
+        SECRET_KEY=secret_key or secrets.token_hex(32),
+        SESSION_COOKIE_SAMESITE="Strict",
+        SESSION_COOKIE_HTTPONLY=True,
+        TESTING=testing,
+        JOIN_CODE=join_code,
+        READ_ONLY=bool(read_only),
+        PUBLIC_URL=public_url,
+        MAX_CONTENT_LENGTH=64 * 1024,
+        SEND_FILE_MAX_AGE_DEFAULT=3600,
+    )
+    app.extensions["companion_store"] = store
+
+    from companion.web import auth, live, match, matches, views
+
+    views.init_app(app)
+    auth.init_app(app)
+    app.register_blueprint(matches.bp)
+    app.register_blueprint(match.bp)
+    app.register_blueprint(live.bp)
+    app.register_blueprint(auth.bp)
+    return app
+
+
+def serve(app: Flask, host: str = "127.0.0.1", port: int = 5000, *, ready=None) -> None:
+    """Serve ``app`` with a threaded werkzeug server (one thread per connection, so that
+    live streams do not block other requests) until interrupted. ``ready(server)`` is called
+    once the socket is bound (tests and ``demo`` use it to learn the port or to stop it)."""
+    from werkzeug.serving import make_server
+
+    if not is_loopback(host) and not (app.config.get("JOIN_CODE") or app.config.get("READ_ONLY")):
+        raise CompanionError(
+            f"Serving on {host} lets other machines in: give a join code or make it read-only."
+        )
+    if is_loopback(host) and not app.config.get("TRUSTED_HOSTS"):
+        # Only this machine can connect: also refuse pages that reach it under another name
+        # (DNS rebinding), so that no web site can drive the app through a local browser.
+        app.config["TRUSTED_HOSTS"] = LOOPBACK_HOSTS
+    _check_port_free(host, port)
+    try:
+        server = make_server(host, port, app, threaded=True)
+    except (OSError, SystemExit) as exc:  # werkzeug exits on a port in use
+        reason = getattr(exc, "strerror", None) or "the address is in use or not this machine's"
+        raise CompanionError(f"Cannot listen on {host}:{port}: {reason}.") from None
+    server.daemon_threads = True
+    if ready is not None:
+        ready(server)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:  # pragma: no cover - the normal way to stop it
+        pass
+    finally:
+        server.server_close()
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """One clear sentence for a port already taken (werkzeug would print and exit)."""
+    import socket
+
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)
+    except OSError:
+        raise CompanionError(f"Cannot listen on {host}: no such address on this machine.") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            import errno
+
+            hint = (
+                "stop the other server or pick another --port"
+                if exc.errno == errno.EADDRINUSE
+                else "give an address of this machine, such as 127.0.0.1 or 0.0.0.0"
+            )
+            raise CompanionError(
+                f"Cannot listen on {host}:{port}: {exc.strerror}; {hint}."
+            ) from None
+
+
+def lan_address(host: str) -> str:
+    """The address LAN tablets should type: ``host`` itself, or for a wildcard bind this
+    machine's first non-loopback IPv4 address found from its name (no traffic is sent)."""
+    import socket
+
+    if host not in ("0.0.0.0", "::", ""):
+        return host
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+    except OSError:
+        infos = []
+    for info in infos:
+        address = info[4][0]
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+    return socket.gethostname()
+
+
+def qr_text(data: str) -> str:
+    """``data`` as a QR code drawn with block characters for a terminal."""
+    import io
+
+    import segno
+
+    out = io.StringIO()
+    segno.make(data, error="m").terminal(out=out, compact=True, border=2)
+    return out.getvalue()

@@ -1,0 +1,174 @@
+"""Live updates: Server-Sent Events and a long-poll (documented in ``companion/web/__init__``).
+
+One watcher thread per app looks at the last seq of the matches being followed (one query per
+match every ``CHECK_INTERVAL``, however many followers) and wakes the followers when it grows.
+``notify()`` (called after an append made through this app) makes it look at once; an append
+made elsewhere (the camera loop, ``demo``'s script, another server on the same database) is
+seen within one interval.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import weakref
+from collections import Counter
+
+from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+
+from companion.web.views import WebError, store
+
+bp = Blueprint("live", __name__, url_prefix="/matches/<int:match_id>")
+
+CHECK_INTERVAL = 0.05  # seconds between looks at the store: well inside the 0.5 s promise
+KEEPALIVE_SECONDS = 10.0
+DEFAULT_STREAM_SECONDS = 300
+MAX_STREAM_SECONDS = 3600
+MAX_POLL_SECONDS = 60
+
+_watchers: weakref.WeakSet = weakref.WeakSet()
+
+
+class SeqWatcher:
+    """The last seq of each followed match, shared by all of an app's followers."""
+
+    def __init__(self, match_store):
+        self.store = match_store
+        self.changed = threading.Condition()
+        self.kick = threading.Event()
+        self.seqs: dict[int, int] = {}
+        self.followers: Counter = Counter()
+        self.thread: threading.Thread | None = None
+        _watchers.add(self)
+
+    def follow(self, match_id: int) -> int:
+        seq = self.store.last_seq(match_id)  # UnknownMatchError before anything starts
+        with self.changed:
+            self.followers[match_id] += 1
+            self.seqs[match_id] = max(seq, self.seqs.get(match_id, 0))
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="seq-watcher", daemon=True)
+                self.thread.start()
+            return self.seqs[match_id]
+
+    def unfollow(self, match_id: int) -> None:
+        with self.changed:
+            self.followers[match_id] -= 1
+            if self.followers[match_id] <= 0:
+                del self.followers[match_id]
+
+    def wait(self, match_id: int, last: int, timeout: float) -> int:
+        """The match's seq once it differs from ``last``, or ``last`` after ``timeout``."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.seqs.get(match_id, last) != last, timeout)
+            return self.seqs.get(match_id, last)
+
+    def _run(self) -> None:
+        while True:
+            self.kick.wait(CHECK_INTERVAL)
+            self.kick.clear()
+            with self.changed:
+                followed = list(self.followers)
+                if not followed:
+                    self.thread = None  # started again by the next follower
+                    return
+            fresh = {}
+            for match_id in followed:
+                try:
+                    fresh[match_id] = self.store.last_seq(match_id)
+                except Exception:  # noqa: BLE001 - a closed store: skip it quietly
+                    continue
+            with self.changed:
+                grown = False
+                for match_id, seq in fresh.items():
+                    if seq > self.seqs.get(match_id, 0):
+                        self.seqs[match_id] = seq
+                        grown = True
+                if grown:
+                    self.changed.notify_all()
+
+
+def notify() -> None:
+    """Make every watcher look at the store now (called after an append made by this app)."""
+    for watcher in list(_watchers):
+        watcher.kick.set()
+
+
+def watcher() -> SeqWatcher:
+    ext = current_app.extensions
+    if "companion_watcher" not in ext:
+        with _create_lock:
+            ext.setdefault("companion_watcher", SeqWatcher(store()))
+    return ext["companion_watcher"]
+
+
+_create_lock = threading.Lock()
+
+
+def _seconds_arg(name: str, default: float, most: float) -> float:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise WebError(f"{name} must be a number of seconds.", 400) from None
+    if not 0 <= value <= most:
+        raise WebError(f"{name} must be between 0 and {most:g} seconds.", 400)
+    return value
+
+
+def _update(match_id: int, seq: int) -> str:
+    return f"event: update\ndata: {json.dumps({'match': match_id, 'seq': seq})}\n\n"
+
+
+@bp.get("/live")
+def live(match_id: int):
+    max_seconds = _seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
+    w = watcher()
+    seq = w.follow(match_id)  # 404 before the stream starts
+
+    def stream():
+        try:
+            last = seq
+            yield "retry: 1000\n" + _update(match_id, last)
+            deadline = time.monotonic() + max_seconds
+            while (left := deadline - time.monotonic()) > 0:
+                now_seq = w.wait(match_id, last, min(KEEPALIVE_SECONDS, left))
+                if now_seq != last:
+                    last = now_seq
+                    yield _update(match_id, last)
+                elif deadline - time.monotonic() > 0:
+                    yield ": keep-alive\n\n"
+        finally:
+            w.unfollow(match_id)
+
+    response = Response(stream_with_context(stream()), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"
+    return response
+
+
+@bp.get("/seq")
+def seq(match_id: int):
+    after = request.args.get("after")
+    if after is None:
+        current = store().last_seq(match_id)
+    else:
+        try:
+            after_seq = int(after)
+        except ValueError:
+            raise WebError("after must be an event number.", 400) from None
+        timeout = _seconds_arg("timeout", 20, MAX_POLL_SECONDS)
+        w = watcher()
+        current = w.follow(match_id)
+        try:
+            deadline = time.monotonic() + timeout
+            while current <= after_seq and (left := deadline - time.monotonic()) > 0:
+                current = w.wait(match_id, current, left)
+        finally:
+            w.unfollow(match_id)
+    response = jsonify({"match": match_id, "seq": current})
+    response.headers["Cache-Control"] = "no-cache"
+    return response

@@ -1,0 +1,382 @@
+"""What every blueprint shares: the store, fragment-or-page rendering, error pages, card
+tiles, the log's wording and the ledger chart."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from flask import current_app, render_template, request
+from werkzeug.exceptions import HTTPException, SecurityError
+
+from companion import CompanionError
+from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+
+
+class WebError(CompanionError):
+    """A request the page cannot honour; ``status`` is the HTTP code sent back."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def store():
+    return current_app.extensions["companion_store"]
+
+
+def is_htmx() -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def render(template: str, fragment: str | None = None, **context):
+    """The full page, or only ``fragment`` (a template of its own) for an htmx request."""
+    if fragment and is_htmx():
+        return render_template(fragment, **context)
+    return render_template(template, **context)
+
+
+def new_request_id() -> str:
+    """A fresh id for one change button: sending the same button twice records one event."""
+    return uuid.uuid4().hex
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: one sentence, 4xx, shown in the page (htmx) or on an error page
+# ---------------------------------------------------------------------------------------------
+
+
+def _status_for(exc: CompanionError) -> int:
+    from companion.store import StaleEventError, UnknownMatchError
+
+    if isinstance(exc, WebError):
+        return exc.status
+    if isinstance(exc, UnknownMatchError):
+        return 404
+    if isinstance(exc, StaleEventError):
+        return 409
+    # IllegalEvent (the engine refuses), CardError, RuleError... : the request was wrong.
+    return 400
+
+
+def error_response(message: str, status: int):
+    if is_htmx() or request.accept_mimetypes.best == "text/event-stream":
+        body = render_template("_error.html", message=message, status=status)
+    else:
+        body = render_template("error.html", message=message, status=status)
+    return body, status
+
+
+def init_app(app) -> None:
+    @app.errorhandler(CompanionError)
+    def companion_error(exc):
+        return error_response(str(exc), _status_for(exc))
+
+    @app.errorhandler(SecurityError)
+    def untrusted_host(exc):
+        # Raised before URLs can be built, so no template: plain text.
+        return (
+            "This server answers only to its own address (localhost).",
+            400,
+            {"Content-Type": "text/plain; charset=utf-8"},
+        )
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc):
+        messages = {
+            404: "There is no such page.",
+            405: "This address does not accept that kind of request.",
+            413: "The request is too large.",
+        }
+        return error_response(messages.get(exc.code, exc.description), exc.code or 500)
+
+    @app.context_processor
+    def globals_for_templates():
+        from companion.web.auth import can_change, csrf_token
+
+        return {
+            "can_change": can_change(),
+            "csrf_token": csrf_token,
+            "join_required": bool(app.config.get("JOIN_CODE")),
+            "read_only": app.config.get("READ_ONLY"),
+            "tile": tile,
+            "new_request_id": new_request_id,
+        }
+
+    @app.after_request
+    def security_headers(response):
+        # The page loads nothing from elsewhere: say so, and keep it out of frames.
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+            "frame-ancestors 'none'",
+        )
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        if is_htmx():
+            response.headers.setdefault("Vary", "HX-Request")
+        return response
+
+
+# ---------------------------------------------------------------------------------------------
+# Card tiles
+# ---------------------------------------------------------------------------------------------
+
+ROLE_LABELS = {
+    "crane": "Crane",
+    "curtain": "Curtain",
+    "moon": "Moon",
+    "rain_man": "Rain man",
+    "phoenix": "Phoenix",
+    "warbler": "Warbler",
+    "cuckoo": "Cuckoo",
+    "bridge": "Bridge",
+    "butterflies": "Butterflies",
+    "boar": "Boar",
+    "geese": "Geese",
+    "sake_cup": "Sake cup",
+    "deer": "Deer",
+    "swallow": "Swallow",
+    "lightning": "Lightning",
+}
+# The icon drawn on a tile (symbols in web/templates/_icons.html).
+ROLE_ICONS = {
+    "crane": "bird",
+    "curtain": "curtain",
+    "moon": "moon",
+    "rain_man": "umbrella",
+    "phoenix": "phoenix",
+    "warbler": "bird",
+    "cuckoo": "bird",
+    "bridge": "bridge",
+    "butterflies": "butterfly",
+    "boar": "boar",
+    "geese": "geese",
+    "sake_cup": "cup",
+    "deer": "deer",
+    "swallow": "bird",
+    "lightning": "bolt",
+}
+# Month names short enough for a tile.
+FLOWERS = {
+    1: "Pine",
+    2: "Plum",
+    3: "Cherry",
+    4: "Wisteria",
+    5: "Iris",
+    6: "Peony",
+    7: "Clover",
+    8: "Susuki",
+    9: "Chrysanth.",
+    10: "Maple",
+    11: "Willow",
+    12: "Paulownia",
+}
+CATEGORY_LABELS = {
+    Category.BRIGHT: "Bright",
+    Category.ANIMAL: "Animal",
+    Category.RIBBON: "Ribbon",
+    Category.CHAFF: "Chaff",
+}
+CATEGORY_ORDER = [Category.BRIGHT, Category.ANIMAL, Category.RIBBON, Category.CHAFF]
+RIBBON_LABELS = {RibbonKind.POEM: "Poem", RibbonKind.BLUE: "Blue", RibbonKind.PLAIN: "Red"}
+
+
+@dataclass(frozen=True)
+class Tile:
+    """What a card tile shows: enough to tell the 48 cards apart at a glance."""
+
+    code: str
+    month: int
+    flower: str
+    category: str
+    category_label: str
+    ribbon: str | None
+    label: str
+    icon: str | None
+    name: str
+
+
+def tile(card: Card | str, deck=None) -> Tile:
+    if isinstance(card, str):
+        card = (deck or STANDARD_DECK).card(card)
+    elif deck is not None:
+        card = deck.card(card.code)
+    roles = [r for r in ROLE_LABELS if r in card.roles]
+    if card.ribbon is not None:
+        label, icon = RIBBON_LABELS[card.ribbon], None
+    elif roles:
+        label, icon = ROLE_LABELS[roles[0]], ROLE_ICONS[roles[0]]
+    else:
+        label, icon = "Chaff", None
+    name = card.names.get("en", card.code)
+    # A re-skinned deck renames cards: its own short name says more than the standard role.
+    if deck is not None and deck.name != "standard" and name != STANDARD_DECK.card(card.code).name:
+        label = name if len(name) <= 14 else name.split()[0]
+    return Tile(
+        code=card.code,
+        month=card.month,
+        flower=FLOWERS[card.month],
+        category=card.category.value,
+        category_label=CATEGORY_LABELS[card.category],
+        ribbon=card.ribbon.value if card.ribbon else None,
+        label=label,
+        icon=icon,
+        name=name,
+    )
+
+
+def months(deck=None) -> list[tuple[int, str, list[Tile]]]:
+    """The 48 tiles grouped by month, for the picker."""
+    deck = deck or STANDARD_DECK
+    return [
+        (m, MONTHS[m][0].title(), [tile(c, deck) for c in deck if c.month == m])
+        for m in range(1, 13)
+    ]
+
+
+def by_category(cards, deck=None) -> list[tuple[str, list[Tile]]]:
+    """A player's captures grouped bright/animal/ribbon/chaff, each group in card order."""
+    groups = []
+    for category in CATEGORY_ORDER:
+        chosen = sorted(c for c in cards if c.category == category)
+        groups.append((CATEGORY_LABELS[category], [tile(c, deck) for c in chosen]))
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# The event log in words
+# ---------------------------------------------------------------------------------------------
+
+
+def _card_name(code, deck=None) -> str:
+    if code is None:
+        return "?"
+    code = getattr(code, "code", code)
+    try:
+        card = (deck or STANDARD_DECK).card(str(code))
+    except CompanionError:
+        return str(code)
+    return f"{card.names.get('en', card.code)} ({card.code})"
+
+
+def describe(event, deck=None) -> str:
+    """One line saying what an event did."""
+    d = event.to_dict()
+    kind = d.get("type")
+    player = d.get("player")
+    if kind == "match_started":
+        return (
+            f"Match started: {' vs '.join(d.get('players', []))}, {d.get('rules')}, "
+            f"{d.get('rounds')} rounds, {d.get('oya')} is Oya"
+        )
+    if kind == "round_started":
+        text = f"Round started, {d.get('oya')} is Oya"
+        if d.get("field_brights"):
+            text += f", {d['field_brights']} bright(s) in the field"
+        return text
+    if kind == "card_captured":
+        return f"{player} captured {_card_name(d.get('card'), deck)}"
+    if kind == "capture_corrected":
+        return (
+            f"{player}: {_card_name(d.get('card'), deck)} corrected to "
+            f"{_card_name(d.get('new_card'), deck)}"
+        )
+    if kind == "capture_removed":
+        return f"{player}: {_card_name(d.get('card'), deck)} removed"
+    if kind == "koi_called":
+        return f"{player} called Koi-Koi"
+    if kind == "stop_called":
+        return f"{player} stopped"
+    if kind == "hand_declared":
+        return f"{player} declared {d.get('kind')}"
+    if kind == "field_brights_set":
+        return f"Brights in the dealt field: {d.get('count')}"
+    if kind == "cards_ran_out":
+        return "The cards ran out"
+    if kind == "undo":
+        return "Undo"
+    return kind or "?"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int
+    time: str
+    text: str
+    undone: bool
+    kind: str
+
+
+def log_lines(stored_events, deck=None) -> list[LogLine]:
+    """The whole log, newest first; events taken back by an ``undo`` are marked."""
+    undone: set[int] = set()
+    live: list[int] = []  # seqs of effective events, in order
+    for stored in stored_events:
+        if stored.event.type == "undo":
+            if live:
+                undone.add(live.pop())
+        elif stored.event.type != "match_started":
+            live.append(stored.seq)
+    lines = [
+        LogLine(
+            s.seq,
+            (s.created_at or "")[11:19],
+            describe(s.event, deck),
+            s.seq in undone,
+            s.event.type,
+        )
+        for s in stored_events
+    ]
+    return lines[::-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger chart (inline SVG): running totals after each round
+# ---------------------------------------------------------------------------------------------
+
+CHART_COLOURS = ["#ffb347", "#6ec6ff", "#b39ddb"]
+
+
+def chart(players, rounds, width=640, height=220, pad=36) -> dict:
+    """Polylines of each player's running total after each round (round 0 = start)."""
+    running = {p: [0] for p in players}
+    for result in rounds:
+        points = getattr(result, "points", {}) or {}
+        for p in players:
+            running[p].append(running[p][-1] + int(points.get(p, 0)))
+    values = [v for series in running.values() for v in series]
+    lo, hi = min(values + [0]), max(values + [1])
+    if hi == lo:
+        hi = lo + 1
+    steps = max(len(rounds), 1)
+
+    def x(i):
+        return pad + (width - 2 * pad) * i / steps
+
+    def y(v):
+        return height - pad - (height - 2 * pad) * (v - lo) / (hi - lo)
+
+    series = []
+    for i, p in enumerate(players):
+        pts = [(round(x(k), 1), round(y(v), 1)) for k, v in enumerate(running[p])]
+        series.append(
+            {
+                "player": p,
+                "colour": CHART_COLOURS[i % len(CHART_COLOURS)],
+                "points": " ".join(f"{a},{b}" for a, b in pts),
+                "dots": pts,
+                "last": running[p][-1],
+            }
+        )
+    return {
+        "width": width,
+        "height": height,
+        "pad": pad,
+        "series": series,
+        "zero_y": round(y(0), 1),
+        "lo": lo,
+        "hi": hi,
+        "ticks": [(k, round(x(k), 1)) for k in range(0, len(rounds) + 1)],
+        "y": lambda v: round(y(v), 1),
+    }

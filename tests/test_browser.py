@@ -1,0 +1,245 @@
+"""The tablet page in headless Chromium (selenium + Debian's chromium-driver), against a live
+server on 127.0.0.1. Screenshots go to artifacts/screenshots/ (ignored by git)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip("chromium or chromedriver is missing", allow_module_level=True)
+
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from companion.store import MatchStore  # noqa: E402
+from companion.web import create_app, serve  # noqa: E402
+
+
+@pytest.fixture
+def live(tmp_path):
+    """A threaded server on 127.0.0.1 over a database file; yields (base_url, store)."""
+    store = MatchStore.open(tmp_path / "browser.db")
+    app = create_app(store)
+    servers = []
+    thread = threading.Thread(
+        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not servers and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert servers, "the server did not start"
+    yield f"http://127.0.0.1:{servers[0].server_port}", store
+    servers[0].shutdown()
+    thread.join(timeout=5)
+    store.close()
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="companion-chromium-")
+    for flag in [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1500",
+        f"--user-data-dir={profile}",
+    ]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def shot(driver, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+class Page:
+    def __init__(self, driver):
+        self.d = driver
+        self.wait = WebDriverWait(driver, 10)
+
+    def seq(self) -> int:
+        try:
+            return int(self.d.find_element(By.ID, "board").get_attribute("data-seq"))
+        except (StaleElementReferenceException, NoSuchElementException):
+            return -1  # the board is being swapped
+
+    def _click(self, locator) -> None:
+        # The board can be swapped between finding a button and clicking it: find it again.
+        for _ in range(5):
+            try:
+                self.wait.until(EC.element_to_be_clickable(locator)).click()
+                return
+            except StaleElementReferenceException:
+                time.sleep(0.05)
+        raise AssertionError(f"{locator} kept going stale")
+
+    def click(self, css: str) -> None:
+        self._click((By.CSS_SELECTOR, css))
+
+    def click_text(self, text: str) -> None:
+        xpath = f"//button[normalize-space()='{text}'] | //a[normalize-space()='{text}']"
+        self._click((By.XPATH, xpath))
+
+    def change(self, action) -> None:
+        """Do something that records one event, and wait for the board to show it."""
+        before = self.seq()
+        action()
+        self.wait.until(lambda d: self.seq() > before)
+
+    def pick(self, player: str, code: str) -> None:
+        self.click_text(f"+ Card for {player}")
+        self.change(lambda: self.click(f'#modal button.tile-btn[data-code="{code}"]'))
+        self.wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#modal .picker"))
+
+    def text(self, css: str = "#board") -> str:
+        return self.d.find_element(By.CSS_SELECTOR, css).text
+
+
+def test_a_match_on_the_tablet(live, browser):
+    base, store = live
+    page = Page(browser)
+
+    # New match: two players, 6 rounds, livret preset with an option toggled.
+    browser.get(base + "/")
+    browser.find_element(By.NAME, "player_1").send_keys("Aki")
+    browser.find_element(By.NAME, "player_2").send_keys("Ben")
+    browser.find_element(By.CSS_SELECTOR, 'input[name="rounds"][value="6"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'label.toggle:has(input[name="opt_triade"])').click()
+    shot(browser, "01-new-match")
+    page.click_text("Start the match")
+    page.wait.until(EC.presence_of_element_located((By.ID, "board")))
+    match_id = int(browser.current_url.rstrip("/").rsplit("/", 1)[1])
+    assert store.get_match(match_id).options["triade"] is True
+
+    page.change(lambda: page.click_text("Deal round 1"))
+
+    # Captures from the 48-card picker; Ben's card is misread, then corrected in two taps.
+    page.pick("Aki", "08-1")
+    page.pick("Ben", "03-1")
+    page.click('#board a.tile-link .tile[data-code="03-1"]')
+    page.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#modal .picker")))
+    shot(browser, "02-correct-picker")
+    page.change(lambda: page.click('#modal button.tile-btn[data-code="03-3"]'))
+    assert [c.code for c in store.state(match_id).captures["Ben"]] == ["03-3"]
+    assert "corrected to" in page.text(".log")
+
+    # Moon + sake cup: the Koi-Koi prompt, answered, undone, answered again.
+    page.pick("Aki", "09-1")
+    prompt = page.text("#prompt")
+    assert "Koi-Koi or Stop?" in prompt and "Aki" in prompt
+    shot(browser, "03-koi-prompt")
+    page.change(lambda: page.click_text("Koi-Koi!"))
+    assert store.state(match_id).koi["Aki"] == 1 and not browser.find_elements(By.ID, "prompt")
+    page.change(lambda: page.click_text("↶ Undo last"))
+    assert browser.find_elements(By.ID, "prompt") and store.state(match_id).koi.get("Aki", 0) == 0
+    page.change(lambda: page.click_text("Koi-Koi!"))
+
+    # A second yaku (Aotan), then Stop: the round is won and the ledger shows it.
+    for code in ["06-2", "09-2", "10-2"]:
+        page.pick("Aki", code)
+    page.change(lambda: page.click_text("Stop"))
+    board = page.text()
+    assert "Round 1 won by Aki" in board and "Deal round 2" in board
+    state = store.state(match_id)
+    assert state.rounds[0].winner == "Aki" and state.totals["Aki"] > 0
+    assert str(state.totals["Aki"]) in page.text(".ledger")
+    shot(browser, "04-round-won")
+
+    # The printable summary; its Print button runs (the CSP allows exactly that handler).
+    browser.get(f"{base}/matches/{match_id}/summary")
+    assert "Aki" in browser.find_element(By.TAG_NAME, "body").text
+    shot(browser, "05-summary")
+    browser.execute_script("window.print = function () { document.title = 'printed'; };")
+    page.click_text("Print")
+    page.wait.until(lambda d: d.title == "printed")
+    # Nothing on the way was refused by the Content-Security-Policy or failed in a script.
+    problems = [
+        e["message"]
+        for e in browser.get_log("browser")
+        if "Content Security Policy" in e["message"]
+        or e["level"] == "SEVERE"
+        and "favicon" not in e["message"]
+    ]
+    assert problems == []
+
+
+def test_live_tally_follows_another_writer(live, browser):
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    page = Page(browser)
+    browser.get(f"{base}/matches/{match_id}")
+    page.wait.until(lambda d: d.execute_script("return !!window.htmx"))
+    time.sleep(0.3)  # let the EventSource connect
+    # The camera loop (another writer) records a capture: the page shows it by itself.
+    started = time.monotonic()
+    store.append(match_id, {"type": "card_captured", "player": "Ben", "card": "11-1"})
+    WebDriverWait(browser, 5, poll_frequency=0.02).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, '#board .tile[data-code="11-1"]')
+    )
+    assert time.monotonic() - started < 1.5  # 0.5 s promised; headroom for a busy CI box
+    shot(browser, "06-live-update")
+
+
+def test_errors_show_one_sentence_and_stale_pages_reload(live, browser):
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    page = Page(browser)
+    browser.get(f"{base}/matches/{match_id}")
+    page.wait.until(lambda d: d.execute_script("return !!window.htmx"))
+    time.sleep(0.3)  # let the EventSource connect
+    page.click_text("+ Card for Aki")
+    page.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#modal .picker")))
+    # Another tablet takes the crane: the open picker is refreshed and shows it taken.
+    store.append(match_id, {"type": "card_captured", "player": "Ben", "card": "01-1"})
+    page.wait.until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, '#modal button.tile-btn.taken[data-code="01-1"]')
+    )
+    # A page that missed the news (its form still says seq 2) is refused with 409.
+    browser.execute_script(
+        "document.querySelectorAll('#modal input[name=expected_seq]')"
+        ".forEach(function (i) { i.value = '2'; });"
+    )
+    page.click('#modal button.tile-btn[data-code="02-1"]')
+    flash = page.wait.until(
+        EC.visibility_of_element_located((By.CSS_SELECTOR, "#flash .flash-msg"))
+    )
+    assert "match changed" in flash.text
+    shot(browser, "07-stale-409")
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == []

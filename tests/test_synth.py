@@ -1,0 +1,351 @@
+"""Synthetic scenes: determinism, labels on the right pixels, visibility, backs, user decks."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from companion import CompanionError, synth
+from companion.cli import main
+from companion.synth import SceneConfig, SynthError, read_dataset, render_scene, write_dataset
+
+SHARED = synth.find_shared_dir()
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "decks").is_dir(), reason="reference decks (../shared/decks) not available"
+)
+
+# Small frames, no camera effects that would hide what a test looks at.
+PLAIN = SceneConfig(
+    width=320,
+    height=192,
+    card_px=(44.0, 60.0),
+    max_tilt_deg=30.0,
+    p_hands=0.0,
+    p_distractors=0.0,
+    p_glare=0.0,
+    p_color_cast=0.0,
+    p_blur=0.0,
+    max_noise=1.0,
+    jpeg_quality=(95, 95),
+)
+
+COLOURS = {  # BGR, top half / bottom half of each test card
+    "01-1": ((0, 0, 230), (230, 0, 0)),
+    "05-2": ((230, 0, 0), (0, 230, 0)),
+    "12-4": ((0, 230, 0), (0, 0, 230)),
+}
+
+
+@pytest.fixture
+def user_deck(tmp_path):
+    """A user's own deck folder: three cards, each with a distinct top and bottom colour."""
+    folder = tmp_path / "my-deck"
+    folder.mkdir()
+    for code, (top, bottom) in COLOURS.items():
+        img = np.zeros((200, 124, 3), np.uint8)
+        img[:100] = top
+        img[100:] = bottom
+        cv2.imwrite(str(folder / f"{code}.png"), img)
+    (folder / "notes.txt").write_text("not a card")
+    return folder
+
+
+@pytest.fixture
+def grey_table(tmp_path):
+    path = tmp_path / "grey.png"
+    cv2.imwrite(str(path), np.full((64, 64, 3), 128, np.uint8))
+    return path
+
+
+def _mean_in(image, quad, shrink=0.6):
+    """Mean colour inside the quad shrunk towards its centre (away from edges and blur)."""
+    centre = quad.mean(axis=0)
+    inner = centre + (quad - centre) * shrink
+    mask = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillConvexPoly(mask, np.round(inner).astype(np.int32), 255)
+    return np.array(cv2.mean(image, mask=mask)[:3])
+
+
+def _point_colour(image, point):
+    x, y = (int(round(v)) for v in point)
+    patch = image[max(y - 1, 0) : y + 2, max(x - 1, 0) : x + 2].reshape(-1, 3)
+    return patch.mean(axis=0)
+
+
+@needs_shared
+def test_same_seed_same_scene_and_different_seed_different_scene():
+    cfg = SceneConfig(width=320, height=180)
+    a, b, c = render_scene(11, cfg), render_scene(11, cfg), render_scene(12, cfg)
+    assert a.image.shape == (180, 320, 3) and a.image.dtype == np.uint8
+    assert np.array_equal(a.image, b.image)
+    assert [lab.to_dict() for lab in a.labels] == [lab.to_dict() for lab in b.labels]
+    assert a.conditions == b.conditions
+    assert not np.array_equal(a.image, c.image)
+
+
+@needs_shared
+def test_many_scenes_have_sane_labels():
+    codes = set(synth.ALL_CODES) | {"back"}
+    cfg = SceneConfig(width=320, height=180)
+    n_labels = 0
+    for seed in range(12):
+        scene = render_scene(seed, cfg)
+        for lab in scene.labels:
+            n_labels += 1
+            assert lab.card in codes
+            assert lab.quad.shape == (4, 2) and lab.quad.dtype == np.float32
+            assert cfg.min_visible <= lab.visible <= 1.0
+            if lab.card != "back":
+                assert (SHARED / "decks" / lab.deck / f"{lab.card}.png").is_file()
+        json.dumps(scene.conditions)  # conditions must be plain JSON
+        assert {"tilt_deg", "card_px", "light", "glare", "blur", "overlap"} <= set(scene.conditions)
+    assert n_labels > 12
+
+
+def test_labels_land_on_the_card_in_the_right_orientation(user_deck, grey_table):
+    cfg = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), p_draw_pile=0.0)
+    checked = 0
+    for seed in range(8):
+        scene = render_scene(seed, cfg)
+        for lab in scene.labels:
+            if lab.visible < 0.999:
+                continue
+            # Fully visible: all corners inside the frame.
+            assert (lab.quad >= -0.5).all()
+            assert (lab.quad[:, 0] <= cfg.width).all() and (lab.quad[:, 1] <= cfg.height).all()
+            top, bottom = COLOURS[lab.card]
+            q = lab.quad
+            centre = q.mean(axis=0)
+            top_point = centre + ((q[0] + q[1]) / 2 - centre) * 0.5
+            bottom_point = centre + ((q[2] + q[3]) / 2 - centre) * 0.5
+            # The strongest channel tells which colour the pixel is; grey table has none.
+            assert np.argmax(_point_colour(scene.image, top_point)) == np.argmax(top), (seed, lab)
+            assert np.argmax(_point_colour(scene.image, bottom_point)) == np.argmax(bottom), (
+                seed,
+                lab,
+            )
+            checked += 1
+    assert checked >= 5
+
+
+def test_user_deck_folder_works_and_labels_name_it(user_deck):
+    scene = render_scene(3, PLAIN.with_(decks=(str(user_deck),), p_draw_pile=0.0))
+    faces = [lab for lab in scene.labels if lab.card != "back"]
+    assert faces
+    assert {lab.card for lab in faces} <= set(COLOURS)
+    assert {lab.deck for lab in faces} == {"my-deck"}
+
+
+def _coverage(labels, index, shape, scale=4):
+    """Visible fraction of label ``index`` recomputed from the quads drawn after it
+    (on a mask ``scale`` times finer than the image, so edge pixels hardly matter)."""
+
+    def fill(mask, quad, value):
+        pts = np.round((quad + 0.5) * scale * 16).astype(np.int32)  # 4 fractional bits
+        cv2.fillConvexPoly(mask, pts, value, shift=4)
+
+    own = np.zeros((shape[0] * scale, shape[1] * scale), np.uint8)
+    fill(own, labels[index].quad, 1)
+    for later in labels[index + 1 :]:
+        fill(own, later.quad, 0)
+    return own.sum() / (synth._polygon_area(labels[index].quad) * scale * scale)
+
+
+def test_visible_fraction_falls_when_a_card_is_covered(user_deck):
+    # Capture rows only: overlapping like a fanned hand, nothing else on the table.
+    cfg = PLAIN.with_(
+        decks=(str(user_deck),),
+        p_random_layout=0.0,
+        p_draw_pile=0.0,
+        field_cards=(0, 0),
+        capture_cards=(6, 6),
+        card_px=(40.0, 46.0),
+        max_tilt_deg=0.0,
+    )
+    for seed in (2, 5, 8):
+        _check_capture_rows(render_scene(seed, cfg).labels, cfg)
+
+
+def _check_capture_rows(labels, cfg):
+    inside = [
+        i
+        for i, lab in enumerate(labels)
+        if (lab.quad[:, 0] > 0).all()
+        and (lab.quad[:, 0] < cfg.width - 1).all()
+        and (lab.quad[:, 1] > 0).all()
+        and (lab.quad[:, 1] < cfg.height - 1).all()
+    ]
+    assert len(inside) >= 4
+    covered = [i for i in inside if labels[i].visible < 0.9]
+    assert covered, "capture rows overlap, some card must be partly covered"
+    for i in inside:
+        expected = _coverage(labels, i, (cfg.height, cfg.width))
+        assert labels[i].visible == pytest.approx(expected, abs=0.05), (i, labels[i])
+    for i in covered:
+        assert 0.25 < labels[i].visible < 0.85
+
+
+def test_hands_cover_cards_and_lower_their_visible_fraction(user_deck):
+    base = PLAIN.with_(decks=(str(user_deck),), p_draw_pile=0.0)
+    with_hands = base.with_(p_hands=1.0)
+    lowered = 0
+    for seed in range(6):
+        a = {tuple(lab.quad.ravel()): lab.visible for lab in render_scene(seed, base).labels}
+        b = render_scene(seed, with_hands)
+        assert b.conditions["hands"] >= 1
+        for lab in b.labels:
+            before = a.get(tuple(lab.quad.ravel()))
+            if before is not None and lab.visible < before - 0.05:
+                lowered += 1
+    assert lowered >= 1
+
+
+def test_face_down_cards_are_labelled_back(user_deck):
+    cfg = PLAIN.with_(decks=(str(user_deck),), p_random_layout=0.0, p_draw_pile=1.0)
+    backs = []
+    for seed in range(4):
+        scene = render_scene(seed, cfg)
+        for lab in scene.labels:
+            if lab.card == "back":
+                backs.append((scene, lab))
+    assert backs
+    for scene, lab in backs:
+        assert lab.deck == ""
+        if lab.visible > 0.9:
+            # Plain black or red back: dark blue and green channels, unlike any test face.
+            b, g, _r = _mean_in(scene.image, lab.quad)
+            assert b < 90 and g < 90
+
+
+def test_missing_deck_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(SynthError, match="does not exist"):
+        render_scene(0, PLAIN.with_(decks=(str(tmp_path / "nope"),)))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CompanionError, match="no card images"):
+        render_scene(0, PLAIN.with_(decks=(str(empty),)))
+
+
+def test_write_and_read_dataset_round_trip(tmp_path, user_deck):
+    cfg = PLAIN.with_(decks=(str(user_deck),))
+    out = write_dataset(tmp_path / "ds", 3, seed=4, config=cfg, progress=False)
+    lines = (out / "labels.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    assert sorted(p.name for p in (out / "images").iterdir()) == [
+        "000000.jpg",
+        "000001.jpg",
+        "000002.jpg",
+    ]
+    scenes = list(read_dataset(out))
+    assert len(scenes) == 3
+    direct = render_scene(synth.scene_seed(4, 1), cfg)
+    assert [lab.to_dict() for lab in scenes[1].labels] == [lab.to_dict() for lab in direct.labels]
+    assert scenes[1].image.shape == direct.image.shape
+    # JPEG re-encoding only: pixels stay close to the rendered scene.
+    assert np.abs(scenes[1].image.astype(int) - direct.image.astype(int)).mean() < 6
+    # Another dataset seed gives other scenes.
+    assert synth.scene_seed(5, 1) != synth.scene_seed(4, 1)
+
+
+def test_read_dataset_rejects_a_folder_without_labels(tmp_path):
+    with pytest.raises(SynthError, match="labels.jsonl"):
+        list(read_dataset(tmp_path))
+
+
+def test_cli_render_writes_a_dataset_and_rejects_a_missing_deck(tmp_path, user_deck):
+    runner = CliRunner()
+    out = tmp_path / "cli-ds"
+    result = runner.invoke(
+        main,
+        [
+            "render",
+            "--out",
+            str(out),
+            "--n",
+            "2",
+            "--seed",
+            "1",
+            "--deck",
+            str(user_deck),
+            "--width",
+            "160",
+            "--height",
+            "96",
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert len((out / "labels.jsonl").read_text().splitlines()) == 2
+
+    bad = runner.invoke(
+        main, ["render", "--out", str(tmp_path / "x"), "--n", "1", "--deck", str(tmp_path / "nope")]
+    )
+    assert bad.exit_code == 2
+    assert "does not exist" in bad.output
+    assert "Traceback" not in bad.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_conditions_stay_within_the_configured_ranges(user_deck):
+    cfg = PLAIN.with_(decks=(str(user_deck),), card_px=(50.0, 70.0), max_tilt_deg=20.0)
+    for seed in range(6):
+        c = render_scene(seed, cfg).conditions
+        assert 0.0 <= c["tilt_deg"] <= 20.0
+        assert 50.0 <= c["card_px"] <= 70.0
+        assert c["light"] == "neutral" and c["blur"] == 0.0 and c["hands"] == 0
+        assert c["jpeg_quality"] == 95
+
+
+def test_a_third_player_adds_a_capture_area(user_deck):
+    base = PLAIN.with_(decks=(str(user_deck),), p_random_layout=0.0)
+    assert render_scene(1, base.with_(p_third_player=1.0)).conditions["players"] == 3
+    assert render_scene(1, base.with_(p_third_player=0.0)).conditions["players"] == 2
+
+
+def test_worker_processes_write_the_same_dataset(tmp_path, user_deck):
+    cfg = PLAIN.with_(decks=(str(user_deck),), width=160, height=96)
+    one = write_dataset(tmp_path / "one", 4, seed=9, config=cfg, progress=False)
+    two = write_dataset(tmp_path / "two", 4, seed=9, config=cfg, progress=False, workers=2)
+    assert (one / "labels.jsonl").read_text() == (two / "labels.jsonl").read_text()
+    for i in range(4):
+        name = f"images/{i:06d}.jpg"
+        assert (one / name).read_bytes() == (two / name).read_bytes()
+
+
+def _match(image, lab, code):
+    """Correlation between the image inside a label's quad and the deck's face ``code``."""
+    ref = cv2.imread(str(SHARED / "decks" / lab.deck / f"{code}.png"))
+    h, w = ref.shape[:2]
+    to_face = cv2.getPerspectiveTransform(
+        lab.quad.astype(np.float32), np.float32([[0, 0], [w, 0], [w, h], [0, h]])
+    )
+    patch = cv2.warpPerspective(image, to_face, (w, h))
+
+    def grey(img):
+        small = cv2.resize(img, (40, 64), interpolation=cv2.INTER_AREA)
+        return cv2.cvtColor(small, cv2.COLOR_BGR2GRAY).astype(float)[6:-6, 6:-6].ravel()
+
+    return np.corrcoef(grey(patch), grey(ref))[0, 1]
+
+
+@needs_shared
+def test_reference_decks_labels_name_the_face_drawn_there():
+    """With every effect on, the pixels under a label look like that card, not another."""
+    cfg = SceneConfig(width=480, height=270)
+    right, wrong = [], []
+    for seed in range(8):
+        scene = render_scene(seed, cfg)
+        for lab in scene.labels:
+            if lab.card == "back" or lab.visible < 0.999:
+                continue
+            other = synth.ALL_CODES[(synth.ALL_CODES.index(lab.card) + 5) % 48]
+            right.append(_match(scene.image, lab, lab.card))
+            wrong.append(_match(scene.image, lab, other))
+    assert len(right) >= 10
+    assert np.median(right) > 0.5
+    assert np.median(right) - np.median(wrong) > 0.4
+    assert np.mean(np.array(right) > np.array(wrong)) > 0.8

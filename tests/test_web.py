@@ -1,0 +1,948 @@
+"""The tablet app through Flask's test client: every route and every error."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from companion import CompanionError
+from companion.store import MatchStore
+from companion.web import create_app, is_loopback, new_join_code, serve
+
+ROOT = Path(__file__).resolve().parents[1]
+HX = {"HX-Request": "true"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures and helpers
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store():
+    st = MatchStore.open(":memory:")
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def app(store):
+    return create_app(store, testing=True)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+def csrf(client) -> str:
+    page = client.get("/").get_data(as_text=True)
+    # Every page carries the session's token for htmx in the body's hx-headers.
+    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+
+
+@pytest.fixture
+def match_id(store):
+    return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+
+
+class Poster:
+    """Posts change forms the way the page does (CSRF, expected seq, fresh request id)."""
+
+    def __init__(self, client, store, match_id):
+        self.client, self.store, self.match_id = client, store, match_id
+        self.token = csrf(client)
+
+    def __call__(self, htmx=True, **fields):
+        data = {"csrf_token": self.token, "request_id": uuid.uuid4().hex}
+        if "expected_seq" not in fields:
+            data["expected_seq"] = self.store.last_seq(self.match_id)
+        data.update({k: v for k, v in fields.items() if v is not None})
+        for k in [k for k, v in fields.items() if v is None]:
+            data.pop(k, None)
+        return self.client.post(
+            f"/matches/{self.match_id}/events", data=data, headers=HX if htmx else {}
+        )
+
+
+@pytest.fixture
+def post(client, store, match_id):
+    return Poster(client, store, match_id)
+
+
+def types(store, match_id) -> list[str]:
+    return [s.event.type for s in store.events(match_id)]
+
+
+def message(response) -> str:
+    text = response.get_data(as_text=True)
+    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
+    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Match list and new-match form
+# ---------------------------------------------------------------------------------------------
+
+
+def test_index_lists_matches_and_offers_every_preset(client, store, match_id):
+    from companion.rules import RuleSet
+
+    page = client.get("/").get_data(as_text=True)
+    assert "Aki vs Ben" in page
+    assert f'href="/matches/{match_id}"' in page
+    for preset in RuleSet.presets():
+        assert f'<option value="{preset}"' in page
+    # The livret preset's options are toggles generated from its rule file.
+    for option in RuleSet.load("livret").options:
+        assert f'name="opt_{option.id}"' in page
+
+
+@pytest.mark.parametrize("preset", ["livret", "sloper", "ferme-florale", "nintendo"])
+def test_options_fragment_follows_the_rule_file(client, preset):
+    from companion.rules import RuleSet
+
+    rules = RuleSet.load(preset)
+    response = client.get(f"/new/options?rules={preset}", headers=HX)
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert html.lstrip().startswith('<div id="options"')
+    assert html.count('name="rounds"') == len(rules.rounds)
+    assert html.count('type="checkbox"') == len(rules.options)
+    for option in rules.options:
+        checked = re.search(rf'name="opt_{option.id}"( checked)?>', html)
+        assert checked and bool(checked.group(1)) == bool(option.default)
+
+
+def test_options_fragment_rejects_unknown_preset(client):
+    response = client.get("/new/options?rules=klondike", headers=HX)
+    assert response.status_code == 400
+    assert "no rule preset 'klondike'" in message(response)
+
+
+def new_match_form(token, **over):
+    data = {
+        "csrf_token": token,
+        "player_1": "Aki",
+        "player_2": "Ben",
+        "rules": "livret",
+        "rounds": "6",
+        "oya": "2",
+        "opt_triade": "on",
+        "title": "Friday",
+    }
+    data.update(over)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_create_match_records_players_rounds_options_and_oya(client, store):
+    response = client.post("/matches", data=new_match_form(csrf(client)))
+    assert response.status_code == 303
+    match_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    info = store.get_match(match_id)
+    assert info.players == ["Aki", "Ben"] and info.rounds == 6 and info.oya == "Ben"
+    assert info.title == "Friday"
+    assert info.options["triade"] is True and info.options["gaji"] is False
+
+
+def test_create_match_with_htmx_redirects_by_header(client, store):
+    response = client.post("/matches", data=new_match_form(csrf(client)), headers=HX)
+    assert response.status_code == 204
+    assert re.fullmatch(r"/matches/\d+", response.headers["HX-Redirect"])
+
+
+def test_three_players_where_the_preset_allows_it(client, store):
+    form = new_match_form(csrf(client), rules="hana-koikoi", player_3="Chie", oya="3")
+    form.pop("opt_triade")
+    response = client.post("/matches", data=form)
+    assert response.status_code == 303
+    assert store.matches()[0].players == ["Aki", "Ben", "Chie"]
+    assert store.matches()[0].oya == "Chie"
+
+
+@pytest.mark.parametrize(
+    "over, words",
+    [
+        ({"player_2": ""}, "at least two player names"),
+        ({"player_2": "aki"}, "same name"),
+        ({"player_3": "Chie"}, "for 2 players, not 3"),
+        ({"rounds": "7"}, "6 or 12 rounds, not 7"),
+        ({"rounds": "many"}, "must be 6 or 12"),
+        ({"rules": "klondike"}, "no rule preset"),
+        ({"rules": None}, "Choose a rule preset"),
+        ({"opt_warp_speed": "on"}, "no option 'warp_speed'"),
+        ({"oya": "3"}, "which player is Oya"),
+        ({"player_1": "A" * 40}, "at most 24 characters"),
+    ],
+)
+def test_create_match_rejects_bad_forms_and_creates_nothing(client, store, over, words):
+    response = client.post("/matches", data=new_match_form(csrf(client), **over), headers=HX)
+    assert response.status_code == 400
+    assert words in message(response)
+    assert store.matches() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Match page, board fragment, picker
+# ---------------------------------------------------------------------------------------------
+
+
+def test_match_page_is_a_full_page_and_board_is_a_fragment(client, match_id):
+    page = client.get(f"/matches/{match_id}")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert html.startswith("<!doctype html>") and "htmx-2.0.11.min.js" in html
+    assert 'id="board"' in html and "Deal round 1" in html
+
+    fragment = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert fragment.lstrip().startswith('<div id="board"') and "<html" not in fragment
+    full = client.get(f"/matches/{match_id}/board").get_data(as_text=True)
+    assert full.startswith("<!doctype html>") and 'id="board"' in full
+
+
+def test_unknown_match_is_404_everywhere(client, post):
+    for url in [
+        "/matches/999",
+        "/matches/999/board",
+        "/matches/999/picker?player=Aki",
+        "/matches/999/summary",
+        "/matches/999/live",
+        "/matches/999/seq",
+    ]:
+        response = client.get(url, headers=HX)
+        assert response.status_code == 404, url
+        assert "no match 999" in message(response)
+    post.match_id = 999
+    response = post(type="cards_ran_out", expected_seq=1)
+    assert response.status_code == 404
+
+
+def test_unknown_page_is_404_with_a_sentence(client):
+    response = client.get("/nowhere")
+    assert response.status_code == 404
+    assert "There is no such page." in response.get_data(as_text=True)
+
+
+def test_picker_offers_48_cards_grouped_by_month(client, post, match_id):
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="08-1")
+    html = client.get(f"/matches/{match_id}/picker?player=Ben", headers=HX).get_data(as_text=True)
+    assert html.count('class="month"') == 12
+    assert len(set(re.findall(r'name="card" value="(\d\d-\d)"', html))) == 48
+    # The moon is Aki's: Ben cannot be given it.
+    assert re.search(
+        r'class="tile-btn taken" disabled title="Full Moon: already captured by Aki"', html
+    )
+
+
+def test_picker_for_a_captured_card_offers_replace_and_remove(client, post, match_id):
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="08-1")
+    html = client.get(f"/matches/{match_id}/picker?player=Aki&card=08-1", headers=HX).get_data(
+        as_text=True
+    )
+    assert "replace" in html and 'value="capture_removed"' in html
+    assert html.count('name="new_card"') == 48
+
+
+@pytest.mark.parametrize(
+    "query, words",
+    [
+        ("player=Zed", "no player 'Zed'"),
+        ("player=", "no player ''"),
+        ("player=Aki&card=13-1", "Unknown card code '13-1'"),
+        ("player=Ben&card=08-1", "Ben has not captured Full Moon"),
+    ],
+)
+def test_picker_errors(client, post, match_id, query, words):
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="08-1")
+    response = client.get(f"/matches/{match_id}/picker?{query}", headers=HX)
+    assert response.status_code == 400
+    assert words in message(response)
+
+
+def test_picker_without_htmx_is_a_full_page(client, post, match_id):
+    post(type="round_started")
+    html = client.get(f"/matches/{match_id}/picker?player=Aki").get_data(as_text=True)
+    assert html.startswith("<!doctype html>") and 'class="picker panel"' in html
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording events
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_round_played_from_the_tablet(client, store, post, match_id):
+    assert post(type="round_started").status_code == 200
+    for code in ["08-1", "09-1"]:  # Tsukimi-de-ippai: moon + sake cup
+        response = post(type="card_captured", player="Aki", card=code)
+        assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert "Koi-Koi or Stop?" in html and "Tsukimi" in html
+    assert store.state(match_id).pending_decision == "Aki"
+
+    post(type="koi_called", player="Aki")
+    assert store.state(match_id).koi["Aki"] == 1
+    post(type="card_captured", player="Ben", card="03-1")
+    post(type="capture_corrected", player="Ben", card="03-1", new_card="03-3")
+    assert [c.code for c in store.state(match_id).captures["Ben"]] == ["03-3"]
+    post(type="capture_removed", player="Ben", card="03-3")
+    assert store.state(match_id).captures["Ben"] == []
+    for code in ["06-2", "09-2", "10-2"]:  # Aotan: a new yaku
+        post(type="card_captured", player="Aki", card=code)
+    assert store.state(match_id).pending_decision == "Aki"
+    response = post(type="stop_called", player="Aki")
+    state = store.state(match_id)
+    assert not state.round_in_progress and len(state.rounds) == 1
+    assert state.rounds[0].winner == "Aki" and state.totals["Aki"] > 0
+    html = response.get_data(as_text=True)
+    assert "Round 1 won by Aki" in html and "Deal round 2" in html
+    # The ledger shows the round and the chart draws one polyline per player.
+    assert html.count("<polyline") == 2
+    assert types(store, match_id)[-1] == "stop_called"
+
+
+def test_undo_takes_back_the_latest_change_and_the_log_says_so(client, store, post, match_id):
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="01-1")
+    post(type="undo")
+    assert store.state(match_id).captures["Aki"] == []
+    log = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert re.search(r'class="ev-card_captured undone".*Aki captured Crane and Sun', log, re.S)
+    assert "Undo" in log
+
+
+def test_one_tap_declarations_and_field_events(client, store, post, match_id):
+    post(type="round_started")
+    assert post(type="field_brights_set", count="2").status_code == 200
+    assert store.state(match_id).field_brights == 2
+    assert post(type="hand_declared", player="Ben", kind="teshi").status_code == 200
+    state = store.state(match_id)
+    assert state.rounds and state.rounds[-1].winner == "Ben"
+    post(type="round_started", oya="Aki")
+    assert store.state(match_id).oya == "Aki"
+    assert post(type="cards_ran_out").status_code == 200
+    assert len(store.state(match_id).rounds) == 2
+    post(type="round_started")
+    assert post(type="redeal").status_code == 200
+    assert types(store, match_id)[-1] == "redeal"
+
+
+def test_plain_form_post_redirects_to_the_match(client, post, match_id):
+    response = post(htmx=False, type="round_started")
+    assert response.status_code == 303
+    assert response.headers["Location"].endswith(f"/matches/{match_id}")
+
+
+def test_board_response_closes_the_picker(client, post):
+    post(type="round_started")
+    html = post(type="card_captured", player="Aki", card="01-1").get_data(as_text=True)
+    assert '<div id="modal" hx-swap-oob="innerHTML"></div>' in html
+
+
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        ({"type": None}, "does not say what happened"),
+        ({"type": "teleport"}, "'teleport' is not something"),
+        ({"type": "match_started"}, "not something the page can record"),
+        ({"type": "card_captured", "player": "Zed", "card": "01-1"}, "no player 'Zed'"),
+        ({"type": "card_captured", "card": "01-1"}, "which player"),
+        ({"type": "card_captured", "player": "Aki", "card": "13-9"}, "Unknown card code"),
+        ({"type": "card_captured", "player": "Aki", "card": "<script>"}, "Unknown card code"),
+        ({"type": "card_captured", "player": "Aki"}, "missing the card"),
+        (
+            {"type": "capture_corrected", "player": "Aki", "card": "01-1"},
+            "missing the card (new_card)",
+        ),
+        ({"type": "hand_declared", "player": "Aki", "kind": "luck"}, "teshi or kuttsuki"),
+        ({"type": "field_brights_set", "count": "9"}, "0 to 5 brights"),
+        ({"type": "field_brights_set", "count": "two"}, "whole number"),
+        ({"type": "field_brights_set"}, "missing the number of brights"),
+        ({"type": "round_started", "oya": "Zed"}, "no player 'Zed'"),
+        ({"type": "undo", "expected_seq": None}, "missing the last event"),
+        ({"type": "undo", "expected_seq": "x"}, "must be a whole number"),
+        ({"type": "undo", "request_id": ""}, "no request id"),
+    ],
+)
+def test_malformed_events_are_400_and_change_nothing(store, post, match_id, fields, words):
+    post(type="round_started")
+    before = types(store, match_id)
+    response = post(**fields)
+    assert response.status_code == 400
+    assert words in message(response)
+    assert types(store, match_id) == before
+
+
+def test_illegal_event_is_refused_by_the_engine(store, post, match_id):
+    response = post(type="card_captured", player="Aki", card="01-1")  # no round dealt yet
+    assert response.status_code == 400
+    assert types(store, match_id) == ["match_started"]
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="01-1")
+    response = post(type="card_captured", player="Ben", card="01-1")
+    assert response.status_code == 400 and "already holds" in message(response)
+    response = post(type="koi_called", player="Ben")
+    assert response.status_code == 400
+    assert types(store, match_id) == ["match_started", "round_started", "card_captured"]
+
+
+def test_stale_page_gets_409_and_nothing_is_written(store, post, match_id):
+    post(type="round_started")
+    seen = store.last_seq(match_id)
+    post(type="card_captured", player="Aki", card="01-1")
+    response = post(type="card_captured", player="Ben", card="02-1", expected_seq=seen)
+    assert response.status_code == 409
+    assert "match changed" in message(response)
+    assert "data-reload" in response.get_data(as_text=True)
+    assert [c.code for c in store.state(match_id).captures["Ben"]] == []
+
+
+def test_a_resent_request_records_one_event(store, post, match_id):
+    post(type="round_started")
+    seq = store.last_seq(match_id)
+    first = post(type="card_captured", player="Aki", card="01-1", expected_seq=seq, request_id="r1")
+    again = post(type="card_captured", player="Aki", card="01-1", expected_seq=seq, request_id="r1")
+    assert first.status_code == again.status_code == 200
+    assert types(store, match_id).count("card_captured") == 1
+
+
+def test_two_tablets_pressing_at_once_record_one_event(app, store, match_id):
+    tablets = [app.test_client() for _ in range(2)]
+    tokens = [csrf(t) for t in tablets]
+    Poster(tablets[0], store, match_id)(type="round_started")
+    seq = store.last_seq(match_id)
+    barrier = threading.Barrier(2)
+    statuses = []
+
+    def press(i):
+        barrier.wait()
+        r = tablets[i].post(
+            f"/matches/{match_id}/events",
+            data={
+                "csrf_token": tokens[i],
+                "expected_seq": seq,
+                "request_id": f"tab{i}",
+                "type": "card_captured",
+                "player": "Aki",
+                "card": "01-1",
+            },
+            headers=HX,
+        )
+        statuses.append(r.status_code)
+
+    threads = [threading.Thread(target=press, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [200, 409]
+    assert types(store, match_id).count("card_captured") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# CSRF, join code, read-only
+# ---------------------------------------------------------------------------------------------
+
+
+def test_missing_or_wrong_csrf_token_is_400(client, store, post, match_id):
+    for token in [None, "forged"]:
+        post.token = token
+        response = post(type="round_started")
+        assert response.status_code == 400
+        assert "expired or did not come from this page" in message(response)
+    assert types(store, match_id) == ["match_started"]
+    # A token from another session is no good either.
+    other = create_app(store, testing=True).test_client()
+    post.token = csrf(other)
+    assert post(type="round_started").status_code == 400
+
+
+def test_csrf_header_is_accepted(client, store, match_id):
+    token = csrf(client)
+    response = client.post(
+        f"/matches/{match_id}/events",
+        data={"type": "round_started", "expected_seq": 1, "request_id": "h1"},
+        headers={**HX, "X-CSRF-Token": token},
+    )
+    assert response.status_code == 200
+
+
+def test_read_only_server_refuses_every_change(store, match_id):
+    client = create_app(store, read_only=True, testing=True).test_client()
+    page = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "Read-only" in page and "Deal round" not in page
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    for url, data in [
+        (
+            f"/matches/{match_id}/events",
+            {"type": "round_started", "expected_seq": 1, "request_id": "x"},
+        ),
+        ("/matches", new_match_form(token)),
+        ("/join", {"code": "123456"}),
+    ]:
+        data["csrf_token"] = token
+        response = client.post(url, data=data, headers=HX)
+        assert response.status_code == 403
+        assert "read-only" in message(response)
+    assert types(store, match_id) == ["match_started"] and len(store.matches()) == 1
+
+
+def test_join_code_gates_changes_until_entered(store, match_id):
+    app = create_app(store, join_code="424242", testing=True)
+    client = app.test_client()
+    page = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "Enter join code" in page and "Deal round" not in page
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    change = {"csrf_token": token, "type": "round_started", "expected_seq": 1, "request_id": "j"}
+    response = client.post(f"/matches/{match_id}/events", data=change, headers=HX)
+    assert response.status_code == 403 and "join code" in message(response)
+
+    form = client.get("/join?code=424242").get_data(as_text=True)
+    assert 'value="424242"' in form  # the QR code's link fills it in; a tap joins
+    wrong = client.post("/join", data={"csrf_token": token, "code": "000000"})
+    assert wrong.status_code == 403 and "wrong" in message(wrong)
+    empty = client.post("/join", data={"csrf_token": token, "code": ""})
+    assert empty.status_code == 400
+    no_csrf = client.post("/join", data={"code": "424242"})
+    assert no_csrf.status_code == 400
+
+    joined = client.post(
+        "/join", data={"csrf_token": token, "code": "424242", "next": f"/matches/{match_id}"}
+    )
+    assert joined.status_code == 303 and joined.headers["Location"] == f"/matches/{match_id}"
+    assert client.post(f"/matches/{match_id}/events", data=change, headers=HX).status_code == 200
+    # Joined tablets see the invitation: the code and its QR code as inline SVG.
+    index = client.get("/").get_data(as_text=True)
+    assert "424242" in index and "<svg" in index.split('class="qr"')[1][:200]
+
+
+def test_join_redirect_stays_on_this_site(store):
+    client = create_app(store, join_code="111111", testing=True).test_client()
+    token = csrf(client)
+    response = client.post(
+        "/join", data={"csrf_token": token, "code": "111111", "next": "//evil.example/"}
+    )
+    assert response.status_code == 303 and response.headers["Location"] == "/"
+
+
+def test_join_code_guessing_is_throttled(store):
+    client = create_app(store, join_code="987654", testing=True).test_client()
+    token = csrf(client)
+    codes = [
+        r.status_code
+        for r in (
+            client.post(
+                "/join",
+                data={"csrf_token": token, "code": f"{i:06d}"},
+                environ_base={"REMOTE_ADDR": "10.9.9.9"},
+            )
+            for i in range(10)
+        )
+    ]
+    assert codes[:8] == [403] * 8 and codes[8:] == [429, 429]
+    # Even the right code waits out the pause.
+    right = client.post(
+        "/join",
+        data={"csrf_token": token, "code": "987654"},
+        environ_base={"REMOTE_ADDR": "10.9.9.9"},
+    )
+    assert right.status_code == 429
+
+
+def test_join_without_a_code_needed(client):
+    assert "No join code needed" in client.get("/join").get_data(as_text=True)
+
+
+def test_bad_join_code_setting_is_refused(store):
+    with pytest.raises(CompanionError, match="4 to 12 digits"):
+        create_app(store, join_code="abc")
+
+
+def test_new_join_code_is_six_digits():
+    codes = {new_join_code() for _ in range(50)}
+    assert all(len(c) == 6 and c.isdigit() for c in codes) and len(codes) > 40
+
+
+@pytest.mark.parametrize(
+    "host, expected",
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("127.5.0.1", True),
+        ("0.0.0.0", False),
+        ("192.168.1.20", False),
+        ("::", False),
+        ("tablet.lan", False),
+    ],
+)
+def test_is_loopback(host, expected):
+    assert is_loopback(host) is expected
+
+
+def test_serve_refuses_the_lan_without_a_join_code(store):
+    with pytest.raises(CompanionError, match="join code"):
+        serve(create_app(store), "0.0.0.0", 0)
+
+
+def test_serve_on_a_port_in_use_is_one_sentence(store):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CompanionError, match=f"127.0.0.1:{port}: .*pick another --port"):
+            serve(create_app(store), "127.0.0.1", port)
+
+
+def test_loopback_server_refuses_other_host_names(store, monkeypatch):
+    from werkzeug import serving
+
+    app = create_app(store, testing=True)
+
+    class Server:
+        server_port = 0
+        daemon_threads = False
+
+        def serve_forever(self, poll_interval=0.5):
+            pass
+
+        def server_close(self):
+            pass
+
+    monkeypatch.setattr(serving, "make_server", lambda *a, **k: Server())
+    serve(app, "127.0.0.1", 0)  # returns at once: the fake server serves nothing
+    client = app.test_client()
+    for host in ["127.0.0.1:5000", "localhost:5000", "[::1]:5000"]:
+        assert client.get("/", headers={"Host": host}).status_code == 200
+    refused = client.get("/", headers={"Host": "rebound.example:5000"})
+    assert refused.status_code == 400 and b"only to its own address" in refused.data
+
+
+def test_security_headers(client):
+    response = client.get("/")
+    assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_oversized_request_is_413(client, match_id):
+    response = client.post(f"/matches/{match_id}/events", data={"x": "y" * 100_000}, headers=HX)
+    assert response.status_code == 413
+
+
+def test_get_only_routes_refuse_post_with_405(client, match_id):
+    token = csrf(client)
+    response = client.post(f"/matches/{match_id}/board", data={"csrf_token": token}, headers=HX)
+    assert response.status_code == 405
+
+
+# ---------------------------------------------------------------------------------------------
+# Live updates
+# ---------------------------------------------------------------------------------------------
+
+
+def test_seq_answers_at_once_without_after(client, post, match_id):
+    post(type="round_started")
+    assert client.get(f"/matches/{match_id}/seq").get_json() == {"match": match_id, "seq": 2}
+
+
+def test_seq_long_poll_wakes_on_a_new_event(app, client, store, match_id):
+    results = {}
+
+    def follower():
+        results["r"] = client.get(f"/matches/{match_id}/seq?after=1&timeout=10").get_json()
+
+    t = threading.Thread(target=follower)
+    t.start()
+    Poster(app.test_client(), store, match_id)(type="round_started")
+    t.join(timeout=5)
+    assert results["r"] == {"match": match_id, "seq": 2}
+
+
+def test_seq_long_poll_times_out_with_the_current_seq(client, match_id):
+    response = client.get(f"/matches/{match_id}/seq?after=1&timeout=0.1")
+    assert response.get_json()["seq"] == 1
+
+
+@pytest.mark.parametrize("query", ["after=x", "after=1&timeout=x", "after=1&timeout=999"])
+def test_seq_bad_arguments(client, match_id, query):
+    assert client.get(f"/matches/{match_id}/seq?{query}").status_code == 400
+
+
+def test_live_stream_sends_the_seq_and_each_new_one(app, client, store, match_id):
+    response = client.get(f"/matches/{match_id}/live?max_seconds=5", buffered=False)
+    assert response.status_code == 200
+    assert response.mimetype == "text/event-stream"
+    chunks = iter(response.response)
+    first = next(chunks).decode()
+    assert "event: update" in first and json.loads(first.split("data: ")[1]) == {
+        "match": match_id,
+        "seq": 1,
+    }
+    store.append(match_id, {"type": "round_started"})  # another writer: no notify()
+    second = next(chunks).decode()
+    assert json.loads(second.split("data: ")[1])["seq"] == 2
+    response.close()
+
+
+def test_live_stream_bad_max_seconds(client, match_id):
+    assert client.get(f"/matches/{match_id}/live?max_seconds=-1").status_code == 400
+
+
+# ---------------------------------------------------------------------------------------------
+# Summary, static files
+# ---------------------------------------------------------------------------------------------
+
+
+def test_summary_page_is_the_printable_summary(client, post, match_id):
+    post(type="round_started")
+    post(type="hand_declared", player="Aki", kind="kuttsuki")
+    response = client.get(f"/matches/{match_id}/summary")
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert "Aki" in html and "Ben" in html and "@page" in html
+    assert f'href="/matches/{match_id}"' in html  # back to the match, on screen only
+    # Its inline handlers (the Print button) are exactly those the CSP lets run.
+    from companion.web.match import SUMMARY_INLINE_HANDLERS
+
+    handlers = set(re.findall(r'\son\w+="([^"]*)"', html))
+    assert handlers and handlers <= set(SUMMARY_INLINE_HANDLERS)
+    assert "'unsafe-hashes' 'sha256-" in response.headers["Content-Security-Policy"]
+
+
+def test_vendored_htmx_is_served_and_matches_its_record(client):
+    record = (ROOT / "web/static/vendor/VENDORED.md").read_text()
+    body = client.get("/static/vendor/htmx-2.0.11.min.js").data
+    assert hashlib.sha256(body).hexdigest() in record
+    assert (ROOT / "web/static/vendor/htmx-LICENSE.txt").exists()
+    assert client.get("/static/app.js").status_code == 200
+    assert client.get("/static/app.css").status_code == 200
+
+
+def test_pages_load_nothing_from_elsewhere(client, match_id):
+    html = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+
+
+def test_card_tiles_tell_the_48_cards_apart():
+    from companion.cards import STANDARD_DECK
+    from companion.web.views import tile
+
+    tiles = [tile(c) for c in STANDARD_DECK]
+    looks = {(t.month, t.category, t.ribbon, t.label, t.icon) for t in tiles}
+    # Chaff of one month look alike on purpose (they are interchangeable); all else differ.
+    distinct_non_chaff = {x for x in looks if x[1] != "chaff" or x[3] == "Lightning"}
+    assert len(distinct_non_chaff) == 48 - 24 + 1
+    assert tile("08-1").label == "Moon" and tile("08-1").category == "bright"
+    assert tile("09-2").ribbon == "blue" and tile("01-2").ribbon == "poem"
+
+
+# ---------------------------------------------------------------------------------------------
+# The serve command
+# ---------------------------------------------------------------------------------------------
+
+
+def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from companion import cli, web
+
+    seen = {}
+
+    def fake_serve(app, host, port, ready=None):
+        seen["app"], seen["host"] = app, host
+
+        class Server:
+            server_port = 5123
+
+        ready(Server())
+
+    monkeypatch.setattr(web, "serve", fake_serve)
+    result = CliRunner().invoke(
+        cli.main, ["serve", "--db", str(tmp_path / "t.db"), "--host", "0.0.0.0", "--port", "5123"]
+    )
+    assert result.exit_code == 0, result.output
+    code = seen["app"].config["JOIN_CODE"]
+    assert re.fullmatch(r"\d{6}", code)
+    assert f"Join code: {code}" in result.output
+    assert "█" in result.output and f"join?code={code}" in result.output
+
+
+def test_serve_command_on_localhost_needs_no_code(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from companion import cli, web
+
+    seen = {}
+
+    def fake_serve(app, host, port, ready=None):
+        seen["app"] = app
+
+        class Server:
+            server_port = port
+
+        ready(Server())
+
+    monkeypatch.setattr(web, "serve", fake_serve)
+    result = CliRunner().invoke(cli.main, ["serve", "--db", str(tmp_path / "t.db")])
+    assert result.exit_code == 0
+    assert "http://127.0.0.1:5000/" in result.output and "Join code" not in result.output
+    assert seen["app"].config["JOIN_CODE"] is None
+
+
+def test_serve_command_bad_db_is_exit_2(tmp_path):
+    from click.testing import CliRunner
+
+    from companion import cli
+
+    bad = tmp_path / "junk.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    result = CliRunner().invoke(cli.main, ["serve", "--db", str(bad)])
+    assert result.exit_code == 2 and "Error:" in result.output
+
+
+@pytest.mark.parametrize(
+    "preset", ["livret", "sloper", "ferme-florale", "hana-koikoi", "hana-awase", "nintendo"]
+)
+def test_every_preset_plays_on_the_board(app, store, preset):
+    from companion.rules import RuleSet
+
+    rules = RuleSet.load(preset)
+    players = ["Aki", "Ben", "Chie"][: max(rules.players)]
+    match_id = store.create_match(players=players, rules=preset, rounds=6, oya="Aki")
+    post = Poster(app.test_client(), store, match_id)
+    assert post(type="round_started").status_code == 200
+    for code in ["01-1", "01-3", "08-1", "08-3"]:
+        assert post(type="card_captured", player=players[-1], card=code).status_code == 200
+    html = app.test_client().get(f"/matches/{match_id}").get_data(as_text=True)
+    assert html.count('class="player') >= len(players)
+    assert html.count('data-code="08-1"') == 1  # the captured moon, once, on its tile
+    assert f"players n{len(players)}" in html
+    # One-tap buttons only where the rules give them a meaning.
+    assert ('value="teshi"' in html) == ("teshi" in rules.round.instant_wins)
+    assert ('value="redeal"' in html) == rules.round.field_redeal
+
+
+def test_kill_and_restart_loses_nothing(tmp_path):
+    """A real server process, killed with SIGKILL mid-match, restarted on the same database."""
+    import http.cookiejar
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.parse
+    import urllib.request
+
+    db = tmp_path / "kill.db"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def start():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "companion.cli", "serve", "--db", str(db), "--port", str(port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(base + "/", timeout=1).read()
+                return proc
+            except OSError:
+                time.sleep(0.1)
+        proc.kill()
+        raise AssertionError("the server did not start: " + proc.stdout.read().decode())
+
+    def browser():
+        return urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+
+    def post(opener, url, fields):
+        data = urllib.parse.urlencode(fields).encode()
+        return opener.open(urllib.request.Request(base + url, data=data), timeout=5)
+
+    server = start()
+    try:
+        tab = browser()
+        token = re.search(r'"X-CSRF-Token": "([^"]+)"', tab.open(base + "/").read().decode())[1]
+        post(
+            tab,
+            "/matches",
+            {
+                "csrf_token": token,
+                "player_1": "Aki",
+                "player_2": "Ben",
+                "rules": "livret",
+                "rounds": "6",
+                "oya": "1",
+            },
+        )
+        events = (
+            [{"type": "round_started"}]
+            + [{"type": "card_captured", "player": "Aki", "card": c} for c in ["08-1", "09-1"]]
+            + [{"type": "koi_called", "player": "Aki"}]
+        )
+        for seq, event in enumerate(events, start=1):
+            post(
+                tab,
+                "/matches/1/events",
+                {"csrf_token": token, "expected_seq": seq, "request_id": f"k{seq}", **event},
+            )
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=10)
+
+    server = start()
+    try:
+        page = browser().open(base + "/matches/1").read().decode()
+        assert "Koi ×1" in page and 'data-code="09-1"' in page and 'data-seq="5"' in page
+        with MatchStore.open(db) as st:
+            assert [s.event.type for s in st.events(1)] == [
+                "match_started",
+                "round_started",
+                "card_captured",
+                "card_captured",
+                "koi_called",
+            ]
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=10)
+
+
+def test_board_fragment_gives_each_fetch_its_own_ids_and_token(app, store, match_id):
+    tablets = [app.test_client() for _ in range(2)]
+    tokens = [csrf(t) for t in tablets]
+    Poster(tablets[0], store, match_id)(type="round_started")
+    pages = [
+        t.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+        for t in [tablets[0], tablets[1], tablets[1]]
+    ]
+    ids = [re.findall(r'name="request_id" value="([0-9a-f]{32})"', p) for p in pages]
+    assert all(ids) and len({i for group in ids for i in group}) == sum(map(len, ids))
+    assert tokens[0] in pages[0] and tokens[1] not in pages[0]
+    assert tokens[1] in pages[1] and "\x00" not in pages[1]
+    # A new event is never hidden by an older rendering.
+    store.append(match_id, {"type": "card_captured", "player": "Ben", "card": "12-1"})
+    fresh = tablets[1].get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'data-code="12-1"' in fresh and 'data-seq="3"' in fresh
+    # A tablet that has not joined gets the read-only board, not a cached changeable one.
+    gated = create_app(store, join_code="555555", testing=True).test_client()
+    html = gated.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'data-seq="3"' in html and "+ Card for" not in html
