@@ -49,15 +49,515 @@ def main():
 # Scoring engine: score, rules
 # ---------------------------------------------------------------------------------------------
 
+RULES_OPTION_HELP = "Preset name (see `companion rules list`) or path to a rule file (.toml)."
+
+
+def load_rules(name_or_file: str, option_pairs=()):
+    """The rule set with ``ID=on|off`` options applied; RuleError on bad input."""
+    from companion.rules import RuleError, RuleSet
+
+    rules = RuleSet.load(name_or_file)
+    switches = {}
+    for pair in option_pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or value.strip().lower() not in ("on", "off"):
+            raise RuleError(f"--option takes ID=on or ID=off, not {pair!r}.")
+        switches[key.strip()] = value.strip().lower() == "on"
+    return rules.with_options(switches) if switches else rules
+
+
+rule_option_flag = click.option(
+    "--option",
+    "option_pairs",
+    multiple=True,
+    metavar="ID=on|off",
+    help="Switch a rule-set option (repeatable).",
+)
+
+@main.command("score")
+@click.option("--rules", "rules_name", default="livret", show_default=True, help=RULES_OPTION_HELP)
+@click.option("--cards", required=True, help="Captured cards: codes or names, comma-separated.")
+@click.option("--koi", default=0, type=int, help="Koi calls made this round by the scorer.")
+@click.option("--opponent-koi", default=0, type=int, help="Koi calls made by the other player.")
+@click.option("--field-brights", default=0, type=int, help="Brights in the dealt field.")
+@rule_option_flag
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@friendly_errors
+def score_command(rules_name, cards, koi, opponent_koi, field_brights, option_pairs, as_json):
+    """Score captured cards: yaku, base points, multipliers and total."""
+    from companion.scoring import score_hand
+
+    for flag, value in (
+        ("--koi", koi),
+        ("--opponent-koi", opponent_koi),
+        ("--field-brights", field_brights),
+    ):
+        if value < 0:
+            fail(f"{flag} must be 0 or more, not {value}.")
+    rules = load_rules(rules_name, option_pairs)
+    captured = rules.deck.parse_list(cards)
+    hand = score_hand(
+        rules, captured, koi_own=koi, koi_opponent=opponent_koi, field_brights=field_brights
+    )
+    if as_json:
+        echo_json(
+            {
+                "rules": rules.name,
+                "options": rules.active_options,
+                "cards": [c.code for c in sorted(captured)],
+                **hand.to_dict(),
+            }
+        )
+        return
+    click.echo(f"{rules.title} [{rules.name}]")
+    click.echo(
+        f"Cards ({len(captured)}): " + ", ".join(f"{c.code} {c.name}" for c in sorted(captured))
+    )
+    if rules.mode == "card_values":
+        for category, points in hand.values.items():
+            click.echo(f"  {category:<28} {points:>4}")
+    elif not hand.yaku:
+        click.echo("  no yaku")
+    for y in hand.yaku:
+        click.echo(f"  {y.name:<28} {y.points:>4}   " + " ".join(c.code for c in y.cards))
+    click.echo(f"  {'base':<28} {hand.base:>4}")
+    for m in hand.multipliers:
+        click.echo(f"  x{m.factor:<27} {'':>4}   {m.reason}")
+    click.echo(f"  {'total':<28} {hand.total:>4}")
+
+
+@main.group("rules")
+def rules_group():
+    """List and show rule sets (presets or rule files)."""
+
+
+@rules_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@friendly_errors
+def rules_list_command(as_json):
+    """The preset rule sets, the default first."""
+    from companion.rules import RuleSet
+
+    rows = []
+    for name in RuleSet.presets():
+        r = RuleSet.load(name)
+        rows.append(
+            {
+                "name": name,
+                "title": r.title,
+                "seed": r.game.seed,
+                "players": list(r.players),
+                "mode": r.mode,
+            }
+        )
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        seed = f"seed {row['seed']}" if row["seed"] else "no seed"
+        click.echo(f"{row['name']:<15} {seed:<9} {row['title']}")
+
+
+@rules_group.command("show")
+@click.argument("name_or_file")
+@rule_option_flag
+@click.option("--json", "as_json", is_flag=True, help="Print the effective rule set as JSON.")
+@friendly_errors
+def rules_show_command(name_or_file, option_pairs, as_json):
+    """A readable summary: yaku and points, multipliers, round and match rules, options."""
+    rules = load_rules(name_or_file, option_pairs)
+    if as_json:
+        echo_json(rules.to_dict())
+    else:
+        click.echo(rules.describe())
+
 
 # ---------------------------------------------------------------------------------------------
 # Card recognizer: detect, eval, bench, render, train
 # ---------------------------------------------------------------------------------------------
 
 
+@main.command()
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Dataset folder to write (required unless --bench).",
+)
+@click.option("--n", "n", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same scenes.")
+@click.option(
+    "--deck",
+    "decks",
+    multiple=True,
+    help="Deck folder of MM-K.png images, or a deck name in ../shared/decks (repeatable; "
+    "default: all of them).",
+)
+@click.option(
+    "--background",
+    "backgrounds",
+    multiple=True,
+    help="Texture folder or file (repeatable; default: ../shared/backgrounds).",
+)
+@click.option("--width", default=1280, show_default=True, type=click.IntRange(min=64))
+@click.option("--height", default=720, show_default=True, type=click.IntRange(min=64))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--bench", is_flag=True, help="Time N scenes in memory, print JSON, write nothing.")
+@friendly_errors
+def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, bench):
+    """Render synthetic table scenes with ground truth: images/NNNNNN.jpg + labels.jsonl."""
+    import time
+
+    from companion import synth
+
+    config = synth.SceneConfig(
+        width=width,
+        height=height,
+        decks=tuple(synth.resolve_deck_dir(d) for d in decks),
+        backgrounds=tuple(backgrounds),
+    )
+    if bench:
+        echo_json(synth.benchmark(n, config, seed))
+        return
+    if not out_dir:
+        fail("--out DIR is required (or use --bench).")
+    start = time.perf_counter()
+    path = synth.write_dataset(out_dir, n, seed, config, progress=not quiet, workers=workers)
+    rate = n / (time.perf_counter() - start)
+    click.echo(f"Wrote {n} scenes to {path} ({rate:.1f} scenes/s at {width}x{height}).")
+
+
+def _resolve_deck(deck: str) -> str:
+    """A deck folder path, or the name of a deck in ../shared/decks."""
+    from pathlib import Path
+
+    from companion import synth
+
+    if Path(deck).is_dir():
+        return deck
+    candidate = synth.find_shared_dir() / "decks" / deck
+    if candidate.is_dir():
+        return str(candidate)
+    raise CompanionError(f"No deck folder {deck!r} (neither a folder nor a deck in {candidate.parent}).")
+
+
+@main.command("detect")
+@click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (a list, one entry per image).")
+@click.option("--annotate", "annotate_dir", type=click.Path(file_okay=False), help="Write annotated copies of the images here.")
+@click.option("--model", "model_path", type=click.Path(), help="Model metadata JSON (default: models/recognizer.json).")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64), help="onnxruntime threads.")
+@friendly_errors
+def detect_command(images, as_json, annotate_dir, model_path, threads):
+    """Find and name every card in IMAGE files (quads in original image pixels)."""
+    from pathlib import Path
+
+    import cv2
+
+    from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
+
+    recognizer = Recognizer.load(model_path, threads=threads)
+    results, read_any = [], False
+    for path in images:
+        try:
+            image = read_image(path)
+        except RecognizerError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            continue
+        read_any = True
+        det = recognizer.detect(image)
+        results.append({"image": path, "detections": det.to_json()})
+        if annotate_dir:
+            out = Path(annotate_dir)
+            out.mkdir(parents=True, exist_ok=True)
+            target = out / (Path(path).stem + ".annotated.png")
+            cv2.imwrite(str(target), annotate(image, det))
+        if not as_json:
+            click.echo(f"{path}: {len(det)} card(s)")
+            for d in det.to_json():
+                alts = ", ".join(f"{a['card']} {a['confidence']:.2f}" for a in d["alternatives"][:2])
+                click.echo(f"  {d['card']:>5} {d['confidence']:.2f}  (next: {alts})")
+    if as_json:
+        echo_json(results)
+    if not read_any:
+        sys.exit(2)
+
+
+@main.command("eval")
+@click.option("--deck", required=True, help="Deck folder (or name in ../shared/decks) to render test scenes from.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Test set seed.")
+@click.option("--n", "n", default=500, show_default=True, type=click.IntRange(min=1), help="Number of scenes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@click.option("--model", "model_path", type=click.Path(), help="Model metadata JSON (default: models/recognizer.json).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 16), help="Processes rendering scenes.")
+@click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
+@friendly_errors
+def eval_command(deck, seed, n, as_json, model_path, workers, record):
+    """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
+    from companion.recognizer import Recognizer, evaluate
+
+    deck_dir = _resolve_deck(deck)
+    recognizer = Recognizer.load(model_path)
+    metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers)
+    if record:
+        import json as _json
+        from pathlib import Path
+
+        from companion.recognizer import DEFAULT_MODEL
+
+        meta_path = Path(model_path) if model_path else DEFAULT_MODEL
+        meta = _json.loads(meta_path.read_text())
+        meta.setdefault("metrics", {})[f"{metrics['deck']} seed={seed} n={n}"] = {
+            k: v for k, v in metrics.items() if k != "by_condition"
+        } | {"command": f"companion eval --deck {deck} --seed {seed} --n {n}"}
+        meta_path.write_text(_json.dumps(meta, indent=2) + "\n")
+    if as_json:
+        echo_json(metrics)
+        return
+
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.2f} %"
+
+    click.echo(f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find")
+    click.echo(f"precision                 {pct(metrics['precision'])}")
+    click.echo(f"recall                    {pct(metrics['recall'])}")
+    click.echo(f"exact-card accuracy       {pct(metrics['exact_accuracy'])}")
+    click.echo(f"chaff-equivalent accuracy {pct(metrics['chaff_accuracy'])}")
+    click.echo(f"false positives / image   {metrics['false_positives_per_image']:.3f}")
+    if metrics["confused_pairs"]:
+        click.echo("most confused (true -> predicted): " + ", ".join(
+            f"{p['true']}->{p['predicted']} x{p['count']}" for p in metrics["confused_pairs"]))
+    click.echo("by condition:                     cards   recall   exact   chaff-eq")
+    for key, t in metrics["by_condition"].items():
+        click.echo(f"  {key:<30} {t['labels']:>6} {pct(t['recall']):>9} {pct(t['exact_accuracy']):>8} "
+                   f"{pct(t['chaff_accuracy']):>9}")
+
+
+@main.command("bench")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median.")
+@click.option("--model", "model_path", type=click.Path(), help="Model metadata JSON (default: models/recognizer.json).")
+@click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
+@friendly_errors
+def bench_command(as_json, model_path, runs):
+    """Time detect-and-classify on a 1280x720 table scene with 2 threads, next to YOLO11n."""
+    from companion.recognizer import Recognizer, bench_scene, benchmark
+
+    recognizer = Recognizer.load(model_path, threads=2)
+    frame, _ = bench_scene()
+    result = benchmark(recognizer, frame, runs=runs, threads=2)
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"full pass on a {result['frame']} frame, 2 threads, {runs} runs: "
+               f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
+               f"({result['cards_detected']} cards)")
+    if result["yolo11n_ms_median"] is None:
+        click.echo("YOLO11n yardstick: models/yolo11n_yardstick.onnx missing (companion train --yardstick).")
+    else:
+        click.echo(f"YOLO11n-shaped net at 640x640: median {result['yolo11n_ms_median']:.1f} ms "
+                   f"({result['speedup_vs_yolo11n']:.1f}x slower than the full pass)")
+
+
+@main.command("train")
+@click.option("--out", "out_dir", default="models", show_default=True, type=click.Path(file_okay=False), help="Folder for the ONNX files and recognizer.json.")
+@click.option("--decks", "decks", multiple=True, help="Training decks, comma-separated or repeated (names in ../shared/decks or folders). Default: traditional-ngs, modern-mantia, hwatu-korean.")
+@click.option("--scenes", default=2500, show_default=True, type=click.IntRange(min=4), help="Synthetic scenes to render.")
+@click.option("--epochs", default=12, show_default=True, type=click.IntRange(min=1), help="Passes over the data (each net).")
+@click.option("--seed", default=1, show_default=True, type=int, help="Training data and augmentation seed.")
+@click.option("--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs).")
+@click.option("--minutes", type=click.FloatRange(min=0.1), help="Train until this many minutes have passed (after rendering); --epochs is then ignored.")
+@click.option("--jitters", default=1, show_default=True, type=click.IntRange(1, 8), help="Classifier crops per card and scene (jittered boxes).")
+@click.option("--cache", type=click.Path(file_okay=False), help="Folder caching rendered scenes between runs (outside the repository).")
+@click.option("--yardstick", is_flag=True, help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.")
+@friendly_errors
+def train_command(out_dir, decks, scenes, epochs, seed, tiny, minutes, jitters, cache, yardstick):
+    """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        fail("Training needs torch: pip install 'hanafuda-companion[train]'.")
+    from companion import training
+
+    if yardstick:
+        path = training.export_yardstick(out_dir)
+        click.echo(f"Wrote {path}.")
+        return
+    names = [d.strip() for item in decks for d in item.split(",") if d.strip()] or list(training.TRAIN_DECKS)
+    deck_dirs = [_resolve_deck(d) for d in names]
+    command = "companion " + " ".join(sys.argv[1:])
+    meta = training.train(out_dir, decks=deck_dirs, scenes=scenes, epochs=epochs, seed=seed, tiny=tiny,
+                          minutes=minutes, jitters=jitters, cache=cache, command=command)
+    click.echo(f"Wrote {out_dir}/recognizer.json ({meta['training']['seconds']} s).")
+
+
 # ---------------------------------------------------------------------------------------------
 # Match store and tablet page: serve, demo, summary, matches, bench-live
 # ---------------------------------------------------------------------------------------------
+
+DB_OPTION_HELP = "SQLite database (default: $COMPANION_DB, else the per-user data folder)."
+
+
+def open_store_for_reading(db):
+    """The store at ``db`` (or the default one); a named file that does not exist is an
+    error rather than a new empty database."""
+    from pathlib import Path
+
+    from companion.store import MatchStore, StoreError
+
+    if db is not None and str(db) != ":memory:" and not Path(db).expanduser().exists():
+        raise StoreError(f"There is no database at {db}.")
+    return MatchStore.open(db)
+
+
+@main.command("matches")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_OPTION_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@friendly_errors
+def matches_command(db, as_json):
+    """List the matches kept in the database, the most recent first."""
+    from companion.store import default_db_path
+
+    if db is None and not default_db_path().exists():
+        infos = []
+    else:
+        with open_store_for_reading(db) as store:
+            infos = store.matches()
+    if as_json:
+        echo_json([info.to_dict() for info in infos])
+        return
+    if not infos:
+        click.echo("No matches yet: start one with `companion serve` or try `companion demo`.")
+        return
+    click.echo(f"{'ID':>4}  {'Match':<32} {'Rules':<14} {'Rounds':>6} {'Events':>6}  Status")
+    for info in infos:
+        status = "finished" if info.finished else "in progress"
+        click.echo(
+            f"{info.id:>4}  {info.label[:32]:<32} {info.rules[:14]:<14} {info.rounds:>6}"
+            f" {info.last_seq:>6}  {status}"
+        )
+
+
+@main.command("summary")
+@click.argument("match", required=False)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "html", "pdf", "json"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, html for a printable A4 page, pdf, or json.",
+)
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_OPTION_HELP)
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="Write to FILE, not stdout.")
+@friendly_errors
+def summary_command(match, fmt, db, out):
+    """Print the summary of MATCH (an id; the most recent match by default)."""
+    from companion.summary import render, summary_from_store
+
+    with open_store_for_reading(db) as store:
+        data = render(summary_from_store(store, match), fmt)
+    if out:
+        try:
+            with open(out, "wb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            fail(f"Cannot write {out}: {exc.strerror}.")
+        click.echo(f"Wrote {out} ({len(data)} bytes).", err=True)
+    elif fmt == "pdf" and sys.stdout.isatty():
+        fail("A PDF is not for a terminal: give --out FILE or redirect the output.")
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+@main.command("demo")
+@click.option("--pace", type=float, default=1.5, show_default=True, help="Seconds between events.")
+@click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
+@click.option("--db", "db", type=click.Path(dir_okay=False), help="Keep the demo in this database.")
+@friendly_errors
+def demo_command(pace, port, db):
+    """Serve the tablet page on a built-in scripted match (no camera, no data needed)."""
+    from companion.demo import run_demo
+
+    run_demo(pace=pace, port=port, db=db, echo=lambda line: click.echo(line))
+
+
+@main.command("bench-live")
+@click.option("--clients", type=int, default=20, show_default=True, help="Concurrent followers.")
+@click.option("--events", type=int, default=50, show_default=True, help="Events appended.")
+@click.option(
+    "--interval", type=float, default=0.5, show_default=True, help="Seconds between appends."
+)
+@click.option(
+    "--notify-only", is_flag=True, help="Stop the clock at the live message, not the board fetch."
+)
+@click.option(
+    "--external-writer",
+    is_flag=True,
+    help="Append without waking the followers, as another process (the camera loop) would.",
+)
+@click.option(
+    "--same-process",
+    is_flag=True,
+    help="Run the followers as threads of the server's process, not in a process of their own.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@friendly_errors
+def bench_live_command(
+    clients, events, interval, notify_only, external_writer, same_process, as_json
+):
+    """Latency from an append to each of N live-tally followers seeing it (127.0.0.1 only)."""
+    from companion.live_bench import run_live_bench
+
+    result = run_live_bench(
+        clients,
+        events,
+        interval=interval,
+        fetch_board=not notify_only,
+        external_writer=external_writer,
+        same_process=same_process,
+    )
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(result.text())
+
+
+@main.command("serve")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_OPTION_HELP)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; 0.0.0.0 lets LAN tablets in (they need the join code).",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
+@click.option("--read-only", is_flag=True, help="Show the matches but accept no change.")
+@friendly_errors
+def serve_command(db, host, port, read_only):
+    """Serve the tablet page (scorekeeping with or without a camera)."""
+    from companion import web
+
+    lan = not web.is_loopback(host)
+    join_code = web.new_join_code() if lan and not read_only else None
+    public_url = f"http://{web.lan_address(host)}:{port}" if lan else None
+    app = web.create_app(db, join_code=join_code, read_only=read_only, public_url=public_url)
+
+    def on_ready(server):
+        shown_host = web.lan_address(host) if lan else host
+        url = f"http://{shown_host}:{server.server_port}/"
+        click.echo(f"Hanafuda Companion: open {url}  (Ctrl+C to stop)")
+        if join_code:
+            join_url = f"{url}join?code={join_code}"
+            click.echo(f"Join code: {join_code}  (needed before a tablet can change anything)")
+            click.echo(web.qr_text(join_url))
+            click.echo(f"Scan to join: {join_url}")
+        elif read_only:
+            click.echo("Read-only: nobody can change anything on this server.")
+
+    web.serve(app, host, port, ready=on_ready)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,258 @@
+"""Card detections: one small dataclass of parallel numpy arrays (supervision style).
+
+Every stage of the vision pipeline takes a ``Detections`` and returns a new one, so stages
+compose (``unique_cards(nms(det))``) and filtering is plain numpy: ``det[det.confidence > 0.5]``.
+Class ids index ``CLASSES``: the 48 card codes in ``ALL_CODES`` order, then ``back``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from companion.cards import ALL_CODES, CardError
+
+BACK = "back"
+CLASSES: tuple[str, ...] = (*ALL_CODES, BACK)
+BACK_ID = len(CLASSES) - 1
+_CLASS_IDS = {code: i for i, code in enumerate(CLASSES)}
+
+
+def class_id(code: str) -> int:
+    """The class id of a card code (``"08-1"``) or ``"back"``; CardError if unknown."""
+    try:
+        return _CLASS_IDS[code]
+    except KeyError:
+        raise CardError(f"Unknown card class {code!r}: expected MM-K (01-1 to 12-4) or 'back'.") from None
+
+
+def chaff_group(class_ids: np.ndarray) -> np.ndarray:
+    """Map each class id to its scoring-equivalence group: chaff of one month share a group.
+
+    Koi-Koi scoring never needs to know which chaff of a month a card is, so the evaluation's
+    "chaff-equivalent" accuracy compares these groups instead of exact ids.
+    """
+    from companion.cards import Card, Category
+
+    table = np.arange(len(CLASSES))
+    for i, code in enumerate(ALL_CODES):
+        card = Card.from_code(code)
+        if card.category is Category.CHAFF:
+            # the first chaff id of the month stands for all of them
+            first = min(j for j, c in enumerate(ALL_CODES) if Card.from_code(c).month == card.month
+                        and Card.from_code(c).category is Category.CHAFF)
+            table[i] = first
+    return table[np.asarray(class_ids, dtype=int)]
+
+
+@dataclass(frozen=True)
+class Detections:
+    """N detected cards as parallel arrays.
+
+    ``quads`` (N,4,2) float32 corners in image pixels, in the card's own order (top-left,
+    top-right, bottom-right, bottom-left of the upright face); ``class_ids`` (N,) int;
+    ``confidence`` (N,) float32; ``alt_ids``/``alt_scores`` (N,K) the next-best classes.
+    """
+
+    quads: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 2), np.float32))
+    class_ids: np.ndarray = field(default_factory=lambda: np.zeros((0,), np.int64))
+    confidence: np.ndarray = field(default_factory=lambda: np.zeros((0,), np.float32))
+    alt_ids: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    alt_scores: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+
+    def __post_init__(self):
+        n = len(self.class_ids)
+        quads = np.asarray(self.quads, np.float32).reshape(n, 4, 2)
+        k = np.asarray(self.alt_ids).shape[1] if np.asarray(self.alt_ids).ndim == 2 else 0
+        object.__setattr__(self, "quads", quads)
+        object.__setattr__(self, "class_ids", np.asarray(self.class_ids, np.int64).reshape(n))
+        object.__setattr__(self, "confidence", np.asarray(self.confidence, np.float32).reshape(n))
+        object.__setattr__(self, "alt_ids", np.asarray(self.alt_ids, np.int64).reshape(n, k))
+        object.__setattr__(self, "alt_scores", np.asarray(self.alt_scores, np.float32).reshape(n, k))
+
+    @classmethod
+    def empty(cls) -> Detections:
+        return cls()
+
+    @classmethod
+    def from_cards(cls, codes, quads, confidence=None) -> Detections:
+        """Build detections from card codes (handy for tests and ground truth)."""
+        ids = np.array([class_id(c) for c in codes], np.int64)
+        conf = np.ones(len(ids), np.float32) if confidence is None else confidence
+        return cls(quads=np.asarray(quads, np.float32).reshape(len(ids), 4, 2), class_ids=ids,
+                   confidence=conf)
+
+    def __len__(self) -> int:
+        return len(self.class_ids)
+
+    def __getitem__(self, index) -> Detections:
+        """Filter by boolean mask, integer index array or slice; always returns Detections."""
+        if isinstance(index, (int, np.integer)):
+            index = [int(index)]
+        return Detections(
+            quads=self.quads[index],
+            class_ids=self.class_ids[index],
+            confidence=self.confidence[index],
+            alt_ids=self.alt_ids[index],
+            alt_scores=self.alt_scores[index],
+        )
+
+    @property
+    def card_codes(self) -> list[str]:
+        return [CLASSES[i] for i in self.class_ids]
+
+    @property
+    def centers(self) -> np.ndarray:
+        return self.quads.mean(axis=1)
+
+    def sorted(self) -> Detections:
+        """Most confident first."""
+        return self[np.argsort(-self.confidence, kind="stable")]
+
+    def to_json(self) -> list[dict]:
+        """One dict per card: ``card``, ``confidence``, ``quad``, ``alternatives``."""
+        out = []
+        for i in range(len(self)):
+            out.append({
+                "card": CLASSES[self.class_ids[i]],
+                "confidence": round(float(self.confidence[i]), 4),
+                "quad": [[round(float(x), 1), round(float(y), 1)] for x, y in self.quads[i]],
+                "alternatives": [
+                    {"card": CLASSES[a], "confidence": round(float(s), 4)}
+                    for a, s in zip(self.alt_ids[i], self.alt_scores[i], strict=False)
+                ],
+            })
+        return out
+
+    @classmethod
+    def from_json(cls, items: list[dict]) -> Detections:
+        """Inverse of ``to_json`` (alternatives padded to the longest list)."""
+        k = max((len(d.get("alternatives", [])) for d in items), default=0)
+        alt_ids = np.zeros((len(items), k), np.int64)
+        alt_scores = np.zeros((len(items), k), np.float32)
+        for i, d in enumerate(items):
+            for j, a in enumerate(d.get("alternatives", [])):
+                alt_ids[i, j] = class_id(a["card"])
+                alt_scores[i, j] = a["confidence"]
+        return cls(
+            quads=np.array([d["quad"] for d in items], np.float32).reshape(len(items), 4, 2),
+            class_ids=np.array([class_id(d["card"]) for d in items], np.int64),
+            confidence=np.array([d["confidence"] for d in items], np.float32),
+            alt_ids=alt_ids,
+            alt_scores=alt_scores,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Geometry
+# --------------------------------------------------------------------------------------------
+
+
+def polygon_area(quad: np.ndarray) -> float:
+    x, y = quad[:, 0], quad[:, 1]
+    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2)
+
+
+def quad_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection over union of two convex quads (any corner order, either winding)."""
+    import cv2
+
+    a = _ccw(np.asarray(a, np.float32))
+    b = _ccw(np.asarray(b, np.float32))
+    area_a, area_b = polygon_area(a), polygon_area(b)
+    if area_a <= 0 or area_b <= 0:
+        return 0.0
+    inter, _ = cv2.intersectConvexConvex(a, b)
+    inter = max(float(inter), 0.0)
+    return inter / (area_a + area_b - inter + 1e-9)
+
+
+def _ccw(quad: np.ndarray) -> np.ndarray:
+    # cv2.intersectConvexConvex wants a consistent winding; reorder as a convex hull
+    import cv2
+
+    return cv2.convexHull(quad.reshape(-1, 1, 2)).reshape(-1, 2).astype(np.float32)
+
+
+def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairwise quad IoU (len(a), len(b)); a cheap bounding-box test skips far pairs."""
+    out = np.zeros((len(a), len(b)), np.float32)
+    if len(a) == 0 or len(b) == 0:
+        return out
+    amin, amax = a.min(axis=1), a.max(axis=1)
+    bmin, bmax = b.min(axis=1), b.max(axis=1)
+    for i in range(len(a)):
+        overlap = np.all((np.minimum(amax[i], bmax) - np.maximum(amin[i], bmin)) > 0, axis=1)
+        for j in np.flatnonzero(overlap):
+            out[i, j] = quad_iou(a[i], b[j])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Stages: Detections -> Detections
+# --------------------------------------------------------------------------------------------
+
+
+def nms(det: Detections, iou_threshold: float = 0.5) -> Detections:
+    """Class-agnostic non-maximum suppression on quads: one physical card, one detection."""
+    if len(det) <= 1:
+        return det
+    det = det.sorted()
+    centers = det.centers
+    # two quads of similar size overlapping by IoU > 0.5 have centres closer than about a
+    # quarter of a side: only such pairs need the exact (slower) polygon intersection
+    sides = np.linalg.norm(det.quads[:, 1] - det.quads[:, 0], axis=1)
+    sides = np.minimum(sides, np.linalg.norm(det.quads[:, 3] - det.quads[:, 0], axis=1))
+    keep = np.ones(len(det), bool)
+    for i in range(len(det)):
+        if not keep[i]:
+            continue
+        dist = np.linalg.norm(centers[i + 1 :] - centers[i], axis=1)
+        near = np.flatnonzero(dist < 0.75 * np.maximum(sides[i], sides[i + 1 :])) + i + 1
+        for j in near:
+            if keep[j] and quad_iou(det.quads[i], det.quads[j]) > iou_threshold:
+                keep[j] = False
+    return det[keep]
+
+
+def unique_cards(det: Detections, min_confidence: float = 0.05) -> Detections:
+    """Each physical card exists once in a deck: resolve duplicate face classes.
+
+    The most confident detection keeps its class; a less confident detection of an already
+    claimed card falls back to its best unclaimed alternative (its confidence becomes that
+    alternative's score), or is dropped when no alternative reaches ``min_confidence``.
+    Backs may repeat. Chaff of one month are interchangeable for scoring, but each detection
+    still reports its own best guess.
+    """
+    if len(det) == 0:
+        return det
+    det = det.sorted()
+    class_ids = det.class_ids.copy()
+    confidence = det.confidence.copy()
+    alt_ids = det.alt_ids.copy()
+    alt_scores = det.alt_scores.copy()
+    claimed: set[int] = set()
+    keep = np.ones(len(det), bool)
+    for i in range(len(det)):
+        cid = int(class_ids[i])
+        if cid == BACK_ID:
+            continue
+        if cid not in claimed:
+            claimed.add(cid)
+            continue
+        keep[i] = False
+        for j, (alt, score) in enumerate(zip(alt_ids[i], alt_scores[i], strict=False)):
+            alt = int(alt)
+            if score < min_confidence:
+                break
+            if alt == BACK_ID or alt not in claimed:
+                # the original guess moves into the alternatives, in place of the new class
+                alt_ids[i, j], alt_scores[i, j] = cid, confidence[i]
+                class_ids[i], confidence[i] = alt, score
+                if alt != BACK_ID:
+                    claimed.add(alt)
+                keep[i] = True
+                break
+    out = Detections(det.quads, class_ids, confidence, alt_ids, alt_scores)
+    return out[keep]

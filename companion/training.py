@@ -1,0 +1,934 @@
+"""Train the two recognizer nets on synthetic scenes and export them to ONNX (needs torch).
+
+    companion train --out models/ --decks traditional-ngs,modern-mantia,hwatu-korean \
+        --scenes 3000 --epochs 12 --seed 1
+
+1. Render scenes with ``companion.synth`` (ground truth: each card's quad, class, visibility).
+2. Localizer: letterboxed frames -> centre heatmap (focal loss) + offset, log size and
+   (cos 2θ, sin 2θ) at the centre cell (L1).
+3. Classifier: rectified crops cut exactly like the runtime does (``recognizer.crop_matrix``)
+   around jittered ground-truth boxes (so it tolerates localizer error), plus "none" crops
+   of table and card fragments; cross-entropy on 48 cards + back + none, BCE for upside-down,
+   smooth L1 for the four corners.
+4. Photometric augmentation on every batch, for real rooms: warm/cold white balance,
+   brightness, contrast, gamma, glare blobs, blur, sensor noise, desaturation; JPEG on a share
+   of the stored samples.
+5. Export both nets (opset 17) and ``recognizer.json`` (classes, settings, command, data, metrics).
+
+Only this module imports torch; the runtime (``companion.recognizer``) never does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from companion.detections import BACK, CLASSES, class_id
+from companion.recognizer import (
+    NONE_ID,
+    Settings,
+    crop_card,
+    crop_matrix,
+    crop_targets,
+    letterbox,
+    quad_to_rbox,
+)
+
+TRAIN_DECKS = ("traditional-ngs", "modern-mantia", "hwatu-korean")
+HELD_OUT_DECK = "traditional-scan"
+POSITIVE_VISIBLE = 0.3  # cards at least this visible are taught as cards
+# Centre heatmap Gaussian (in heatmap cells): sharp enough that the centres of cards
+# overlapping in a capture row (about 2 cells apart) stay separate peaks
+HEAT_SIGMA_MIN = 0.5
+HEAT_SIGMA_SCALE = 0.12
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Scenes (thin wrapper over companion.synth)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SceneData:
+    image: np.ndarray  # BGR
+    codes: list[str]
+    quads: np.ndarray  # (N,4,2)
+    visible: np.ndarray  # (N,)
+    conditions: dict
+
+
+def deck_dir(name: str) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        return path
+    return SHARED / "decks" / name
+
+
+def render(seed: int, decks, width: int, height: int) -> SceneData:
+    from companion import synth
+
+    # synth scales card sizes with the frame height: a smaller frame is the same camera view
+    config = synth.SceneConfig(width=width, height=height, decks=tuple(str(deck_dir(d)) for d in decks))
+    scene = synth.render_scene(seed, config)
+    labels = list(scene.labels)
+    quads = np.array([lab.quad for lab in labels], np.float32).reshape(len(labels), 4, 2)
+    return SceneData(
+        image=scene.image,
+        codes=[lab.card for lab in labels],
+        quads=quads,
+        visible=np.array([lab.visible for lab in labels], np.float32),
+        conditions=dict(getattr(scene, "conditions", {}) or {}),
+    )
+
+
+def _render_batch(args):
+    seeds, decks, width, height, cache = args
+    return [_render_cached(s, decks, width, height, cache) for s in seeds]
+
+
+def _render_cached(seed, decks, width, height, cache):
+    """Render one scene, or read it back from ``cache`` (a folder; None = no cache)."""
+    if cache is None:
+        return render(seed, decks, width, height)
+    key = f"{'+'.join(Path(d).name for d in decks)}_{width}x{height}_{seed}"
+    img_path, meta_path = Path(cache) / f"{key}.jpg", Path(cache) / f"{key}.json"
+    if meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        image = cv2.imread(str(img_path), cv2.IMREAD_COLOR)
+        if image is not None:
+            return SceneData(image, meta["codes"],
+                             np.array(meta["quads"], np.float32).reshape(-1, 4, 2),
+                             np.array(meta["visible"], np.float32), meta["conditions"])
+    scene = render(seed, decks, width, height)
+    Path(cache).mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(img_path), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 97])
+    meta_path.write_text(json.dumps({"codes": scene.codes, "quads": scene.quads.tolist(),
+                                     "visible": scene.visible.tolist(),
+                                     "conditions": scene.conditions}))
+    return scene
+
+
+def render_many(n: int, seed: int, decks, width: int, height: int, workers: int = 2, start: int = 0,
+                cache=None):
+    """Render scenes ``start..start+n-1`` of dataset ``seed`` (as synth.write_dataset numbers them)."""
+    from companion.synth import scene_seed
+
+    seeds = [scene_seed(seed, i) for i in range(start, start + n)]
+    if workers <= 1 or n < 8:
+        return _render_batch((seeds, decks, width, height, cache))
+    import multiprocessing as mp
+
+    chunks = [seeds[i::workers * 4] for i in range(workers * 4)]
+    with mp.get_context("fork").Pool(workers) as pool:
+        parts = pool.map(_render_batch, [(c, decks, width, height, cache) for c in chunks])
+    by_seed = {}
+    for chunk, part in zip(chunks, parts, strict=False):
+        by_seed.update(zip(chunk, part, strict=False))
+    return [by_seed[s] for s in seeds]
+
+
+# --------------------------------------------------------------------------------------------
+# Targets
+# --------------------------------------------------------------------------------------------
+
+
+def localizer_sample(scene: SceneData, st: Settings, rng: np.random.Generator):
+    """(letterboxed image, heat target, reg target (6,h,w), reg mask, heat weight)."""
+    boxed, scale = letterbox(scene.image, st)
+    if rng.random() < 0.3:  # store some JPEG-degraded frames
+        ok, buf = cv2.imencode(".jpg", boxed, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(35, 90))])
+        boxed = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+    return (boxed, *_loc_targets(scene.quads * scale, scene.visible, st))
+
+
+def _loc_targets(quads: np.ndarray, visible: np.ndarray, st: Settings):
+    gh, gw = st.input_height // st.stride, st.input_width // st.stride
+    heat = np.zeros((gh, gw), np.float32)
+    weight = np.ones((gh, gw), np.float32)
+    reg = np.zeros((6, gh, gw), np.float32)
+    mask = np.zeros((gh, gw), np.float32)
+    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
+    for quad, vis in zip(quads, visible, strict=False):
+        cx, cy, w, h, theta = quad_to_rbox(quad)
+        gx, gy = cx / st.stride, cy / st.stride
+        ix, iy = int(gx), int(gy)
+        if not (0 <= ix < gw and 0 <= iy < gh) or w < 2 or h < 2:
+            continue
+        if vis < POSITIVE_VISIBLE:
+            weight[max(0, iy - 2) : iy + 3, max(0, ix - 2) : ix + 3] = 0  # don't care
+            continue
+        sigma = max(HEAT_SIGMA_MIN, HEAT_SIGMA_SCALE * min(w, h) / st.stride)
+        g = np.exp(-((xx - gx) ** 2 + (yy - gy) ** 2) / (2 * sigma**2))
+        np.maximum(heat, g, out=heat)
+        heat[iy, ix] = 1.0
+        reg[:, iy, ix] = (gx - ix, gy - iy, math.log(w / st.size_unit), math.log(h / st.size_unit),
+                          math.cos(2 * theta), math.sin(2 * theta))
+        mask[iy, ix] = 1.0
+    return heat, reg, mask, weight
+
+
+def classifier_samples(scene: SceneData, st: Settings, rng: np.random.Generator, jitters: int = 1,
+                       negatives: int = 3):
+    """Crops cut like the runtime, around jittered true boxes, plus "none" crops."""
+    from companion.detections import iou_matrix
+
+    crops, labels, flips, corners = [], [], [], []
+    image = scene.image
+    boxes = [quad_to_rbox(q) for q in scene.quads]
+    for quad, code, vis, box in zip(scene.quads, scene.codes, scene.visible, boxes, strict=False):
+        if vis < POSITIVE_VISIBLE or box[2] < 4:
+            continue
+        cx, cy, w, h, theta = box
+        for _ in range(jitters):
+            jx, jy = rng.normal(0, 0.06, 2)
+            u = (math.cos(theta), math.sin(theta))
+            # shift along the card's own axes, so the error scales with the card
+            dx = jx * w * u[1] + jy * h * u[0]
+            dy = -jx * w * u[0] + jy * h * u[1]
+            s = math.exp(rng.normal(0, 0.07))
+            a = math.exp(rng.normal(0, 0.04))
+            t = theta + rng.normal(0, math.radians(4)) + (math.pi if rng.random() < 0.5 else 0)
+            m = crop_matrix(cx + dx, cy + dy, w * s * a, h * s / a, t, st)
+            up, cor = crop_targets(quad, m, st)
+            crops.append(crop_card(image, m, st))
+            labels.append(class_id(code))
+            flips.append(up)
+            corners.append(cor)
+    # negatives: card-sized boxes on the table or straddling cards
+    if len(boxes):
+        sizes = np.array([b[2:4] for b in boxes])
+        H, W = image.shape[:2]
+        made, tries = 0, 0
+        while made < negatives and tries < negatives * 6:
+            tries += 1
+            w, h = sizes[rng.integers(len(sizes))] * math.exp(rng.normal(0, 0.1))
+            if rng.random() < 0.5:
+                b = boxes[rng.integers(len(boxes))]
+                off = rng.uniform(0.45, 0.9) * rng.choice([-1, 1], 2)
+                cx, cy = b[0] + off[0] * w, b[1] + off[1] * h
+            else:
+                cx, cy = rng.uniform(0, W), rng.uniform(0, H)
+            t = rng.uniform(-math.pi, math.pi)
+            m = crop_matrix(cx, cy, w, h, t, st)
+            inv = cv2.invertAffineTransform(m)
+            cw, ch = st.crop_width / st.crop_enlarge, st.crop_height / st.crop_enlarge
+            ox, oy = (st.crop_width - cw) / 2, (st.crop_height - ch) / 2
+            box_quad = cv2.transform(np.float32([[[ox, oy], [ox + cw, oy], [ox + cw, oy + ch],
+                                                  [ox, oy + ch]]]), inv)[0]
+            iou = iou_matrix(box_quad[None], scene.quads)
+            if iou.size and iou.max() > 0.25:
+                continue
+            crops.append(crop_card(image, m, st))
+            labels.append(NONE_ID)
+            flips.append(0)
+            corners.append(np.zeros(8, np.float32))
+            made += 1
+    return crops, labels, flips, corners
+
+
+# --------------------------------------------------------------------------------------------
+# Nets, losses, augmentation (torch)
+# --------------------------------------------------------------------------------------------
+
+
+def build_nets(tiny: bool = False):
+    import torch
+    from torch import nn
+
+    def cbr(cin, cout, stride=1, dilation=1):
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, dilation, dilation=dilation, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+        )
+
+    m = 0.5 if tiny else 1.0
+
+    def c(n):
+        return max(8, int(n * m))
+
+    class Localizer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            # thin at high resolution, where every channel costs the most
+            self.stem = nn.Sequential(cbr(3, c(12), 2), cbr(c(12), c(20), 2))  # stride 4
+            self.s8 = nn.Sequential(cbr(c(20), c(32), 2), cbr(c(32), c(32)))
+            self.s16 = nn.Sequential(cbr(c(32), c(64), 2), cbr(c(64), c(64)),
+                                     cbr(c(64), c(64), dilation=2))
+            self.s32 = nn.Sequential(cbr(c(64), c(96), 2), cbr(c(96), c(96)))
+            self.lat16 = nn.Conv2d(c(96), c(64), 1)
+            self.merge16 = cbr(c(64), c(32))
+            self.merge8 = cbr(c(32), c(24))
+            self.lat4 = nn.Conv2d(c(20), c(24), 1)
+            self.merge4 = cbr(c(24), c(24))
+            self.heat = nn.Conv2d(c(24), 1, 1)
+            self.reg = nn.Conv2d(c(24), 6, 1)
+            nn.init.constant_(self.heat.bias, -2.19)  # CenterNet prior: few centres
+
+        def forward(self, x):
+            up = nn.functional.interpolate
+            f4 = self.stem(x)
+            f8 = self.s8(f4)
+            f16 = self.s16(f8)
+            f32 = self.s32(f16)
+            y = self.merge16(f16 + up(self.lat16(f32), scale_factor=2.0, mode="nearest"))
+            y = self.merge8(f8 + up(y, scale_factor=2.0, mode="nearest"))
+            y = self.merge4(self.lat4(f4) + up(y, scale_factor=2.0, mode="nearest"))
+            return self.heat(y), self.reg(y)
+
+    class Classifier(nn.Module):
+        def __init__(self, crop_w=48, crop_h=80):
+            super().__init__()
+            self.features = nn.Sequential(
+                cbr(3, c(16), 2), cbr(c(16), c(32), 2), cbr(c(32), c(32)),
+                cbr(c(32), c(64), 2), cbr(c(64), c(64)), cbr(c(64), c(128), 2), cbr(c(128), c(128)),
+            )
+            flat = c(128) * math.ceil(crop_h / 16) * math.ceil(crop_w / 16)
+            self.fc = nn.Sequential(nn.Flatten(), nn.Linear(flat, c(192)), nn.ReLU(inplace=True),
+                                    nn.Dropout(0.1))
+            self.cls = nn.Linear(c(192), NONE_ID + 1)
+            self.flip = nn.Linear(c(192), 1)
+            self.corners = nn.Linear(c(192), 8)
+
+        def forward(self, x):
+            f = self.fc(self.features(x))
+            return self.cls(f), self.flip(f), self.corners(f)
+
+    torch.manual_seed(0)
+    return Localizer(), Classifier()
+
+
+def augment(x, rng: np.random.Generator, glare: bool = True):
+    """Photometric augmentation of a float batch (N,3,H,W) RGB in 0..1 (vectorised: it runs on
+    every training step and must cost far less than the step itself)."""
+    import torch
+    import torch.nn.functional as F
+
+    n, _, h, w = x.shape
+    # one colour matrix per sample: white balance (warm lamps to cold daylight), brightness,
+    # saturation; then contrast around the sample's mean
+    warmth = rng.normal(0, 0.12, n)
+    gains = np.stack([1 + warmth, np.ones(n), 1 - warmth], 1) * np.exp(rng.normal(0, 0.05, (n, 3)))
+    gains *= np.exp(rng.normal(0, 0.25, (n, 1)))
+    sat = np.clip(rng.normal(1, 0.25, n), 0.2, 1.6)
+    grey = np.full((3, 3), 1 / 3)
+    mats = np.stack([(sat[i] * np.eye(3) + (1 - sat[i]) * grey) * gains[i][:, None] for i in range(n)])
+    x = torch.einsum("nij,njhw->nihw", torch.from_numpy(mats.astype(np.float32)), x)
+    contrast = torch.from_numpy(np.exp(rng.normal(0, 0.2, n)).astype(np.float32)).view(n, 1, 1, 1)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = ((x - mean) * contrast + mean).clamp_(0, 1)
+    # gamma on a share of samples (pow is the costliest op here)
+    sel = np.flatnonzero(rng.random(n) < 0.4)
+    if len(sel):
+        gamma = torch.from_numpy(np.exp(rng.normal(0, 0.25, len(sel))).astype(np.float32))
+        idx = torch.from_numpy(sel)
+        x[idx] = x[idx].clamp_min(1e-3) ** gamma.view(-1, 1, 1, 1)
+    # glare: soft bright elliptic blobs
+    sel = np.flatnonzero(rng.random(n) < 0.3) if glare else []
+    if len(sel):
+        k = len(sel)
+        yy = torch.linspace(0, 1, h).view(1, h, 1)
+        xx = torch.linspace(0, 1, w).view(1, 1, w)
+        cx = torch.from_numpy(rng.uniform(-0.1, 1.1, k).astype(np.float32)).view(k, 1, 1)
+        cy = torch.from_numpy(rng.uniform(-0.1, 1.1, k).astype(np.float32)).view(k, 1, 1)
+        r = torch.from_numpy(rng.uniform(0.05, 0.35, k).astype(np.float32)).view(k, 1, 1)
+        st = torch.from_numpy(rng.uniform(0.3, 0.9, k).astype(np.float32)).view(k, 1, 1)
+        blob = st * torch.exp(-((xx - cx) ** 2 + ((yy - cy) * h / w) ** 2) / (2 * r * r))
+        idx = torch.from_numpy(sel)
+        x[idx] = x[idx] + blob[:, None] * (1 - x[idx])
+    # blur / low resolution: down- and up-sample a share of samples
+    sel = np.flatnonzero(rng.random(n) < 0.35)
+    if len(sel):
+        f = rng.uniform(0.35, 0.8)
+        idx = torch.from_numpy(sel)
+        small = F.interpolate(x[idx], scale_factor=f, mode="bilinear", align_corners=False,
+                              antialias=True)
+        x[idx] = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False)
+    # sensor noise
+    noise = torch.from_numpy(rng.uniform(0, 0.04, n).astype(np.float32)).view(n, 1, 1, 1)
+    x = x + torch.randn_like(x) * noise
+    return x.clamp_(0, 1)
+
+
+def focal_loss(logits, target, weight):
+    import torch
+
+    p = torch.sigmoid(logits).clamp(1e-4, 1 - 1e-4)
+    pos = target.eq(1).float()
+    neg = (1 - pos) * weight
+    pos_loss = torch.log(p) * (1 - p) ** 2 * pos
+    neg_loss = torch.log(1 - p) * p**2 * (1 - target) ** 4 * neg
+    npos = pos.sum().clamp_min(1)
+    return -(pos_loss.sum() + neg_loss.sum()) / npos
+
+
+# --------------------------------------------------------------------------------------------
+# Training loops
+# --------------------------------------------------------------------------------------------
+
+
+class _Schedule:
+    """Cosine learning rate over a number of epochs, or over wall-clock time when a deadline
+    is given (the CPU is shared, so a step budget would not say when training ends)."""
+
+    def __init__(self, base, steps_per_epoch, epochs, deadline=None):
+        self.base, self.total, self.deadline = base, steps_per_epoch * epochs, deadline
+        self.warmup = 100 if deadline else min(100, max(1, self.total // 5))
+        self.start = time.time()
+
+    def progress(self, step):
+        if self.deadline:
+            return (time.time() - self.start) / max(1.0, self.deadline - self.start)
+        return step / max(1, self.total)
+
+    def lr(self, step):
+        warm = min(1.0, (step + 1) / self.warmup)
+        return self.base * warm * 0.5 * (1 + math.cos(math.pi * min(1.0, self.progress(step))))
+
+    def done(self, step):
+        return self.progress(step) >= 1.0
+
+
+def train_localizer(net, data, epochs: int, rng, batch: int = 16, lr: float = 2e-3,
+                    checkpoint: Path | None = None, deadline: float | None = None):
+    import torch
+
+    images = np.stack([d[0] for d in data])
+    heat = torch.from_numpy(np.stack([d[1] for d in data]))[:, None]
+    reg = torch.from_numpy(np.stack([d[2] for d in data]))
+    mask = torch.from_numpy(np.stack([d[3] for d in data]))
+    weight = torch.from_numpy(np.stack([d[4] for d in data]))[:, None]
+    n = len(images)
+    batch = min(batch, max(2, n // 4))  # tiny runs still take several steps per epoch
+    steps_per_epoch = max(1, n // batch)
+    schedule = _Schedule(lr, steps_per_epoch, epochs, deadline)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
+    net.train()
+    step, t0 = 0, time.time()
+    history = []
+    epochs = 10_000 if deadline else epochs  # with a deadline, the clock ends training
+    for epoch in range(epochs):
+        if schedule.done(step):
+            break
+        order = rng.permutation(n)
+        sums = np.zeros(3)
+        for b in range(steps_per_epoch):
+            if deadline and schedule.done(step):
+                steps_per_epoch = max(1, b)
+                break
+            idx = order[b * batch : (b + 1) * batch]
+            x = torch.from_numpy(images[idx][..., ::-1].transpose(0, 3, 1, 2).copy()).float() / 255
+            x = augment(x, rng)
+            h, r, mk, wt = heat[idx], reg[idx], mask[idx], weight[idx]
+            # 180-degree rotation keeps every target meaningful: centres move, angles don't
+            if rng.random() < 0.5:
+                x, h, wt = x.flip(2, 3), h.flip(2, 3), wt.flip(2, 3)
+                r, mk = r.flip(2, 3).clone(), mk.flip(1, 2)
+                r[:, 0:2] = torch.where(mk[:, None] > 0, 1 - r[:, 0:2], r[:, 0:2])
+                # a flipped grid cell (i) becomes (G-1-i): offset o -> 1-o keeps the same point
+            for group in opt.param_groups:
+                group["lr"] = schedule.lr(step)
+            out_heat, out_reg = net(x)
+            lh = focal_loss(out_heat, h, wt)
+            m = mk[:, None]
+            npos = m.sum().clamp_min(1)
+            lo = (torch.abs(out_reg[:, 0:2] - r[:, 0:2]) * m).sum() / npos
+            ls = (torch.abs(out_reg[:, 2:4] - r[:, 2:4]) * m).sum() / npos
+            la = (torch.abs(out_reg[:, 4:6] - r[:, 4:6]) * m).sum() / npos
+            loss = lh + lo + ls + la
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sums += [lh.item(), ls.item(), la.item()]
+            step += 1
+        sums /= steps_per_epoch
+        history.append(round(float(sums[0]), 4))
+        log(f"localizer epoch {epoch + 1}: heat {sums[0]:.3f} size {sums[1]:.3f} "
+            f"angle {sums[2]:.3f} ({time.time() - t0:.0f}s)")
+        if checkpoint:
+            torch.save(net.state_dict(), checkpoint)
+    net.eval()
+    return history
+
+
+def train_classifier(net, data, epochs: int, rng, batch: int = 128, lr: float = 2e-3,
+                     checkpoint: Path | None = None, deadline: float | None = None):
+    import torch
+    import torch.nn.functional as F
+
+    crops, labels, flips, corners = data
+    labels_t = torch.from_numpy(np.asarray(labels, np.int64))
+    flips_t = torch.from_numpy(np.asarray(flips, np.float32))
+    corners_t = torch.from_numpy(np.asarray(corners, np.float32))
+    n = len(crops)
+    batch = min(batch, max(2, n // 4))
+    steps_per_epoch = max(1, n // batch)
+    schedule = _Schedule(lr, steps_per_epoch, epochs, deadline)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=5e-4)
+    net.train()
+    step, t0 = 0, time.time()
+    back = class_id(BACK)
+    history = []
+    epochs = 10_000 if deadline else epochs  # with a deadline, the clock ends training
+    for epoch in range(epochs):
+        if schedule.done(step):
+            break
+        order = rng.permutation(n)
+        sums = np.zeros(4)
+        for b in range(steps_per_epoch):
+            if deadline and schedule.done(step):
+                steps_per_epoch = max(1, b)
+                break
+            idx = order[b * batch : (b + 1) * batch]
+            x = torch.from_numpy(crops[idx][..., ::-1].transpose(0, 3, 1, 2).copy()).float() / 255
+            x = augment(x, rng)
+            y, f, cor = labels_t[idx], flips_t[idx], corners_t[idx]
+            for group in opt.param_groups:
+                group["lr"] = schedule.lr(step)
+            logits, flip, pred_cor = net(x)
+            lc = F.cross_entropy(logits, y, label_smoothing=0.05)
+            card = (y < back).float()
+            lf = (F.binary_cross_entropy_with_logits(flip[:, 0], f, reduction="none") * card).sum() / card.sum().clamp_min(1)
+            real = (y < NONE_ID).float()[:, None]
+            lk = (F.smooth_l1_loss(pred_cor, cor, reduction="none", beta=0.02) * real).sum() / (real.sum() * 8).clamp_min(1)
+            loss = lc + 0.5 * lf + 5 * lk
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            acc = (logits.argmax(1) == y).float().mean().item()
+            sums += [lc.item(), lf.item(), lk.item(), acc]
+            step += 1
+        sums /= steps_per_epoch
+        history.append(round(float(sums[0]), 4))
+        log(f"classifier epoch {epoch + 1}: ce {sums[0]:.3f} flip {sums[1]:.3f} "
+            f"corners {sums[2]:.4f} acc {sums[3]:.3f} ({time.time() - t0:.0f}s)")
+        if checkpoint:
+            torch.save(net.state_dict(), checkpoint)
+    net.eval()
+    return history
+
+
+# --------------------------------------------------------------------------------------------
+# Export
+# --------------------------------------------------------------------------------------------
+
+
+def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str, str]:
+    import torch
+    from torch import nn
+
+    class LocalizerExport(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, image):
+            heat, reg = self.net(image)
+            return torch.sigmoid(heat), reg
+
+    class ClassifierExport(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, crop):
+            logits, flip, corners = self.net(crop)
+            return torch.softmax(logits, dim=1), torch.sigmoid(flip), corners
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    loc_name, cls_name = "localizer.onnx", "classifier.onnx"
+    localizer.eval()
+    classifier.eval()
+    torch.onnx.export(
+        LocalizerExport(localizer), torch.zeros(1, 3, st.input_height, st.input_width),
+        str(out_dir / loc_name), input_names=["image"], output_names=["heat", "reg"],
+        # any input size divisible by 32 works (the runtime may look at a finer scale)
+        dynamic_axes={"image": {2: "h", 3: "w"}, "heat": {2: "h4", 3: "w4"}, "reg": {2: "h4", 3: "w4"}},
+        opset_version=17, dynamo=False,
+    )
+    torch.onnx.export(
+        ClassifierExport(classifier), torch.zeros(2, 3, st.crop_height, st.crop_width),
+        str(out_dir / cls_name), input_names=["crop"], output_names=["probs", "flip", "corners"],
+        dynamic_axes={"crop": {0: "n"}, "probs": {0: "n"}, "flip": {0: "n"}, "corners": {0: "n"}},
+        opset_version=17, dynamo=False,
+    )
+    return loc_name, cls_name
+
+
+# --------------------------------------------------------------------------------------------
+# The whole run
+# --------------------------------------------------------------------------------------------
+
+
+def _localizer_job(net, data, epochs, seed, out, queue, deadline=None):
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        history = train_localizer(net, data, epochs, np.random.default_rng(seed + 1),
+                                  checkpoint=out / "localizer.ckpt", deadline=deadline)
+    except BaseException:
+        queue.put(None)
+        raise
+    queue.put(history)
+
+
+def train(out: str | Path = "models", decks=TRAIN_DECKS, scenes: int = 3000, epochs: int = 12,
+          seed: int = 1, tiny: bool = False, scene_size=(960, 540), eval_scenes: int = 200,
+          classifier_epochs: int | None = None, command: str | None = None,
+          cache: str | Path | None = None, workers: int = 2, minutes: float | None = None,
+          jitters: int = 1) -> dict:
+    """Render, train both nets, export to ONNX and write ``recognizer.json``; returns the metadata."""
+    import torch
+
+    torch.set_num_threads(1)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    st = Settings()
+    rng = np.random.default_rng(seed)
+    t_start = time.time()
+    log(f"rendering {scenes} scenes from {', '.join(decks)} (seed {seed})")
+    loc_data, cls_parts = [], ([], [], [], [])
+    batch = 200
+    for start in range(0, scenes, batch):
+        part = render_many(min(batch, scenes - start), seed, decks, *scene_size, start=start,
+                           cache=cache, workers=workers)
+        for scene in part:
+            loc_data.append(localizer_sample(scene, st, rng))
+            for acc, items in zip(cls_parts, classifier_samples(scene, st, rng, jitters), strict=False):
+                acc.extend(items)
+        log(f"  {start + len(part)} scenes")
+    crops = np.stack(cls_parts[0])
+    cls_data = (crops, *cls_parts[1:])
+    # --minutes: both nets train until this wall-clock deadline (data preparation excluded)
+    deadline = time.time() + 60 * minutes if minutes else None
+    log(f"data ready: {len(loc_data)} frames, {len(crops)} crops ({time.time() - t_start:.0f}s)")
+
+    localizer, classifier = build_nets(tiny)
+    # The two nets train side by side in two single-threaded processes: on a small shared CPU,
+    # one thread per process beats two threads per process (no OpenMP spin-wait collapse).
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    job = ctx.Process(target=_localizer_job, args=(localizer, loc_data, epochs, seed, out, queue,
+                                                      deadline))
+    job.start()
+    del loc_data
+    ce = train_classifier(classifier, cls_data, classifier_epochs or epochs, rng,
+                          checkpoint=out / "classifier.ckpt", deadline=deadline)
+    heat = queue.get()
+    job.join()
+    if job.exitcode != 0 or heat is None:
+        raise RuntimeError("localizer training failed (see the log above)")
+    localizer.load_state_dict(torch.load(out / "localizer.ckpt"))
+    localizer.eval()
+    loc_name, cls_name = export_onnx(localizer, classifier, out, st)
+    for ckpt in ("classifier.ckpt", "localizer.ckpt"):
+        (out / ckpt).unlink(missing_ok=True)
+    meta = _metadata(loc_name, cls_name, st, {
+        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "decks": [Path(d).name for d in decks],
+        "scenes": scenes,
+        "scene_size": list(scene_size),
+        "scene_seeds": f"synth.scene_seed({seed}, 0..{scenes - 1})",
+        "epochs": epochs,
+        "minutes": minutes,
+        "jitters": jitters,
+        "seed": seed,
+        "tiny": tiny,
+        "crops": int(len(crops)),
+        "seconds": round(time.time() - t_start),
+        "losses": {"classifier_ce": ce, "localizer_heat": heat},
+    })
+    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"exported to {out} ({time.time() - t_start:.0f}s)")
+    return meta
+
+
+# --------------------------------------------------------------------------------------------
+# The speed yardstick: a YOLO11n-shaped network (ultralytics yolo11.yaml at scale n)
+# --------------------------------------------------------------------------------------------
+
+
+def build_yolo11n(num_classes: int = 80):
+    """YOLO11n's layer graph (Conv-BN-SiLU, C3k2, SPPF, C2PSA, decoupled Detect head + DFL).
+
+    Only the shape matters: it is a speed yardstick, exported with constant weights.
+    """
+    import torch
+    from torch import nn
+
+    class Conv(nn.Module):
+        def __init__(self, c1, c2, k=1, s=1, g=1, act=True):
+            super().__init__()
+            self.conv = nn.Conv2d(c1, c2, k, s, k // 2, groups=g, bias=False)
+            self.bn = nn.BatchNorm2d(c2)
+            self.act = nn.SiLU() if act else nn.Identity()
+
+        def forward(self, x):
+            return self.act(self.bn(self.conv(x)))
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c1, c2, shortcut=True, e=0.5):
+            super().__init__()
+            c_ = int(c2 * e)
+            self.cv1, self.cv2 = Conv(c1, c_, 3), Conv(c_, c2, 3)
+            self.add = shortcut and c1 == c2
+
+        def forward(self, x):
+            y = self.cv2(self.cv1(x))
+            return x + y if self.add else y
+
+    class C3k(nn.Module):
+        def __init__(self, c1, c2, n=2, shortcut=True, e=0.5):
+            super().__init__()
+            c_ = int(c2 * e)
+            self.cv1, self.cv2, self.cv3 = Conv(c1, c_), Conv(c1, c_), Conv(2 * c_, c2)
+            self.m = nn.Sequential(*(Bottleneck(c_, c_, shortcut, e=1.0) for _ in range(n)))
+
+        def forward(self, x):
+            return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
+
+    class C3k2(nn.Module):
+        def __init__(self, c1, c2, n=1, c3k=False, e=0.5, shortcut=True):
+            super().__init__()
+            self.c = int(c2 * e)
+            self.cv1 = Conv(c1, 2 * self.c)
+            self.cv2 = Conv((2 + n) * self.c, c2)
+            self.m = nn.ModuleList(
+                C3k(self.c, self.c, 2, shortcut) if c3k else Bottleneck(self.c, self.c, shortcut)
+                for _ in range(n)
+            )
+
+        def forward(self, x):
+            y = list(self.cv1(x).chunk(2, 1))
+            y.extend(m(y[-1]) for m in self.m)
+            return self.cv2(torch.cat(y, 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, c1, c2, k=5):
+            super().__init__()
+            c_ = c1 // 2
+            self.cv1, self.cv2 = Conv(c1, c_), Conv(c_ * 4, c2)
+            self.m = nn.MaxPool2d(k, 1, k // 2)
+
+        def forward(self, x):
+            y = [self.cv1(x)]
+            y.extend(self.m(y[-1]) for _ in range(3))
+            return self.cv2(torch.cat(y, 1))
+
+    class Attention(nn.Module):
+        def __init__(self, dim, num_heads, attn_ratio=0.5):
+            super().__init__()
+            self.num_heads = num_heads
+            self.head_dim = dim // num_heads
+            self.key_dim = int(self.head_dim * attn_ratio)
+            self.scale = self.key_dim**-0.5
+            self.qkv = Conv(dim, dim + self.key_dim * num_heads * 2, 1, act=False)
+            self.proj = Conv(dim, dim, 1, act=False)
+            self.pe = Conv(dim, dim, 3, 1, g=dim, act=False)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            n = h * w
+            qkv = self.qkv(x)
+            q, k, v = qkv.view(b, self.num_heads, self.key_dim * 2 + self.head_dim, n).split(
+                [self.key_dim, self.key_dim, self.head_dim], dim=2)
+            attn = ((q.transpose(-2, -1) @ k) * self.scale).softmax(dim=-1)
+            x = (v @ attn.transpose(-2, -1)).view(b, c, h, w) + self.pe(v.reshape(b, c, h, w))
+            return self.proj(x)
+
+    class PSABlock(nn.Module):
+        def __init__(self, c, num_heads):
+            super().__init__()
+            self.attn = Attention(c, num_heads)
+            self.ffn = nn.Sequential(Conv(c, c * 2, 1), Conv(c * 2, c, 1, act=False))
+
+        def forward(self, x):
+            x = x + self.attn(x)
+            return x + self.ffn(x)
+
+    class C2PSA(nn.Module):
+        def __init__(self, c1, c2, n=1, e=0.5):
+            super().__init__()
+            self.c = int(c1 * e)
+            self.cv1, self.cv2 = Conv(c1, 2 * self.c), Conv(2 * self.c, c1)
+            self.m = nn.Sequential(*(PSABlock(self.c, self.c // 64) for _ in range(n)))
+
+        def forward(self, x):
+            a, b = self.cv1(x).split((self.c, self.c), dim=1)
+            return self.cv2(torch.cat((a, self.m(b)), 1))
+
+    class Detect(nn.Module):
+        def __init__(self, nc, ch, reg_max=16):
+            super().__init__()
+            self.nc, self.reg_max = nc, reg_max
+            c2, c3 = max(16, ch[0] // 4, reg_max * 4), max(ch[0], min(nc, 100))
+            self.cv2 = nn.ModuleList(
+                nn.Sequential(Conv(x, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1)) for x in ch)
+            self.cv3 = nn.ModuleList(
+                nn.Sequential(nn.Sequential(Conv(x, x, 3, g=x), Conv(x, c3, 1)),
+                              nn.Sequential(Conv(c3, c3, 3, g=c3), Conv(c3, c3, 1)),
+                              nn.Conv2d(c3, nc, 1)) for x in ch)
+            self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False)
+
+        def forward(self, feats):
+            b = feats[0].shape[0]
+            out = torch.cat([torch.cat((r(f), c(f)), 1).view(b, 4 * self.reg_max + self.nc, -1)
+                             for f, r, c in zip(feats, self.cv2, self.cv3, strict=True)], 2)
+            box, cls = out.split((4 * self.reg_max, self.nc), 1)
+            a = box.shape[-1]
+            dist = self.dfl(box.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(b, 4, a)
+            return torch.cat((dist, cls.sigmoid()), 1)
+
+    class YOLO11n(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b0, self.b1 = Conv(3, 16, 3, 2), Conv(16, 32, 3, 2)
+            self.b2 = C3k2(32, 64, 1, False, 0.25)
+            self.b3 = Conv(64, 64, 3, 2)
+            self.b4 = C3k2(64, 128, 1, False, 0.25)
+            self.b5 = Conv(128, 128, 3, 2)
+            self.b6 = C3k2(128, 128, 1, True)
+            self.b7 = Conv(128, 256, 3, 2)
+            self.b8 = C3k2(256, 256, 1, True)
+            self.b9 = SPPF(256, 256, 5)
+            self.b10 = C2PSA(256, 256, 1)
+            self.up = nn.Upsample(scale_factor=2.0, mode="nearest")
+            self.h13 = C3k2(384, 128, 1, False)
+            self.h16 = C3k2(256, 64, 1, False)
+            self.h17 = Conv(64, 64, 3, 2)
+            self.h19 = C3k2(192, 128, 1, False)
+            self.h20 = Conv(128, 128, 3, 2)
+            self.h22 = C3k2(384, 256, 1, True)
+            self.detect = Detect(num_classes, (64, 128, 256))
+
+        def forward(self, x):
+            p4 = self.b4(self.b3(self.b2(self.b1(self.b0(x)))))
+            p6 = self.b6(self.b5(p4))
+            p10 = self.b10(self.b9(self.b8(self.b7(p6))))
+            h13 = self.h13(torch.cat((self.up(p10), p6), 1))
+            h16 = self.h16(torch.cat((self.up(h13), p4), 1))
+            h19 = self.h19(torch.cat((self.h17(h16), h13), 1))
+            h22 = self.h22(torch.cat((self.h20(h19), p10), 1))
+            return self.detect([h16, h19, h22])
+
+    return YOLO11n()
+
+
+def export_yardstick(out_dir="models", size: int = 640) -> Path:
+    """Export the YOLO11n-shaped net with weights generated in-graph (a few kB on disk).
+
+    Every weight tensor becomes ``ConstantOfShape(1/fan_in)``: onnxruntime folds these at
+    load time, so inference costs exactly what the real network costs, activations stay in a
+    sane range (no denormals, no overflow) and the file needs no torch to run.
+    """
+    import onnx
+    import torch
+    from onnx import helper, numpy_helper
+
+    net = build_yolo11n().eval()
+    params = sum(p.numel() for p in net.parameters())
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "yolo11n_yardstick.onnx"
+    tmp = out / "yolo11n_yardstick.tmp.onnx"
+    torch.onnx.export(net, torch.zeros(1, 3, size, size), str(tmp), input_names=["images"],
+                      output_names=["output0"], opset_version=17, dynamo=False)
+    model = onnx.load(str(tmp))
+    tmp.unlink()
+    keep, nodes = [], []
+    for init in model.graph.initializer:
+        arr = numpy_helper.to_array(init)
+        if arr.size < 64 or arr.dtype != np.float32:
+            keep.append(init)
+            continue
+        fan_in = int(np.prod(arr.shape[1:])) if arr.ndim > 1 else arr.size
+        shape_name = init.name + "__shape"
+        keep.append(numpy_helper.from_array(np.array(arr.shape, np.int64), shape_name))
+        nodes.append(helper.make_node(
+            "ConstantOfShape", [shape_name], [init.name],
+            value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [1.0 / max(1, fan_in)])))
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+    for node in reversed(nodes):
+        model.graph.node.insert(0, node)
+    model.doc_string = f"YOLO11n-shaped speed yardstick, {params} parameters, constant weights"
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def finetune_localizer(out="models", init=None, scenes: int = 2400, seed: int = 1, decks=TRAIN_DECKS,
+                       minutes: float = 30, input_size=(512, 288), scene_size=(960, 540),
+                       cache=None, lr: float = 1e-3) -> Path:
+    """Continue training a localizer checkpoint at another input size (sharper targets).
+
+    Writes ``localizer.ckpt`` in ``out``; ``export_trained`` turns checkpoints into ONNX.
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    out = Path(out)
+    st = Settings(input_width=input_size[0], input_height=input_size[1])
+    rng = np.random.default_rng(seed + 7)
+    data = []
+    for start in range(0, scenes, 200):
+        for scene in render_many(min(200, scenes - start), seed, decks, *scene_size, start=start,
+                                 cache=cache, workers=1):
+            data.append(localizer_sample(scene, st, rng))
+    log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
+    net, _ = build_nets()
+    if init:
+        net.load_state_dict(torch.load(init))
+    history = train_localizer(net, data, 1, rng, lr=lr, checkpoint=out / "localizer.ckpt",
+                              deadline=time.time() + 60 * minutes)
+    (out / "localizer_history.json").write_text(json.dumps(history))
+    return out / "localizer.ckpt"
+
+
+def export_trained(out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict) -> dict:
+    """Export two checkpoints to ONNX and write ``recognizer.json`` (used when the nets were
+    trained in separate runs, e.g. a localizer fine-tuned at a finer input size)."""
+    import torch
+
+    out = Path(out)
+    localizer, classifier = build_nets()
+    localizer.load_state_dict(torch.load(localizer_ckpt))
+    classifier.load_state_dict(torch.load(classifier_ckpt))
+    loc_name, cls_name = export_onnx(localizer, classifier, out, settings)
+    meta = _metadata(loc_name, cls_name, settings, training)
+    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def _metadata(loc_name, cls_name, st: Settings, training: dict) -> dict:
+    return {
+        "format": "hanafuda-companion recognizer 1",
+        "classes": list(CLASSES),
+        "classifier_outputs": [*CLASSES, "none"],
+        "localizer": loc_name,
+        "classifier": cls_name,
+        "settings": st.to_dict(),
+        "preprocessing": (
+            "localizer: BGR frame letterboxed (aspect kept, top-left, pad 114) to input size, "
+            "RGB float 0..1 NCHW; classifier: affine crop of the rotated box enlarged by "
+            "crop_enlarge, long axis down, RGB float 0..1 NCHW"
+        ),
+        "training": training,
+        "metrics": {},
+    }
