@@ -419,9 +419,7 @@ def evaluate(recognizer: Recognizer, deck: str, seed: int = 0, n: int = 500,
     synth.load_deck(str(deck))  # a clear error before rendering anything
     jobs = [(synth.scene_seed(seed, i), config) for i in range(n)]
     if workers > 1:
-        import multiprocessing as mp
-
-        pool = mp.get_context("fork").Pool(workers)
+        pool = synth.render_pool(workers)
         scenes = pool.imap(_render_for_eval, jobs, chunksize=4)
     else:
         pool = None

@@ -1173,6 +1173,19 @@ def _render_record(task: tuple[int, int, SceneConfig]) -> tuple[bytes, dict]:
     return buf.tobytes(), record
 
 
+def render_pool(workers: int):
+    """A process pool for rendering scenes.
+
+    Workers come from a fresh 'forkserver' process: forking a process that already runs torch,
+    onnxruntime or OpenCV threads can leave the children deadlocked on a lock copied mid-use.
+    """
+    import multiprocessing
+
+    return multiprocessing.get_context("forkserver").Pool(
+        workers, initializer=cv2.setNumThreads, initargs=(1,)
+    )
+
+
 def write_dataset(
     out_dir,
     n: int,
@@ -1194,12 +1207,7 @@ def write_dataset(
     tasks = [(i, seed, config) for i in range(n)]
     pool = None
     if workers > 1:
-        import multiprocessing
-
-        preload(config)  # decoded once here, shared copy-on-write by the forked workers
-        pool = multiprocessing.get_context("fork").Pool(
-            workers, initializer=cv2.setNumThreads, initargs=(1,)
-        )
+        pool = render_pool(workers)
         results = pool.imap(_render_record, tasks, chunksize=4)
     else:
         results = map(_render_record, tasks)

@@ -129,10 +129,10 @@ def render_many(n: int, seed: int, decks, width: int, height: int, workers: int 
     seeds = [scene_seed(seed, i) for i in range(start, start + n)]
     if workers <= 1 or n < 8:
         return _render_batch((seeds, decks, width, height, cache))
-    import multiprocessing as mp
+    from companion.synth import render_pool
 
     chunks = [seeds[i::workers * 4] for i in range(workers * 4)]
-    with mp.get_context("fork").Pool(workers) as pool:
+    with render_pool(workers) as pool:
         parts = pool.map(_render_batch, [(c, decks, width, height, cache) for c in chunks])
     by_seed = {}
     for chunk, part in zip(chunks, parts, strict=False):
