@@ -74,6 +74,7 @@ rule_option_flag = click.option(
     help="Switch a rule-set option (repeatable).",
 )
 
+
 @main.command("score")
 @click.option("--rules", "rules_name", default="livret", show_default=True, help=RULES_OPTION_HELP)
 @click.option("--cards", required=True, help="Captured cards: codes or names, comma-separated.")
@@ -239,15 +240,35 @@ def _resolve_deck(deck: str) -> str:
     candidate = synth.find_shared_dir() / "decks" / deck
     if candidate.is_dir():
         return str(candidate)
-    raise CompanionError(f"No deck folder {deck!r} (neither a folder nor a deck in {candidate.parent}).")
+    raise CompanionError(
+        f"No deck folder {deck!r} (neither a folder nor a deck in {candidate.parent})."
+    )
 
 
 @main.command("detect")
 @click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (a list, one entry per image).")
-@click.option("--annotate", "annotate_dir", type=click.Path(file_okay=False), help="Write annotated copies of the images here.")
-@click.option("--model", "model_path", type=click.Path(), help="Model metadata JSON (default: models/recognizer.json).")
-@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64), help="onnxruntime threads.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document (a list, one entry per image)."
+)
+@click.option(
+    "--annotate",
+    "annotate_dir",
+    type=click.Path(file_okay=False),
+    help="Write annotated copies of the images here.",
+)
+@click.option(
+    "--model",
+    "model_path",
+    type=click.Path(),
+    help="Model metadata JSON (default: models/recognizer.json).",
+)
+@click.option(
+    "--threads",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="onnxruntime threads.",
+)
 @friendly_errors
 def detect_command(images, as_json, annotate_dir, model_path, threads):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
@@ -276,7 +297,9 @@ def detect_command(images, as_json, annotate_dir, model_path, threads):
         if not as_json:
             click.echo(f"{path}: {len(det)} card(s)")
             for d in det.to_json():
-                alts = ", ".join(f"{a['card']} {a['confidence']:.2f}" for a in d["alternatives"][:2])
+                alts = ", ".join(
+                    f"{a['card']} {a['confidence']:.2f}" for a in d["alternatives"][:2]
+                )
                 click.echo(f"  {d['card']:>5} {d['confidence']:.2f}  (next: {alts})")
     if as_json:
         echo_json(results)
@@ -285,12 +308,29 @@ def detect_command(images, as_json, annotate_dir, model_path, threads):
 
 
 @main.command("eval")
-@click.option("--deck", required=True, help="Deck folder (or name in ../shared/decks) to render test scenes from.")
+@click.option(
+    "--deck",
+    required=True,
+    help="Deck folder (or name in ../shared/decks) to render test scenes from.",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Test set seed.")
-@click.option("--n", "n", default=500, show_default=True, type=click.IntRange(min=1), help="Number of scenes.")
+@click.option(
+    "--n", "n", default=500, show_default=True, type=click.IntRange(min=1), help="Number of scenes."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
-@click.option("--model", "model_path", type=click.Path(), help="Model metadata JSON (default: models/recognizer.json).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 16), help="Processes rendering scenes.")
+@click.option(
+    "--model",
+    "model_path",
+    type=click.Path(),
+    help="Model metadata JSON (default: models/recognizer.json).",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Processes rendering scenes.",
+)
 @click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
 @friendly_errors
 def eval_command(deck, seed, n, as_json, model_path, workers, record):
@@ -319,24 +359,39 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
     def pct(v):
         return "n/a" if v is None else f"{100 * v:.2f} %"
 
-    click.echo(f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find")
+    click.echo(
+        f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find"
+    )
     click.echo(f"precision                 {pct(metrics['precision'])}")
     click.echo(f"recall                    {pct(metrics['recall'])}")
     click.echo(f"exact-card accuracy       {pct(metrics['exact_accuracy'])}")
     click.echo(f"chaff-equivalent accuracy {pct(metrics['chaff_accuracy'])}")
     click.echo(f"false positives / image   {metrics['false_positives_per_image']:.3f}")
     if metrics["confused_pairs"]:
-        click.echo("most confused (true -> predicted): " + ", ".join(
-            f"{p['true']}->{p['predicted']} x{p['count']}" for p in metrics["confused_pairs"]))
+        click.echo(
+            "most confused (true -> predicted): "
+            + ", ".join(
+                f"{p['true']}->{p['predicted']} x{p['count']}" for p in metrics["confused_pairs"]
+            )
+        )
     click.echo("by condition:                     cards   recall   exact   chaff-eq")
     for key, t in metrics["by_condition"].items():
-        click.echo(f"  {key:<30} {t['labels']:>6} {pct(t['recall']):>9} {pct(t['exact_accuracy']):>8} "
-                   f"{pct(t['chaff_accuracy']):>9}")
+        click.echo(
+            f"  {key:<30} {t['labels']:>6} {pct(t['recall']):>9} {pct(t['exact_accuracy']):>8} "
+            f"{pct(t['chaff_accuracy']):>9}"
+        )
 
 
 @main.command("bench")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median.")
-@click.option("--model", "model_path", type=click.Path(), help="Model metadata JSON (default: models/recognizer.json).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median."
+)
+@click.option(
+    "--model",
+    "model_path",
+    type=click.Path(),
+    help="Model metadata JSON (default: models/recognizer.json).",
+)
 @click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
 @friendly_errors
 def bench_command(as_json, model_path, runs):
@@ -349,27 +404,77 @@ def bench_command(as_json, model_path, runs):
     if as_json:
         echo_json(result)
         return
-    click.echo(f"full pass on a {result['frame']} frame, 2 threads, {runs} runs: "
-               f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
-               f"({result['cards_detected']} cards)")
+    click.echo(
+        f"full pass on a {result['frame']} frame, 2 threads, {runs} runs: "
+        f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
+        f"({result['cards_detected']} cards)"
+    )
     if result["yolo11n_ms_median"] is None:
-        click.echo("YOLO11n yardstick: models/yolo11n_yardstick.onnx missing (companion train --yardstick).")
+        click.echo(
+            "YOLO11n yardstick: models/yolo11n_yardstick.onnx missing (companion train --yardstick)."
+        )
     else:
-        click.echo(f"YOLO11n-shaped net at 640x640: median {result['yolo11n_ms_median']:.1f} ms "
-                   f"({result['speedup_vs_yolo11n']:.1f}x slower than the full pass)")
+        click.echo(
+            f"YOLO11n-shaped net at 640x640: median {result['yolo11n_ms_median']:.1f} ms "
+            f"({result['speedup_vs_yolo11n']:.1f}x slower than the full pass)"
+        )
 
 
 @main.command("train")
-@click.option("--out", "out_dir", default="models", show_default=True, type=click.Path(file_okay=False), help="Folder for the ONNX files and recognizer.json.")
-@click.option("--decks", "decks", multiple=True, help="Training decks, comma-separated or repeated (names in ../shared/decks or folders). Default: traditional-ngs, modern-mantia, hwatu-korean.")
-@click.option("--scenes", default=2500, show_default=True, type=click.IntRange(min=4), help="Synthetic scenes to render.")
-@click.option("--epochs", default=12, show_default=True, type=click.IntRange(min=1), help="Passes over the data (each net).")
-@click.option("--seed", default=1, show_default=True, type=int, help="Training data and augmentation seed.")
+@click.option(
+    "--out",
+    "out_dir",
+    default="models",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for the ONNX files and recognizer.json.",
+)
+@click.option(
+    "--decks",
+    "decks",
+    multiple=True,
+    help="Training decks, comma-separated or repeated (names in ../shared/decks or folders). Default: traditional-ngs, modern-mantia, hwatu-korean.",
+)
+@click.option(
+    "--scenes",
+    default=2500,
+    show_default=True,
+    type=click.IntRange(min=4),
+    help="Synthetic scenes to render.",
+)
+@click.option(
+    "--epochs",
+    default=12,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Passes over the data (each net).",
+)
+@click.option(
+    "--seed", default=1, show_default=True, type=int, help="Training data and augmentation seed."
+)
 @click.option("--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs).")
-@click.option("--minutes", type=click.FloatRange(min=0.1), help="Train until this many minutes have passed (after rendering); --epochs is then ignored.")
-@click.option("--jitters", default=1, show_default=True, type=click.IntRange(1, 8), help="Classifier crops per card and scene (jittered boxes).")
-@click.option("--cache", type=click.Path(file_okay=False), help="Folder caching rendered scenes between runs (outside the repository).")
-@click.option("--yardstick", is_flag=True, help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.")
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0.1),
+    help="Train until this many minutes have passed (after rendering); --epochs is then ignored.",
+)
+@click.option(
+    "--jitters",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 8),
+    help="Classifier crops per card and scene (jittered boxes).",
+)
+@click.option(
+    "--cache",
+    type=click.Path(file_okay=False),
+    help="Folder caching rendered scenes between runs (outside the repository).",
+)
+@click.option(
+    "--yardstick",
+    is_flag=True,
+    help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
+)
 @friendly_errors
 def train_command(out_dir, decks, scenes, epochs, seed, tiny, minutes, jitters, cache, yardstick):
     """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
@@ -383,11 +488,23 @@ def train_command(out_dir, decks, scenes, epochs, seed, tiny, minutes, jitters, 
         path = training.export_yardstick(out_dir)
         click.echo(f"Wrote {path}.")
         return
-    names = [d.strip() for item in decks for d in item.split(",") if d.strip()] or list(training.TRAIN_DECKS)
+    names = [d.strip() for item in decks for d in item.split(",") if d.strip()] or list(
+        training.TRAIN_DECKS
+    )
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
-    meta = training.train(out_dir, decks=deck_dirs, scenes=scenes, epochs=epochs, seed=seed, tiny=tiny,
-                          minutes=minutes, jitters=jitters, cache=cache, command=command)
+    meta = training.train(
+        out_dir,
+        decks=deck_dirs,
+        scenes=scenes,
+        epochs=epochs,
+        seed=seed,
+        tiny=tiny,
+        minutes=minutes,
+        jitters=jitters,
+        cache=cache,
+        command=command,
+    )
     click.echo(f"Wrote {out_dir}/recognizer.json ({meta['training']['seconds']} s).")
 
 

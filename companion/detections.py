@@ -24,7 +24,9 @@ def class_id(code: str) -> int:
     try:
         return _CLASS_IDS[code]
     except KeyError:
-        raise CardError(f"Unknown card class {code!r}: expected MM-K (01-1 to 12-4) or 'back'.") from None
+        raise CardError(
+            f"Unknown card class {code!r}: expected MM-K (01-1 to 12-4) or 'back'."
+        ) from None
 
 
 def chaff_group(class_ids: np.ndarray) -> np.ndarray:
@@ -40,8 +42,12 @@ def chaff_group(class_ids: np.ndarray) -> np.ndarray:
         card = Card.from_code(code)
         if card.category is Category.CHAFF:
             # the first chaff id of the month stands for all of them
-            first = min(j for j, c in enumerate(ALL_CODES) if Card.from_code(c).month == card.month
-                        and Card.from_code(c).category is Category.CHAFF)
+            first = min(
+                j
+                for j, c in enumerate(ALL_CODES)
+                if Card.from_code(c).month == card.month
+                and Card.from_code(c).category is Category.CHAFF
+            )
             table[i] = first
     return table[np.asarray(class_ids, dtype=int)]
 
@@ -69,7 +75,9 @@ class Detections:
         object.__setattr__(self, "class_ids", np.asarray(self.class_ids, np.int64).reshape(n))
         object.__setattr__(self, "confidence", np.asarray(self.confidence, np.float32).reshape(n))
         object.__setattr__(self, "alt_ids", np.asarray(self.alt_ids, np.int64).reshape(n, k))
-        object.__setattr__(self, "alt_scores", np.asarray(self.alt_scores, np.float32).reshape(n, k))
+        object.__setattr__(
+            self, "alt_scores", np.asarray(self.alt_scores, np.float32).reshape(n, k)
+        )
 
     @classmethod
     def empty(cls) -> Detections:
@@ -80,8 +88,11 @@ class Detections:
         """Build detections from card codes (handy for tests and ground truth)."""
         ids = np.array([class_id(c) for c in codes], np.int64)
         conf = np.ones(len(ids), np.float32) if confidence is None else confidence
-        return cls(quads=np.asarray(quads, np.float32).reshape(len(ids), 4, 2), class_ids=ids,
-                   confidence=conf)
+        return cls(
+            quads=np.asarray(quads, np.float32).reshape(len(ids), 4, 2),
+            class_ids=ids,
+            confidence=conf,
+        )
 
     def __len__(self) -> int:
         return len(self.class_ids)
@@ -114,15 +125,17 @@ class Detections:
         """One dict per card: ``card``, ``confidence``, ``quad``, ``alternatives``."""
         out = []
         for i in range(len(self)):
-            out.append({
-                "card": CLASSES[self.class_ids[i]],
-                "confidence": round(float(self.confidence[i]), 4),
-                "quad": [[round(float(x), 1), round(float(y), 1)] for x, y in self.quads[i]],
-                "alternatives": [
-                    {"card": CLASSES[a], "confidence": round(float(s), 4)}
-                    for a, s in zip(self.alt_ids[i], self.alt_scores[i], strict=False)
-                ],
-            })
+            out.append(
+                {
+                    "card": CLASSES[self.class_ids[i]],
+                    "confidence": round(float(self.confidence[i]), 4),
+                    "quad": [[round(float(x), 1), round(float(y), 1)] for x, y in self.quads[i]],
+                    "alternatives": [
+                        {"card": CLASSES[a], "confidence": round(float(s), 4)}
+                        for a, s in zip(self.alt_ids[i], self.alt_scores[i], strict=False)
+                    ],
+                }
+            )
         return out
 
     @classmethod

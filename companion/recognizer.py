@@ -112,20 +112,28 @@ def crop_matrix(cx, cy, width, height, theta, settings: Settings) -> np.ndarray:
     ew = max(width, 1e-3) * settings.crop_enlarge / 2
     eh = max(height, 1e-3) * settings.crop_enlarge / 2
     sx, sy = settings.crop_width / (2 * ew), settings.crop_height / (2 * eh)
-    return np.array([
-        [xx * sx, xy * sx, sx * (ew - (cx * xx + cy * xy))],
-        [ux * sy, uy * sy, sy * (eh - (cx * ux + cy * uy))],
-    ], np.float64)
+    return np.array(
+        [
+            [xx * sx, xy * sx, sx * (ew - (cx * xx + cy * xy))],
+            [ux * sy, uy * sy, sy * (eh - (cx * ux + cy * uy))],
+        ],
+        np.float64,
+    )
 
 
 def crop_card(bgr: np.ndarray, matrix: np.ndarray, settings: Settings) -> np.ndarray:
     return cv2.warpAffine(
-        bgr, matrix, (settings.crop_width, settings.crop_height), flags=cv2.INTER_AREA,
+        bgr,
+        matrix,
+        (settings.crop_width, settings.crop_height),
+        flags=cv2.INTER_AREA,
         borderMode=cv2.BORDER_REPLICATE,
     )
 
 
-def crop_targets(quad: np.ndarray, matrix: np.ndarray, settings: Settings) -> tuple[int, np.ndarray]:
+def crop_targets(
+    quad: np.ndarray, matrix: np.ndarray, settings: Settings
+) -> tuple[int, np.ndarray]:
     """Training targets of a crop: (upside_down 0/1, corners (8,) in crop units 0..1).
 
     Corners come in the crop's own order (crop top-left first), which does not depend on
@@ -148,7 +156,9 @@ def to_chw_float(images: np.ndarray) -> np.ndarray:
 def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.ndarray:
     """Heatmap peaks -> rotated boxes in input pixels, rows (cx, cy, w, h, theta, score)."""
     heat = heat.reshape(heat.shape[-2:]).astype(np.float32)
-    peaks = (heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (heat >= settings.heat_threshold)
+    peaks = (heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (
+        heat >= settings.heat_threshold
+    )
     ys, xs = np.nonzero(peaks)
     if len(ys) == 0:
         return np.zeros((0, 6), np.float32)
@@ -185,7 +195,9 @@ class Recognizer:
         if path.is_dir():
             path = path / "recognizer.json"
         if not path.is_file():
-            raise RecognizerError(f"No recognizer model at {path}: train one with 'companion train'.")
+            raise RecognizerError(
+                f"No recognizer model at {path}: train one with 'companion train'."
+            )
         try:
             meta = json.loads(path.read_text())
             settings = Settings.from_dict(meta.get("settings", {}))
@@ -206,8 +218,9 @@ class Recognizer:
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
         det = self._detect(image)
         if factor != 1.0 and len(det):
-            det = Detections(det.quads / factor, det.class_ids, det.confidence, det.alt_ids,
-                             det.alt_scores)
+            det = Detections(
+                det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
+            )
         return det
 
     def _detect(self, image: np.ndarray) -> Detections:
@@ -281,7 +294,9 @@ def _session(path: Path, threads: int):
     try:
         return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types
-        raise RecognizerError(f"The model file {path} cannot be loaded ({type(exc).__name__}).") from None
+        raise RecognizerError(
+            f"The model file {path} cannot be loaded ({type(exc).__name__})."
+        ) from None
 
 
 def _as_bgr(image) -> np.ndarray | None:
@@ -365,8 +380,9 @@ class _Tally:
         }
 
 
-def match_detections(det: Detections, quads: np.ndarray, visible: np.ndarray,
-                     iou: float = EVAL_IOU) -> tuple[np.ndarray, np.ndarray]:
+def match_detections(
+    det: Detections, quads: np.ndarray, visible: np.ndarray, iou: float = EVAL_IOU
+) -> tuple[np.ndarray, np.ndarray]:
     """Greedy one-to-one matching by quad IoU >= ``iou``.
 
     Returns (label index per detection or -1, detection index per label or -1).
@@ -392,8 +408,10 @@ def _condition_keys(cond: dict, visible: float) -> list[str]:
         keys.append(f"light:{cond['light']}")
     px = cond.get("card_px")
     if px is not None:
-        keys.append("size:" + ("small <80px" if px < 80 else "medium 80-150px" if px < 150
-                               else "large >=150px"))
+        keys.append(
+            "size:"
+            + ("small <80px" if px < 80 else "medium 80-150px" if px < 150 else "large >=150px")
+        )
     for flag in ("glare", "hands"):
         if flag in cond:
             keys.append(f"{flag}:{'yes' if cond[flag] else 'no'}")
@@ -407,8 +425,16 @@ def _render_for_eval(args):
     return synth.render_scene(seed, config)
 
 
-def evaluate(recognizer: Recognizer, deck: str, seed: int = 0, n: int = 500,
-             width: int = 1280, height: int = 720, workers: int = 1, progress=None) -> dict:
+def evaluate(
+    recognizer: Recognizer,
+    deck: str,
+    seed: int = 0,
+    n: int = 500,
+    width: int = 1280,
+    height: int = 720,
+    workers: int = 1,
+    progress=None,
+) -> dict:
     """Render ``n`` scenes of one deck with synth and score the recognizer on them."""
     from collections import Counter
 
@@ -488,8 +514,13 @@ def bench_scene(width: int = 1280, height: int = 720) -> tuple[np.ndarray, int]:
     return scene.image, len(scene.labels)
 
 
-def benchmark(recognizer: Recognizer, frame: np.ndarray, runs: int = 50,
-              yardstick: str | Path | None = YARDSTICK, threads: int = 2) -> dict:
+def benchmark(
+    recognizer: Recognizer,
+    frame: np.ndarray,
+    runs: int = 50,
+    yardstick: str | Path | None = YARDSTICK,
+    threads: int = 2,
+) -> dict:
     """Median/p95 ms of ``detect`` on ``frame``, and the YOLO11n-shaped yardstick's median.
 
     The two are timed alternately (one detect, then one yardstick run, ...), so a load change

@@ -81,7 +81,9 @@ def render(seed: int, decks, width: int, height: int) -> SceneData:
     from companion import synth
 
     # synth scales card sizes with the frame height: a smaller frame is the same camera view
-    config = synth.SceneConfig(width=width, height=height, decks=tuple(str(deck_dir(d)) for d in decks))
+    config = synth.SceneConfig(
+        width=width, height=height, decks=tuple(str(deck_dir(d)) for d in decks)
+    )
     scene = synth.render_scene(seed, config)
     labels = list(scene.labels)
     quads = np.array([lab.quad for lab in labels], np.float32).reshape(len(labels), 4, 2)
@@ -109,20 +111,32 @@ def _render_cached(seed, decks, width, height, cache):
         meta = json.loads(meta_path.read_text())
         image = cv2.imread(str(img_path), cv2.IMREAD_COLOR)
         if image is not None:
-            return SceneData(image, meta["codes"],
-                             np.array(meta["quads"], np.float32).reshape(-1, 4, 2),
-                             np.array(meta["visible"], np.float32), meta["conditions"])
+            return SceneData(
+                image,
+                meta["codes"],
+                np.array(meta["quads"], np.float32).reshape(-1, 4, 2),
+                np.array(meta["visible"], np.float32),
+                meta["conditions"],
+            )
     scene = render(seed, decks, width, height)
     Path(cache).mkdir(parents=True, exist_ok=True)
     cv2.imwrite(str(img_path), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 97])
-    meta_path.write_text(json.dumps({"codes": scene.codes, "quads": scene.quads.tolist(),
-                                     "visible": scene.visible.tolist(),
-                                     "conditions": scene.conditions}))
+    meta_path.write_text(
+        json.dumps(
+            {
+                "codes": scene.codes,
+                "quads": scene.quads.tolist(),
+                "visible": scene.visible.tolist(),
+                "conditions": scene.conditions,
+            }
+        )
+    )
     return scene
 
 
-def render_many(n: int, seed: int, decks, width: int, height: int, workers: int = 2, start: int = 0,
-                cache=None):
+def render_many(
+    n: int, seed: int, decks, width: int, height: int, workers: int = 2, start: int = 0, cache=None
+):
     """Render scenes ``start..start+n-1`` of dataset ``seed`` (as synth.write_dataset numbers them)."""
     from companion.synth import scene_seed
 
@@ -131,7 +145,7 @@ def render_many(n: int, seed: int, decks, width: int, height: int, workers: int 
         return _render_batch((seeds, decks, width, height, cache))
     from companion.synth import render_pool
 
-    chunks = [seeds[i::workers * 4] for i in range(workers * 4)]
+    chunks = [seeds[i :: workers * 4] for i in range(workers * 4)]
     with render_pool(workers) as pool:
         parts = pool.map(_render_batch, [(c, decks, width, height, cache) for c in chunks])
     by_seed = {}
@@ -174,14 +188,21 @@ def _loc_targets(quads: np.ndarray, visible: np.ndarray, st: Settings):
         g = np.exp(-((xx - gx) ** 2 + (yy - gy) ** 2) / (2 * sigma**2))
         np.maximum(heat, g, out=heat)
         heat[iy, ix] = 1.0
-        reg[:, iy, ix] = (gx - ix, gy - iy, math.log(w / st.size_unit), math.log(h / st.size_unit),
-                          math.cos(2 * theta), math.sin(2 * theta))
+        reg[:, iy, ix] = (
+            gx - ix,
+            gy - iy,
+            math.log(w / st.size_unit),
+            math.log(h / st.size_unit),
+            math.cos(2 * theta),
+            math.sin(2 * theta),
+        )
         mask[iy, ix] = 1.0
     return heat, reg, mask, weight
 
 
-def classifier_samples(scene: SceneData, st: Settings, rng: np.random.Generator, jitters: int = 1,
-                       negatives: int = 3):
+def classifier_samples(
+    scene: SceneData, st: Settings, rng: np.random.Generator, jitters: int = 1, negatives: int = 3
+):
     """Crops cut like the runtime, around jittered true boxes, plus "none" crops."""
     from companion.detections import iou_matrix
 
@@ -226,8 +247,9 @@ def classifier_samples(scene: SceneData, st: Settings, rng: np.random.Generator,
             inv = cv2.invertAffineTransform(m)
             cw, ch = st.crop_width / st.crop_enlarge, st.crop_height / st.crop_enlarge
             ox, oy = (st.crop_width - cw) / 2, (st.crop_height - ch) / 2
-            box_quad = cv2.transform(np.float32([[[ox, oy], [ox + cw, oy], [ox + cw, oy + ch],
-                                                  [ox, oy + ch]]]), inv)[0]
+            box_quad = cv2.transform(
+                np.float32([[[ox, oy], [ox + cw, oy], [ox + cw, oy + ch], [ox, oy + ch]]]), inv
+            )[0]
             iou = iou_matrix(box_quad[None], scene.quads)
             if iou.size and iou.max() > 0.25:
                 continue
@@ -266,8 +288,9 @@ def build_nets(tiny: bool = False):
             # thin at high resolution, where every channel costs the most
             self.stem = nn.Sequential(cbr(3, c(12), 2), cbr(c(12), c(20), 2))  # stride 4
             self.s8 = nn.Sequential(cbr(c(20), c(32), 2), cbr(c(32), c(32)))
-            self.s16 = nn.Sequential(cbr(c(32), c(64), 2), cbr(c(64), c(64)),
-                                     cbr(c(64), c(64), dilation=2))
+            self.s16 = nn.Sequential(
+                cbr(c(32), c(64), 2), cbr(c(64), c(64)), cbr(c(64), c(64), dilation=2)
+            )
             self.s32 = nn.Sequential(cbr(c(64), c(96), 2), cbr(c(96), c(96)))
             self.lat16 = nn.Conv2d(c(96), c(64), 1)
             self.merge16 = cbr(c(64), c(32))
@@ -293,12 +316,18 @@ def build_nets(tiny: bool = False):
         def __init__(self, crop_w=48, crop_h=80):
             super().__init__()
             self.features = nn.Sequential(
-                cbr(3, c(16), 2), cbr(c(16), c(32), 2), cbr(c(32), c(32)),
-                cbr(c(32), c(64), 2), cbr(c(64), c(64)), cbr(c(64), c(128), 2), cbr(c(128), c(128)),
+                cbr(3, c(16), 2),
+                cbr(c(16), c(32), 2),
+                cbr(c(32), c(32)),
+                cbr(c(32), c(64), 2),
+                cbr(c(64), c(64)),
+                cbr(c(64), c(128), 2),
+                cbr(c(128), c(128)),
             )
             flat = c(128) * math.ceil(crop_h / 16) * math.ceil(crop_w / 16)
-            self.fc = nn.Sequential(nn.Flatten(), nn.Linear(flat, c(192)), nn.ReLU(inplace=True),
-                                    nn.Dropout(0.1))
+            self.fc = nn.Sequential(
+                nn.Flatten(), nn.Linear(flat, c(192)), nn.ReLU(inplace=True), nn.Dropout(0.1)
+            )
             self.cls = nn.Linear(c(192), NONE_ID + 1)
             self.flip = nn.Linear(c(192), 1)
             self.corners = nn.Linear(c(192), 8)
@@ -325,7 +354,9 @@ def augment(x, rng: np.random.Generator, glare: bool = True):
     gains *= np.exp(rng.normal(0, 0.25, (n, 1)))
     sat = np.clip(rng.normal(1, 0.25, n), 0.2, 1.6)
     grey = np.full((3, 3), 1 / 3)
-    mats = np.stack([(sat[i] * np.eye(3) + (1 - sat[i]) * grey) * gains[i][:, None] for i in range(n)])
+    mats = np.stack(
+        [(sat[i] * np.eye(3) + (1 - sat[i]) * grey) * gains[i][:, None] for i in range(n)]
+    )
     x = torch.einsum("nij,njhw->nihw", torch.from_numpy(mats.astype(np.float32)), x)
     contrast = torch.from_numpy(np.exp(rng.normal(0, 0.2, n)).astype(np.float32)).view(n, 1, 1, 1)
     mean = x.mean(dim=(1, 2, 3), keepdim=True)
@@ -354,8 +385,9 @@ def augment(x, rng: np.random.Generator, glare: bool = True):
     if len(sel):
         f = rng.uniform(0.35, 0.8)
         idx = torch.from_numpy(sel)
-        small = F.interpolate(x[idx], scale_factor=f, mode="bilinear", align_corners=False,
-                              antialias=True)
+        small = F.interpolate(
+            x[idx], scale_factor=f, mode="bilinear", align_corners=False, antialias=True
+        )
         x[idx] = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False)
     # sensor noise
     noise = torch.from_numpy(rng.uniform(0, 0.04, n).astype(np.float32)).view(n, 1, 1, 1)
@@ -402,8 +434,16 @@ class _Schedule:
         return self.progress(step) >= 1.0
 
 
-def train_localizer(net, data, epochs: int, rng, batch: int = 16, lr: float = 2e-3,
-                    checkpoint: Path | None = None, deadline: float | None = None):
+def train_localizer(
+    net,
+    data,
+    epochs: int,
+    rng,
+    batch: int = 16,
+    lr: float = 2e-3,
+    checkpoint: Path | None = None,
+    deadline: float | None = None,
+):
     import torch
 
     images = np.stack([d[0] for d in data])
@@ -456,16 +496,26 @@ def train_localizer(net, data, epochs: int, rng, batch: int = 16, lr: float = 2e
             step += 1
         sums /= steps_per_epoch
         history.append(round(float(sums[0]), 4))
-        log(f"localizer epoch {epoch + 1}: heat {sums[0]:.3f} size {sums[1]:.3f} "
-            f"angle {sums[2]:.3f} ({time.time() - t0:.0f}s)")
+        log(
+            f"localizer epoch {epoch + 1}: heat {sums[0]:.3f} size {sums[1]:.3f} "
+            f"angle {sums[2]:.3f} ({time.time() - t0:.0f}s)"
+        )
         if checkpoint:
             torch.save(net.state_dict(), checkpoint)
     net.eval()
     return history
 
 
-def train_classifier(net, data, epochs: int, rng, batch: int = 128, lr: float = 2e-3,
-                     checkpoint: Path | None = None, deadline: float | None = None):
+def train_classifier(
+    net,
+    data,
+    epochs: int,
+    rng,
+    batch: int = 128,
+    lr: float = 2e-3,
+    checkpoint: Path | None = None,
+    deadline: float | None = None,
+):
     import torch
     import torch.nn.functional as F
 
@@ -501,9 +551,13 @@ def train_classifier(net, data, epochs: int, rng, batch: int = 128, lr: float = 
             logits, flip, pred_cor = net(x)
             lc = F.cross_entropy(logits, y, label_smoothing=0.05)
             card = (y < back).float()
-            lf = (F.binary_cross_entropy_with_logits(flip[:, 0], f, reduction="none") * card).sum() / card.sum().clamp_min(1)
+            lf = (
+                F.binary_cross_entropy_with_logits(flip[:, 0], f, reduction="none") * card
+            ).sum() / card.sum().clamp_min(1)
             real = (y < NONE_ID).float()[:, None]
-            lk = (F.smooth_l1_loss(pred_cor, cor, reduction="none", beta=0.02) * real).sum() / (real.sum() * 8).clamp_min(1)
+            lk = (F.smooth_l1_loss(pred_cor, cor, reduction="none", beta=0.02) * real).sum() / (
+                real.sum() * 8
+            ).clamp_min(1)
             loss = lc + 0.5 * lf + 5 * lk
             opt.zero_grad()
             loss.backward()
@@ -513,8 +567,10 @@ def train_classifier(net, data, epochs: int, rng, batch: int = 128, lr: float = 
             step += 1
         sums /= steps_per_epoch
         history.append(round(float(sums[0]), 4))
-        log(f"classifier epoch {epoch + 1}: ce {sums[0]:.3f} flip {sums[1]:.3f} "
-            f"corners {sums[2]:.4f} acc {sums[3]:.3f} ({time.time() - t0:.0f}s)")
+        log(
+            f"classifier epoch {epoch + 1}: ce {sums[0]:.3f} flip {sums[1]:.3f} "
+            f"corners {sums[2]:.4f} acc {sums[3]:.3f} ({time.time() - t0:.0f}s)"
+        )
         if checkpoint:
             torch.save(net.state_dict(), checkpoint)
     net.eval()
@@ -553,17 +609,29 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
     localizer.eval()
     classifier.eval()
     torch.onnx.export(
-        LocalizerExport(localizer), torch.zeros(1, 3, st.input_height, st.input_width),
-        str(out_dir / loc_name), input_names=["image"], output_names=["heat", "reg"],
+        LocalizerExport(localizer),
+        torch.zeros(1, 3, st.input_height, st.input_width),
+        str(out_dir / loc_name),
+        input_names=["image"],
+        output_names=["heat", "reg"],
         # any input size divisible by 32 works (the runtime may look at a finer scale)
-        dynamic_axes={"image": {2: "h", 3: "w"}, "heat": {2: "h4", 3: "w4"}, "reg": {2: "h4", 3: "w4"}},
-        opset_version=17, dynamo=False,
+        dynamic_axes={
+            "image": {2: "h", 3: "w"},
+            "heat": {2: "h4", 3: "w4"},
+            "reg": {2: "h4", 3: "w4"},
+        },
+        opset_version=17,
+        dynamo=False,
     )
     torch.onnx.export(
-        ClassifierExport(classifier), torch.zeros(2, 3, st.crop_height, st.crop_width),
-        str(out_dir / cls_name), input_names=["crop"], output_names=["probs", "flip", "corners"],
+        ClassifierExport(classifier),
+        torch.zeros(2, 3, st.crop_height, st.crop_width),
+        str(out_dir / cls_name),
+        input_names=["crop"],
+        output_names=["probs", "flip", "corners"],
         dynamic_axes={"crop": {0: "n"}, "probs": {0: "n"}, "flip": {0: "n"}, "corners": {0: "n"}},
-        opset_version=17, dynamo=False,
+        opset_version=17,
+        dynamo=False,
     )
     return loc_name, cls_name
 
@@ -578,19 +646,36 @@ def _localizer_job(net, data, epochs, seed, out, queue, deadline=None):
 
     torch.set_num_threads(1)
     try:
-        history = train_localizer(net, data, epochs, np.random.default_rng(seed + 1),
-                                  checkpoint=out / "localizer.ckpt", deadline=deadline)
+        history = train_localizer(
+            net,
+            data,
+            epochs,
+            np.random.default_rng(seed + 1),
+            checkpoint=out / "localizer.ckpt",
+            deadline=deadline,
+        )
     except BaseException:
         queue.put(None)
         raise
     queue.put(history)
 
 
-def train(out: str | Path = "models", decks=TRAIN_DECKS, scenes: int = 3000, epochs: int = 12,
-          seed: int = 1, tiny: bool = False, scene_size=(960, 540), eval_scenes: int = 200,
-          classifier_epochs: int | None = None, command: str | None = None,
-          cache: str | Path | None = None, workers: int = 2, minutes: float | None = None,
-          jitters: int = 1) -> dict:
+def train(
+    out: str | Path = "models",
+    decks=TRAIN_DECKS,
+    scenes: int = 3000,
+    epochs: int = 12,
+    seed: int = 1,
+    tiny: bool = False,
+    scene_size=(960, 540),
+    eval_scenes: int = 200,
+    classifier_epochs: int | None = None,
+    command: str | None = None,
+    cache: str | Path | None = None,
+    workers: int = 2,
+    minutes: float | None = None,
+    jitters: int = 1,
+) -> dict:
     """Render, train both nets, export to ONNX and write ``recognizer.json``; returns the metadata."""
     import torch
 
@@ -604,11 +689,20 @@ def train(out: str | Path = "models", decks=TRAIN_DECKS, scenes: int = 3000, epo
     loc_data, cls_parts = [], ([], [], [], [])
     batch = 200
     for start in range(0, scenes, batch):
-        part = render_many(min(batch, scenes - start), seed, decks, *scene_size, start=start,
-                           cache=cache, workers=workers)
+        part = render_many(
+            min(batch, scenes - start),
+            seed,
+            decks,
+            *scene_size,
+            start=start,
+            cache=cache,
+            workers=workers,
+        )
         for scene in part:
             loc_data.append(localizer_sample(scene, st, rng))
-            for acc, items in zip(cls_parts, classifier_samples(scene, st, rng, jitters), strict=False):
+            for acc, items in zip(
+                cls_parts, classifier_samples(scene, st, rng, jitters), strict=False
+            ):
                 acc.extend(items)
         log(f"  {start + len(part)} scenes")
     crops = np.stack(cls_parts[0])
@@ -624,12 +718,19 @@ def train(out: str | Path = "models", decks=TRAIN_DECKS, scenes: int = 3000, epo
 
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    job = ctx.Process(target=_localizer_job, args=(localizer, loc_data, epochs, seed, out, queue,
-                                                      deadline))
+    job = ctx.Process(
+        target=_localizer_job, args=(localizer, loc_data, epochs, seed, out, queue, deadline)
+    )
     job.start()
     del loc_data
-    ce = train_classifier(classifier, cls_data, classifier_epochs or epochs, rng,
-                          checkpoint=out / "classifier.ckpt", deadline=deadline)
+    ce = train_classifier(
+        classifier,
+        cls_data,
+        classifier_epochs or epochs,
+        rng,
+        checkpoint=out / "classifier.ckpt",
+        deadline=deadline,
+    )
     heat = queue.get()
     job.join()
     if job.exitcode != 0 or heat is None:
@@ -639,21 +740,26 @@ def train(out: str | Path = "models", decks=TRAIN_DECKS, scenes: int = 3000, epo
     loc_name, cls_name = export_onnx(localizer, classifier, out, st)
     for ckpt in ("classifier.ckpt", "localizer.ckpt"):
         (out / ckpt).unlink(missing_ok=True)
-    meta = _metadata(loc_name, cls_name, st, {
-        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
-        "decks": [Path(d).name for d in decks],
-        "scenes": scenes,
-        "scene_size": list(scene_size),
-        "scene_seeds": f"synth.scene_seed({seed}, 0..{scenes - 1})",
-        "epochs": epochs,
-        "minutes": minutes,
-        "jitters": jitters,
-        "seed": seed,
-        "tiny": tiny,
-        "crops": int(len(crops)),
-        "seconds": round(time.time() - t_start),
-        "losses": {"classifier_ce": ce, "localizer_heat": heat},
-    })
+    meta = _metadata(
+        loc_name,
+        cls_name,
+        st,
+        {
+            "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+            "decks": [Path(d).name for d in decks],
+            "scenes": scenes,
+            "scene_size": list(scene_size),
+            "scene_seeds": f"synth.scene_seed({seed}, 0..{scenes - 1})",
+            "epochs": epochs,
+            "minutes": minutes,
+            "jitters": jitters,
+            "seed": seed,
+            "tiny": tiny,
+            "crops": int(len(crops)),
+            "seconds": round(time.time() - t_start),
+            "losses": {"classifier_ce": ce, "localizer_heat": heat},
+        },
+    )
     (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
     log(f"exported to {out} ({time.time() - t_start:.0f}s)")
     return meta
@@ -747,7 +853,8 @@ def build_yolo11n(num_classes: int = 80):
             n = h * w
             qkv = self.qkv(x)
             q, k, v = qkv.view(b, self.num_heads, self.key_dim * 2 + self.head_dim, n).split(
-                [self.key_dim, self.key_dim, self.head_dim], dim=2)
+                [self.key_dim, self.key_dim, self.head_dim], dim=2
+            )
             attn = ((q.transpose(-2, -1) @ k) * self.scale).softmax(dim=-1)
             x = (v @ attn.transpose(-2, -1)).view(b, c, h, w) + self.pe(v.reshape(b, c, h, w))
             return self.proj(x)
@@ -779,20 +886,33 @@ def build_yolo11n(num_classes: int = 80):
             self.nc, self.reg_max = nc, reg_max
             c2, c3 = max(16, ch[0] // 4, reg_max * 4), max(ch[0], min(nc, 100))
             self.cv2 = nn.ModuleList(
-                nn.Sequential(Conv(x, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1)) for x in ch)
+                nn.Sequential(Conv(x, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1))
+                for x in ch
+            )
             self.cv3 = nn.ModuleList(
-                nn.Sequential(nn.Sequential(Conv(x, x, 3, g=x), Conv(x, c3, 1)),
-                              nn.Sequential(Conv(c3, c3, 3, g=c3), Conv(c3, c3, 1)),
-                              nn.Conv2d(c3, nc, 1)) for x in ch)
+                nn.Sequential(
+                    nn.Sequential(Conv(x, x, 3, g=x), Conv(x, c3, 1)),
+                    nn.Sequential(Conv(c3, c3, 3, g=c3), Conv(c3, c3, 1)),
+                    nn.Conv2d(c3, nc, 1),
+                )
+                for x in ch
+            )
             self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False)
 
         def forward(self, feats):
             b = feats[0].shape[0]
-            out = torch.cat([torch.cat((r(f), c(f)), 1).view(b, 4 * self.reg_max + self.nc, -1)
-                             for f, r, c in zip(feats, self.cv2, self.cv3, strict=True)], 2)
+            out = torch.cat(
+                [
+                    torch.cat((r(f), c(f)), 1).view(b, 4 * self.reg_max + self.nc, -1)
+                    for f, r, c in zip(feats, self.cv2, self.cv3, strict=True)
+                ],
+                2,
+            )
             box, cls = out.split((4 * self.reg_max, self.nc), 1)
             a = box.shape[-1]
-            dist = self.dfl(box.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(b, 4, a)
+            dist = self.dfl(box.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(
+                b, 4, a
+            )
             return torch.cat((dist, cls.sigmoid()), 1)
 
     class YOLO11n(nn.Module):
@@ -847,8 +967,15 @@ def export_yardstick(out_dir="models", size: int = 640) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "yolo11n_yardstick.onnx"
     tmp = out / "yolo11n_yardstick.tmp.onnx"
-    torch.onnx.export(net, torch.zeros(1, 3, size, size), str(tmp), input_names=["images"],
-                      output_names=["output0"], opset_version=17, dynamo=False)
+    torch.onnx.export(
+        net,
+        torch.zeros(1, 3, size, size),
+        str(tmp),
+        input_names=["images"],
+        output_names=["output0"],
+        opset_version=17,
+        dynamo=False,
+    )
     model = onnx.load(str(tmp))
     tmp.unlink()
     keep, nodes = [], []
@@ -860,9 +987,14 @@ def export_yardstick(out_dir="models", size: int = 640) -> Path:
         fan_in = int(np.prod(arr.shape[1:])) if arr.ndim > 1 else arr.size
         shape_name = init.name + "__shape"
         keep.append(numpy_helper.from_array(np.array(arr.shape, np.int64), shape_name))
-        nodes.append(helper.make_node(
-            "ConstantOfShape", [shape_name], [init.name],
-            value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [1.0 / max(1, fan_in)])))
+        nodes.append(
+            helper.make_node(
+                "ConstantOfShape",
+                [shape_name],
+                [init.name],
+                value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [1.0 / max(1, fan_in)]),
+            )
+        )
     del model.graph.initializer[:]
     model.graph.initializer.extend(keep)
     for node in reversed(nodes):
@@ -873,9 +1005,18 @@ def export_yardstick(out_dir="models", size: int = 640) -> Path:
     return path
 
 
-def finetune_localizer(out="models", init=None, scenes: int = 2400, seed: int = 1, decks=TRAIN_DECKS,
-                       minutes: float = 30, input_size=(512, 288), scene_size=(960, 540),
-                       cache=None, lr: float = 1e-3) -> Path:
+def finetune_localizer(
+    out="models",
+    init=None,
+    scenes: int = 2400,
+    seed: int = 1,
+    decks=TRAIN_DECKS,
+    minutes: float = 30,
+    input_size=(512, 288),
+    scene_size=(960, 540),
+    cache=None,
+    lr: float = 1e-3,
+) -> Path:
     """Continue training a localizer checkpoint at another input size (sharper targets).
 
     Writes ``localizer.ckpt`` in ``out``; ``export_trained`` turns checkpoints into ONNX.
@@ -888,20 +1029,30 @@ def finetune_localizer(out="models", init=None, scenes: int = 2400, seed: int = 
     rng = np.random.default_rng(seed + 7)
     data = []
     for start in range(0, scenes, 200):
-        for scene in render_many(min(200, scenes - start), seed, decks, *scene_size, start=start,
-                                 cache=cache, workers=1):
+        for scene in render_many(
+            min(200, scenes - start), seed, decks, *scene_size, start=start, cache=cache, workers=1
+        ):
             data.append(localizer_sample(scene, st, rng))
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
     net, _ = build_nets()
     if init:
         net.load_state_dict(torch.load(init))
-    history = train_localizer(net, data, 1, rng, lr=lr, checkpoint=out / "localizer.ckpt",
-                              deadline=time.time() + 60 * minutes)
+    history = train_localizer(
+        net,
+        data,
+        1,
+        rng,
+        lr=lr,
+        checkpoint=out / "localizer.ckpt",
+        deadline=time.time() + 60 * minutes,
+    )
     (out / "localizer_history.json").write_text(json.dumps(history))
     return out / "localizer.ckpt"
 
 
-def export_trained(out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict) -> dict:
+def export_trained(
+    out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict
+) -> dict:
     """Export two checkpoints to ONNX and write ``recognizer.json`` (used when the nets were
     trained in separate runs, e.g. a localizer fine-tuned at a finer input size)."""
     import torch

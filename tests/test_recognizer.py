@@ -83,10 +83,17 @@ def test_filter_by_mask_index_and_slice():
 
 
 def test_json_round_trip():
-    det = make_det(["08-1", "back"], [0, 50], [0.91, 0.5],
-                   alts=[[("08-2", 0.05), ("back", 0.01)], [("01-1", 0.3), ("02-1", 0.1)]])
+    det = make_det(
+        ["08-1", "back"],
+        [0, 50],
+        [0.91, 0.5],
+        alts=[[("08-2", 0.05), ("back", 0.01)], [("01-1", 0.3), ("02-1", 0.1)]],
+    )
     data = det.to_json()
-    assert data[0]["card"] == "08-1" and data[0]["alternatives"][0] == {"card": "08-2", "confidence": 0.05}
+    assert data[0]["card"] == "08-1" and data[0]["alternatives"][0] == {
+        "card": "08-2",
+        "confidence": 0.05,
+    }
     assert data[1]["quad"] == [[50.0, 0.0], [80.0, 0.0], [80.0, 50.0], [50.0, 50.0]]
     back = Detections.from_json(json.loads(json.dumps(data)))
     assert back.card_codes == det.card_codes
@@ -99,7 +106,9 @@ def test_quad_iou():
     assert quad_iou(a, a) == pytest.approx(1.0)
     assert quad_iou(a, np.array(box(20, 0, 10, 10), np.float32)) == 0.0
     # half overlap: 50 / 150; corner order and winding do not matter
-    assert quad_iou(a, np.array(box(5, 0, 10, 10), np.float32)[::-1]) == pytest.approx(1 / 3, abs=1e-4)
+    assert quad_iou(a, np.array(box(5, 0, 10, 10), np.float32)[::-1]) == pytest.approx(
+        1 / 3, abs=1e-4
+    )
 
 
 def test_nms_keeps_the_most_confident_of_overlapping_quads():
@@ -110,9 +119,14 @@ def test_nms_keeps_the_most_confident_of_overlapping_quads():
 
 def test_unique_cards_demotes_the_less_confident_duplicate():
     det = make_det(
-        ["08-1", "08-1", "08-1"], [0, 100, 200], [0.95, 0.7, 0.6],
-        alts=[[("08-2", 0.03), ("08-3", 0.01)], [("08-2", 0.2), ("08-3", 0.05)],
-              [("08-2", 0.01), ("01-1", 0.005)]],
+        ["08-1", "08-1", "08-1"],
+        [0, 100, 200],
+        [0.95, 0.7, 0.6],
+        alts=[
+            [("08-2", 0.03), ("08-3", 0.01)],
+            [("08-2", 0.2), ("08-3", 0.05)],
+            [("08-2", 0.01), ("01-1", 0.005)],
+        ],
     )
     out = unique_cards(det)
     # the strongest keeps 08-1, the second takes its next-best class, the third has nothing left
@@ -144,7 +158,9 @@ def test_crop_corners_map_back_to_the_card_quad(angle):
     st = Settings()
     t = math.radians(angle)
     c, s = math.cos(t), math.sin(t)
-    base = np.array([[-20, -33], [20, -33], [22, 31], [-21, 33]], np.float32)  # a little perspective
+    base = np.array(
+        [[-20, -33], [20, -33], [22, 31], [-21, 33]], np.float32
+    )  # a little perspective
     quad = base @ np.array([[c, s], [-s, c]], np.float32) + np.float32([300, 200])
     cx, cy, w, h, theta = quad_to_rbox(quad)
     # the localizer only knows theta modulo 180 degrees: either crop must work
@@ -153,21 +169,29 @@ def test_crop_corners_map_back_to_the_card_quad(angle):
         upside_down, corners = crop_targets(quad, m, st)
         assert 0 <= corners.min() and corners.max() <= 1
         inv = cv2.invertAffineTransform(m)
-        q = cv2.transform((corners.reshape(1, 4, 2) * [st.crop_width, st.crop_height]).astype(np.float32), inv)[0]
+        q = cv2.transform(
+            (corners.reshape(1, 4, 2) * [st.crop_width, st.crop_height]).astype(np.float32), inv
+        )[0]
         if upside_down:
             q = np.roll(q, 2, axis=0)
         np.testing.assert_allclose(q, quad, atol=1e-3)
-    assert {crop_targets(quad, crop_matrix(cx, cy, w, h, th, st), st)[0] for th in (theta, theta + math.pi)} == {0, 1}
+    assert {
+        crop_targets(quad, crop_matrix(cx, cy, w, h, th, st), st)[0]
+        for th in (theta, theta + math.pi)
+    } == {0, 1}
 
 
 def test_localizer_targets_decode_back_to_the_boxes():
     from companion.training import _loc_targets
 
     st = Settings()
-    quads = np.array([
-        np.array(box(40.3, 30.7, 20, 33)),
-        np.array(box(200.2, 100.1, 33, 20))[[1, 2, 3, 0]],  # lying sideways
-    ], np.float32)
+    quads = np.array(
+        [
+            np.array(box(40.3, 30.7, 20, 33)),
+            np.array(box(200.2, 100.1, 33, 20))[[1, 2, 3, 0]],  # lying sideways
+        ],
+        np.float32,
+    )
     heat, reg, mask, weight = _loc_targets(quads, np.array([1.0, 0.8]), st)
     boxes = decode_heatmap(heat[None, None], reg[None], st)
     assert len(boxes) == 2
@@ -206,7 +230,11 @@ def test_read_image_errors(tmp_path):
     empty.write_bytes(b"")
     junk = tmp_path / "junk.png"
     junk.write_bytes(b"\x89PNG not really")
-    for path, words in [(empty, "empty"), (junk, "decode"), (tmp_path / "nope.jpg", "no such file")]:
+    for path, words in [
+        (empty, "empty"),
+        (junk, "decode"),
+        (tmp_path / "nope.jpg", "no such file"),
+    ]:
         with pytest.raises(RecognizerError, match=words):
             read_image(path)
 
@@ -269,7 +297,9 @@ def test_cli_detect_json_and_annotate(tmp_path):
     scene = synth.render_scene(7, synth.SceneConfig(decks=(str(HELD_OUT),)))
     path = tmp_path / "scene.png"
     cv2.imwrite(str(path), scene.image)
-    result = CliRunner().invoke(main, ["detect", "--json", "--annotate", str(tmp_path / "ann"), str(path)])
+    result = CliRunner().invoke(
+        main, ["detect", "--json", "--annotate", str(tmp_path / "ann"), str(path)]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc[0]["image"] == str(path)
@@ -294,8 +324,16 @@ def test_tiny_training_run_end_to_end(tmp_path):
         pytest.skip("../shared/decks missing")
     from companion.training import train
 
-    meta = train(tmp_path, decks=[str(SHARED_DECKS / "traditional-ngs")], scenes=16, epochs=8,
-                 seed=3, tiny=True, scene_size=(640, 360), command="pytest")
+    meta = train(
+        tmp_path,
+        decks=[str(SHARED_DECKS / "traditional-ngs")],
+        scenes=16,
+        epochs=8,
+        seed=3,
+        tiny=True,
+        scene_size=(640, 360),
+        command="pytest",
+    )
     assert meta["classes"] == list(CLASSES)
     losses = meta["training"]["losses"]
     assert losses["localizer_heat"][-1] < losses["localizer_heat"][0]
@@ -303,8 +341,9 @@ def test_tiny_training_run_end_to_end(tmp_path):
     rec = Recognizer.load(tmp_path / "recognizer.json")
     from companion import synth
 
-    scene = synth.render_scene(5, synth.SceneConfig(width=640, height=360,
-                                                     decks=(str(SHARED_DECKS / "traditional-ngs"),)))
+    scene = synth.render_scene(
+        5, synth.SceneConfig(width=640, height=360, decks=(str(SHARED_DECKS / "traditional-ngs"),))
+    )
     det = rec.detect(scene.image)
     assert isinstance(det, Detections)
     assert det.quads.shape == (len(det), 4, 2)

@@ -119,7 +119,9 @@ def board_context(match_id: int) -> dict:
         # What the rules make meaningful: only those one-tap buttons are shown.
         "instant_wins": tuple(getattr(getattr(rules, "round", None), "instant_wins", HAND_KINDS)),
         "field_redeal": bool(getattr(getattr(rules, "round", None), "field_redeal", True)),
-        "field_redeal_pairs": bool(getattr(getattr(rules, "round", None), "field_redeal_pairs", True)),
+        "field_redeal_pairs": bool(
+            getattr(getattr(rules, "round", None), "field_redeal_pairs", True)
+        ),
         "field_brights_scored": bool(
             getattr(getattr(rules, "multipliers", None), "field_brights", False)
         ),
