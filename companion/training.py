@@ -1016,14 +1016,16 @@ def finetune_localizer(
     scene_size=(960, 540),
     cache=None,
     lr: float = 1e-3,
+    threads: int = 1,
 ) -> Path:
     """Continue training a localizer checkpoint at another input size (sharper targets).
 
     Writes ``localizer.ckpt`` in ``out``; ``export_trained`` turns checkpoints into ONNX.
+    One thread suits a CPU shared with other work; use 2 on an idle 2-core machine.
     """
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     out = Path(out)
     st = Settings(input_width=input_size[0], input_height=input_size[1])
     rng = np.random.default_rng(seed + 7)
