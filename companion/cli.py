@@ -177,6 +177,13 @@ def rules_show_command(name_or_file, option_pairs, as_json):
 # Card recognizer: detect, eval, bench, render, train
 # ---------------------------------------------------------------------------------------------
 
+model_option = click.option(
+    "--model",
+    "model_path",
+    type=click.Path(),
+    help="Model metadata JSON (default: models/recognizer.json).",
+)
+
 
 @main.command()
 @click.option(
@@ -256,12 +263,7 @@ def _resolve_deck(deck: str) -> str:
     type=click.Path(file_okay=False),
     help="Write annotated copies of the images here.",
 )
-@click.option(
-    "--model",
-    "model_path",
-    type=click.Path(),
-    help="Model metadata JSON (default: models/recognizer.json).",
-)
+@model_option
 @click.option(
     "--threads",
     default=2,
@@ -318,12 +320,7 @@ def detect_command(images, as_json, annotate_dir, model_path, threads):
     "--n", "n", default=500, show_default=True, type=click.IntRange(min=1), help="Number of scenes."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
-@click.option(
-    "--model",
-    "model_path",
-    type=click.Path(),
-    help="Model metadata JSON (default: models/recognizer.json).",
-)
+@model_option
 @click.option(
     "--workers",
     default=1,
@@ -386,12 +383,7 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median."
 )
-@click.option(
-    "--model",
-    "model_path",
-    type=click.Path(),
-    help="Model metadata JSON (default: models/recognizer.json).",
-)
+@model_option
 @click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
 @friendly_errors
 def bench_command(as_json, model_path, runs):
