@@ -463,12 +463,38 @@ def bench_command(as_json, model_path, runs):
     help="Folder caching rendered scenes between runs (outside the repository).",
 )
 @click.option(
+    "--input-size",
+    callback=lambda ctx, param, value: _parse_size(value),
+    metavar="WxH",
+    help="Localizer input size, both multiples of 32 (default: 512x288, or the resumed model's).",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(file_okay=False, exists=True),
+    help="Continue training the model in this folder (its checkpoints/) instead of starting "
+    "afresh; the classifier also learns from the boxes that model's localizer proposes.",
+)
+@click.option(
     "--yardstick",
     is_flag=True,
     help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
 )
 @friendly_errors
-def train_command(out_dir, decks, scenes, epochs, seed, tiny, minutes, jitters, cache, yardstick):
+def train_command(
+    out_dir,
+    decks,
+    scenes,
+    epochs,
+    seed,
+    tiny,
+    minutes,
+    jitters,
+    cache,
+    input_size,
+    resume_dir,
+    yardstick,
+):
     """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
     try:
         import torch  # noqa: F401
@@ -485,19 +511,49 @@ def train_command(out_dir, decks, scenes, epochs, seed, tiny, minutes, jitters, 
     )
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
-    meta = training.train(
-        out_dir,
-        decks=deck_dirs,
-        scenes=scenes,
-        epochs=epochs,
-        seed=seed,
-        tiny=tiny,
-        minutes=minutes,
-        jitters=jitters,
-        cache=cache,
-        command=command,
-    )
-    click.echo(f"Wrote {out_dir}/recognizer.json ({meta['training']['seconds']} s).")
+    if resume_dir:
+        meta = training.resume(
+            out_dir,
+            resume_dir,
+            decks=deck_dirs,
+            scenes=scenes,
+            seed=seed,
+            minutes=minutes or 60,
+            input_size=input_size,
+            cache=cache,
+            jitters=jitters,
+            command=command,
+        )
+        seconds = meta["training"]["stages"][-1]["seconds"]
+    else:
+        meta = training.train(
+            out_dir,
+            decks=deck_dirs,
+            scenes=scenes,
+            epochs=epochs,
+            seed=seed,
+            tiny=tiny,
+            minutes=minutes,
+            jitters=jitters,
+            cache=cache,
+            command=command,
+            input_size=input_size,
+        )
+        seconds = meta["training"]["seconds"]
+    click.echo(f"Wrote {out_dir}/recognizer.json ({seconds} s).")
+
+
+def _parse_size(value):
+    """'768x448' -> (768, 448); None stays None."""
+    if value is None:
+        return None
+    try:
+        w, h = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not WxH, e.g. 768x448.") from None
+    if w <= 0 or h <= 0 or w % 32 or h % 32:
+        raise click.BadParameter(f"{value!r}: both sides must be positive multiples of 32.")
+    return w, h
 
 
 # ---------------------------------------------------------------------------------------------

@@ -121,6 +121,14 @@ def crop_matrix(cx, cy, width, height, theta, settings: Settings) -> np.ndarray:
     )
 
 
+def crop_points_to_image(matrices: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Map points (N,K,2) given in each crop's pixels back to image pixels through the
+    inverse of each crop's 2x3 ``matrices`` (N,2,3), all at once."""
+    a, t = matrices[:, :, :2], matrices[:, :, 2]
+    rel = points - t[:, None, :]
+    return np.einsum("nij,nkj->nki", np.linalg.inv(a), rel).astype(np.float32)
+
+
 def crop_card(bgr: np.ndarray, matrix: np.ndarray, settings: Settings) -> np.ndarray:
     return cv2.warpAffine(
         bgr,
@@ -239,10 +247,8 @@ class Recognizer:
             live = np.flatnonzero(probs[:, NONE_ID] < st.max_none)
             if len(live) == 0:
                 break
-            size = np.float32([st.crop_width, st.crop_height])
-            for i in live:
-                inv = cv2.invertAffineTransform(matrices[i])
-                q = cv2.transform((corners[i].reshape(1, 4, 2) * size).astype(np.float32), inv)[0]
+            quads = self._corner_quads(np.stack(matrices)[live], corners[live])
+            for i, q in zip(live, quads, strict=True):
                 cx, cy, w, h, theta = quad_to_rbox(q)
                 if w > 2 and h > 2:
                     matrices[i] = crop_matrix(cx, cy, w, h, theta, st)
@@ -254,6 +260,11 @@ class Recognizer:
         crops = np.stack([crop_card(image, m, self.settings) for m in matrices])
         return self.classifier.run(None, {"crop": to_chw_float(crops)})
 
+    def _corner_quads(self, matrices: np.ndarray, corners: np.ndarray) -> np.ndarray:
+        """The classifier's corners (N,8, crop units 0..1) as image quads (N,4,2)."""
+        size = np.float32([self.settings.crop_width, self.settings.crop_height])
+        return crop_points_to_image(matrices, corners.reshape(-1, 4, 2) * size)
+
     def _assemble(self, boxes, matrices, probs, flip, corners) -> Detections:
         st = self.settings
         n = len(boxes)
@@ -261,14 +272,10 @@ class Recognizer:
         best = card_probs.argmax(axis=1)
         conf = card_probs[np.arange(n), best]
         keep = (conf >= st.min_confidence) & (probs[:, NONE_ID] < st.max_none)
-        quads = np.zeros((n, 4, 2), np.float32)
-        size = np.float32([st.crop_width, st.crop_height])
-        for i in range(n):
-            inv = cv2.invertAffineTransform(matrices[i])
-            q = cv2.transform((corners[i].reshape(1, 4, 2) * size).astype(np.float32), inv)[0]
-            if flip[i, 0] > 0.5 and best[i] != BACK_ID:
-                q = np.roll(q, 2, axis=0)  # the card's own top-left is the crop's bottom-right
-            quads[i] = q
+        quads = self._corner_quads(np.stack(matrices), corners)
+        # upside down: the card's own top-left is the crop's bottom-right
+        turned = (flip[:, 0] > 0.5) & (best != BACK_ID)
+        quads[turned] = np.roll(quads[turned], 2, axis=1)
         k = st.alternatives
         order = np.argsort(-card_probs, axis=1)[:, 1 : k + 1]
         det = Detections(

@@ -295,8 +295,12 @@ class MatchStore:
         options: dict | None = None,
         oya: str | None = None,
         title: str | None = None,
+        teams: dict | None = None,
     ) -> int:
-        """Start a match: checks the set-up with the engine and writes its ``match_started``."""
+        """Start a match: checks the set-up with the engine and writes its ``match_started``.
+
+        ``teams`` ({team name: [members]}, the team names being the ``players``) is for rule
+        sets with the teams option on; without it, 4 players sit 1 & 3 against 2 & 4."""
         from companion import engine
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
@@ -307,7 +311,9 @@ class MatchStore:
             raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
         # match_started carries the rule file's text, so that a replay never depends on what
         # the preset says later.
-        event = engine.MatchStarted.new(players, rules, rounds=rounds, oya=oya, options=options)
+        event = engine.MatchStarted.new(
+            players, rules, rounds=rounds, oya=oya, options=options, teams=teams
+        )
         # The engine's own check: player count, rounds, unknown options, Oya not a player...
         state = engine.apply(None, event)
         created = _now()

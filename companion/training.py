@@ -261,6 +261,55 @@ def classifier_samples(
     return crops, labels, flips, corners
 
 
+def rbox_quad(cx, cy, w, h, theta) -> np.ndarray:
+    """The four corners (TL,TR,BR,BL) of a rotated box; ``theta`` is its long axis, as in
+    ``quad_to_rbox``."""
+    down = np.array([math.cos(theta), math.sin(theta)]) * h / 2
+    right = np.array([math.sin(theta), -math.cos(theta)]) * w / 2  # as crop_matrix
+    c = np.array([cx, cy])
+    return np.array([c - right - down, c + right - down, c + right + down, c - right + down])
+
+
+def cascade_samples(scene: SceneData, boxes: np.ndarray, st: Settings, rng: np.random.Generator):
+    """Crops cut at the boxes a trained localizer really proposes (rows cx,cy,w,h,theta in scene
+    pixels), labelled by the card they overlap most.
+
+    The classifier must correct the localizer's real errors (loose boxes, boxes straddling two
+    cards of a capture row) and reject its real false alarms (hands, card art on a box), so it
+    learns from exactly those crops. Boxes overlapping a card only a little are left out: there
+    is no right answer for them.
+    """
+    from companion.detections import iou_matrix
+
+    crops, labels, flips, corners = [], [], [], []
+    if len(boxes) == 0:
+        return crops, labels, flips, corners
+    proposed = np.array([rbox_quad(*b[:5]) for b in boxes], np.float32)
+    ious = iou_matrix(proposed, scene.quads) if len(scene.quads) else np.zeros((len(boxes), 0))
+    for i, box in enumerate(boxes):
+        best = int(ious[i].argmax()) if ious.shape[1] else -1
+        iou = ious[i, best] if best >= 0 else 0.0
+        if iou >= 0.3 and scene.visible[best] >= POSITIVE_VISIBLE:
+            label = class_id(scene.codes[best])
+        elif iou < 0.15:
+            label = NONE_ID
+        else:
+            continue
+        cx, cy, w, h, theta = (float(v) for v in box[:5])
+        if rng.random() < 0.5:
+            theta += math.pi  # the localizer only knows the axis, not which end is up
+        m = crop_matrix(cx, cy, w, h, theta, st)
+        if label == NONE_ID:
+            up, cor = 0, np.zeros(8, np.float32)
+        else:
+            up, cor = crop_targets(scene.quads[best], m, st)
+        crops.append(crop_card(scene.image, m, st))
+        labels.append(label)
+        flips.append(up)
+        corners.append(cor)
+    return crops, labels, flips, corners
+
+
 # --------------------------------------------------------------------------------------------
 # Nets, losses, augmentation (torch)
 # --------------------------------------------------------------------------------------------
@@ -675,6 +724,7 @@ def train(
     workers: int = 2,
     minutes: float | None = None,
     jitters: int = 1,
+    input_size: tuple[int, int] | None = None,
 ) -> dict:
     """Render, train both nets, export to ONNX and write ``recognizer.json``; returns the metadata."""
     import torch
@@ -682,7 +732,7 @@ def train(
     torch.set_num_threads(1)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    st = Settings()
+    st = Settings(*input_size) if input_size else Settings()
     rng = np.random.default_rng(seed)
     t_start = time.time()
     log(f"rendering {scenes} scenes from {', '.join(decks)} (seed {seed})")
@@ -738,8 +788,7 @@ def train(
     localizer.load_state_dict(torch.load(out / "localizer.ckpt"))
     localizer.eval()
     loc_name, cls_name = export_onnx(localizer, classifier, out, st)
-    for ckpt in ("classifier.ckpt", "localizer.ckpt"):
-        (out / ckpt).unlink(missing_ok=True)
+    _keep_checkpoints(out, out / "localizer.ckpt", out / "classifier.ckpt")
     meta = _metadata(
         loc_name,
         cls_name,
@@ -1017,10 +1066,12 @@ def finetune_localizer(
     cache=None,
     lr: float = 1e-3,
     threads: int = 1,
-) -> Path:
+    tiny: bool = False,
+) -> tuple[Path, list]:
     """Continue training a localizer checkpoint at another input size (sharper targets).
 
-    Writes ``localizer.ckpt`` in ``out``; ``export_trained`` turns checkpoints into ONNX.
+    Writes ``localizer.ckpt`` in ``out`` and returns its path and the heat loss per epoch;
+    ``export_trained`` turns checkpoints into ONNX.
     One thread suits a CPU shared with other work; use 2 on an idle 2-core machine.
     """
     import torch
@@ -1036,7 +1087,7 @@ def finetune_localizer(
         ):
             data.append(localizer_sample(scene, st, rng))
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
-    net, _ = build_nets()
+    net, _ = build_nets(tiny)
     if init:
         net.load_state_dict(torch.load(init))
     history = train_localizer(
@@ -1049,23 +1100,208 @@ def finetune_localizer(
         deadline=time.time() + 60 * minutes,
     )
     (out / "localizer_history.json").write_text(json.dumps(history))
-    return out / "localizer.ckpt"
+    return out / "localizer.ckpt", history
+
+
+def finetune_classifier(
+    out="models",
+    init=None,
+    localizer=None,
+    scenes: int = 2400,
+    seed: int = 1,
+    decks=TRAIN_DECKS,
+    minutes: float = 30,
+    input_size=(768, 448),
+    scene_size=(960, 540),
+    cache=None,
+    lr: float = 1e-3,
+    threads: int = 1,
+    jitters: int = 1,
+    proposal_threshold: float = 0.15,
+    tiny: bool = False,
+) -> tuple[Path, list, int]:
+    """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
+    ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``).
+
+    Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
+    of crops.
+    """
+    import torch
+
+    from companion.recognizer import _session, decode_heatmap, to_chw_float
+
+    torch.set_num_threads(threads)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    st = Settings(input_width=input_size[0], input_height=input_size[1])
+    propose = Settings(
+        input_width=input_size[0], input_height=input_size[1], heat_threshold=proposal_threshold
+    )
+    session = _session(Path(localizer), threads) if localizer else None
+    rng = np.random.default_rng(seed + 11)
+    parts = ([], [], [], [])
+    cascade = 0
+    for start in range(0, scenes, 200):
+        for scene in render_many(
+            min(200, scenes - start), seed, decks, *scene_size, start=start, cache=cache, workers=1
+        ):
+            samples = [classifier_samples(scene, st, rng, jitters)]
+            if session is not None:
+                boxed, scale = letterbox(scene.image, st)
+                heat, reg = session.run(None, {"image": to_chw_float(boxed[None])})
+                boxes = decode_heatmap(heat, reg, propose)
+                boxes[:, :4] /= scale
+                samples.append(cascade_samples(scene, boxes, st, rng))
+                cascade += len(samples[-1][0])
+            for sample in samples:
+                for acc, items in zip(parts, sample, strict=True):
+                    acc.extend(items)
+        log(f"  {min(start + 200, scenes)} scenes, {len(parts[0])} crops ({cascade} proposed)")
+    data = (np.stack(parts[0]), *parts[1:])
+    _, net = build_nets(tiny)
+    if init:
+        net.load_state_dict(torch.load(init))
+    history = train_classifier(
+        net,
+        data,
+        1,
+        rng,
+        lr=lr,
+        checkpoint=out / "classifier.ckpt",
+        deadline=time.time() + 60 * minutes,
+    )
+    (out / "classifier_history.json").write_text(json.dumps(history))
+    return out / "classifier.ckpt", history, len(data[0])
 
 
 def export_trained(
-    out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict
+    out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict, tiny: bool = False
 ) -> dict:
     """Export two checkpoints to ONNX and write ``recognizer.json`` (used when the nets were
     trained in separate runs, e.g. a localizer fine-tuned at a finer input size)."""
     import torch
 
     out = Path(out)
-    localizer, classifier = build_nets()
+    localizer, classifier = build_nets(tiny)
     localizer.load_state_dict(torch.load(localizer_ckpt))
     classifier.load_state_dict(torch.load(classifier_ckpt))
     loc_name, cls_name = export_onnx(localizer, classifier, out, settings)
     meta = _metadata(loc_name, cls_name, settings, training)
     (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+CHECKPOINTS = "checkpoints"  # torch weights kept beside the ONNX files, so training can resume
+
+
+def _keep_checkpoints(out: Path, localizer_ckpt: Path, classifier_ckpt: Path) -> None:
+    import shutil
+
+    folder = Path(out) / CHECKPOINTS
+    folder.mkdir(parents=True, exist_ok=True)
+    for src, name in ((localizer_ckpt, "localizer.pt"), (classifier_ckpt, "classifier.pt")):
+        if Path(src).resolve() != (folder / name).resolve():
+            shutil.copyfile(src, folder / name)
+    for leftover in ("localizer.ckpt", "classifier.ckpt"):
+        (Path(out) / leftover).unlink(missing_ok=True)
+
+
+def _finetune_localizer_job(kwargs, queue):
+    try:
+        queue.put(finetune_localizer(**kwargs)[1])
+    except BaseException:
+        queue.put(None)
+        raise
+
+
+def resume(
+    out: str | Path,
+    start: str | Path = "models",
+    decks=TRAIN_DECKS,
+    scenes: int = 2400,
+    seed: int = 1,
+    minutes: float = 60,
+    input_size: tuple[int, int] | None = None,
+    scene_size=(960, 540),
+    cache=None,
+    jitters: int = 1,
+    command: str | None = None,
+) -> dict:
+    """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
+    localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
+    the boxes ``start``'s own localizer proposes (``cascade_samples``). Exports to ``out``.
+    """
+    import dataclasses
+    import multiprocessing as mp
+
+    start, out = Path(start), Path(out)
+    meta_path = start / "recognizer.json"
+    ckpts = start / CHECKPOINTS
+    if not meta_path.is_file() or not (ckpts / "localizer.pt").is_file():
+        raise FileNotFoundError(f"{start} holds no recognizer.json with {CHECKPOINTS}/ to resume")
+    old = json.loads(meta_path.read_text())
+    settings = Settings.from_dict(old.get("settings", {}))
+    if input_size:
+        settings = dataclasses.replace(
+            settings, input_width=input_size[0], input_height=input_size[1]
+        )
+    size = (settings.input_width, settings.input_height)
+    work = out / "resume-work"
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    common = dict(
+        scenes=scenes,
+        seed=seed,
+        decks=decks,
+        minutes=minutes,
+        input_size=size,
+        scene_size=scene_size,
+        cache=cache,
+        threads=1,
+        tiny=bool(old.get("training", {}).get("tiny")),
+    )
+    # fork before onnxruntime or torch start their threads (a forked pool hangs otherwise)
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    job = ctx.Process(
+        target=_finetune_localizer_job,
+        args=(dict(out=work, init=ckpts / "localizer.pt", lr=7e-4, **common), queue),
+    )
+    job.start()
+    cls_ckpt, ce, crops = finetune_classifier(
+        work,
+        init=ckpts / "classifier.pt",
+        localizer=start / old["localizer"],
+        lr=1e-3,
+        jitters=jitters,
+        **common,
+    )
+    heat = queue.get()
+    job.join()
+    if job.exitcode != 0 or heat is None:
+        raise RuntimeError("localizer training failed (see the log above)")
+    training = dict(old.get("training", {}))
+    stage = {
+        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "resumed_from": str(start),
+        "input_size": list(size),
+        "decks": [Path(d).name for d in decks],
+        "scenes": scenes,
+        "scene_seeds": f"synth.scene_seed({seed}, 0..{scenes - 1})",
+        "minutes": minutes,
+        "crops": crops,
+        "seconds": round(time.time() - t_start),
+        "losses": {"classifier_ce": ce, "localizer_heat": heat},
+    }
+    training["stages"] = [*training.get("stages", []), stage]
+    meta = export_trained(
+        out, work / "localizer.ckpt", cls_ckpt, settings, training, tiny=common["tiny"]
+    )
+    _keep_checkpoints(out, work / "localizer.ckpt", cls_ckpt)
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    log(f"exported to {out} ({time.time() - t_start:.0f}s)")
     return meta
 
 

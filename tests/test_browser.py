@@ -28,7 +28,7 @@ from selenium.common.exceptions import (  # noqa: E402
 )
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from companion.store import MatchStore  # noqa: E402
 from companion.web import create_app, serve  # noqa: E402
@@ -243,3 +243,58 @@ def test_errors_show_one_sentence_and_stale_pages_reload(live, browser):
     assert "match changed" in flash.text
     shot(browser, "07-stale-409")
     assert [c.code for c in store.state(match_id).captures["Aki"]] == []
+
+
+def test_a_team_match_on_the_tablet(live, browser):
+    base, store = live
+    page = Page(browser)
+    browser.get(base + "/")
+    page.wait.until(lambda d: d.execute_script("return !!window.htmx"))
+
+    # Ferme Florale, then its teams option: the form grows a 4th seat and says who plays with whom.
+    browser.find_element(By.NAME, "player_1").send_keys("Aki")
+    Select(browser.find_element(By.NAME, "rules")).select_by_value("ferme-florale")
+    page.wait.until(
+        lambda d: d.find_elements(
+            By.CSS_SELECTOR, 'input[name="options_for"][value="ferme-florale"]'
+        )
+    )
+    assert not browser.find_elements(By.NAME, "player_3")
+    page.click('label.toggle:has(input[name="opt_teams"])')
+    page.wait.until(lambda d: d.find_elements(By.NAME, "player_4"))
+    assert "seats 1 & 3 play against seats 2 & 4" in page.text("#options")
+    assert browser.find_element(By.NAME, "player_1").get_attribute("value") == "Aki"  # kept
+    for i, name in [(2, "Ben"), (3, "Chie"), (4, "Aki")]:
+        browser.find_element(By.NAME, f"player_{i}").send_keys(name)
+    browser.find_element(By.NAME, "team_2").send_keys("Les Mauves")
+
+    # Two players with one name: the sentence is shown in the page, nothing is created.
+    page.click_text("Start the match")
+    flash = page.wait.until(
+        EC.visibility_of_element_located((By.CSS_SELECTOR, "#flash .flash-msg"))
+    )
+    assert "same name" in flash.text and store.matches() == []
+    page.click("#flash [data-dismiss]")
+    field = browser.find_element(By.NAME, "player_4")
+    field.clear()
+    field.send_keys("Dan")
+    browser.find_element(By.CSS_SELECTOR, 'input[name="rounds"][value="6"]').click()
+    shot(browser, "08-new-team-match")
+    page.click_text("Start the match")
+    page.wait.until(EC.presence_of_element_located((By.ID, "board")))
+    match_id = int(browser.current_url.rstrip("/").rsplit("/", 1)[1])
+    assert store.get_match(match_id).players == ["Aki & Chie", "Les Mauves"]
+
+    # Members record their own captures; the cards land on their team.
+    page.change(lambda: page.click_text("Deal round 1"))
+    page.pick("Chie", "08-1")
+    page.pick("Dan", "03-1")
+    page.pick("Ben", "01-1")
+    state = store.state(match_id)
+    assert [c.code for c in state.captures["Aki & Chie"]] == ["08-1"]
+    assert sorted(c.code for c in state.captures["Les Mauves"]) == ["01-1", "03-1"]
+    mauves = browser.find_elements(By.CSS_SELECTOR, "#board article.player.team")[1]
+    assert "Les Mauves" in mauves.text and "Ben · Dan" in mauves.text
+    assert mauves.find_elements(By.CSS_SELECTOR, '.tile[data-code="03-1"]')
+    assert "Dan captured" in page.text(".log")
+    shot(browser, "09-team-board")

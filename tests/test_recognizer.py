@@ -203,6 +203,40 @@ def test_localizer_targets_decode_back_to_the_boxes():
         assert math.sin(b[4] - theta) == pytest.approx(0, abs=1e-3)  # same axis, modulo 180
 
 
+def test_cascade_samples_label_proposed_boxes_by_the_card_they_cover():
+    from companion.recognizer import NONE_ID
+    from companion.training import SceneData, cascade_samples, rbox_quad
+
+    st = Settings()
+    quads = np.array([box(100, 100, 30, 50), box(300, 100, 30, 50)], np.float32)
+    scene = SceneData(
+        image=np.full((240, 400, 3), 90, np.uint8),
+        codes=["08-1", "back"],
+        quads=quads,
+        visible=np.array([1.0, 1.0], np.float32),
+        conditions={},
+    )
+    on_card = quad_to_rbox(quads[0])
+    boxes = np.array(
+        [
+            on_card,
+            (200, 200, 30, 50, math.pi / 2),  # bare table: a "none" crop
+            (135, 125, 30, 50, math.pi / 2),  # a third on the card: no right answer, left out
+            quad_to_rbox(quads[1]),
+        ],
+        np.float32,
+    )
+    crops, labels, flips, corners = cascade_samples(scene, boxes, st, np.random.default_rng(0))
+    assert labels == [class_id("08-1"), NONE_ID, class_id("back")]
+    assert all(c.shape == (st.crop_height, st.crop_width, 3) for c in crops)
+    # a box exactly on the card: its corners sit at the crop's unenlarged frame
+    margin = (1 - 1 / st.crop_enlarge) / 2
+    assert sorted(np.round(corners[0].reshape(4, 2)[:, 0], 3)) == pytest.approx(
+        [margin, margin, 1 - margin, 1 - margin], abs=1e-3
+    )
+    assert np.allclose(quad_to_rbox(rbox_quad(*on_card)), on_card, atol=1e-4)
+
+
 # --------------------------------------------------------------------------------------------
 # Bad input
 # --------------------------------------------------------------------------------------------
@@ -348,3 +382,26 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert isinstance(det, Detections)
     assert det.quads.shape == (len(det), 4, 2)
     assert np.all((det.confidence >= 0) & (det.confidence <= 1))
+
+    # a second stage resumes from the kept checkpoints at another input size
+    from companion.training import resume
+
+    resumed = resume(
+        tmp_path / "resumed",
+        tmp_path,
+        decks=[str(SHARED_DECKS / "traditional-ngs")],
+        scenes=8,
+        seed=4,
+        minutes=0.1,
+        input_size=(320, 192),
+        scene_size=(640, 360),
+        command="pytest",
+    )
+    assert (resumed["settings"]["input_width"], resumed["settings"]["input_height"]) == (320, 192)
+    stage = resumed["training"]["stages"][-1]
+    assert stage["crops"] > 0
+    assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"]
+    assert (tmp_path / "resumed" / "checkpoints" / "localizer.pt").is_file()
+    assert not (tmp_path / "resumed" / "resume-work").exists()
+    det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
+    assert det.quads.shape == (len(det), 4, 2)

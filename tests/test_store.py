@@ -132,6 +132,74 @@ def test_create_match_refuses_a_bad_setup(store, kwargs, message):
     assert store.matches() == []
 
 
+TEAMS_ON = {"teams": True}
+
+
+def test_create_match_in_teams_seats_1_and_3_against_2_and_4(store):
+    match_id = store.create_match(
+        players=["Aki", "Ben", "Chie", "Dan"], rules="ferme-florale", options=TEAMS_ON, oya="Chie"
+    )
+    info = store.get_match(match_id)
+    assert info.players == ["Aki & Chie", "Ben & Dan"] and info.oya == "Aki & Chie"
+    assert info.options["teams"] is True
+    state = store.state(match_id)
+    assert state.teams == {"Aki & Chie": ("Aki", "Chie"), "Ben & Dan": ("Ben", "Dan")}
+    # A member's capture is recorded under his name and pooled on his team.
+    store.append(match_id, {"type": "round_started"})
+    stored = store.append(match_id, capture("Dan", "08-1"))
+    assert stored.event.player == "Dan"
+    assert [c.code for c in store.state(match_id).captures["Ben & Dan"]] == ["08-1"]
+
+
+def test_create_match_with_named_teams_passes_them_to_match_started(store):
+    teams = {"Red": ["Aki", "Chie"], "Blue": ["Ben", "Dan"]}
+    match_id = store.create_match(
+        players=["Red", "Blue"], rules="ferme-florale", options=TEAMS_ON, oya="Ben", teams=teams
+    )
+    [first] = store.events(match_id)
+    assert first.event.teams == {"Red": ("Aki", "Chie"), "Blue": ("Ben", "Dan")}
+    assert store.get_match(match_id).oya == "Blue"
+    store.append(match_id, {"type": "round_started"})
+    store.append(match_id, capture("Chie", "03-1"))
+    store.append(match_id, capture("Red", "01-1"))  # the team's name works too
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Red"]) == ["01-1", "03-1"]
+    assert state.captures["Blue"] == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"players": ["Aki", "Ben", "Chie"]}, "teams option of 'ferme-florale' is on"),
+        ({"players": ["Aki", "Ben", "Chie", "Aki"]}, "same name"),
+        (
+            {"players": ["Red", "Blue"], "teams": {"Red": ["Aki", "Chie"], "Blue": ["Aki", "Dan"]}},
+            "'Aki' appears twice",
+        ),
+        (
+            {"players": ["Red", "Blue"], "teams": {"Red": ["Aki", "Chie"], "Green": ["Ben"]}},
+            "players are the team names",
+        ),
+        ({"players": ["Red", "Blue"], "teams": ["Red", "Blue"]}, "map each team name"),
+        (
+            {"players": ["Red", "Blue"], "teams": {"Red": ["Aki"], "Blue": ["Ben"]}},
+            "played by 4 players, not 2",
+        ),
+    ],
+)
+def test_create_match_refuses_a_bad_team_setup(store, kwargs, message):
+    with pytest.raises(CompanionError, match=message):
+        store.create_match(rules="ferme-florale", options=TEAMS_ON, **kwargs)
+    assert store.matches() == []
+
+
+def test_teams_without_the_option_are_refused(store):
+    teams = {"Red": ["Aki", "Chie"], "Blue": ["Ben", "Dan"]}
+    with pytest.raises(CompanionError, match="does not play in teams"):
+        store.create_match(players=["Red", "Blue"], rules="ferme-florale", teams=teams)
+    assert store.matches() == []
+
+
 def test_titles_are_tidied_and_bounded(store):
     match_id = store.create_match(players=["Aki", "Ben"], title="  Friday \n night  ")
     assert store.get_match(match_id).title == "Friday night"

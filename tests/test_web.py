@@ -189,6 +189,189 @@ def test_create_match_rejects_bad_forms_and_creates_nothing(client, store, over,
     assert store.matches() == []
 
 
+# -- 4 players in two teams (Ferme Florale's teams option) ----------------------------------
+
+
+def options_fragment(client, **args) -> str:
+    response = client.get("/new/options", query_string=args, headers=HX)
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
+def player_fields(html) -> list[str]:
+    return re.findall(r'name="(player_\d)"', html)
+
+
+def test_index_form_offers_the_players_the_default_preset_allows(client):
+    page = client.get("/").get_data(as_text=True)
+    assert player_fields(page) == ["player_1", "player_2"]  # livret: 2 players
+    assert page.count('name="oya"') == 2 and 'name="options_for" value="livret"' in page
+
+
+def test_options_fragment_offers_a_third_player_where_the_preset_allows_it(client):
+    html = options_fragment(client, rules="hana-koikoi")
+    assert player_fields(html) == ["player_1", "player_2", "player_3"]
+    assert re.search(r'<input name="player_3" maxlength="24" value=""', html)  # optional
+    assert "seats 1 &amp; 3" not in html
+
+
+def test_teams_option_toggled_on_offers_four_seats_in_two_teams(client):
+    off = options_fragment(client, rules="ferme-florale", player_1="Aki")
+    assert player_fields(off) == ["player_1", "player_2"] and "team_1" not in off
+    on = options_fragment(
+        client,
+        rules="ferme-florale",
+        options_for="ferme-florale",
+        opt_teams="on",
+        opt_cards_count_once="on",
+        player_1="Aki",
+        player_2="Ben",
+        oya="2",
+    )
+    assert player_fields(on) == ["player_1", "player_2", "player_3", "player_4"]
+    assert "seats 1 &amp; 3 play against seats 2 &amp; 4" in on
+    assert 'name="team_1"' in on and 'name="team_2"' in on
+    assert on.count('name="oya"') == 4 and re.search(r'name="oya" value="2" checked', on)
+    # What was typed and toggled survives the re-render.
+    assert 'name="player_1" maxlength="24" required value="Aki"' in on
+    assert re.search(r'name="opt_teams" checked>', on)
+    assert re.search(r'name="opt_cards_count_once" checked>', on)
+    assert not re.search(r'name="opt_beginner" checked>', on)
+    assert "4 players in 2 teams" in on
+
+
+def test_changing_preset_resets_the_toggles_to_the_new_rule_file(client):
+    # The page still holds ferme-florale's toggles when the preset select changes to livret.
+    html = options_fragment(
+        client, rules="livret", options_for="ferme-florale", opt_teams="on", player_1="Aki"
+    )
+    assert player_fields(html) == ["player_1", "player_2"] and "team_1" not in html
+    assert 'name="player_1" maxlength="24" required value="Aki"' in html
+    from companion.rules import RuleSet
+
+    for option in RuleSet.load("livret").options:
+        assert bool(re.search(rf'name="opt_{option.id}" checked>', html)) == bool(option.default)
+
+
+def team_form(token, **over):
+    data = {
+        "csrf_token": token,
+        "rules": "ferme-florale",
+        "rounds": "6",
+        "options_for": "ferme-florale",
+        "opt_teams": "on",
+        "opt_cards_count_once": "on",
+        "player_1": "Aki",
+        "player_2": "Ben",
+        "player_3": "Chie",
+        "player_4": "Dan",
+        "oya": "1",
+    }
+    data.update(over)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_a_team_match_created_from_the_form_pools_a_members_capture(client, store):
+    response = client.post("/matches", data=team_form(csrf(client)), headers=HX)
+    assert response.status_code == 204
+    match_id = int(response.headers["HX-Redirect"].rsplit("/", 1)[1])
+    info = store.get_match(match_id)
+    assert info.players == ["Aki & Chie", "Ben & Dan"] and info.oya == "Aki & Chie"
+    assert info.rounds == 6 and info.options["teams"] is True
+    state = store.state(match_id)
+    assert state.teams == {"Aki & Chie": ("Aki", "Chie"), "Ben & Dan": ("Ben", "Dan")}
+
+    post = Poster(client, store, match_id)
+    assert post(type="round_started").status_code == 200
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    # Each member records his own captures; the page says who plays with whom.
+    for member in ["Aki", "Ben", "Chie", "Dan"]:
+        assert f"+ Card for {member}</a>" in board
+    assert "+ Card for Aki &amp; Chie" not in board
+    assert re.search(r'class="member">Ben</span> · <span class="member">Dan</span>', board)
+
+    picker = client.get(f"/matches/{match_id}/picker?player=Dan", headers=HX)
+    assert picker.status_code == 200
+    assert "Card captured by Dan <small>(team Ben &amp; Dan)</small>" in picker.get_data(
+        as_text=True
+    )
+    response = post(type="card_captured", player="Dan", card="08-1")
+    assert response.status_code == 200
+    state = store.state(match_id)
+    assert [c.code for c in state.captures["Ben & Dan"]] == ["08-1"]
+    assert state.captures["Aki & Chie"] == []
+    assert store.events(match_id)[-1].event.player == "Dan"  # the log keeps who took it
+    html = response.get_data(as_text=True)
+    team_ben = html.split("<h2>Ben &amp; Dan")[1].split("</article>")[0]
+    team_aki = html.split("<h2>Aki &amp; Chie")[1].split("</article>")[0]
+    assert 'data-code="08-1"' in team_ben and 'data-code="08-1"' not in team_aki
+    assert "players n2" in html
+    assert "Match started in teams: Aki &amp; Chie vs Ben &amp; Dan" in html
+    assert "Dan captured" in html
+
+    # The team's card can be corrected from its tile; the other team cannot take it.
+    post(type="capture_corrected", player="Ben & Dan", card="08-1", new_card="08-2")
+    assert [c.code for c in store.state(match_id).captures["Ben & Dan"]] == ["08-2"]
+    refused = post(type="card_captured", player="Chie", card="08-2")
+    assert refused.status_code == 400 and "already holds" in message(refused)
+    taken = client.get(f"/matches/{match_id}/picker?player=Aki", headers=HX)
+    assert re.search(r'taken-by">Ben &amp; Dan<', taken.get_data(as_text=True))
+
+
+def test_a_team_match_with_named_teams(client, store):
+    form = team_form(csrf(client), team_1="Red", team_2="", oya="4")
+    response = client.post("/matches", data=form)
+    assert response.status_code == 303
+    info = store.matches()[0]
+    assert info.players == ["Red", "Ben & Dan"] and info.oya == "Ben & Dan"
+    assert store.state(info.id).teams == {"Red": ("Aki", "Chie"), "Ben & Dan": ("Ben", "Dan")}
+    post = Poster(client, store, info.id)
+    post(type="round_started")
+    post(type="card_captured", player="Chie", card="01-1")
+    assert [c.code for c in store.state(info.id).captures["Red"]] == ["01-1"]
+    html = client.get(f"/matches/{info.id}").get_data(as_text=True)
+    # A named team shows its members next to its name.
+    assert "Red <small>(Aki &amp; Chie)</small>" in html
+    assert "Match started in teams: Red (Aki &amp; Chie) vs Ben &amp; Dan" in html
+
+
+@pytest.mark.parametrize(
+    "over, words",
+    [
+        # The engine's own sentences for a seating it cannot accept.
+        ({"player_4": ""}, "The teams option of 'ferme-florale' is on: give 4 players"),
+        ({"player_3": "", "player_4": ""}, "give 4 players (seats 1 & 3 against 2 & 4)"),
+        ({"player_3": "", "player_4": "", "team_1": "Red"}, "The teams option"),
+        ({"player_4": "aki"}, "same name"),
+        ({"team_1": "Ben"}, "team name 'Ben' is already taken"),
+        ({"team_1": "Red", "team_2": "red"}, "team name 'Red' is already taken"),
+        ({"team_2": "Aki & Chie"}, "already taken"),  # the other team's default name
+        ({"team_1": "R" * 30}, "A team name can be at most 24 characters"),
+        ({"oya": "5"}, "which player is Oya"),
+        ({"opt_teams": None}, "for 2 players, not 4"),  # four names without the option
+    ],
+)
+def test_bad_team_setups_are_refused_and_create_nothing(client, store, over, words):
+    response = client.post("/matches", data=team_form(csrf(client), **over), headers=HX)
+    assert response.status_code == 400
+    assert 'class="flash-msg status-400"' in response.get_data(as_text=True)
+    assert words in message(response)
+    assert store.matches() == []
+
+
+def test_team_events_name_a_player_of_the_match(client, store):
+    match_id = store.create_match(
+        players=["Aki", "Ben", "Chie", "Dan"], rules="ferme-florale", options={"teams": True}
+    )
+    post = Poster(client, store, match_id)
+    post(type="round_started")
+    response = post(type="card_captured", player="Zed", card="01-1")
+    assert response.status_code == 400 and "no player 'Zed'" in message(response)
+    picker = client.get(f"/matches/{match_id}/picker?player=Zed", headers=HX)
+    assert picker.status_code == 400
+    assert len(store.events(match_id)) == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # Match page, board fragment, picker
 # ---------------------------------------------------------------------------------------------

@@ -4,8 +4,12 @@ Routes (every page is also an htmx fragment: a request with the ``HX-Request`` h
 the fragment only, the same URL without it gets the full page)::
 
     GET  /                              match list + new-match form
-    GET  /new/options?rules=PRESET      the new-match form's option toggles for a preset (htmx swap)
-    POST /matches                       create a match (players, rounds, rules, opt_<id>, oya, title)
+    GET  /new/options?rules=PRESET      the rules-dependent part of the new-match form (htmx swap):
+                                        player fields, Oya, rounds, option toggles; re-rendered
+                                        with the form's values (options_for=PRESET, opt_<id>,
+                                        player_<n>...) when an option changes
+    POST /matches                       create a match (player_1..4, rounds, rules, opt_<id>, oya,
+                                        title; team_1/team_2 names with the teams option)
     GET  /matches/<id>                  the match page (live tally, prompt, actions, log, ledger)
     GET  /matches/<id>/board            the live part of the match page (fragment)
     GET  /matches/<id>/picker?player=P[&card=MM-K]   48-card picker (add, or correct/remove a card)

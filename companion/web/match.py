@@ -82,12 +82,14 @@ def board_context(match_id: int) -> dict:
     deck = _deck(rules)
     players = []
     pending = getattr(state, "pending_decision", None)
+    teams = getattr(state, "teams", None) or {}
     for name in state.players:
         captures = list(state.captures.get(name, []))
         hand = state.hands.get(name) if hasattr(state, "hands") else None
         players.append(
             {
                 "name": name,
+                "members": tuple(teams.get(name, ())),  # empty unless playing in teams
                 "is_oya": name == getattr(state, "oya", None),
                 "pending": name == pending,
                 "total": (getattr(state, "totals", {}) or {}).get(name, 0),
@@ -111,7 +113,7 @@ def board_context(match_id: int) -> dict:
         "outcome": getattr(state, "outcome", None),
         "rounds": rounds,
         "chart": views.chart(list(state.players), rounds),
-        "log": views.log_lines(stored, deck),
+        "log": views.log_lines(stored, deck, teams),
         "warnings": list(getattr(state, "warnings", []) or []),
         "card_values_mode": getattr(state, "mode", "yaku") == "card_values",
         "next_round": len(rounds) + 1,
@@ -126,6 +128,17 @@ def board_context(match_id: int) -> dict:
             getattr(getattr(rules, "multipliers", None), "field_brights", False)
         ),
     }
+
+
+def side_of(state, player: str) -> str:
+    """The scoring side a name in a form stands for: the player, or the team he plays in
+    (a member's capture is recorded under his own name and pooled by the engine)."""
+    if player in state.players:
+        return player
+    for team, members in (getattr(state, "teams", None) or {}).items():
+        if player in members:
+            return team
+    raise WebError(f"There is no player {player!r} in this match.", 400)
 
 
 def _round_open(state) -> bool:
@@ -186,8 +199,7 @@ def _cached_board_fragment(match_id: int) -> str:
 def picker(match_id: int):
     ctx = board_context(match_id)
     player = request.args.get("player", "")
-    if player not in ctx["state"].players:
-        raise WebError(f"There is no player {player!r} in this match.", 400)
+    side = side_of(ctx["state"], player)
     card = request.args.get("card") or None
     deck = ctx["deck"]
     owner = {}
@@ -196,12 +208,13 @@ def picker(match_id: int):
             owner[c.code] = p
     if card is not None:
         card = views.tile(card, deck)  # CardError -> 400
-        if owner.get(card.code) != player:
+        if owner.get(card.code) != side:
             raise WebError(f"{player} has not captured {card.name} ({card.code}).", 400)
     return render(
         "picker_page.html",
         "_picker.html",
         player=player,
+        side=side,
         card=card,
         owner=owner,
         months=views.months(deck),
@@ -240,8 +253,7 @@ def event_from_form(form, state, deck) -> dict:
         player = (form.get("player") or "").strip()
         if not player:
             raise WebError("The request does not say which player (player).", 400)
-        if player not in state.players:
-            raise WebError(f"There is no player {player!r} in this match.", 400)
+        side_of(state, player)  # a player, a team, or a team's member
         event["player"] = player
     if kind in ("card_captured", "capture_corrected", "capture_removed"):
         event["card"] = _card_field(form, "card", deck)

@@ -41,15 +41,15 @@ def index():
     default = (
         "livret" if any(p == "livret" for p, _ in presets) else (presets[0][0] if presets else "")
     )
-    rules = RuleSet.load(default) if default else None
+    setup = setup_context(RuleSet.load(default), {}) if default else {"rules": None}
     return render(
         "index.html",
         None,
         matches=store().matches(),
         presets=presets,
-        rules=rules,
-        chosen=default,
+        preset=default,
         invite=_invite(),
+        **setup,
     )
 
 
@@ -68,21 +68,65 @@ def _invite() -> dict | None:
 @bp.get("/new/options")
 def options():
     rules = _ruleset(request.args.get("rules", ""))
-    return render("_options.html", "_options.html", rules=rules)
+    return render("_options.html", "_options.html", **setup_context(rules, request.args))
 
 
-def _players_from_form(form, rules) -> list[str]:
+# The form's player fields: at most 3 players, 4 (in two teams) when the teams option is on.
+PLACEHOLDERS = ("Aki", "Ben", "Chie", "Dan")
+
+
+def setup_context(rules, values) -> dict:
+    """What the rules-dependent part of the new-match form shows: the option toggles (as sent
+    back by the page when it re-renders them, else the rule file's defaults), and the player
+    fields those options call for, keeping what was typed."""
+    chosen = {o.id: bool(o.default) for o in rules.options}
+    if values.get("options_for") == rules.name:  # a re-render after a toggle: keep the toggles
+        chosen = {o.id: f"opt_{o.id}" in values for o in rules.options}
+    playing = rules.with_options(chosen)
+    teams = bool(playing.match.teams)
+    seats = 4 if teams else max(min(max(playing.players), 3), 2)
+    rounds = str(values.get("rounds") or "")
+    rounds = int(rounds) if rounds.isdigit() else playing.default_rounds
+    oya = str(values.get("oya") or "1")
+    return {
+        "rules": playing,
+        "chosen": chosen,
+        "teams": teams,
+        "seats": seats,
+        "required": seats if teams else min(playing.players),
+        "names": [" ".join((values.get(f"player_{i}") or "").split()) for i in range(1, 5)],
+        "team_names": [" ".join((values.get(f"team_{i}") or "").split()) for i in (1, 2)],
+        "placeholders": PLACEHOLDERS,
+        "rounds_chosen": rounds if rounds in playing.rounds else playing.default_rounds,
+        "oya_chosen": int(oya) if oya.isdigit() and 1 <= int(oya) <= seats else 1,
+    }
+
+
+def _options_from_form(form, rules) -> dict[str, bool]:
+    known = {o.id for o in rules.options}
+    unknown = sorted(k[4:] for k in form if k.startswith("opt_") and k[4:] not in known)
+    if unknown:
+        raise WebError(f"The {rules.name} rules have no option {unknown[0]!r}.", 400)
+    return {o.id: f"opt_{o.id}" in form for o in rules.options}
+
+
+def _names_from_form(form) -> list[str]:
+    """The player names typed in, in seat order (empty fields skipped)."""
     names = []
-    for i in (1, 2, 3):
+    for i in (1, 2, 3, 4):
         name = " ".join((form.get(f"player_{i}") or "").split())
         if name:
             names.append(name)
-    if len(names) < 2:
-        raise WebError("Give at least two player names.", 400)
     if any(len(n) > MAX_NAME_LENGTH for n in names):
         raise WebError(f"A player name can be at most {MAX_NAME_LENGTH} characters.", 400)
     if len({n.casefold() for n in names}) != len(names):
         raise WebError("Two players have the same name; give each a different one.", 400)
+    return names
+
+
+def _players_from_form(names, rules) -> list[str]:
+    if len(names) < 2:
+        raise WebError("Give at least two player names.", 400)
     allowed = tuple(getattr(rules, "players", (2,)))
     if len(names) not in allowed:
         counts = " or ".join(str(n) for n in allowed)
@@ -90,30 +134,57 @@ def _players_from_form(form, rules) -> list[str]:
     return names
 
 
+def _teams_from_form(form, names) -> tuple[list[str], dict | None]:
+    """Players and teams for the engine. The seating (4 players, 1 & 3 against 2 & 4) is the
+    engine's to check, so that a wrong count gets its sentence; unnamed teams are left to it."""
+    given = [" ".join((form.get(f"team_{i}") or "").split()) for i in (1, 2)]
+    if len(names) != 4 or not any(given):
+        return names, None
+    if any(len(n) > MAX_NAME_LENGTH for n in given):
+        raise WebError(f"A team name can be at most {MAX_NAME_LENGTH} characters.", 400)
+    seats = ((names[0], names[2]), (names[1], names[3]))
+    team_names = [given[i] or f"{a} & {b}" for i, (a, b) in enumerate(seats)]
+    folded = [n.casefold() for n in names + team_names]
+    clash = next((n for n in team_names if folded.count(n.casefold()) > 1), None)
+    if clash:
+        raise WebError(
+            f"The team name {clash!r} is already taken; give each team and player its own name.",
+            400,
+        )
+    return team_names, {team: list(seat) for team, seat in zip(team_names, seats, strict=True)}
+
+
 @bp.post("/matches")
 def create():
     form = request.form
     rules = _ruleset(form.get("rules", ""))
-    players = _players_from_form(form, rules)
+    options = _options_from_form(form, rules)
+    playing = rules.with_options(options)
+    names = _names_from_form(form)
+    if playing.match.teams:
+        players, teams = _teams_from_form(form, names)
+    else:
+        players, teams = _players_from_form(names, playing), None
     try:
         rounds = int(form.get("rounds") or rules.default_rounds)
     except ValueError:
         raise WebError("The number of rounds must be 6 or 12.", 400) from None
-    if rounds not in tuple(rules.rounds):
-        allowed = " or ".join(str(n) for n in rules.rounds)
+    if rounds not in tuple(playing.rounds):
+        allowed = " or ".join(str(n) for n in playing.rounds)
         raise WebError(f"The {rules.name} rules play {allowed} rounds, not {rounds}.", 400)
-    known = {o.id for o in rules.options}
-    unknown = sorted(k[4:] for k in form if k.startswith("opt_") and k[4:] not in known)
-    if unknown:
-        raise WebError(f"The {rules.name} rules have no option {unknown[0]!r}.", 400)
-    options = {o.id: f"opt_{o.id}" in form for o in rules.options}
     oya_field = (form.get("oya") or "1").strip()
-    if not oya_field.isdigit() or not 1 <= int(oya_field) <= len(players):
+    if not oya_field.isdigit() or not 1 <= int(oya_field) <= len(names):
         raise WebError("Choose which player is Oya (the first dealer).", 400)
-    oya = players[int(oya_field) - 1]
+    oya = names[int(oya_field) - 1]  # with teams, a member: the engine seats his team as Oya
     title = " ".join((form.get("title") or "").split())[:80] or None
     match_id = store().create_match(
-        players=players, rules=rules.name, rounds=rounds, options=options, oya=oya, title=title
+        players=players,
+        rules=rules.name,
+        rounds=rounds,
+        options=options,
+        oya=oya,
+        title=title,
+        teams=teams,
     )
     target = url_for("match.page", match_id=match_id)
     if is_htmx():

@@ -260,15 +260,25 @@ def _card_name(code, deck=None) -> str:
     return f"{card.names.get('en', card.code)} ({card.code})"
 
 
-def describe(event, deck=None) -> str:
-    """One line saying what an event did."""
+def team_label(team: str, members) -> str:
+    """A team as the page names it: its name, and its members unless the name says them."""
+    together = " & ".join(members)
+    return team if team == together else f"{team} ({together})"
+
+
+def describe(event, deck=None, teams=None) -> str:
+    """One line saying what an event did (``teams``: the match's, as the engine seated them)."""
     d = event.to_dict()
     kind = d.get("type")
     player = d.get("player")
     if kind == "match_started":
+        players = d.get("players", [])
+        if d.get("teams"):  # named teams: the players are the team names, in seat order
+            teams = {p: d["teams"][p] for p in players if p in d["teams"]}
+        sides = [team_label(t, m) for t, m in teams.items()] if teams else players
         return (
-            f"Match started: {' vs '.join(d.get('players', []))}, {d.get('rules')}, "
-            f"{d.get('rounds')} rounds, {d.get('oya')} is Oya"
+            f"Match started{' in teams' if teams else ''}: {' vs '.join(sides)}, "
+            f"{d.get('rules')}, {d.get('rounds')} rounds, {d.get('oya')} is Oya"
         )
     if kind == "round_started":
         text = f"Round started, {d.get('oya')} is Oya"
@@ -308,7 +318,7 @@ class LogLine:
     kind: str
 
 
-def log_lines(stored_events, deck=None) -> list[LogLine]:
+def log_lines(stored_events, deck=None, teams=None) -> list[LogLine]:
     """The whole log, newest first; events taken back by an ``undo`` are marked."""
     undone: set[int] = set()
     live: list[int] = []  # seqs of effective events, in order
@@ -322,7 +332,7 @@ def log_lines(stored_events, deck=None) -> list[LogLine]:
         LogLine(
             s.seq,
             (s.created_at or "")[11:19],
-            describe(s.event, deck),
+            describe(s.event, deck, teams),
             s.seq in undone,
             s.event.type,
         )
