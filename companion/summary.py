@@ -88,6 +88,14 @@ class MatchSummary:
     corrections: int
     events: int = 0
     warnings: list[str] = field(default_factory=list)
+    teams: dict[str, list[str]] | None = None  # team name -> members, when playing in teams
+
+    @property
+    def teams_line(self) -> str:
+        """'Teams: A & B (Aki, Chie); ...', or '' when nobody plays in teams."""
+        if not self.teams:
+            return ""
+        return "Teams: " + "; ".join(f"{t} ({', '.join(m)})" for t, m in self.teams.items())
 
     @property
     def rounds_played(self) -> int:
@@ -164,6 +172,9 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
         outcome=outcome,
         corrections=corrections,
         events=len(log),
+        teams={str(t): [str(m) for m in ms] for t, ms in state.teams.items()}
+        if getattr(state, "teams", None)
+        else None,
         # The rounds' own notes (card values not adding up...), not the live table's hints.
         warnings=[
             str(n) for r in (getattr(state, "rounds", []) or []) for n in getattr(r, "notes", ())
@@ -231,6 +242,7 @@ def render_text(summary: MatchSummary) -> str:
         f"Rules: {summary.rules} · rounds played: {summary.rounds_played}"
         + (f" of {summary.rounds_planned}" if summary.rounds_planned else "")
         + (f" · started {_date(summary.created_at)}" if summary.created_at else ""),
+        *([summary.teams_line] if summary.teams else []),
         "",
     ]
     header = f"{'Round':>5}  {'Winner':<{width}}  {'Yaku':<34} {'Base':>4}  {'Multipliers':<30}"
@@ -467,6 +479,9 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
         subtitle += f"   Started {_date(summary.created_at)}"
     page.text(margin, y, subtitle, 10)
     y += 16
+    if summary.teams:
+        page.text(margin, y, summary.teams_line, 10)
+        y += 16
     page.text(margin, y, summary.outcome, 11, bold=True)
     y += 26
 

@@ -94,6 +94,25 @@ def test_summary_before_any_round(tmp_path):
     assert builtin_pdf(s).startswith(b"%PDF-")
 
 
+def test_summary_of_a_team_match_names_the_members():
+    with MatchStore.open(":memory:") as store:
+        store.create_match(
+            players=["Les Roses", "Les Mauves"],
+            rules="ferme-florale",
+            options={"teams": True},
+            teams={"Les Roses": ["Aki", "Chie"], "Les Mauves": ["Ben", "Dan"]},
+            oya="Aki",
+        )
+        s = summary_from_store(store)
+    assert s.teams == {"Les Roses": ["Aki", "Chie"], "Les Mauves": ["Ben", "Dan"]}
+    line = "Teams: Les Roses (Aki, Chie); Les Mauves (Ben, Dan)"
+    assert line in render_text(s) and line in render_html(s)
+    assert rb"Les Mauves \(Ben, Dan\)" in builtin_pdf(s)  # PDF strings escape brackets
+    with MatchStore.open(":memory:") as store:
+        store.create_match(players=["Aki", "Ben"])
+        assert summary_from_store(store).teams is None
+
+
 # -- text and HTML ------------------------------------------------------------------------------
 
 
