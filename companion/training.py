@@ -1237,9 +1237,17 @@ def resume(
     start, out = Path(start), Path(out)
     meta_path = start / "recognizer.json"
     ckpts = start / CHECKPOINTS
+    from companion.recognizer import RecognizerError
+
     if not meta_path.is_file() or not (ckpts / "localizer.pt").is_file():
-        raise FileNotFoundError(f"{start} holds no recognizer.json with {CHECKPOINTS}/ to resume")
-    old = json.loads(meta_path.read_text())
+        raise RecognizerError(
+            f"{start} has no recognizer.json with {CHECKPOINTS}/ to resume from: "
+            "train a model first with 'companion train'."
+        )
+    try:
+        old = json.loads(meta_path.read_text())
+    except ValueError:
+        raise RecognizerError(f"The model metadata {meta_path} is unreadable.") from None
     settings = Settings.from_dict(old.get("settings", {}))
     if input_size:
         settings = dataclasses.replace(

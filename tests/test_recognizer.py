@@ -345,6 +345,21 @@ def test_cli_detect_json_and_annotate(tmp_path):
     assert (tmp_path / "ann" / "scene.annotated.png").is_file()
 
 
+@pytest.mark.parametrize("size", ["700x400", "768", "0x448", "wide"])
+def test_cli_train_refuses_a_bad_input_size(size):
+    result = CliRunner().invoke(main, ["train", "--input-size", size])
+    assert result.exit_code == 2
+    assert "--input-size" in result.output and "Traceback" not in result.output
+
+
+def test_cli_train_resume_needs_checkpoints(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "recognizer.json").write_text("{}")
+    result = CliRunner().invoke(main, ["train", "--resume", str(tmp_path), "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "checkpoints" in result.output and "Traceback" not in result.output
+
+
 # --------------------------------------------------------------------------------------------
 # render -> train -> export -> detect
 # --------------------------------------------------------------------------------------------
