@@ -161,6 +161,14 @@ def to_chw_float(images: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(images[..., ::-1].transpose(0, 3, 1, 2), np.float32) / 255.0
 
 
+def net_input(session, images: np.ndarray) -> np.ndarray:
+    """uint8 BGR images (N,H,W,3) as ``session``'s input wants them: as they are for models
+    exported with the conversion inside the graph, else float RGB NCHW (older models)."""
+    if session.get_inputs()[0].type == "tensor(uint8)":
+        return np.ascontiguousarray(images)
+    return to_chw_float(images)
+
+
 def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.ndarray:
     """Heatmap peaks -> rotated boxes in input pixels, rows (cx, cy, w, h, theta, score)."""
     heat = heat.reshape(heat.shape[-2:]).astype(np.float32)
@@ -234,7 +242,7 @@ class Recognizer:
     def _detect(self, image: np.ndarray) -> Detections:
         st = self.settings
         boxed, scale = letterbox(image, st)
-        heat, reg = self.localizer.run(None, {"image": to_chw_float(boxed[None])})
+        heat, reg = self.localizer.run(None, {"image": net_input(self.localizer, boxed[None])})
         boxes = decode_heatmap(heat, reg, st)
         if len(boxes) == 0:
             return Detections.empty()
@@ -258,7 +266,7 @@ class Recognizer:
 
     def _classify(self, image, matrices):
         crops = np.stack([crop_card(image, m, self.settings) for m in matrices])
-        return self.classifier.run(None, {"crop": to_chw_float(crops)})
+        return self.classifier.run(None, {"crop": net_input(self.classifier, crops)})
 
     def _corner_quads(self, matrices: np.ndarray, corners: np.ndarray) -> np.ndarray:
         """The classifier's corners (N,8, crop units 0..1) as image quads (N,4,2)."""

@@ -641,7 +641,9 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
             self.net = net
 
         def forward(self, image):
-            heat, reg = self.net(image)
+            # uint8 BGR NHWC in: the conversion runs inside the graph, cheaper than in numpy
+            x = image.permute(0, 3, 1, 2)[:, [2, 1, 0]].float() * (1 / 255)
+            heat, reg = self.net(x)
             return torch.sigmoid(heat), reg
 
     class ClassifierExport(nn.Module):
@@ -650,7 +652,8 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
             self.net = net
 
         def forward(self, crop):
-            logits, flip, corners = self.net(crop)
+            x = crop.permute(0, 3, 1, 2)[:, [2, 1, 0]].float() * (1 / 255)
+            logits, flip, corners = self.net(x)
             return torch.softmax(logits, dim=1), torch.sigmoid(flip), corners
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -659,13 +662,13 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
     classifier.eval()
     torch.onnx.export(
         LocalizerExport(localizer),
-        torch.zeros(1, 3, st.input_height, st.input_width),
+        torch.zeros(1, st.input_height, st.input_width, 3, dtype=torch.uint8),
         str(out_dir / loc_name),
         input_names=["image"],
         output_names=["heat", "reg"],
         # any input size divisible by 32 works (the runtime may look at a finer scale)
         dynamic_axes={
-            "image": {2: "h", 3: "w"},
+            "image": {1: "h", 2: "w"},
             "heat": {2: "h4", 3: "w4"},
             "reg": {2: "h4", 3: "w4"},
         },
@@ -674,7 +677,7 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
     )
     torch.onnx.export(
         ClassifierExport(classifier),
-        torch.zeros(2, 3, st.crop_height, st.crop_width),
+        torch.zeros(2, st.crop_height, st.crop_width, 3, dtype=torch.uint8),
         str(out_dir / cls_name),
         input_names=["crop"],
         output_names=["probs", "flip", "corners"],
@@ -1128,7 +1131,7 @@ def finetune_classifier(
     """
     import torch
 
-    from companion.recognizer import _session, decode_heatmap, to_chw_float
+    from companion.recognizer import _session, decode_heatmap, net_input
 
     torch.set_num_threads(threads)
     out = Path(out)
@@ -1148,7 +1151,7 @@ def finetune_classifier(
             samples = [classifier_samples(scene, st, rng, jitters)]
             if session is not None:
                 boxed, scale = letterbox(scene.image, st)
-                heat, reg = session.run(None, {"image": to_chw_float(boxed[None])})
+                heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
                 boxes = decode_heatmap(heat, reg, propose)
                 boxes[:, :4] /= scale
                 samples.append(cascade_samples(scene, boxes, st, rng))
@@ -1322,9 +1325,9 @@ def _metadata(loc_name, cls_name, st: Settings, training: dict) -> dict:
         "classifier": cls_name,
         "settings": st.to_dict(),
         "preprocessing": (
-            "localizer: BGR frame letterboxed (aspect kept, top-left, pad 114) to input size, "
-            "RGB float 0..1 NCHW; classifier: affine crop of the rotated box enlarged by "
-            "crop_enlarge, long axis down, RGB float 0..1 NCHW"
+            "localizer: BGR frame letterboxed (aspect kept, top-left, pad 114) to input size; "
+            "classifier: affine crop of the rotated box enlarged by crop_enlarge, long axis "
+            "down; both fed as uint8 BGR NHWC, the graphs convert to RGB float 0..1 NCHW"
         ),
         "training": training,
         "metrics": {},
