@@ -229,14 +229,18 @@ def nms(det: Detections, iou_threshold: float = 0.5) -> Detections:
     return det[keep]
 
 
-def unique_cards(det: Detections, min_confidence: float = 0.05) -> Detections:
+def unique_cards(
+    det: Detections, min_confidence: float = 0.05, same_card_iou: float = 1.0
+) -> Detections:
     """Each physical card exists once in a deck: resolve duplicate face classes.
 
     The most confident detection keeps its class; a less confident detection of an already
     claimed card falls back to its best unclaimed alternative (its confidence becomes that
-    alternative's score), or is dropped when no alternative reaches ``min_confidence``.
-    Backs may repeat. Chaff of one month are interchangeable for scoring, but each detection
-    still reports its own best guess.
+    alternative's score), or is dropped when no alternative reaches ``min_confidence``, or
+    when it overlaps the claiming detection by more than ``same_card_iou`` (then it is that
+    same card seen a second time, e.g. a box straddling two cards of a capture row, and any
+    other name for it would be a false card). Backs may repeat. Chaff of one month are
+    interchangeable for scoring, but each detection still reports its own best guess.
     """
     if len(det) == 0:
         return det
@@ -245,16 +249,18 @@ def unique_cards(det: Detections, min_confidence: float = 0.05) -> Detections:
     confidence = det.confidence.copy()
     alt_ids = det.alt_ids.copy()
     alt_scores = det.alt_scores.copy()
-    claimed: set[int] = set()
+    claimed: dict[int, int] = {}  # class id -> index of the detection holding it
     keep = np.ones(len(det), bool)
     for i in range(len(det)):
         cid = int(class_ids[i])
         if cid == BACK_ID:
             continue
         if cid not in claimed:
-            claimed.add(cid)
+            claimed[cid] = i
             continue
         keep[i] = False
+        if same_card_iou < 1.0 and quad_iou(det.quads[i], det.quads[claimed[cid]]) > same_card_iou:
+            continue
         for j, (alt, score) in enumerate(zip(alt_ids[i], alt_scores[i], strict=False)):
             alt = int(alt)
             if score < min_confidence:
@@ -264,7 +270,7 @@ def unique_cards(det: Detections, min_confidence: float = 0.05) -> Detections:
                 alt_ids[i, j], alt_scores[i, j] = cid, confidence[i]
                 class_ids[i], confidence[i] = alt, score
                 if alt != BACK_ID:
-                    claimed.add(alt)
+                    claimed[alt] = i
                 keep[i] = True
                 break
     out = Detections(det.quads, class_ids, confidence, alt_ids, alt_scores)

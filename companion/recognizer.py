@@ -53,6 +53,7 @@ class Settings:
     min_confidence: float = 0.2  # below this a crop is not reported at all
     max_none: float = 0.5  # crops the classifier finds this likely "not a card" are dropped
     nms_iou: float = 0.6
+    same_card_iou: float = 1.0  # a duplicate class overlapping its holder this much is dropped
     refine_steps: int = 0  # classifier passes re-cut around the previous pass's corners
     alternatives: int = 3
     pad_value: int = 114
@@ -294,7 +295,7 @@ class Recognizer:
             alt_scores=np.take_along_axis(card_probs, order, axis=1),
         )
         det = det[keep]
-        return unique_cards(nms(det, st.nms_iou))
+        return unique_cards(nms(det, st.nms_iou), same_card_iou=st.same_card_iou)
 
 
 def _session(path: Path, threads: int):

@@ -1070,6 +1070,7 @@ def finetune_localizer(
     lr: float = 1e-3,
     threads: int = 1,
     tiny: bool = False,
+    stage: int = 0,
 ) -> tuple[Path, list]:
     """Continue training a localizer checkpoint at another input size (sharper targets).
 
@@ -1082,7 +1083,7 @@ def finetune_localizer(
     torch.set_num_threads(threads)
     out = Path(out)
     st = Settings(input_width=input_size[0], input_height=input_size[1])
-    rng = np.random.default_rng(seed + 7)
+    rng = np.random.default_rng((seed + 7, stage))
     data = []
     for start in range(0, scenes, 200):
         for scene in render_many(
@@ -1122,6 +1123,7 @@ def finetune_classifier(
     jitters: int = 1,
     proposal_threshold: float = 0.15,
     tiny: bool = False,
+    stage: int = 0,
 ) -> tuple[Path, list, int]:
     """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
     ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``).
@@ -1141,7 +1143,7 @@ def finetune_classifier(
         input_width=input_size[0], input_height=input_size[1], heat_threshold=proposal_threshold
     )
     session = _session(Path(localizer), threads) if localizer else None
-    rng = np.random.default_rng(seed + 11)
+    rng = np.random.default_rng((seed + 11, stage))
     parts = ([], [], [], [])
     cascade = 0
     for start in range(0, scenes, 200):
@@ -1270,6 +1272,8 @@ def resume(
         cache=cache,
         threads=1,
         tiny=bool(old.get("training", {}).get("tiny")),
+        # each stage shuffles and augments the same scenes differently
+        stage=len(old.get("training", {}).get("stages", [])) + 1,
     )
     # fork before onnxruntime or torch start their threads (a forked pool hangs otherwise)
     ctx = mp.get_context("fork")

@@ -135,6 +135,19 @@ def test_unique_cards_demotes_the_less_confident_duplicate():
     assert class_id("08-1") in out.alt_ids[1]  # the original guess stays visible as an alternative
 
 
+def test_unique_cards_drops_a_duplicate_lying_on_its_holder():
+    # x=0 and x=10 overlap (IoU 0.5): the same card seen twice; x=100 is another card
+    det = make_det(
+        ["08-1", "08-1", "08-1"],
+        [0, 10, 100],
+        [0.95, 0.7, 0.6],
+        alts=[[("08-2", 0.03)], [("08-2", 0.2)], [("08-3", 0.3)]],
+    )
+    out = unique_cards(det, same_card_iou=0.3)
+    assert out.card_codes == ["08-1", "08-3"]
+    assert unique_cards(det).card_codes == ["08-1", "08-2", "08-3"]  # default: demote all
+
+
 def test_unique_cards_lets_backs_repeat():
     det = make_det(["back", "back", "01-1"], [0, 100, 200], [0.9, 0.8, 0.7])
     assert sorted(unique_cards(det).card_codes) == ["01-1", "back", "back"]
