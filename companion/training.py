@@ -813,6 +813,7 @@ def train(
         },
     )
     (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    meta["quantization"] = quantize(out, decks)
     log(f"exported to {out} ({time.time() - t_start:.0f}s)")
     return meta
 
@@ -1316,8 +1317,78 @@ def resume(
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)
+    meta["quantization"] = quantize(out, decks)
     log(f"exported to {out} ({time.time() - t_start:.0f}s)")
     return meta
+
+
+def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:
+    """Turn the float ONNX nets in ``out`` into int8 ones in place (static QDQ quantization,
+    per-channel weights), calibrated on ``frames`` synthetic frames of the training decks and
+    the crops the localizer proposes on them. About 1.4x faster on a CPU with int8 dot
+    products, for the same accuracy (measured in models/README.md). Returns what it did."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from companion import synth
+    from companion.recognizer import Recognizer, crop_matrices, decode_heatmap
+
+    out = Path(out)
+    rec = Recognizer.load(out, threads=1)
+    st = rec.settings
+    config = synth.SceneConfig(decks=tuple(str(deck_dir(d)) for d in decks))
+    images, crops = [], []
+    for i in range(frames):
+        scene = synth.render_scene(synth.scene_seed(seed, i), config)
+        image = scene.image
+        boxed, scale = letterbox(image, st)
+        images.append(boxed[None])
+        heat, reg = rec.localizer.run(None, {"image": boxed[None]})
+        boxes = decode_heatmap(heat, reg, st)
+        boxes[:, :4] /= scale
+        # the crops the classifier sees: first looks at proposed boxes, second looks at cards
+        true_boxes = [quad_to_rbox(np.float32(lab.quad)) for lab in scene.labels]
+        boxes = np.concatenate([boxes[:, :5], np.float32(true_boxes).reshape(-1, 5)])
+        if len(boxes):
+            crops.append(np.stack([crop_card(image, m, st) for m in crop_matrices(boxes, st)]))
+
+    class Feed(CalibrationDataReader):
+        def __init__(self, name, batches):
+            self.batches = iter([{name: b} for b in batches])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    meta = json.loads((out / "recognizer.json").read_text())
+    for key, name, batches in (("localizer", "image", images), ("classifier", "crop", crops)):
+        path = out / meta[key]
+        prepared = path.with_suffix(".prepared.onnx")
+        quant_pre_process(str(path), str(prepared), skip_symbolic_shape=True)
+        quantize_static(
+            str(prepared),
+            str(path),
+            Feed(name, batches),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+        )
+        prepared.unlink()
+    done = {
+        "int8": "static QDQ, per-channel int8 weights, uint8 activations",
+        "calibration": f"{frames} frames synth.scene_seed({seed}, 0..{frames - 1}) of "
+        + ", ".join(Path(d).name for d in decks)
+        + f" and {sum(len(c) for c in crops)} crops of them (proposed boxes and true cards)",
+    }
+    meta["quantization"] = done
+    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"quantized the nets in {out} to int8")
+    return done
 
 
 def _metadata(loc_name, cls_name, st: Settings, training: dict) -> dict:

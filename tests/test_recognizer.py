@@ -216,6 +216,20 @@ def test_localizer_targets_decode_back_to_the_boxes():
         assert math.sin(b[4] - theta) == pytest.approx(0, abs=1e-3)  # same axis, modulo 180
 
 
+def test_net_input_follows_the_model_input_type():
+    from companion.recognizer import YARDSTICK, _session, net_input
+
+    images = np.zeros((1, 8, 8, 3), np.uint8)
+    images[..., 0] = 255  # blue in BGR
+    if DEFAULT_MODEL.is_file():  # the committed nets take uint8 BGR NHWC as they are
+        rec = Recognizer.load()
+        assert net_input(rec.localizer, images).dtype == np.uint8
+    # a float NCHW model (older exports, the yardstick) gets RGB floats in 0..1
+    x = net_input(_session(YARDSTICK, 1), images)
+    assert x.shape == (1, 3, 8, 8) and x.dtype == np.float32
+    assert x[0, 2].max() == 1.0 and x[0, 0].max() == 0.0
+
+
 def test_cascade_samples_label_proposed_boxes_by_the_card_they_cover():
     from companion.recognizer import NONE_ID
     from companion.training import SceneData, cascade_samples, rbox_quad
@@ -325,15 +339,15 @@ def test_cli_detect_bad_files(tmp_path):
 def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     from companion.recognizer import evaluate
 
-    # measured with the committed model on these 12 scenes: recall 0.61, chaff-equivalent
-    # accuracy 0.947, precision 0.90, 1.42 false positives per image (see models/recognizer.json
+    # measured with the committed model on these 12 scenes: recall 0.739, chaff-equivalent
+    # accuracy 0.983, precision 0.953, 0.75 false positives per image (see models/recognizer.json
     # for the 500-scene figures); the thresholds sit a little under
     metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
     assert metrics["labels"] > 200
-    assert metrics["recall"] >= 0.55, metrics
-    assert metrics["chaff_accuracy"] >= 0.92, metrics
-    assert metrics["precision"] >= 0.85, metrics
-    assert metrics["false_positives_per_image"] <= 2.0, metrics
+    assert metrics["recall"] >= 0.70, metrics
+    assert metrics["chaff_accuracy"] >= 0.96, metrics
+    assert metrics["precision"] >= 0.93, metrics
+    assert metrics["false_positives_per_image"] <= 1.0, metrics
 
 
 @needs_model
