@@ -1093,19 +1093,7 @@ def finetune_localizer(
             data.append(localizer_sample(scene, st, rng))
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
     net, _ = build_nets(tiny)
-    if init:
-        net.load_state_dict(torch.load(init))
-    history = train_localizer(
-        net,
-        data,
-        1,
-        rng,
-        lr=lr,
-        checkpoint=out / "localizer.ckpt",
-        deadline=time.time() + 60 * minutes,
-    )
-    (out / "localizer_history.json").write_text(json.dumps(history))
-    return out / "localizer.ckpt", history
+    return _train_until(train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes)
 
 
 def finetune_classifier(
@@ -1165,19 +1153,24 @@ def finetune_classifier(
         log(f"  {min(start + 200, scenes)} scenes, {len(parts[0])} crops ({cascade} proposed)")
     data = (np.stack(parts[0]), *parts[1:])
     _, net = build_nets(tiny)
+    ckpt, history = _train_until(
+        train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes
+    )
+    return ckpt, history, len(data[0])
+
+
+def _train_until(train_net, net, init, data, rng, lr, checkpoint: Path, minutes: float):
+    """Load ``init`` into ``net``, train it for ``minutes`` of wall-clock time, keep the weights
+    in ``checkpoint`` and the loss per epoch beside it; returns (checkpoint, losses)."""
+    import torch
+
     if init:
         net.load_state_dict(torch.load(init))
-    history = train_classifier(
-        net,
-        data,
-        1,
-        rng,
-        lr=lr,
-        checkpoint=out / "classifier.ckpt",
-        deadline=time.time() + 60 * minutes,
+    history = train_net(
+        net, data, 1, rng, lr=lr, checkpoint=checkpoint, deadline=time.time() + 60 * minutes
     )
-    (out / "classifier_history.json").write_text(json.dumps(history))
-    return out / "classifier.ckpt", history, len(data[0])
+    checkpoint.with_name(checkpoint.stem + "_history.json").write_text(json.dumps(history))
+    return checkpoint, history
 
 
 def export_trained(

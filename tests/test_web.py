@@ -254,21 +254,18 @@ def test_changing_preset_resets_the_toggles_to_the_new_rule_file(client):
 
 
 def team_form(token, **over):
-    data = {
-        "csrf_token": token,
+    team = {
         "rules": "ferme-florale",
-        "rounds": "6",
         "options_for": "ferme-florale",
         "opt_teams": "on",
         "opt_cards_count_once": "on",
-        "player_1": "Aki",
-        "player_2": "Ben",
+        "opt_triade": None,
         "player_3": "Chie",
         "player_4": "Dan",
         "oya": "1",
+        "title": None,
     }
-    data.update(over)
-    return {k: v for k, v in data.items() if v is not None}
+    return new_match_form(token, **{**team, **over})
 
 
 def test_a_team_match_created_from_the_form_pools_a_members_capture(client, store):
