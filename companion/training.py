@@ -483,6 +483,56 @@ class _Schedule:
         return self.progress(step) >= 1.0
 
 
+def _fit(net, n, batch, lr, weight_decay, epochs, rng, checkpoint, deadline, batch_loss, report):
+    """The loop both nets share: AdamW on a cosine schedule (``_Schedule``), shuffled batches
+    of ``n`` samples, a checkpoint after every epoch. ``batch_loss(idx)`` returns the loss to
+    minimise and the figures to average over the epoch (the first one is the loss history);
+    ``report(figures)`` words them for the log. Returns the history."""
+    import torch
+
+    batch = min(batch, max(2, n // 4))  # tiny runs still take several steps per epoch
+    steps_per_epoch = max(1, n // batch)
+    schedule = _Schedule(lr, steps_per_epoch, epochs, deadline)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
+    net.train()
+    step, t0 = 0, time.time()
+    history = []
+    epochs = 10_000 if deadline else epochs  # with a deadline, the clock ends training
+    for epoch in range(epochs):
+        if schedule.done(step):
+            break
+        order = rng.permutation(n)
+        sums, steps = None, 0
+        for b in range(steps_per_epoch):
+            if deadline and schedule.done(step):
+                break
+            for group in opt.param_groups:
+                group["lr"] = schedule.lr(step)
+            loss, figures = batch_loss(order[b * batch : (b + 1) * batch])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sums = np.array(figures) if sums is None else sums + figures
+            step += 1
+            steps += 1
+        if sums is None:
+            break
+        sums /= steps
+        history.append(round(float(sums[0]), 4))
+        log(f"{report(sums)} (epoch {epoch + 1}, {time.time() - t0:.0f}s)")
+        if checkpoint:
+            torch.save(net.state_dict(), checkpoint)
+    net.eval()
+    return history
+
+
+def _as_input(images: np.ndarray):
+    """uint8 BGR (N,H,W,3) -> torch float RGB NCHW in 0..1."""
+    import torch
+
+    return torch.from_numpy(images[..., ::-1].transpose(0, 3, 1, 2).copy()).float() / 255
+
+
 def train_localizer(
     net,
     data,
@@ -500,59 +550,38 @@ def train_localizer(
     reg = torch.from_numpy(np.stack([d[2] for d in data]))
     mask = torch.from_numpy(np.stack([d[3] for d in data]))
     weight = torch.from_numpy(np.stack([d[4] for d in data]))[:, None]
-    n = len(images)
-    batch = min(batch, max(2, n // 4))  # tiny runs still take several steps per epoch
-    steps_per_epoch = max(1, n // batch)
-    schedule = _Schedule(lr, steps_per_epoch, epochs, deadline)
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
-    net.train()
-    step, t0 = 0, time.time()
-    history = []
-    epochs = 10_000 if deadline else epochs  # with a deadline, the clock ends training
-    for epoch in range(epochs):
-        if schedule.done(step):
-            break
-        order = rng.permutation(n)
-        sums = np.zeros(3)
-        for b in range(steps_per_epoch):
-            if deadline and schedule.done(step):
-                steps_per_epoch = max(1, b)
-                break
-            idx = order[b * batch : (b + 1) * batch]
-            x = torch.from_numpy(images[idx][..., ::-1].transpose(0, 3, 1, 2).copy()).float() / 255
-            x = augment(x, rng)
-            h, r, mk, wt = heat[idx], reg[idx], mask[idx], weight[idx]
-            # 180-degree rotation keeps every target meaningful: centres move, angles don't
-            if rng.random() < 0.5:
-                x, h, wt = x.flip(2, 3), h.flip(2, 3), wt.flip(2, 3)
-                r, mk = r.flip(2, 3).clone(), mk.flip(1, 2)
-                r[:, 0:2] = torch.where(mk[:, None] > 0, 1 - r[:, 0:2], r[:, 0:2])
-                # a flipped grid cell (i) becomes (G-1-i): offset o -> 1-o keeps the same point
-            for group in opt.param_groups:
-                group["lr"] = schedule.lr(step)
-            out_heat, out_reg = net(x)
-            lh = focal_loss(out_heat, h, wt)
-            m = mk[:, None]
-            npos = m.sum().clamp_min(1)
-            lo = (torch.abs(out_reg[:, 0:2] - r[:, 0:2]) * m).sum() / npos
-            ls = (torch.abs(out_reg[:, 2:4] - r[:, 2:4]) * m).sum() / npos
-            la = (torch.abs(out_reg[:, 4:6] - r[:, 4:6]) * m).sum() / npos
-            loss = lh + lo + ls + la
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sums += [lh.item(), ls.item(), la.item()]
-            step += 1
-        sums /= steps_per_epoch
-        history.append(round(float(sums[0]), 4))
-        log(
-            f"localizer epoch {epoch + 1}: heat {sums[0]:.3f} size {sums[1]:.3f} "
-            f"angle {sums[2]:.3f} ({time.time() - t0:.0f}s)"
-        )
-        if checkpoint:
-            torch.save(net.state_dict(), checkpoint)
-    net.eval()
-    return history
+
+    def batch_loss(idx):
+        x = augment(_as_input(images[idx]), rng)
+        h, r, mk, wt = heat[idx], reg[idx], mask[idx], weight[idx]
+        # 180-degree rotation keeps every target meaningful: centres move, angles don't
+        if rng.random() < 0.5:
+            x, h, wt = x.flip(2, 3), h.flip(2, 3), wt.flip(2, 3)
+            r, mk = r.flip(2, 3).clone(), mk.flip(1, 2)
+            r[:, 0:2] = torch.where(mk[:, None] > 0, 1 - r[:, 0:2], r[:, 0:2])
+            # a flipped grid cell (i) becomes (G-1-i): offset o -> 1-o keeps the same point
+        out_heat, out_reg = net(x)
+        lh = focal_loss(out_heat, h, wt)
+        m = mk[:, None]
+        npos = m.sum().clamp_min(1)
+        lo = (torch.abs(out_reg[:, 0:2] - r[:, 0:2]) * m).sum() / npos
+        ls = (torch.abs(out_reg[:, 2:4] - r[:, 2:4]) * m).sum() / npos
+        la = (torch.abs(out_reg[:, 4:6] - r[:, 4:6]) * m).sum() / npos
+        return lh + lo + ls + la, [lh.item(), ls.item(), la.item()]
+
+    return _fit(
+        net,
+        len(images),
+        batch,
+        lr,
+        1e-4,
+        epochs,
+        rng,
+        checkpoint,
+        deadline,
+        batch_loss,
+        lambda f: f"localizer: heat {f[0]:.3f} size {f[1]:.3f} angle {f[2]:.3f}",
+    )
 
 
 def train_classifier(
@@ -572,58 +601,37 @@ def train_classifier(
     labels_t = torch.from_numpy(np.asarray(labels, np.int64))
     flips_t = torch.from_numpy(np.asarray(flips, np.float32))
     corners_t = torch.from_numpy(np.asarray(corners, np.float32))
-    n = len(crops)
-    batch = min(batch, max(2, n // 4))
-    steps_per_epoch = max(1, n // batch)
-    schedule = _Schedule(lr, steps_per_epoch, epochs, deadline)
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=5e-4)
-    net.train()
-    step, t0 = 0, time.time()
     back = class_id(BACK)
-    history = []
-    epochs = 10_000 if deadline else epochs  # with a deadline, the clock ends training
-    for epoch in range(epochs):
-        if schedule.done(step):
-            break
-        order = rng.permutation(n)
-        sums = np.zeros(4)
-        for b in range(steps_per_epoch):
-            if deadline and schedule.done(step):
-                steps_per_epoch = max(1, b)
-                break
-            idx = order[b * batch : (b + 1) * batch]
-            x = torch.from_numpy(crops[idx][..., ::-1].transpose(0, 3, 1, 2).copy()).float() / 255
-            x = augment(x, rng)
-            y, f, cor = labels_t[idx], flips_t[idx], corners_t[idx]
-            for group in opt.param_groups:
-                group["lr"] = schedule.lr(step)
-            logits, flip, pred_cor = net(x)
-            lc = F.cross_entropy(logits, y, label_smoothing=0.05)
-            card = (y < back).float()
-            lf = (
-                F.binary_cross_entropy_with_logits(flip[:, 0], f, reduction="none") * card
-            ).sum() / card.sum().clamp_min(1)
-            real = (y < NONE_ID).float()[:, None]
-            lk = (F.smooth_l1_loss(pred_cor, cor, reduction="none", beta=0.02) * real).sum() / (
-                real.sum() * 8
-            ).clamp_min(1)
-            loss = lc + 0.5 * lf + 5 * lk
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            acc = (logits.argmax(1) == y).float().mean().item()
-            sums += [lc.item(), lf.item(), lk.item(), acc]
-            step += 1
-        sums /= steps_per_epoch
-        history.append(round(float(sums[0]), 4))
-        log(
-            f"classifier epoch {epoch + 1}: ce {sums[0]:.3f} flip {sums[1]:.3f} "
-            f"corners {sums[2]:.4f} acc {sums[3]:.3f} ({time.time() - t0:.0f}s)"
-        )
-        if checkpoint:
-            torch.save(net.state_dict(), checkpoint)
-    net.eval()
-    return history
+
+    def batch_loss(idx):
+        x = augment(_as_input(crops[idx]), rng)
+        y, f, cor = labels_t[idx], flips_t[idx], corners_t[idx]
+        logits, flip, pred_cor = net(x)
+        lc = F.cross_entropy(logits, y, label_smoothing=0.05)
+        card = (y < back).float()
+        lf = (
+            F.binary_cross_entropy_with_logits(flip[:, 0], f, reduction="none") * card
+        ).sum() / card.sum().clamp_min(1)
+        real = (y < NONE_ID).float()[:, None]
+        lk = (F.smooth_l1_loss(pred_cor, cor, reduction="none", beta=0.02) * real).sum() / (
+            real.sum() * 8
+        ).clamp_min(1)
+        acc = (logits.argmax(1) == y).float().mean().item()
+        return lc + 0.5 * lf + 5 * lk, [lc.item(), lf.item(), lk.item(), acc]
+
+    return _fit(
+        net,
+        len(crops),
+        batch,
+        lr,
+        5e-4,
+        epochs,
+        rng,
+        checkpoint,
+        deadline,
+        batch_loss,
+        lambda f: f"classifier: ce {f[0]:.3f} flip {f[1]:.3f} corners {f[2]:.4f} acc {f[3]:.3f}",
+    )
 
 
 # --------------------------------------------------------------------------------------------
