@@ -219,15 +219,12 @@ def nms(det: Detections, iou_threshold: float = 0.5) -> Detections:
     # quarter of a side: only such pairs need the exact (slower) polygon intersection
     sides = np.linalg.norm(det.quads[:, 1] - det.quads[:, 0], axis=1)
     sides = np.minimum(sides, np.linalg.norm(det.quads[:, 3] - det.quads[:, 0], axis=1))
+    dist = np.linalg.norm(centers[:, None] - centers[None], axis=2)
+    near = np.triu(dist < 0.75 * np.maximum(sides[:, None], sides[None]), k=1)
     keep = np.ones(len(det), bool)
-    for i in range(len(det)):
-        if not keep[i]:
-            continue
-        dist = np.linalg.norm(centers[i + 1 :] - centers[i], axis=1)
-        near = np.flatnonzero(dist < 0.75 * np.maximum(sides[i], sides[i + 1 :])) + i + 1
-        for j in near:
-            if keep[j] and quad_iou(det.quads[i], det.quads[j]) > iou_threshold:
-                keep[j] = False
+    for i, j in zip(*np.nonzero(near), strict=True):  # row by row: i is always decided first
+        if keep[i] and keep[j] and quad_iou(det.quads[i], det.quads[j]) > iou_threshold:
+            keep[j] = False
     return det[keep]
 
 
