@@ -154,6 +154,25 @@ def render_many(
     return [by_seed[s] for s in seeds]
 
 
+def iter_scenes(
+    n: int, seed: int, decks, scene_size, cache=None, workers: int = 1, batch: int = 200
+):
+    """Scenes ``0..n-1`` of dataset ``seed`` one by one, rendered (or read from ``cache``)
+    ``batch`` at a time so that only one batch of images is held at once; logs progress."""
+    for start in range(0, n, batch):
+        part = render_many(
+            min(batch, n - start),
+            seed,
+            decks,
+            *scene_size,
+            start=start,
+            cache=cache,
+            workers=workers,
+        )
+        yield from part
+        log(f"  {start + len(part)} scenes")
+
+
 # --------------------------------------------------------------------------------------------
 # Targets
 # --------------------------------------------------------------------------------------------
@@ -748,24 +767,10 @@ def train(
     t_start = time.time()
     log(f"rendering {scenes} scenes from {', '.join(decks)} (seed {seed})")
     loc_data, cls_parts = [], ([], [], [], [])
-    batch = 200
-    for start in range(0, scenes, batch):
-        part = render_many(
-            min(batch, scenes - start),
-            seed,
-            decks,
-            *scene_size,
-            start=start,
-            cache=cache,
-            workers=workers,
-        )
-        for scene in part:
-            loc_data.append(localizer_sample(scene, st, rng))
-            for acc, items in zip(
-                cls_parts, classifier_samples(scene, st, rng, jitters), strict=False
-            ):
-                acc.extend(items)
-        log(f"  {start + len(part)} scenes")
+    for scene in iter_scenes(scenes, seed, decks, scene_size, cache, workers):
+        loc_data.append(localizer_sample(scene, st, rng))
+        for acc, items in zip(cls_parts, classifier_samples(scene, st, rng, jitters), strict=False):
+            acc.extend(items)
     crops = np.stack(cls_parts[0])
     cls_data = (crops, *cls_parts[1:])
     # --minutes: both nets train until this wall-clock deadline (data preparation excluded)
@@ -1093,12 +1098,10 @@ def finetune_localizer(
     out = Path(out)
     st = Settings(input_width=input_size[0], input_height=input_size[1])
     rng = np.random.default_rng((seed + 7, stage))
-    data = []
-    for start in range(0, scenes, 200):
-        for scene in render_many(
-            min(200, scenes - start), seed, decks, *scene_size, start=start, cache=cache, workers=1
-        ):
-            data.append(localizer_sample(scene, st, rng))
+    data = [
+        localizer_sample(scene, st, rng)
+        for scene in iter_scenes(scenes, seed, decks, scene_size, cache)
+    ]
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
     net, _ = build_nets(tiny)
     return _train_until(train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes)
@@ -1143,22 +1146,19 @@ def finetune_classifier(
     rng = np.random.default_rng((seed + 11, stage))
     parts = ([], [], [], [])
     cascade = 0
-    for start in range(0, scenes, 200):
-        for scene in render_many(
-            min(200, scenes - start), seed, decks, *scene_size, start=start, cache=cache, workers=1
-        ):
-            samples = [classifier_samples(scene, st, rng, jitters)]
-            if session is not None:
-                boxed, scale = letterbox(scene.image, st)
-                heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
-                boxes = decode_heatmap(heat, reg, propose)
-                boxes[:, :4] /= scale
-                samples.append(cascade_samples(scene, boxes, st, rng))
-                cascade += len(samples[-1][0])
-            for sample in samples:
-                for acc, items in zip(parts, sample, strict=True):
-                    acc.extend(items)
-        log(f"  {min(start + 200, scenes)} scenes, {len(parts[0])} crops ({cascade} proposed)")
+    for scene in iter_scenes(scenes, seed, decks, scene_size, cache):
+        samples = [classifier_samples(scene, st, rng, jitters)]
+        if session is not None:
+            boxed, scale = letterbox(scene.image, st)
+            heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
+            boxes = decode_heatmap(heat, reg, propose)
+            boxes[:, :4] /= scale
+            samples.append(cascade_samples(scene, boxes, st, rng))
+            cascade += len(samples[-1][0])
+        for sample in samples:
+            for acc, items in zip(parts, sample, strict=True):
+                acc.extend(items)
+    log(f"{len(parts[0])} crops ({cascade} at proposed boxes)")
     data = (np.stack(parts[0]), *parts[1:])
     _, net = build_nets(tiny)
     ckpt, history = _train_until(
