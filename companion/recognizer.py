@@ -17,7 +17,6 @@ Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detec
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,29 +97,12 @@ def quad_to_rbox(quad: np.ndarray) -> tuple[float, float, float, float, float]:
     ``theta`` is the direction of the long axis (top edge -> bottom edge), in radians; the
     localizer only learns it modulo 180 degrees.
     """
-    q = np.asarray(quad, np.float64)
-    cx, cy = q.mean(axis=0)
-    down = (q[3] + q[2]) / 2 - (q[0] + q[1]) / 2
-    width = (np.linalg.norm(q[1] - q[0]) + np.linalg.norm(q[2] - q[3])) / 2
-    height = (np.linalg.norm(q[3] - q[0]) + np.linalg.norm(q[2] - q[1])) / 2
-    theta = math.atan2(down[1], down[0])
-    return float(cx), float(cy), float(width), float(height), float(theta)
+    return tuple(float(v) for v in quads_to_rboxes(quad)[0])
 
 
 def crop_matrix(cx, cy, width, height, theta, settings: Settings) -> np.ndarray:
     """2x3 affine matrix mapping image pixels into the crop (long axis pointing down)."""
-    ux, uy = math.cos(theta), math.sin(theta)  # crop's +y in the image
-    xx, xy = uy, -ux  # crop's +x in the image (a rotation, never a mirror)
-    ew = max(width, 1e-3) * settings.crop_enlarge / 2
-    eh = max(height, 1e-3) * settings.crop_enlarge / 2
-    sx, sy = settings.crop_width / (2 * ew), settings.crop_height / (2 * eh)
-    return np.array(
-        [
-            [xx * sx, xy * sx, sx * (ew - (cx * xx + cy * xy))],
-            [ux * sy, uy * sy, sy * (eh - (cx * ux + cy * uy))],
-        ],
-        np.float64,
-    )
+    return crop_matrices(np.array([[cx, cy, width, height, theta]]), settings)[0]
 
 
 def quads_to_rboxes(quads: np.ndarray) -> np.ndarray:
@@ -290,8 +272,8 @@ class Recognizer:
             if len(live) == 0:
                 break
             found = quads_to_rboxes(self._corner_quads(matrices[live], corners[live]))
-            live = live[(found[:, 2] > 2) & (found[:, 3] > 2)]
-            found = found[(found[:, 2] > 2) & (found[:, 3] > 2)]
+            sized = (found[:, 2] > 2) & (found[:, 3] > 2)
+            live, found = live[sized], found[sized]
             if len(live) == 0:
                 break
             matrices[live] = crop_matrices(found, st)
