@@ -190,6 +190,16 @@ def _ccw(quad: np.ndarray) -> np.ndarray:
     return cv2.convexHull(quad.reshape(-1, 1, 2)).reshape(-1, 2).astype(np.float32)
 
 
+def distances2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pairwise squared distances between points (x[i], y[i]).
+
+    Written out per axis: numpy's sum over a trailing axis of length 2 is about 20 times
+    slower, and NMS runs this on every frame."""
+    dx = x[:, None] - x[None]
+    dy = y[:, None] - y[None]
+    return dx * dx + dy * dy
+
+
 def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pairwise quad IoU (len(a), len(b)); a cheap bounding-box test skips far pairs."""
     out = np.zeros((len(a), len(b)), np.float32)
@@ -211,21 +221,27 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def nms(det: Detections, iou_threshold: float = 0.5) -> Detections:
     """Class-agnostic non-maximum suppression on quads: one physical card, one detection."""
-    if len(det) <= 1:
-        return det
-    det = det.sorted()
-    centers = det.centers
+    return det[nms_indices(det.quads, det.confidence, iou_threshold)]
+
+
+def nms_indices(quads: np.ndarray, scores: np.ndarray, iou_threshold: float = 0.5) -> np.ndarray:
+    """Indices of the quads NMS keeps, best score first."""
+    order = np.argsort(-np.asarray(scores), kind="stable")
+    if len(order) <= 1:
+        return order
+    quads = np.asarray(quads, np.float32)[order]
+    centers = quads.mean(axis=1)
     # two quads of similar size overlapping by IoU > 0.5 have centres closer than about a
     # quarter of a side: only such pairs need the exact (slower) polygon intersection
-    sides = np.linalg.norm(det.quads[:, 1] - det.quads[:, 0], axis=1)
-    sides = np.minimum(sides, np.linalg.norm(det.quads[:, 3] - det.quads[:, 0], axis=1))
-    dist = np.linalg.norm(centers[:, None] - centers[None], axis=2)
-    near = np.triu(dist < 0.75 * np.maximum(sides[:, None], sides[None]), k=1)
-    keep = np.ones(len(det), bool)
+    sides = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
+    sides = np.minimum(sides, np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1))
+    dist2 = distances2(centers[:, 0], centers[:, 1])
+    near = np.triu(dist2 < (0.75 * np.maximum(sides[:, None], sides[None])) ** 2, k=1)
+    keep = np.ones(len(quads), bool)
     for i, j in zip(*np.nonzero(near), strict=True):  # row by row: i is always decided first
-        if keep[i] and keep[j] and quad_iou(det.quads[i], det.quads[j]) > iou_threshold:
+        if keep[i] and keep[j] and quad_iou(quads[i], quads[j]) > iou_threshold:
             keep[j] = False
-    return det[keep]
+    return order[keep]
 
 
 def unique_cards(

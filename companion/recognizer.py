@@ -1,14 +1,18 @@
 """Frame -> Detections: a tiny two-stage card recognizer on onnxruntime + OpenCV + numpy.
 
-Stage 1, the *localizer*, looks at a letterboxed, downscaled frame (512x288 for 16:9) and predicts,
-at stride 4, a card-centre heatmap plus each card's size and long-axis angle (as cos 2θ, sin 2θ,
-which does not care which end is up). Peaks become rotated boxes.
+Stage 1, the *localizer*, looks at a letterboxed, downscaled frame (768x448 for the committed
+model) and predicts, at stride 4, a card-centre heatmap plus each card's size and long-axis angle
+(as cos 2θ, sin 2θ, which does not care which end is up). Hot cells become rotated boxes: the
+3x3 maxima, or (``peak_spacing``) every hot cell not too close to a hotter one, which also finds
+the cards of a tight capture row whose centres the heatmap blurs into one ridge.
 
 Stage 2, the *classifier*, gets one rectified crop per box, cut from the full-resolution frame
 with the long axis vertical (slightly enlarged, e.g. 48x80). It outputs 48 cards + ``back`` +
 ``none`` (not a card: localizer false alarms die here), whether the card is upside down in the
 crop, and the card's four corners in the crop, so the final quad follows perspective and comes
 in the card's own corner order (top-left, top-right, bottom-right, bottom-left of the face).
+Crops that found the same card as a surer crop are dropped; the doubtful rest get a second look,
+cut around the corners found by the first.
 
 No torch here: training (``companion/training.py``) shares only the geometry helpers below.
 Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detections``.
@@ -24,12 +28,21 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
-from companion.detections import BACK_ID, CLASSES, Detections, nms, unique_cards
+from companion.detections import (
+    BACK_ID,
+    CLASSES,
+    Detections,
+    distances2,
+    nms,
+    unique_cards,
+)
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "recognizer.json"
 NONE_ID = len(CLASSES)  # the classifier's extra "not a card" output
 MAX_SIDE = 4096  # larger frames are downscaled first: crops never need more detail
+MAX_HOT_CELLS = 384  # with peak_spacing, the hottest cells looked at
+DISTINCT_SPACING = 0.25  # two crops whose cards' centres are this close saw the same card
 
 
 class RecognizerError(CompanionError):
@@ -49,6 +62,10 @@ class Settings:
     size_unit: float = 16.0  # box sizes are predicted as log(pixels / size_unit)
     heat_threshold: float = 0.25
     max_candidates: int = 64
+    # 0: candidates are 3x3 heat maxima. >0: any cell above the threshold is a candidate unless
+    # a hotter one lies within this fraction of their short side (finds the ridge cards of a
+    # tight capture row, whose centres the heatmap blurs into one peak)
+    peak_spacing: float = 0.0
     min_confidence: float = 0.2  # below this a crop is not reported at all
     max_none: float = 0.5  # crops the classifier finds this likely "not a card" are dropped
     nms_iou: float = 0.6
@@ -184,14 +201,15 @@ def net_input(session, images: np.ndarray) -> np.ndarray:
 def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.ndarray:
     """Heatmap peaks -> rotated boxes in input pixels, rows (cx, cy, w, h, theta, score)."""
     heat = heat.reshape(heat.shape[-2:]).astype(np.float32)
-    peaks = (heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (
-        heat >= settings.heat_threshold
-    )
-    ys, xs = np.nonzero(peaks)
+    hot = heat >= settings.heat_threshold
+    if settings.peak_spacing <= 0:
+        hot &= heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))
+    ys, xs = np.nonzero(hot)
     if len(ys) == 0:
         return np.zeros((0, 6), np.float32)
     scores = heat[ys, xs]
-    order = np.argsort(-scores)[: settings.max_candidates]
+    limit = settings.max_candidates if settings.peak_spacing <= 0 else MAX_HOT_CELLS
+    order = np.argsort(-scores, kind="stable")[:limit]
     ys, xs, scores = ys[order], xs[order], scores[order]
     r = reg.reshape(6, *heat.shape)[:, ys, xs]
     s = settings.stride
@@ -200,7 +218,30 @@ def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.
     w = np.exp(np.clip(r[2], -4, 4)) * settings.size_unit
     h = np.exp(np.clip(r[3], -4, 4)) * settings.size_unit
     theta = 0.5 * np.arctan2(r[5], r[4])
-    return np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
+    boxes = np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
+    if settings.peak_spacing > 0:
+        boxes = boxes[spaced(boxes, settings.peak_spacing)]
+    return boxes[: settings.max_candidates]
+
+
+def spaced(boxes: np.ndarray, spacing: float) -> np.ndarray:
+    """Indices of the rotated boxes (rows cx, cy, w, h, ..., best first) kept by a greedy pass
+    that drops a box whose centre lies within ``spacing`` of the smaller short side from a
+    kept one."""
+    short = np.minimum(boxes[:, 2], boxes[:, 3])
+    dist2 = distances2(boxes[:, 0], boxes[:, 1])
+    near = dist2 < (spacing * np.minimum(short[:, None], short[None])) ** 2
+    np.fill_diagonal(near, False)
+    hotter = np.tril(near, -1)  # hotter[i, j]: j is a hotter neighbour of i
+    keep = np.zeros(len(boxes), bool)
+    open_ = np.ones(len(boxes), bool)
+    # the greedy pass, a few rounds at a time: a box with no open hotter neighbour is kept
+    # (none of its hotter neighbours can be kept any more), and its neighbours are closed
+    while open_.any():
+        chosen = open_ & ~(hotter & open_).any(axis=1)
+        keep |= chosen
+        open_ &= ~chosen & ~near[:, chosen].any(axis=1)
+    return np.flatnonzero(keep)
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,6 +253,9 @@ class Recognizer:
     """Loads the two ONNX nets named in a metadata JSON file and turns frames into Detections."""
 
     def __init__(self, localizer, classifier, settings: Settings, metadata: dict | None = None):
+        # OpenCV's worker threads busy-wait after each call and then fight ONNX Runtime's for
+        # the cores; the per-crop OpenCV calls are too small to gain from them (-2 ms a frame)
+        cv2.setNumThreads(1)
         self.localizer = localizer
         self.classifier = classifier
         self.settings = settings
@@ -261,6 +305,10 @@ class Recognizer:
         boxes[:, :4] /= scale  # into original pixels
         matrices = crop_matrices(boxes, st)
         probs, flip, corners = self._classify(image, matrices)
+        # one look per card from here on: spaced candidates often name the same card twice
+        live = self._distinct(matrices, probs, corners)
+        boxes, matrices = boxes[live], matrices[live]
+        probs, flip, corners = probs[live], flip[live], corners[live]
         for _ in range(st.refine_steps):
             # re-cut each card around the quad the classifier found: the second look is
             # better centred and aligned than the localizer's coarse box
@@ -280,6 +328,16 @@ class Recognizer:
             p2, f2, c2 = self._classify(image, matrices[live])
             probs[live], flip[live], corners[live] = p2, f2, c2
         return self._assemble(boxes, matrices, probs, flip, corners)
+
+    def _distinct(self, matrices, probs, corners) -> np.ndarray:
+        """Indices of the crops that show a card and are not a surer crop's card again
+        (their cards' centres closer than a quarter of the short side)."""
+        st = self.settings
+        sureness = probs[:, :NONE_ID].max(axis=1)
+        cards = np.flatnonzero(probs[:, NONE_ID] < st.max_none)
+        cards = cards[np.argsort(-sureness[cards], kind="stable")]
+        found = quads_to_rboxes(self._corner_quads(matrices[cards], corners[cards]))
+        return cards[spaced(found, DISTINCT_SPACING)]
 
     def _classify(self, image, matrices):
         crops = np.stack([crop_card(image, m, self.settings) for m in matrices])

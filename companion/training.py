@@ -1122,11 +1122,13 @@ def finetune_classifier(
     threads: int = 1,
     jitters: int = 1,
     proposal_threshold: float = 0.15,
+    peak_spacing: float = 0.0,
     tiny: bool = False,
     stage: int = 0,
 ) -> tuple[Path, list, int]:
     """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
-    ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``).
+    ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``),
+    decoded as the model will decode them (``peak_spacing``).
 
     Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
     of crops.
@@ -1140,7 +1142,10 @@ def finetune_classifier(
     out.mkdir(parents=True, exist_ok=True)
     st = Settings(input_width=input_size[0], input_height=input_size[1])
     propose = Settings(
-        input_width=input_size[0], input_height=input_size[1], heat_threshold=proposal_threshold
+        input_width=input_size[0],
+        input_height=input_size[1],
+        heat_threshold=proposal_threshold,
+        peak_spacing=peak_spacing,
     )
     session = _session(Path(localizer), threads) if localizer else None
     rng = np.random.default_rng((seed + 11, stage))
@@ -1291,6 +1296,7 @@ def resume(
         localizer=start / old["localizer"],
         lr=1e-3,
         jitters=jitters,
+        peak_spacing=settings.peak_spacing,
         **common,
     )
     heat = queue.get()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -21,7 +22,9 @@ from companion.detections import (
     Detections,
     chaff_group,
     class_id,
+    distances2,
     nms,
+    nms_indices,
     quad_iou,
     unique_cards,
 )
@@ -35,6 +38,7 @@ from companion.recognizer import (
     decode_heatmap,
     quad_to_rbox,
     read_image,
+    spaced,
 )
 
 SHARED_DECKS = Path(__file__).resolve().parents[2] / "shared" / "decks"
@@ -115,6 +119,76 @@ def test_nms_keeps_the_most_confident_of_overlapping_quads():
     det = make_det(["01-1", "01-2", "05-1"], [0, 2, 100], [0.6, 0.9, 0.8])
     out = nms(det, 0.5)
     assert sorted(out.card_codes) == ["01-2", "05-1"]
+
+
+def test_nms_indices_name_the_kept_quads_best_first():
+    quads = np.array([box(0, 0), box(2, 0), box(100, 0), box(200, 0)], np.float32)
+    kept = nms_indices(quads, np.array([0.6, 0.9, 0.5, 0.8]), 0.5)
+    assert kept.tolist() == [1, 3, 2]  # quad 0 lies under quad 1 (IoU 0.88)
+    assert nms_indices(quads[:1], np.array([0.3]), 0.5).tolist() == [0]
+    assert nms_indices(quads[:0], np.zeros(0), 0.5).tolist() == []
+
+
+def test_distances2_is_the_squared_distance_matrix():
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(7, 2)) * 50
+    expected = ((pts[:, None] - pts[None]) ** 2).sum(axis=2)
+    assert np.allclose(distances2(pts[:, 0], pts[:, 1]), expected)
+
+
+def _greedy_reference(boxes, spacing):
+    """The plain one-box-at-a-time greedy pass that ``spaced`` must reproduce."""
+    kept = []
+    for i, b in enumerate(boxes):
+        if all(
+            np.hypot(*(b[:2] - boxes[k, :2])) >= spacing * min(b[2:4].min(), boxes[k, 2:4].min())
+            for k in kept
+        ):
+            kept.append(i)
+    return kept
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spaced_is_the_greedy_pass_by_score(seed):
+    rng = np.random.default_rng(seed)
+    n = 60
+    boxes = np.column_stack(
+        [
+            rng.uniform(0, 80, n),  # crowded: chains of neighbours take several rounds
+            rng.uniform(0, 40, n),
+            rng.uniform(10, 40, n),
+            rng.uniform(10, 40, n),
+            np.zeros(n),
+            np.sort(rng.uniform(0.3, 1, n))[::-1],
+        ]
+    ).astype(np.float32)
+    assert spaced(boxes, 0.4).tolist() == _greedy_reference(boxes, 0.4)
+
+
+def test_spaced_decoding_finds_the_centres_a_ridge_hides():
+    # two cards of a tight capture row, 1.5 cells apart: the heatmap shows one peak and a
+    # shoulder; 3x3 maxima find one centre, a ridge-aware decode finds both
+    st = Settings(input_width=64, input_height=32, stride=4, heat_threshold=0.25)
+    gh, gw = 8, 16
+    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
+    heat = np.maximum(
+        0.9 * np.exp(-((xx - 6) ** 2 + (yy - 4) ** 2) / 2.0),
+        0.6 * np.exp(-((xx - 7.5) ** 2 + (yy - 4) ** 2) / 2.0),
+    )
+    reg = np.zeros((6, gh, gw), np.float32)
+    reg[2] = np.log(24 / st.size_unit)  # 24 x 40 px cards: short side 6 cells
+    reg[3] = np.log(40 / st.size_unit)
+    reg[4] = 1.0
+    peaks = decode_heatmap(heat[None, None], reg[None], st)
+    assert len(peaks) == 1
+    ridge = decode_heatmap(heat[None, None], reg[None], replace(st, peak_spacing=0.2))
+    assert len(ridge) > 1
+    assert tuple(ridge[0, :2]) == tuple(peaks[0, :2])  # the hottest cell comes first
+    # no two candidates closer than 0.2 of the short side (4.8 px)
+    gaps = np.sqrt(distances2(ridge[:, 0], ridge[:, 1]))[np.triu_indices(len(ridge), 1)]
+    assert gaps.min() >= 4.8
+    # a cell 2 cells away (8 px) on the shoulder is among them: the second card's centre
+    assert any(abs(x - 8 * 4) < 0.01 and abs(y - 4 * 4) < 0.01 for x, y in ridge[:, :2])
 
 
 def test_unique_cards_demotes_the_less_confident_duplicate():
@@ -339,15 +413,15 @@ def test_cli_detect_bad_files(tmp_path):
 def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     from companion.recognizer import evaluate
 
-    # measured with the committed model on these 12 scenes: recall 0.739, chaff-equivalent
-    # accuracy 0.983, precision 0.953, 0.75 false positives per image (see models/recognizer.json
+    # measured with the committed model on these 12 scenes: recall 0.837, chaff-equivalent
+    # accuracy 0.990, precision 0.968, 0.58 false positives per image (see models/recognizer.json
     # for the 500-scene figures); the thresholds sit a little under
     metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
     assert metrics["labels"] > 200
-    assert metrics["recall"] >= 0.70, metrics
-    assert metrics["chaff_accuracy"] >= 0.96, metrics
-    assert metrics["precision"] >= 0.93, metrics
-    assert metrics["false_positives_per_image"] <= 1.0, metrics
+    assert metrics["recall"] >= 0.80, metrics
+    assert metrics["chaff_accuracy"] >= 0.97, metrics
+    assert metrics["precision"] >= 0.95, metrics
+    assert metrics["false_positives_per_image"] <= 0.75, metrics
 
 
 @needs_model
