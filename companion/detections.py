@@ -230,13 +230,16 @@ def nms_indices(quads: np.ndarray, scores: np.ndarray, iou_threshold: float = 0.
     if len(order) <= 1:
         return order
     quads = np.asarray(quads, np.float32)[order]
-    centers = quads.mean(axis=1)
-    # two quads of similar size overlapping by IoU > 0.5 have centres closer than about a
-    # quarter of a side: only such pairs need the exact (slower) polygon intersection
-    sides = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
-    sides = np.minimum(sides, np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1))
-    dist2 = distances2(centers[:, 0], centers[:, 1])
-    near = np.triu(dist2 < (0.75 * np.maximum(sides[:, None], sides[None])) ** 2, k=1)
+    # the polygons lie inside their bounding boxes, so IoU <= (box intersection) / (larger
+    # area): only pairs where that bound passes the threshold need the exact (slower) test
+    x, y = quads[..., 0], quads[..., 1]
+    areas = 0.5 * np.abs((x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y).sum(axis=1))
+    lo, hi = quads.min(axis=1), quads.max(axis=1)
+    overlap = np.clip(
+        np.minimum(hi[:, None], hi[None]) - np.maximum(lo[:, None], lo[None]), 0, None
+    ).prod(axis=2)
+    bound = overlap / np.maximum(np.maximum(areas[:, None], areas[None]), 1e-9)
+    near = np.triu(bound > iou_threshold, k=1)
     keep = np.ones(len(quads), bool)
     for i, j in zip(*np.nonzero(near), strict=True):  # row by row: i is always decided first
         if keep[i] and keep[j] and quad_iou(quads[i], quads[j]) > iou_threshold:

@@ -36,6 +36,7 @@ from companion.recognizer import (
     crop_matrix,
     crop_targets,
     decode_heatmap,
+    letterbox,
     quad_to_rbox,
     read_image,
     spaced,
@@ -127,6 +128,31 @@ def test_nms_indices_name_the_kept_quads_best_first():
     assert kept.tolist() == [1, 3, 2]  # quad 0 lies under quad 1 (IoU 0.88)
     assert nms_indices(quads[:1], np.array([0.3]), 0.5).tolist() == [0]
     assert nms_indices(quads[:0], np.zeros(0), 0.5).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_nms_indices_match_a_brute_force_pass(seed):
+    # crowded, rotated, odd-sized quads; the bounding-box bound must never skip a real overlap
+    rng = np.random.default_rng(seed)
+    n = 40
+    quads = np.array(
+        [rotated_quad(*rng.uniform([0, 0, 8, 8, 0], [120, 80, 40, 70, np.pi])) for _ in range(n)],
+        np.float32,
+    )
+    scores = rng.uniform(size=n)
+    for threshold in (0.3, 0.5, 0.6):
+        order = np.argsort(-scores, kind="stable")
+        kept = []
+        for i in order:
+            if all(quad_iou(quads[i], quads[k]) <= threshold for k in kept):
+                kept.append(i)
+        assert nms_indices(quads, scores, threshold).tolist() == kept
+
+
+def rotated_quad(cx, cy, w, h, theta):
+    c, s = math.cos(theta), math.sin(theta)
+    corners = np.array([[-w / 2, -h / 2], [w / 2, -h / 2], [w / 2, h / 2], [-w / 2, h / 2]])
+    return corners @ np.array([[c, s], [-s, c]]) + [cx, cy]
 
 
 def test_distances2_is_the_squared_distance_matrix():
@@ -266,6 +292,23 @@ def test_crop_corners_map_back_to_the_card_quad(angle):
         crop_targets(quad, crop_matrix(cx, cy, w, h, th, st), st)[0]
         for th in (theta, theta + math.pi)
     } == {0, 1}
+
+
+@pytest.mark.parametrize("shape", [(720, 1280), (768, 1024), (300, 2000), (1500, 500)])
+def test_letterbox_keeps_the_aspect_and_pads_bottom_right(shape):
+    st = Settings(input_width=768, input_height=448)
+    image = np.random.default_rng(1).integers(0, 255, (*shape, 3), dtype=np.uint8)
+    boxed, scale = letterbox(image, st)
+    assert boxed.shape == (448, 768, 3)
+    nw, nh = round(shape[1] * scale), round(shape[0] * scale)
+    assert nw <= 768 and nh <= 448 and (nw == 768 or nh == 448)
+    assert (boxed[nh:] == st.pad_value).all() and (boxed[:, nw:] == st.pad_value).all()
+    if scale >= 0.5:
+        expected = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_LINEAR)
+        assert np.array_equal(boxed[:nh, :nw], expected)
+    else:  # bilinear to twice the size, then 2x2 averages: close to a plain area resize
+        expected = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA)
+        assert np.abs(boxed[:nh, :nw].astype(int) - expected).mean() < 20
 
 
 def test_localizer_targets_decode_back_to_the_boxes():
@@ -413,15 +456,15 @@ def test_cli_detect_bad_files(tmp_path):
 def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     from companion.recognizer import evaluate
 
-    # measured with the committed model on these 12 scenes: recall 0.837, chaff-equivalent
-    # accuracy 0.990, precision 0.968, 0.58 false positives per image (see models/recognizer.json
+    # measured with the committed model on these 12 scenes: recall 0.869, chaff-equivalent
+    # accuracy 0.995, precision 0.973, 0.50 false positives per image (see models/recognizer.json
     # for the 500-scene figures); the thresholds sit a little under
     metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
     assert metrics["labels"] > 200
-    assert metrics["recall"] >= 0.80, metrics
+    assert metrics["recall"] >= 0.83, metrics
     assert metrics["chaff_accuracy"] >= 0.97, metrics
     assert metrics["precision"] >= 0.95, metrics
-    assert metrics["false_positives_per_image"] <= 0.75, metrics
+    assert metrics["false_positives_per_image"] <= 0.7, metrics
 
 
 @needs_model
