@@ -194,7 +194,7 @@ def distances2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pairwise squared distances between points (x[i], y[i]).
 
     Written out per axis: numpy's sum over a trailing axis of length 2 is about 20 times
-    slower, and NMS runs this on every frame."""
+    slower, and the recognizer's candidate spacing runs this twice a frame."""
     dx = x[:, None] - x[None]
     dy = y[:, None] - y[None]
     return dx * dx + dy * dy
