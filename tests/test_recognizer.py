@@ -133,10 +133,12 @@ def test_nms_indices_name_the_kept_quads_best_first():
 @pytest.mark.parametrize("seed", range(5))
 def test_nms_indices_match_a_brute_force_pass(seed):
     # crowded, rotated, odd-sized quads; the bounding-box bound must never skip a real overlap
+    from companion.training import rbox_quad
+
     rng = np.random.default_rng(seed)
     n = 40
     quads = np.array(
-        [rotated_quad(*rng.uniform([0, 0, 8, 8, 0], [120, 80, 40, 70, np.pi])) for _ in range(n)],
+        [rbox_quad(*rng.uniform([0, 0, 8, 8, 0], [120, 80, 40, 70, np.pi])) for _ in range(n)],
         np.float32,
     )
     scores = rng.uniform(size=n)
@@ -147,12 +149,6 @@ def test_nms_indices_match_a_brute_force_pass(seed):
             if all(quad_iou(quads[i], quads[k]) <= threshold for k in kept):
                 kept.append(i)
         assert nms_indices(quads, scores, threshold).tolist() == kept
-
-
-def rotated_quad(cx, cy, w, h, theta):
-    c, s = math.cos(theta), math.sin(theta)
-    corners = np.array([[-w / 2, -h / 2], [w / 2, -h / 2], [w / 2, h / 2], [-w / 2, h / 2]])
-    return corners @ np.array([[c, s], [-s, c]]) + [cx, cy]
 
 
 def test_distances2_is_the_squared_distance_matrix():
