@@ -242,9 +242,12 @@ def _face_master(path: Path) -> np.ndarray:
         img = cv2.resize(img, (width, _MASTER_HEIGHT), interpolation=cv2.INTER_AREA)
     if img[..., 3].min() == 255:  # opaque scan: cut the rounded corners real cards have
         img[..., 3] = _rounded_mask(img.shape[1], img.shape[0])
-    # Print grain of card stock, the same for a given file every time.
+    # Print grain of card stock, the same for a given card every time. Seeded by the deck
+    # folder's name and the file's, not the whole path: a scene must not change with where
+    # the shared folder happens to live (another checkout, CI).
+    grain_key = f"{Path(path).parent.name}/{Path(path).name}"
     grain_rng = np.random.default_rng(
-        int.from_bytes(hashlib.sha256(str(path).encode()).digest()[:4], "little")
+        int.from_bytes(hashlib.sha256(grain_key.encode()).digest()[:4], "little")
     )
     grain = cv2.GaussianBlur(grain_rng.normal(0, 4, img.shape[:2]).astype(np.float32), (0, 0), 0.7)
     img[..., :3] = np.clip(img[..., :3] + grain[..., None], 0, 255).astype(np.uint8)

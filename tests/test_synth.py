@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -85,6 +86,18 @@ def test_same_seed_same_scene_and_different_seed_different_scene():
     assert [lab.to_dict() for lab in a.labels] == [lab.to_dict() for lab in b.labels]
     assert a.conditions == b.conditions
     assert not np.array_equal(a.image, c.image)
+
+
+def test_a_scene_does_not_depend_on_where_its_deck_folder_lives(tmp_path, user_deck, grey_table):
+    # the same deck reached through another path (another checkout, CI's copy of ../shared)
+    elsewhere = tmp_path / "other-checkout" / "shared"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / user_deck.name).symlink_to(user_deck, target_is_directory=True)
+    renders = [
+        render_scene(5, replace(PLAIN, decks=(str(folder),), backgrounds=(str(grey_table),)))
+        for folder in (user_deck, elsewhere / user_deck.name)
+    ]
+    assert renders[0].labels and np.array_equal(renders[0].image, renders[1].image)
 
 
 @needs_shared
