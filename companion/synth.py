@@ -245,7 +245,7 @@ def _face_master(path: Path) -> np.ndarray:
     # Print grain of card stock, the same for a given card every time. Seeded by the deck
     # folder's name and the file's, not the whole path: a scene must not change with where
     # the shared folder happens to live (another checkout, CI).
-    grain_key = f"{Path(path).parent.name}/{Path(path).name}"
+    grain_key = f"{path.parent.name}/{path.name}"
     grain_rng = np.random.default_rng(
         int.from_bytes(hashlib.sha256(grain_key.encode()).digest()[:4], "little")
     )
