@@ -169,6 +169,12 @@ def polygon_area(quad: np.ndarray) -> float:
     return float(abs(cv2.contourArea(np.asarray(quad, np.float32).reshape(-1, 2))))
 
 
+def polygon_areas(polygons: np.ndarray) -> np.ndarray:
+    """``polygon_area`` of many polygons (N,K,2) at once: the shoelace formula, vectorised."""
+    x, y = polygons[..., 0], polygons[..., 1]
+    return 0.5 * np.abs((x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y).sum(axis=1))
+
+
 def quad_iou(a: np.ndarray, b: np.ndarray) -> float:
     """Intersection over union of two convex quads (any corner order, either winding)."""
     import cv2
@@ -232,8 +238,7 @@ def nms_indices(quads: np.ndarray, scores: np.ndarray, iou_threshold: float = 0.
     quads = np.asarray(quads, np.float32)[order]
     # the polygons lie inside their bounding boxes, so IoU <= (box intersection) / (larger
     # area): only pairs where that bound passes the threshold need the exact (slower) test
-    x, y = quads[..., 0], quads[..., 1]
-    areas = 0.5 * np.abs((x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y).sum(axis=1))
+    areas = polygon_areas(quads)
     lo, hi = quads.min(axis=1), quads.max(axis=1)
     overlap = np.clip(
         np.minimum(hi[:, None], hi[None]) - np.maximum(lo[:, None], lo[None]), 0, None

@@ -25,6 +25,8 @@ from companion.detections import (
     distances2,
     nms,
     nms_indices,
+    polygon_area,
+    polygon_areas,
     quad_iou,
     unique_cards,
 )
@@ -114,6 +116,20 @@ def test_quad_iou():
     assert quad_iou(a, np.array(box(5, 0, 10, 10), np.float32)[::-1]) == pytest.approx(
         1 / 3, abs=1e-4
     )
+
+
+def test_polygon_areas_match_polygon_area_one_by_one():
+    from companion.training import rbox_quad
+
+    rng = np.random.default_rng(2)
+    quads = np.array(
+        [rbox_quad(*rng.uniform([0, 0, 8, 8, 0], [120, 80, 40, 70, np.pi])) for _ in range(12)],
+        np.float32,
+    )
+    quads[1] = quads[1][::-1]  # either winding
+    expected = [polygon_area(q) for q in quads]
+    np.testing.assert_allclose(polygon_areas(quads), expected, rtol=1e-5)
+    assert polygon_areas(np.array([box(0, 0, 10, 20)], np.float32))[0] == pytest.approx(200)
 
 
 def test_nms_keeps_the_most_confident_of_overlapping_quads():
