@@ -554,6 +554,18 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert det.quads.shape == (len(det), 4, 2)
     assert np.all((det.confidence >= 0) & (det.confidence <= 1))
 
+    # int8 export: the first convolution reads the uint8 pixels, its conversion chain is gone
+    # (fold_input_conversion only rewrites a file whose outputs stay bit-identical)
+    import onnx
+
+    from companion.training import fold_input_conversion
+
+    assert meta["quantization"]["input_folded"] == ["localizer", "classifier"]
+    for name in ("localizer.onnx", "classifier.onnx"):
+        ops = {n.op_type for n in onnx.load(str(tmp_path / name)).graph.node}
+        assert "QuantizeLinear" in ops and not ops & {"Cast", "Gather", "Mul"}
+        assert not fold_input_conversion(tmp_path / name)  # nothing left to fold
+
     # a second stage resumes from the kept checkpoints at another input size
     from companion.training import resume
 
