@@ -1508,7 +1508,7 @@ def fold_input_conversion(path: str | Path, sample: np.ndarray | None = None) ->
         sample = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
     before = run(path.read_bytes())
     after = run(model.SerializeToString())
-    if not all(np.array_equal(a, b) for a, b in zip(before, after)):
+    if not all(np.array_equal(a, b) for a, b in zip(before, after, strict=True)):
         log(f"{path.name}: folding the input conversion changed its outputs; left as it was")
         return False
     onnx.save(model, str(path))
