@@ -346,7 +346,7 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
         meta_path = Path(model_path) if model_path else DEFAULT_MODEL
         meta = _json.loads(meta_path.read_text())
         meta.setdefault("metrics", {})[f"{metrics['deck']} seed={seed} n={n}"] = {
-            k: v for k, v in metrics.items() if k != "by_condition"
+            k: v for k, v in metrics.items() if not k.startswith("by_") and "_by_" not in k
         } | {"command": f"companion eval --deck {deck} --seed {seed} --n {n}"}
         meta_path.write_text(_json.dumps(meta, indent=2) + "\n")
     if as_json:
@@ -371,12 +371,20 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
                 f"{p['true']}->{p['predicted']} x{p['count']}" for p in metrics["confused_pairs"]
             )
         )
+    if metrics["false_positive_kinds"]:
+        click.echo(
+            "false positives by kind:   "
+            + ", ".join(f"{k} {c}" for k, c in metrics["false_positive_kinds"].items())
+        )
     click.echo("by condition:                     cards   recall   exact   chaff-eq")
     for key, t in metrics["by_condition"].items():
         click.echo(
             f"  {key:<30} {t['labels']:>6} {pct(t['recall']):>9} {pct(t['exact_accuracy']):>8} "
             f"{pct(t['chaff_accuracy']):>9}"
         )
+    click.echo("false positives by scene:        images  per image")
+    for key, t in metrics["false_positives_by_scene"].items():
+        click.echo(f"  {key:<30} {t['images']:>6} {t['per_image']:>10.3f}")
 
 
 @main.command("bench")

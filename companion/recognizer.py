@@ -499,6 +499,49 @@ def match_detections(
     return det_to_label, label_to_det
 
 
+def false_positive_kinds(
+    det: Detections, quads: np.ndarray, visible: np.ndarray, det_to_label: np.ndarray
+) -> list[str]:
+    """Why each unmatched detection is false, so that eval says where false cards come from:
+
+    - "second look": it covers a card (IoU >= 0.5) that another detection already matched;
+    - "loose quad": it overlaps a card at least 40 % visible, but by less than 0.5;
+    - "hidden card": it overlaps a card less than 40 % visible (which need not be found) by
+      less than 0.5, usually outlining the visible part only;
+    - "no card": it overlaps no card (IoU < 0.1): the table, a hand, a box, paper or a phone.
+    """
+    from companion.detections import iou_matrix
+
+    unmatched = np.flatnonzero(det_to_label < 0)
+    if len(unmatched) == 0:
+        return []
+    quads = np.asarray(quads, np.float32).reshape(-1, 4, 2)
+    if len(quads) == 0:
+        return ["no card"] * len(unmatched)
+    ious = iou_matrix(det.quads[unmatched], quads)
+    kinds = []
+    for row in ious:
+        j = int(row.argmax())
+        if row[j] >= EVAL_IOU:
+            kinds.append("second look")
+        elif row[j] < 0.1:
+            kinds.append("no card")
+        elif visible[j] < MUST_FIND_VISIBLE:
+            kinds.append("hidden card")
+        else:
+            kinds.append("loose quad")
+    return kinds
+
+
+def _scene_keys(cond: dict) -> list[str]:
+    """Conditions of a whole scene, for false positives per image."""
+    kinds = sorted(set(cond.get("distractors") or ())) or ["none"]
+    keys = [f"distractor:{k}" for k in kinds]
+    if "hands" in cond:
+        keys.append(f"hands:{'yes' if cond['hands'] else 'no'}")
+    return keys
+
+
 def _condition_keys(cond: dict, visible: float) -> list[str]:
     keys = ["overlap:" + ("overlapped" if visible < 0.95 else "clear")]
     tilt = cond.get("tilt_deg")
@@ -552,6 +595,7 @@ def evaluate(
         scenes = map(_render_for_eval, jobs)
     total, by_cond = _Tally(), {}
     false_pos, detections, confused = 0, 0, Counter()
+    fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
     try:
         for i, scene in enumerate(scenes):
             det = recognizer.detect(scene.image)
@@ -560,6 +604,12 @@ def evaluate(
             vis = np.array([lab.visible for lab in scene.labels], np.float32)
             det_to_label, label_to_det = match_detections(det, quads, vis)
             false_pos += int((det_to_label < 0).sum())
+            kinds = false_positive_kinds(det, quads, vis, det_to_label)
+            fp_kinds.update(kinds)
+            for key in _scene_keys(scene.conditions):
+                tally = fp_by_scene.setdefault(key, [0, 0])
+                tally[0] += 1
+                tally[1] += len(kinds)
             for j, lab in enumerate(scene.labels):
                 if lab.visible < MUST_FIND_VISIBLE:
                     continue
@@ -595,7 +645,12 @@ def evaluate(
         "confused_pairs": [
             {"true": t, "predicted": p, "count": c} for (t, p), c in confused.most_common(10)
         ],
+        "false_positive_kinds": dict(fp_kinds.most_common()),
         "by_condition": {k: by_cond[k].to_dict() for k in sorted(by_cond)},
+        "false_positives_by_scene": {
+            k: {"images": i, "false_positives": f, "per_image": round(f / i, 4)}
+            for k, (i, f) in sorted(fp_by_scene.items())
+        },
     }
 
 

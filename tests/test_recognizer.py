@@ -38,7 +38,9 @@ from companion.recognizer import (
     crop_matrix,
     crop_targets,
     decode_heatmap,
+    false_positive_kinds,
     letterbox,
+    match_detections,
     quad_to_rbox,
     read_image,
     spaced,
@@ -477,6 +479,27 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     assert metrics["chaff_accuracy"] >= 0.97, metrics
     assert metrics["precision"] >= 0.95, metrics
     assert metrics["false_positives_per_image"] <= 0.7, metrics
+    # every false card has a kind, and every scene a row per condition
+    assert sum(metrics["false_positive_kinds"].values()) == metrics["false_positives"]
+    by_scene = metrics["false_positives_by_scene"]
+    hands = [v for k, v in by_scene.items() if k.startswith("hands:")]
+    assert sum(v["images"] for v in hands) == 12
+    assert sum(v["false_positives"] for v in hands) == metrics["false_positives"]
+
+
+def test_false_positive_kinds_say_why_a_detection_is_false():
+    labels = np.array([box(0, 0), box(100, 0), box(200, 0)], np.float32)
+    visible = np.array([1.0, 0.3, 1.0], np.float32)
+    det = make_det(["01-1", "01-1", "02-1", "03-1", "04-1"], [0, 2, 220, 120, 400], [0.9] * 5)
+    det_to_label, _ = match_detections(det, labels, visible)
+    assert det_to_label.tolist() == [0, -1, -1, -1, -1]
+    assert false_positive_kinds(det, labels, visible, det_to_label) == [
+        "second look",  # a second detection of the matched card 0
+        "loose quad",  # 20 px off card 2: IoU 0.2
+        "hidden card",  # 20 px off card 1, which is only 30 % visible
+        "no card",
+    ]
+    assert false_positive_kinds(det, labels[:0], visible[:0], np.full(5, -1)) == ["no card"] * 5
 
 
 @needs_model
