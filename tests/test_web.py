@@ -97,6 +97,7 @@ def test_index_lists_matches_and_offers_every_preset(client, store, match_id):
 
     page = client.get("/").get_data(as_text=True)
     assert "Aki vs Ben" in page
+    assert "m-score" not in page  # no round dealt yet: no score line
     assert f'href="/matches/{match_id}"' in page
     for preset in RuleSet.presets():
         assert f'<option value="{preset}"' in page
@@ -330,6 +331,9 @@ def test_a_team_match_with_named_teams(client, store):
     # A named team shows its members next to its name.
     assert "Red <small>(Aki &amp; Chie)</small>" in html
     assert "Match started in teams: Red (Aki &amp; Chie) vs Ben &amp; Dan" in html
+    # The match list names who plays in the named team, beside its score.
+    listed = client.get("/").get_data(as_text=True)
+    assert "Red (Aki &amp; Chie) <b>0</b> · Ben &amp; Dan <b>0</b>" in listed
 
 
 @pytest.mark.parametrize(
@@ -485,6 +489,10 @@ def test_a_round_played_from_the_tablet(client, store, post, match_id):
     assert state.rounds[0].winner == "Aki" and state.totals["Aki"] > 0
     html = response.get_data(as_text=True)
     assert "Round 1 won by Aki" in html and "Deal round 2" in html
+    # The match list shows the score as the log replays it.
+    listed = client.get("/").get_data(as_text=True)
+    assert f"Aki <b>{state.totals['Aki']}</b> · Ben <b>{state.totals['Ben']}</b>" in listed
+    assert "round 1 of 6" in listed
     # The ledger shows the round and the chart draws one polyline per player.
     assert html.count("<polyline") == 2
     assert types(store, match_id)[-1] == "stop_called"

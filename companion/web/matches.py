@@ -42,15 +42,40 @@ def index():
         "livret" if any(p == "livret" for p, _ in presets) else (presets[0][0] if presets else "")
     )
     setup = setup_context(RuleSet.load(default), {}) if default else {"rules": None}
+    matches = store().matches()
     return render(
         "index.html",
         None,
-        matches=store().matches(),
+        matches=matches,
+        standings={m.id: standing(m) for m in matches[:STANDINGS_LISTED]},
         presets=presets,
         preset=default,
         invite=_invite(),
         **setup,
     )
+
+
+STANDINGS_LISTED = 30  # the newest matches show their score in the list (each is a replay)
+
+
+def standing(match) -> dict | None:
+    """A listed match's score: each side's total, and the round it is at. None when its log
+    cannot be replayed (the match page then says why; the list must not fail for it)."""
+    try:
+        state = store().state(match.id)
+    except Exception:  # noqa: BLE001 - one bad log must not take the list down
+        return None
+    teams = state.teams or {}
+
+    def name(side):  # a named team shows who plays in it
+        members = " & ".join(teams.get(side, ()))
+        return f"{side} ({members})" if members and members != side else side
+
+    return {
+        "totals": [(name(side), state.totals.get(side, 0)) for side in state.players],
+        "round": state.round_number,
+        "rounds": state.rounds_planned,
+    }
 
 
 def _invite() -> dict | None:
