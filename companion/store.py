@@ -383,7 +383,6 @@ class MatchStore:
 
         Parsed rows are kept per match and only the new ones are read: the log is append-only
         with seqs 1..N, so the cache can only grow (every page view of the log reads this)."""
-        from companion import engine
 
         match_id = _match_id(match_id)
         with self._lock:
@@ -398,7 +397,7 @@ class MatchStore:
                     [match_id, len(cached), last],
                 ).fetchall()
                 cached = cached + [
-                    StoredEvent(seq, engine.Event.from_dict(json.loads(text)), created, rid)
+                    StoredEvent(seq, _parse_event(match_id, seq, text), created, rid)
                     for seq, text, created, rid in rows
                 ]
                 self._events[match_id] = cached
@@ -522,6 +521,20 @@ class MatchStore:
 # ---------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------
+
+
+def _parse_event(match_id: int, seq: int, text: str):
+    """A stored row back into an engine event; a row damaged outside the app (or written by a
+    newer version) is a StoreError naming it, not a stack trace."""
+    from companion import engine
+
+    try:
+        return engine.Event.from_dict(json.loads(text))
+    except (ValueError, TypeError, KeyError, CompanionError) as exc:
+        raise StoreError(
+            f"Match {match_id}'s log cannot be read at event {seq}: the row is damaged "
+            f"or comes from a newer version ({exc})."
+        ) from None
 
 
 def _match_id(value: int | str) -> int:

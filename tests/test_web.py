@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from companion import CompanionError
-from companion.store import MatchStore
+from companion.store import MatchStore, StoreError
 from companion.web import create_app, is_loopback, new_join_code, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +104,27 @@ def test_index_lists_matches_and_offers_every_preset(client, store, match_id):
     # The livret preset's options are toggles generated from its rule file.
     for option in RuleSet.load("livret").options:
         assert f'name="opt_{option.id}"' in page
+
+
+def test_index_still_lists_a_match_whose_log_cannot_replay(tmp_path):
+    path = tmp_path / "matches.db"
+    with MatchStore.open(path) as first:
+        broken = first.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+        fine = first.create_match(players=["Chie", "Dan"], rules="livret", rounds=6, oya="Chie")
+        # a row edited by hand outside the app
+        row = next(first.db["events"].rows_where("match_id = ?", [broken]))
+        first.db["events"].update(row["id"], {"event": "{not json"})
+    with MatchStore.open(path) as reopened:
+        with pytest.raises(StoreError, match=f"Match {broken}'s log cannot be read at event 1"):
+            reopened.state(broken)
+        page = create_app(reopened, testing=True).test_client().get("/")
+        assert page.status_code == 200
+        text = page.get_data(as_text=True)
+        # both matches are listed; only the one that replays could show a score line
+        assert f'href="/matches/{broken}"' in text and f'href="/matches/{fine}"' in text
+        # its own page says which row cannot be read, in a sentence
+        page = create_app(reopened, testing=True).test_client().get(f"/matches/{broken}")
+        assert "log cannot be read at event 1" in message(page)
 
 
 @pytest.mark.parametrize("preset", ["livret", "sloper", "ferme-florale", "nintendo"])
