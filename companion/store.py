@@ -383,7 +383,6 @@ class MatchStore:
 
         Parsed rows are kept per match and only the new ones are read: the log is append-only
         with seqs 1..N, so the cache can only grow (every page view of the log reads this)."""
-
         match_id = _match_id(match_id)
         with self._lock:
             last = self.last_seq(match_id)  # UnknownMatchError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, redirect, request, url_for
 
+from companion import CompanionError
 from companion.web.views import WebError, is_htmx, render, store
 
 bp = Blueprint("matches", __name__)
@@ -63,7 +64,7 @@ def standing(match) -> dict | None:
     cannot be replayed (the match page then says why; the list must not fail for it)."""
     try:
         state = store().state(match.id)
-    except Exception:  # noqa: BLE001 - one bad log must not take the list down
+    except CompanionError:  # one damaged log must not take the list down
         return None
     teams = state.teams or {}
 
