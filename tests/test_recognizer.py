@@ -563,6 +563,9 @@ def test_tiny_training_run_end_to_end(tmp_path):
         command="pytest",
     )
     assert meta["classes"] == list(CLASSES)
+    from companion.training import CHOSEN_DECODE
+
+    assert {k: meta["settings"][k] for k in CHOSEN_DECODE} == CHOSEN_DECODE
     losses = meta["training"]["losses"]
     assert losses["localizer_heat"][-1] < losses["localizer_heat"][0]
     assert losses["classifier_ce"][-1] < losses["classifier_ce"][0]
