@@ -1458,20 +1458,21 @@ def fold_input_conversion(path: str | Path, sample: np.ndarray | None = None) ->
     if conv is None or mul.input[1] not in producer:
         return False
     factor = producer[mul.input[1]]  # the 1/255 constant, itself stored quantized
-    scale = (
-        None
-        if factor.op_type != "DequantizeLinear"
-        else float(const(factor.input[0]).astype(np.float64) * const(factor.input[1]))
-    )
-    order = const(gather.input[1])
+    if factor.op_type != "DequantizeLinear":
+        return False
+    # every number the rewrite relies on must be a stored constant (else: leave the net alone)
+    found = [const(name) for name in (*factor.input[:2], gather.input[1], *q1.input[1:3])]
+    found += [const(name) for name in q2.input[1:3]]
+    if any(v is None for v in found):
+        return False
+    factor_q, factor_scale, order, q1_scale, q1_zero, q2_scale, q2_zero = found
+    scale = float(factor_q.astype(np.float64) * factor_scale)
     if (
-        scale is None
-        or order is None
-        or sorted(order.tolist()) != [0, 1, 2]
-        or float(const(q1.input[1])) != 1.0
-        or int(const(q1.input[2])) != 0
-        or not np.isclose(float(const(q2.input[1])), scale, rtol=1e-6)
-        or int(const(q2.input[2])) != 0
+        sorted(order.tolist()) != [0, 1, 2]
+        or float(q1_scale) != 1.0
+        or int(q1_zero) != 0
+        or not np.isclose(float(q2_scale), scale, rtol=1e-6)
+        or int(q2_zero) != 0
     ):
         return False
     weights = inits[producer[conv.input[1]].input[0]]
@@ -1479,7 +1480,7 @@ def fold_input_conversion(path: str | Path, sample: np.ndarray | None = None) ->
     weights.CopyFrom(nh.from_array(np.ascontiguousarray(w[:, order]), weights.name))
     g.initializer.extend(
         [
-            nh.from_array(np.float32(const(q2.input[1])), "input_scale"),
+            nh.from_array(np.float32(q2_scale), "input_scale"),
             nh.from_array(np.uint8(0), "input_zero_point"),
         ]
     )
