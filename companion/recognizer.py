@@ -29,6 +29,7 @@ import numpy as np
 
 from companion import CompanionError
 from companion.detections import (
+    BACK,
     BACK_ID,
     CLASSES,
     Detections,
@@ -542,8 +543,11 @@ def _scene_keys(cond: dict) -> list[str]:
     return keys
 
 
-def _condition_keys(cond: dict, visible: float) -> list[str]:
-    keys = ["overlap:" + ("overlapped" if visible < 0.95 else "clear")]
+def _condition_keys(cond: dict, visible: float, card: str) -> list[str]:
+    keys = [
+        "overlap:" + ("overlapped" if visible < 0.95 else "clear"),
+        "card:" + ("face down" if card == BACK else "face up"),
+    ]
     tilt = cond.get("tilt_deg")
     if tilt is not None:
         keys.append("tilt:" + ("<15" if tilt < 15 else "15-30" if tilt < 30 else ">=30"))
@@ -622,7 +626,7 @@ def evaluate(
                 if found and not exact:
                     confused[(lab.card, CLASSES[pred])] += 1
                 total.add(found, exact, chaff_eq)
-                for key in _condition_keys(scene.conditions, lab.visible):
+                for key in _condition_keys(scene.conditions, lab.visible, lab.card):
                     by_cond.setdefault(key, _Tally()).add(found, exact, chaff_eq)
             if progress:
                 progress(i + 1)

@@ -482,6 +482,11 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     # every false card has a kind, and every scene a row per condition
     assert sum(metrics["false_positive_kinds"].values()) == metrics["false_positives"]
     by_scene = metrics["false_positives_by_scene"]
+    sides = metrics["by_condition"]
+    assert (
+        sides["card:face up"]["labels"] + sides.get("card:face down", {"labels": 0})["labels"]
+        == metrics["labels"]
+    )
     hands = [v for k, v in by_scene.items() if k.startswith("hands:")]
     assert sum(v["images"] for v in hands) == 12
     assert sum(v["false_positives"] for v in hands) == metrics["false_positives"]
