@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, redirect, request, url_for
 
 from companion import CompanionError
-from companion.web.views import WebError, is_htmx, render, store
+from companion.web.views import WebError, is_htmx, render, store, team_label
 
 bp = Blueprint("matches", __name__)
 
@@ -66,14 +66,11 @@ def standing(match) -> dict | None:
         state = store().state(match.id)
     except CompanionError:  # one damaged log must not take the list down
         return None
-    teams = state.teams or {}
-
-    def name(side):  # a named team shows who plays in it
-        members = " & ".join(teams.get(side, ()))
-        return f"{side} ({members})" if members and members != side else side
-
     return {
-        "totals": [(name(side), state.totals.get(side, 0)) for side in state.players],
+        "totals": [
+            (team_label(side, state.members(side)), state.totals.get(side, 0))
+            for side in state.players
+        ],
         "round": state.round_number,
         "rounds": state.rounds_planned,
     }
