@@ -346,7 +346,9 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
         meta_path = Path(model_path) if model_path else DEFAULT_MODEL
         meta = _json.loads(meta_path.read_text())
         meta.setdefault("metrics", {})[f"{metrics['deck']} seed={seed} n={n}"] = {
-            k: v for k, v in metrics.items() if not k.startswith("by_") and "_by_" not in k
+            k: v
+            for k, v in metrics.items()
+            if k not in ("by_condition", "false_positives_by_scene")  # the long breakdowns
         } | {"command": f"companion eval --deck {deck} --seed {seed} --n {n}"}
         meta_path.write_text(_json.dumps(meta, indent=2) + "\n")
     if as_json:
