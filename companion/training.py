@@ -1254,7 +1254,6 @@ def resume(
     localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
     the boxes ``start``'s own localizer proposes (``cascade_samples``). Exports to ``out``.
     """
-    import dataclasses
     import multiprocessing as mp
 
     start, out = Path(start), Path(out)
@@ -1273,9 +1272,7 @@ def resume(
         raise RecognizerError(f"The model metadata {meta_path} is unreadable.") from None
     settings = Settings.from_dict(old.get("settings", {}))
     if input_size:
-        settings = dataclasses.replace(
-            settings, input_width=input_size[0], input_height=input_size[1]
-        )
+        settings = replace(settings, input_width=input_size[0], input_height=input_size[1])
     size = (settings.input_width, settings.input_height)
     work = out / "resume-work"
     work.mkdir(parents=True, exist_ok=True)
