@@ -486,6 +486,19 @@ def bench_command(as_json, model_path, runs):
     "afresh; the classifier also learns from the boxes that model's localizer proposes.",
 )
 @click.option(
+    "--localizer-only",
+    is_flag=True,
+    help="With --resume: train only the localizer (on both threads) and keep the classifier.",
+)
+@click.option(
+    "--back-scenes",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="With --resume: the localizer also learns from this many extra scenes rich in "
+    "face-down cards.",
+)
+@click.option(
     "--yardstick",
     is_flag=True,
     help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
@@ -503,6 +516,8 @@ def train_command(
     cache,
     input_size,
     resume_dir,
+    localizer_only,
+    back_scenes,
     yardstick,
 ):
     """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
@@ -521,6 +536,8 @@ def train_command(
     )
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
+    if (localizer_only or back_scenes) and not resume_dir:
+        fail("--localizer-only and --back-scenes continue a model: add --resume DIR.")
     if resume_dir:
         meta = training.resume(
             out_dir,
@@ -533,6 +550,8 @@ def train_command(
             cache=cache,
             jitters=jitters,
             command=command,
+            localizer_only=localizer_only,
+            back_scenes=back_scenes,
         )
         seconds = meta["training"]["stages"][-1]["seconds"]
     else:

@@ -347,6 +347,61 @@ def test_localizer_targets_decode_back_to_the_boxes():
         assert math.sin(b[4] - theta) == pytest.approx(0, abs=1e-3)  # same axis, modulo 180
 
 
+def test_localizer_targets_weigh_face_down_centres_more():
+    from companion.training import BACK_HEAT_WEIGHT, _loc_targets
+
+    st = Settings()
+    quads = np.array([box(40.3, 30.7, 20, 33), box(200.2, 100.1, 20, 33)], np.float32)
+    heat, _, mask, weight = _loc_targets(quads, np.ones(2), st, backs=np.array([False, True]))
+    face, back = [(int(q[:, 1].mean() // st.stride), int(q[:, 0].mean() // st.stride)) for q in quads]
+    assert heat[face] == heat[back] == 1.0 and mask[face] == mask[back] == 1.0
+    assert weight[face] == 1.0 and weight[back] == BACK_HEAT_WEIGHT > 1
+    assert np.count_nonzero(weight != 1.0) == 1
+    # without flags every centre weighs the same
+    _, _, _, plain = _loc_targets(quads, np.ones(2), st)
+    assert np.all(plain == 1.0)
+
+
+def test_focal_loss_applies_a_centre_weight():
+    torch = pytest.importorskip("torch")
+    from companion.training import focal_loss
+
+    target = torch.zeros(1, 1, 4, 4)
+    target[0, 0, 1, 1] = 1.0
+    logits = torch.full((1, 1, 4, 4), -12.0)  # negatives all but certain: their loss is ~0
+    logits[0, 0, 1, 1] = 0.0
+    weight = torch.ones(1, 1, 4, 4)
+    plain = focal_loss(logits, target, weight).item()
+    weight[0, 0, 1, 1] = 3.0
+    assert focal_loss(logits, target, weight).item() == pytest.approx(3 * plain, rel=1e-4)
+    weight[0, 0, 1, 1] = 0.0  # a hidden card's don't-care patch does not erase a centre
+    assert focal_loss(logits, target, weight).item() == pytest.approx(plain, rel=1e-4)
+
+
+def test_scene_variant_renders_and_caches_apart(tmp_path):
+    if not SHARED_DECKS.is_dir():
+        pytest.skip("../shared/decks missing")
+    from companion import synth, training
+
+    decks = [str(SHARED_DECKS / "traditional-ngs")]
+    seed = synth.scene_seed(11, 0)
+    plain = training._render_cached(seed, decks, 320, 180, tmp_path)
+    backs = training._render_cached(seed, decks, 320, 180, tmp_path, "backs")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [
+        f"traditional-ngs_320x180_{seed}.jpg",
+        f"traditional-ngs_320x180_{seed}.json",
+        f"traditional-ngs_320x180_{seed}_backs.jpg",
+        f"traditional-ngs_320x180_{seed}_backs.json",
+    ]
+    config = synth.SceneConfig(width=320, height=180, decks=tuple(decks))
+    expected = synth.render_scene(seed, config.with_(**training.SCENE_VARIANTS["backs"]))
+    assert backs.codes == [lab.card for lab in expected.labels]
+    assert plain.codes == [lab.card for lab in synth.render_scene(seed, config).labels]
+    again = training._render_cached(seed, decks, 320, 180, tmp_path, "backs")  # from the cache
+    assert again.codes == backs.codes and np.array_equal(again.quads, backs.quads)
+
+
 def test_net_input_follows_the_model_input_type():
     from companion.recognizer import YARDSTICK, _session, net_input
 
@@ -536,6 +591,15 @@ def test_cli_train_refuses_a_bad_input_size(size):
     assert "--input-size" in result.output and "Traceback" not in result.output
 
 
+def test_cli_train_localizer_only_needs_resume(tmp_path):
+    pytest.importorskip("torch")
+    for flags in (["--localizer-only"], ["--back-scenes", "10"]):
+        result = CliRunner().invoke(main, ["train", "--out", str(tmp_path), *flags])
+        assert result.exit_code == 2
+        assert "--resume" in result.output and "Traceback" not in result.output
+    assert not any(tmp_path.iterdir())
+
+
 def test_cli_train_resume_needs_checkpoints(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "recognizer.json").write_text("{}")
@@ -617,5 +681,28 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"]
     assert (tmp_path / "resumed" / "checkpoints" / "localizer.pt").is_file()
     assert not (tmp_path / "resumed" / "resume-work").exists()
+    det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
+    assert det.quads.shape == (len(det), 4, 2)
+
+    # a third stage trains the localizer alone, also on scenes rich in face-down cards
+    kept = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
+    third = resume(
+        tmp_path / "resumed",
+        tmp_path / "resumed",
+        decks=[str(SHARED_DECKS / "traditional-ngs")],
+        scenes=4,
+        seed=4,
+        minutes=0.1,
+        scene_size=(640, 360),
+        command="pytest",
+        localizer_only=True,
+        back_scenes=4,
+    )
+    stage = third["training"]["stages"][-1]
+    assert stage["nets"] == "localizer" and stage["crops"] == 0
+    assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"] is None
+    assert stage["back_scenes"]["scenes"] == 4 and "scene_seed(14," in stage["back_scenes"]["scene_seeds"]
+    assert (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes() == kept
+    assert len(third["training"]["stages"]) == len(resumed["training"]["stages"]) + 1
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
     assert det.quads.shape == (len(det), 4, 2)
