@@ -180,9 +180,7 @@ def render_many(
 
     chunks = [seeds[i :: workers * 4] for i in range(workers * 4)]
     with render_pool(workers) as pool:
-        parts = pool.map(
-            _render_batch, [(c, decks, width, height, cache, variant) for c in chunks]
-        )
+        parts = pool.map(_render_batch, [(c, decks, width, height, cache, variant) for c in chunks])
     by_seed = {}
     for chunk, part in zip(chunks, parts, strict=False):
         by_seed.update(zip(chunk, part, strict=False))

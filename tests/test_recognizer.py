@@ -353,7 +353,9 @@ def test_localizer_targets_weigh_face_down_centres_more():
     st = Settings()
     quads = np.array([box(40.3, 30.7, 20, 33), box(200.2, 100.1, 20, 33)], np.float32)
     heat, _, mask, weight = _loc_targets(quads, np.ones(2), st, backs=np.array([False, True]))
-    face, back = [(int(q[:, 1].mean() // st.stride), int(q[:, 0].mean() // st.stride)) for q in quads]
+    face, back = [
+        (int(q[:, 1].mean() // st.stride), int(q[:, 0].mean() // st.stride)) for q in quads
+    ]
     assert heat[face] == heat[back] == 1.0 and mask[face] == mask[back] == 1.0
     assert weight[face] == 1.0 and weight[back] == BACK_HEAT_WEIGHT > 1
     assert np.count_nonzero(weight != 1.0) == 1
@@ -701,7 +703,10 @@ def test_tiny_training_run_end_to_end(tmp_path):
     stage = third["training"]["stages"][-1]
     assert stage["nets"] == "localizer" and stage["crops"] == 0
     assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"] is None
-    assert stage["back_scenes"]["scenes"] == 4 and "scene_seed(14," in stage["back_scenes"]["scene_seeds"]
+    assert (
+        stage["back_scenes"]["scenes"] == 4
+        and "scene_seed(14," in stage["back_scenes"]["scene_seeds"]
+    )
     assert (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes() == kept
     assert len(third["training"]["stages"]) == len(resumed["training"]["stages"]) + 1
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
