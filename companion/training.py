@@ -50,8 +50,8 @@ POSITIVE_VISIBLE = 0.3  # cards at least this visible are taught as cards
 HEAT_SIGMA_MIN = 0.5
 HEAT_SIGMA_SCALE = 0.12
 # Face-down cards are about 4 % of the cards in the scenes, and plain black or red backs on dark
-# cloth were the localizer's most missed card (79 % recall against 89 % for faces): their centres
-# weigh this much more in the heat loss.
+# cloth were the localizer's most missed card (79 % recall against 89 % for faces): in a stage
+# with extra "backs" scenes (resume's back_scenes) their centres weigh this much in the heat loss.
 BACK_HEAT_WEIGHT = 3.0
 # Scene variants: changes to synth.SceneConfig for extra training scenes. "backs": more random
 # layouts, a third of whose loose cards lie face down (the default scenes have 0.25 and 0.1).
@@ -219,20 +219,25 @@ def iter_scenes(
 # --------------------------------------------------------------------------------------------
 
 
-def localizer_sample(scene: SceneData, st: Settings, rng: np.random.Generator):
-    """(letterboxed image, heat target, reg target (6,h,w), reg mask, heat weight)."""
+def localizer_sample(
+    scene: SceneData, st: Settings, rng: np.random.Generator, back_weight: float = 1.0
+):
+    """(letterboxed image, heat target, reg target (6,h,w), reg mask, heat weight), the
+    centres of face-down cards weighing ``back_weight``."""
     boxed, scale = letterbox(scene.image, st)
     if rng.random() < 0.3:  # store some JPEG-degraded frames
         ok, buf = cv2.imencode(".jpg", boxed, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(35, 90))])
         boxed = cv2.imdecode(buf, cv2.IMREAD_COLOR)
     backs = np.array([code == "back" for code in scene.codes], bool)
-    return (boxed, *_loc_targets(scene.quads * scale, scene.visible, st, backs))
+    return (boxed, *_loc_targets(scene.quads * scale, scene.visible, st, backs, back_weight))
 
 
-def _loc_targets(quads: np.ndarray, visible: np.ndarray, st: Settings, backs=None):
+def _loc_targets(
+    quads: np.ndarray, visible: np.ndarray, st: Settings, backs=None, back_weight: float = 1.0
+):
     """(heat, reg (6,h,w), reg mask, weight) for the heat grid of ``st``. ``weight`` is 0 where
-    a mostly hidden card makes any answer right, and ``BACK_HEAT_WEIGHT`` at the centre cell
-    of a face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
+    a mostly hidden card makes any answer right, and ``back_weight`` at the centre cell of a
+    face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
     gh, gw = st.input_height // st.stride, st.input_width // st.stride
     heat = np.zeros((gh, gw), np.float32)
     weight = np.ones((gh, gw), np.float32)
@@ -266,7 +271,7 @@ def _loc_targets(quads: np.ndarray, visible: np.ndarray, st: Settings, backs=Non
         if back:
             back_centres.append((iy, ix))
     for cell in back_centres:  # after the loop: a later hidden card's patch may cover it
-        weight[cell] = BACK_HEAT_WEIGHT
+        weight[cell] = back_weight
     return heat, reg, mask, weight
 
 
@@ -1141,7 +1146,8 @@ def finetune_localizer(
     back_scenes: int = 0,
 ) -> tuple[Path, list]:
     """Continue training a localizer checkpoint at another input size (sharper targets),
-    on ``scenes`` scenes plus ``back_scenes`` scenes of the "backs" variant.
+    on ``scenes`` scenes plus ``back_scenes`` scenes of the "backs" variant (and then the
+    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss).
 
     Writes ``localizer.ckpt`` in ``out`` and returns its path and the heat loss per epoch;
     ``export_trained`` turns checkpoints into ONNX.
@@ -1153,12 +1159,14 @@ def finetune_localizer(
     out = Path(out)
     st = Settings(input_width=input_size[0], input_height=input_size[1])
     rng = np.random.default_rng((seed + 7, stage))
+    # a stage with the extra face-down scenes also weighs face-down centres more
+    back_weight = BACK_HEAT_WEIGHT if back_scenes else 1.0
     data = [
-        localizer_sample(scene, st, rng)
+        localizer_sample(scene, st, rng, back_weight)
         for scene in iter_scenes(scenes, seed, decks, scene_size, cache)
     ]
     data += [
-        localizer_sample(scene, st, rng)
+        localizer_sample(scene, st, rng, back_weight)
         for scene in iter_scenes(
             back_scenes, seed + BACK_SCENES_SEED_OFFSET, decks, scene_size, cache, variant="backs"
         )

@@ -352,16 +352,18 @@ def test_localizer_targets_weigh_face_down_centres_more():
 
     st = Settings()
     quads = np.array([box(40.3, 30.7, 20, 33), box(200.2, 100.1, 20, 33)], np.float32)
-    heat, _, mask, weight = _loc_targets(quads, np.ones(2), st, backs=np.array([False, True]))
+    backs = np.array([False, True])
+    heat, _, mask, weight = _loc_targets(quads, np.ones(2), st, backs, BACK_HEAT_WEIGHT)
     face, back = [
         (int(q[:, 1].mean() // st.stride), int(q[:, 0].mean() // st.stride)) for q in quads
     ]
     assert heat[face] == heat[back] == 1.0 and mask[face] == mask[back] == 1.0
     assert weight[face] == 1.0 and weight[back] == BACK_HEAT_WEIGHT > 1
     assert np.count_nonzero(weight != 1.0) == 1
-    # without flags every centre weighs the same
-    _, _, _, plain = _loc_targets(quads, np.ones(2), st)
-    assert np.all(plain == 1.0)
+    # without flags, or by default (plain training), every centre weighs the same
+    for args in ((), (backs,)):
+        _, _, _, plain = _loc_targets(quads, np.ones(2), st, *args)
+        assert np.all(plain == 1.0)
 
 
 def test_focal_loss_applies_a_centre_weight():
