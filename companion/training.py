@@ -104,7 +104,7 @@ def render(seed: int, decks, width: int, height: int, variant: str = "") -> Scen
         width=width,
         height=height,
         decks=tuple(str(deck_dir(d)) for d in decks),
-        **SCENE_VARIANTS.get(variant, {}),
+        **(SCENE_VARIANTS[variant] if variant else {}),  # an unknown variant is an error
     )
     scene = synth.render_scene(seed, config)
     labels = list(scene.labels)
