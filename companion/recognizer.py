@@ -12,7 +12,10 @@ with the long axis vertical (slightly enlarged, e.g. 48x80). It outputs 48 cards
 crop, and the card's four corners in the crop, so the final quad follows perspective and comes
 in the card's own corner order (top-left, top-right, bottom-right, bottom-left of the face).
 Crops that found the same card as a surer crop are dropped; the doubtful rest get a second look,
-cut around the corners found by the first.
+cut around the corners found by the first. Then *second chances* (``Settings.extra_heat``,
+``neighbour_*``): extra crops at the heatmap's cooler peaks and beside each sure card (where the
+next card of a capture row or of the field lies), looked at only where no card was found yet and
+kept only when the classifier is very sure, for the cards the localizer barely saw.
 
 No torch here: training (``companion/training.py``) shares only the geometry helpers below.
 Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detections``.
@@ -44,6 +47,8 @@ NONE_ID = len(CLASSES)  # the classifier's extra "not a card" output
 MAX_SIDE = 4096  # larger frames are downscaled first: crops never need more detail
 MAX_HOT_CELLS = 384  # with peak_spacing, the hottest cells looked at
 DISTINCT_SPACING = 0.25  # two crops whose cards' centres are this close saw the same card
+SPOT_FLOOR = 0.3  # a second-chance crop less sure than this at first gets no second look
+FREE_SPACING = 0.5  # second chances look only this far (in short sides) from found cards
 
 
 class RecognizerError(CompanionError):
@@ -75,11 +80,26 @@ class Settings:
     refine_below: float = 1.0  # ... for the crops whose best card is less likely than this
     alternatives: int = 3
     pad_value: int = 114
+    # Second chances for the cards the localizer barely saw (0 and () switch them off): extra
+    # crops are cut only where no card was found yet, and what they find is kept only if the
+    # classifier is at least ``extra_confidence`` sure, after a second look.
+    extra_heat: float = 0.0  # ... at the peaks between this and heat_threshold
+    neighbour_across: tuple[float, ...] = ()  # ... beside each sure card, these widths away
+    neighbour_along: tuple[float, ...] = ()  # ... above and below it, these heights away
+    neighbour_heat: float = 0.0  # ... where the heatmap is at least this warm (one cell around)
+    extra_confidence: float = 0.9  # also how sure a card must be to have neighbours looked for
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("neighbour_across", "neighbour_along"):
+            if key in known:
+                known[key] = tuple(float(v) for v in known[key])
         return cls(**known)
+
+    @property
+    def second_chances(self) -> bool:
+        return self.extra_heat > 0 or bool(self.neighbour_across or self.neighbour_along)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -135,11 +155,13 @@ def quads_to_rboxes(quads: np.ndarray) -> np.ndarray:
     """``quad_to_rbox`` for many quads (N,4,2) at once: rows (cx, cy, width, height, theta)."""
     q = np.asarray(quads, np.float64).reshape(-1, 4, 2)
     centre = q.mean(axis=1)
+    edges = q[:, [1, 2, 3, 0]] - q  # top, right, bottom, left
+    lengths = np.hypot(edges[..., 0], edges[..., 1])
     down = (q[:, 3] + q[:, 2] - q[:, 0] - q[:, 1]) / 2
-    width = np.linalg.norm(q[:, 1] - q[:, 0], axis=1) + np.linalg.norm(q[:, 2] - q[:, 3], axis=1)
-    height = np.linalg.norm(q[:, 3] - q[:, 0], axis=1) + np.linalg.norm(q[:, 2] - q[:, 1], axis=1)
     theta = np.arctan2(down[:, 1], down[:, 0])
-    return np.column_stack([centre, width / 2, height / 2, theta])
+    width = (lengths[:, 0] + lengths[:, 2]) / 2
+    height = (lengths[:, 1] + lengths[:, 3]) / 2
+    return np.column_stack([centre, width, height, theta])
 
 
 def crop_matrices(rboxes: np.ndarray, settings: Settings) -> np.ndarray:
@@ -162,9 +184,12 @@ def crop_matrices(rboxes: np.ndarray, settings: Settings) -> np.ndarray:
 def crop_points_to_image(matrices: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Map points (N,K,2) given in each crop's pixels back to image pixels through the
     inverse of each crop's 2x3 ``matrices`` (N,2,3), all at once."""
-    a, t = matrices[:, :, :2], matrices[:, :, 2]
-    rel = points - t[:, None, :]
-    return np.einsum("nij,nkj->nki", np.linalg.inv(a), rel).astype(np.float32)
+    # the 2x2 inverse written out: np.linalg.inv costs more than the arithmetic on few crops
+    a, b, tx = (matrices[:, 0, k, None] for k in range(3))
+    c, d, ty = (matrices[:, 1, k, None] for k in range(3))
+    px, py = points[..., 0] - tx, points[..., 1] - ty
+    det = a * d - b * c
+    return np.stack([(d * px - b * py) / det, (a * py - c * px) / det], axis=-1).astype(np.float32)
 
 
 def crop_card(bgr: np.ndarray, matrix: np.ndarray, settings: Settings) -> np.ndarray:
@@ -214,10 +239,29 @@ def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.
     if settings.peak_spacing <= 0:
         hot &= heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))
     ys, xs = np.nonzero(hot)
+    limit = settings.max_candidates if settings.peak_spacing <= 0 else MAX_HOT_CELLS
+    boxes = _boxes_at(ys, xs, heat, reg, settings, limit)
+    if settings.peak_spacing > 0:
+        boxes = boxes[spaced(boxes, settings.peak_spacing)]
+    return boxes[: settings.max_candidates]
+
+
+def cool_peaks(
+    heat: np.ndarray, warm: np.ndarray, reg: np.ndarray, settings: Settings
+) -> np.ndarray:
+    """The heatmap's 3x3 maxima from ``extra_heat`` up to (not including) ``heat_threshold``,
+    as ``decode_heatmap`` rows; ``warm`` is the heatmap dilated by 3x3."""
+    heat = heat.reshape(heat.shape[-2:])
+    cool = (heat >= settings.extra_heat) & (heat < settings.heat_threshold) & (heat == warm)
+    ys, xs = np.nonzero(cool)
+    return _boxes_at(ys, xs, heat, reg, settings, settings.max_candidates)
+
+
+def _boxes_at(ys, xs, heat, reg, settings: Settings, limit: int) -> np.ndarray:
+    """The rotated boxes predicted at heatmap cells (ys, xs), at most ``limit``, hottest first."""
     if len(ys) == 0:
         return np.zeros((0, 6), np.float32)
     scores = heat[ys, xs]
-    limit = settings.max_candidates if settings.peak_spacing <= 0 else MAX_HOT_CELLS
     order = np.argsort(-scores, kind="stable")[:limit]
     ys, xs, scores = ys[order], xs[order], scores[order]
     r = reg.reshape(6, *heat.shape)[:, ys, xs]
@@ -227,10 +271,40 @@ def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.
     w = np.exp(np.clip(r[2], -4, 4)) * settings.size_unit
     h = np.exp(np.clip(r[3], -4, 4)) * settings.size_unit
     theta = 0.5 * np.arctan2(r[5], r[4])
-    boxes = np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
-    if settings.peak_spacing > 0:
-        boxes = boxes[spaced(boxes, settings.peak_spacing)]
-    return boxes[: settings.max_candidates]
+    return np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
+
+
+def neighbour_boxes(cards: np.ndarray, across=(), along=()) -> np.ndarray:
+    """Rotated boxes the size and angle of each card (rows cx, cy, w, h, theta), moved both
+    ways by each of ``across`` card widths and ``along`` card heights."""
+    cards = np.asarray(cards, np.float64).reshape(-1, 5)
+    steps = np.array([*across, *(-k for k in across), *along, *(-k for k in along)])
+    if len(cards) == 0 or len(steps) == 0:
+        return np.zeros((0, 5))
+    cx, cy, width, height, theta = cards.T
+    down = np.stack([np.cos(theta), np.sin(theta)], axis=1)  # the long axis
+    side = np.stack([down[:, 1], -down[:, 0]], axis=1)
+    n_across = 2 * len(across)
+    # (steps, cards, 2): each step along its own axis, in that card's own width or height
+    moves = np.concatenate(
+        [
+            side[None] * (steps[:n_across, None] * width)[..., None],
+            down[None] * (steps[n_across:, None] * height)[..., None],
+        ]
+    )
+    out = np.repeat(cards[None], len(steps), axis=0)
+    out[..., :2] += moves
+    return out.reshape(-1, 5)
+
+
+def _far_from(boxes: np.ndarray, cards: np.ndarray, spacing: float) -> np.ndarray:
+    """Mask of the boxes whose centre lies farther than ``spacing`` of each card's short side
+    from every card's centre (rows cx, cy, w, h, ...)."""
+    if len(cards) == 0 or len(boxes) == 0:
+        return np.ones(len(boxes), bool)
+    short = np.minimum(cards[:, 2], cards[:, 3])
+    d2 = (boxes[:, None, 0] - cards[None, :, 0]) ** 2 + (boxes[:, None, 1] - cards[None, :, 1]) ** 2
+    return (d2 > (spacing * short[None]) ** 2).all(axis=1)
 
 
 def spaced(boxes: np.ndarray, spacing: float) -> np.ndarray:
@@ -315,7 +389,10 @@ class Recognizer:
         live = self._distinct(matrices, probs, corners)
         boxes, matrices = boxes[live], matrices[live]
         probs, flip, corners = probs[live], flip[live], corners[live]
-        for _ in range(st.refine_steps):
+        # second chances are looked at in the same classifier run as the first second look
+        spots = self._spots(image, heat, reg, scale, matrices, probs, corners)
+        spot_looks = None
+        for step in range(st.refine_steps):
             # re-cut each card around the quad the classifier found: the second look is
             # better centred and aligned than the localizer's coarse box
             # (only crops still in doubt: a card already named surely keeps its first look)
@@ -323,17 +400,95 @@ class Recognizer:
                 (probs[:, NONE_ID] < st.max_none)
                 & (probs[:, :NONE_ID].max(axis=1) < st.refine_below)
             )
-            if len(live) == 0:
-                break
             found = quads_to_rboxes(self._corner_quads(matrices[live], corners[live]))
             sized = (found[:, 2] > 2) & (found[:, 3] > 2)
             live, found = live[sized], found[sized]
             if len(live) == 0:
                 break
             matrices[live] = crop_matrices(found, st)
-            p2, f2, c2 = self._classify(image, matrices[live])
-            probs[live], flip[live], corners[live] = p2, f2, c2
+            shared = step == 0 and len(spots) > 0
+            looks = self._classify(
+                image, np.concatenate([matrices[live], spots]) if shared else matrices[live]
+            )
+            if shared:
+                spot_looks = tuple(a[len(live) :] for a in looks)
+                looks = tuple(a[: len(live)] for a in looks)
+            probs[live], flip[live], corners[live] = looks
+        if len(spots):
+            spot_looks = spot_looks or self._classify(image, spots)
+            extra = self._kept_spots(image, spots, *spot_looks, matrices, probs, corners)
+            if extra is not None:
+                matrices, probs, flip, corners = (
+                    np.concatenate([a, b])
+                    for a, b in zip((matrices, probs, flip, corners), extra, strict=True)
+                )
+                boxes = np.zeros((len(matrices), 6), np.float32)  # only its length is used now
         return self._assemble(boxes, matrices, probs, flip, corners)
+
+    def _found(self, matrices, probs, corners) -> tuple[np.ndarray, np.ndarray]:
+        """Rotated boxes of the crops that name a card, and how sure each is."""
+        st = self.settings
+        sure = probs[:, :NONE_ID].max(axis=1)
+        cards = (probs[:, NONE_ID] < st.max_none) & (sure >= st.min_confidence)
+        boxes = quads_to_rboxes(self._corner_quads(matrices[cards], corners[cards]))
+        return boxes, sure[cards]
+
+    def _spots(self, image, heat, reg, scale, matrices, probs, corners) -> np.ndarray:
+        """Crop matrices (N,2,3) of the second chances, for the cards the localizer barely saw:
+        its cooler peaks, and the places beside each sure card where the next card of a
+        capture row or of the field lies. Only places no card was found near yet: there a
+        crop would only find that card again."""
+        st = self.settings
+        if not st.second_chances:
+            return np.zeros((0, 2, 3))
+        found, sure = self._found(matrices, probs, corners)
+        heat = heat.reshape(heat.shape[-2:])
+        warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))
+        cool = cool_peaks(heat, warm, reg, st)[:, :5] if st.extra_heat > 0 else np.zeros((0, 5))
+        cool[:, :4] /= scale
+        near = neighbour_boxes(
+            found[sure >= st.extra_confidence], st.neighbour_across, st.neighbour_along
+        )
+        if st.neighbour_heat > 0 and len(near):
+            cells = np.floor(near[:, :2] * scale / st.stride).astype(int)
+            cells[:, 0] = cells[:, 0].clip(0, warm.shape[1] - 1)
+            cells[:, 1] = cells[:, 1].clip(0, warm.shape[0] - 1)
+            near = near[warm[cells[:, 1], cells[:, 0]] >= st.neighbour_heat]
+        spots = np.concatenate([cool, near])
+        h, w = image.shape[:2]
+        spots = spots[
+            (spots[:, 0] >= 0) & (spots[:, 0] < w) & (spots[:, 1] >= 0) & (spots[:, 1] < h)
+        ]
+        spots = spots[_far_from(spots, found, FREE_SPACING)]
+        spots = spots[spaced(spots, FREE_SPACING)]
+        return crop_matrices(spots, st) if len(spots) else np.zeros((0, 2, 3))
+
+    def _kept_spots(self, image, m, p, f, c, matrices, probs, corners):
+        """The second chances worth keeping, as crops (matrices, probs, flip, corners), or None:
+        the sure finds (``extra_confidence``, after a second look for the doubtful ones) of
+        cards not found yet. Being that sure, they add few false cards."""
+        st = self.settings
+        m, p, f, c = m.copy(), p.copy(), f.copy(), c.copy()
+        sure = p[:, :NONE_ID].max(axis=1)
+        # a second look, re-cut around the corners found, for what may be a card: even a sure
+        # first look was cut around a guessed place, and its corners are less exact
+        again = np.flatnonzero((p[:, NONE_ID] < st.max_none) & (sure >= SPOT_FLOOR))
+        recut = quads_to_rboxes(self._corner_quads(m[again], c[again]))
+        sized = (recut[:, 2] > 2) & (recut[:, 3] > 2)
+        again, recut = again[sized], recut[sized]
+        if len(again):
+            m[again] = crop_matrices(recut, st)
+            p[again], f[again], c[again] = self._classify(image, m[again])
+        sure = p[:, :NONE_ID].max(axis=1)
+        live = np.flatnonzero((p[:, NONE_ID] < st.max_none) & (sure >= st.extra_confidence))
+        live = live[np.argsort(-sure[live], kind="stable")]
+        cards = quads_to_rboxes(self._corner_quads(m[live], c[live]))
+        new = _far_from(cards, self._found(matrices, probs, corners)[0], FREE_SPACING)
+        live, cards = live[new], cards[new]
+        if len(live) == 0:
+            return None
+        live = live[spaced(cards, DISTINCT_SPACING)]
+        return m[live], p[live], f[live], c[live]
 
     def _distinct(self, matrices, probs, corners) -> np.ndarray:
         """Indices of the crops that show a card and are not a surer crop's card again

@@ -35,12 +35,14 @@ from companion.recognizer import (
     Recognizer,
     RecognizerError,
     Settings,
+    cool_peaks,
     crop_matrix,
     crop_targets,
     decode_heatmap,
     false_positive_kinds,
     letterbox,
     match_detections,
+    neighbour_boxes,
     quad_to_rbox,
     read_image,
     spaced,
@@ -229,6 +231,121 @@ def test_spaced_decoding_finds_the_centres_a_ridge_hides():
     assert gaps.min() >= 4.8
     # a cell 2 cells away (8 px) on the shoulder is among them: the second card's centre
     assert any(abs(x - 8 * 4) < 0.01 and abs(y - 4 * 4) < 0.01 for x, y in ridge[:, :2])
+
+
+def test_cool_peaks_are_the_maxima_under_the_heat_threshold():
+    st = Settings(input_width=64, input_height=32, stride=4, heat_threshold=0.25, extra_heat=0.1)
+    heat = np.zeros((8, 16), np.float32)
+    heat[2, 3], heat[5, 12], heat[4, 7], heat[6, 1] = 0.9, 0.4, 0.15, 0.05
+    heat[4, 8] = 0.12  # beside the 0.15 peak: not a maximum
+    reg = np.zeros((6, 8, 16), np.float32)
+    warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))
+    cool = cool_peaks(heat[None, None], warm, reg[None], st)
+    assert cool[:, 5].tolist() == pytest.approx([0.15])  # not the hot ones, not under 0.1
+    assert tuple(cool[0, :2]) == (7 * 4, 4 * 4)
+    assert decode_heatmap(heat[None, None], reg[None], st)[:, 5].tolist() == pytest.approx(
+        [0.9, 0.4]
+    )
+
+
+def test_neighbour_boxes_step_across_and_along_the_card():
+    # a 30x50 card whose long axis points down the image: across is x, along is y
+    card = np.array([[100.0, 200.0, 30.0, 50.0, math.pi / 2]])
+    boxes = neighbour_boxes(card, across=(1.0, 0.5), along=(1.0,))
+    centres = {(round(x, 6), round(y, 6)) for x, y in boxes[:, :2]}
+    assert centres == {(130, 200), (70, 200), (115, 200), (85, 200), (100, 250), (100, 150)}
+    assert (boxes[:, 2:] == card[0, 2:]).all()  # same size and angle
+    # turned by 90 degrees, across becomes y
+    turned = neighbour_boxes(np.array([[100.0, 200.0, 30.0, 50.0, 0.0]]), across=(1.0,))
+    assert {(round(x, 6), round(y, 6)) for x, y in turned[:, :2]} == {(100, 170), (100, 230)}
+    assert neighbour_boxes(card).shape == (0, 5)
+    assert neighbour_boxes(np.zeros((0, 5)), across=(1.0,)).shape == (0, 5)
+
+
+class _Input:
+    type = "tensor(uint8)"
+
+
+class _FakeLocalizer:
+    """A localizer whose heatmap is given: one cell per card centre."""
+
+    def __init__(self, cells: dict, shape=(32, 64), card=(24, 40)):
+        self.heat = np.zeros((1, 1, *shape), np.float32)
+        for (cx, cy), value in cells.items():
+            self.heat[0, 0, cy // 4, cx // 4] = value
+        self.reg = np.zeros((1, 6, *shape), np.float32)
+        self.reg[0, 2] = np.log(card[0] / 16.0)
+        self.reg[0, 3] = np.log(card[1] / 16.0)
+        self.reg[0, 4] = -1.0  # long axis down the image: 2 theta = 180 degrees
+
+    def get_inputs(self):
+        return [_Input()]
+
+    def run(self, _outputs, _feeds):
+        return self.heat, self.reg
+
+
+class _FakeClassifier:
+    """Names a crop by the colour at its centre: green 255 = a card (red = 5 x class id),
+    sure; green 128 = that card, 70 % sure; black = no card. Corners: the whole crop but for
+    the enlargement, i.e. the crop's box itself."""
+
+    def get_inputs(self):
+        return [_Input()]
+
+    def run(self, _outputs, feeds):
+        crops = feeds["crop"]
+        n = len(crops)
+        centre = crops[:, crops.shape[1] // 2, crops.shape[2] // 2].astype(int)  # BGR
+        probs = np.full((n, len(CLASSES) + 1), 0.001, np.float32)
+        for i, (_b, g, r) in enumerate(centre):
+            if g > 200:
+                probs[i, r // 5] = 0.97
+            elif g > 100:
+                probs[i, r // 5] = 0.7
+            else:
+                probs[i, -1] = 0.99
+        e = (1 - 1 / 1.2) / 2
+        corners = np.tile(np.float32([e, e, 1 - e, e, 1 - e, 1 - e, e, 1 - e]), (n, 1))
+        return probs, np.zeros((n, 1), np.float32), corners
+
+
+def _paint(image, centre, cid, green=255):
+    x, y = centre
+    image[y - 20 : y + 20, x - 12 : x + 12] = (0, green, 5 * cid)
+
+
+def test_second_chances_find_the_cards_the_localizer_barely_saw():
+    a, beside, cool, unsure, empty = (60, 60), (84, 60), (180, 60), (220, 60), (36, 60)
+    image = np.zeros((128, 256, 3), np.uint8)
+    _paint(image, a, 5)
+    _paint(image, beside, 9)  # the next card of a row: the localizer saw it only faintly
+    _paint(image, cool, 20)  # a card under the heat threshold
+    _paint(image, unsure, 30, green=128)  # under the threshold, and the classifier unsure
+    heat = {a: 0.9, beside: 0.06, cool: 0.15, unsure: 0.15, empty: 0.2}
+    st = Settings(input_width=256, input_height=128, min_confidence=0.6, refine_steps=1)
+    recognizer = Recognizer(_FakeLocalizer(heat), _FakeClassifier(), st)
+
+    def found(settings):
+        recognizer.settings = settings
+        det = recognizer.detect(image)
+        return sorted(CLASSES[c] for c in det.class_ids), det
+
+    assert found(st)[0] == ["02-2"]  # the hot peak only
+    chances = replace(
+        st, extra_heat=0.1, neighbour_across=(1.0,), neighbour_along=(1.0,), neighbour_heat=0.05
+    )
+    names, det = found(chances)
+    assert names == ["02-2", "03-2", "06-1"]
+    np.testing.assert_allclose(
+        det.quads[det.class_ids == class_id("03-2")][0], box(72, 40, 24, 40), atol=1e-3
+    )
+    # the neighbour is looked for only where the heatmap is warm enough
+    assert found(replace(chances, neighbour_heat=0.1))[0] == ["02-2", "06-1"]
+    # ... and only beside a card at least extra_confidence sure
+    assert found(replace(chances, extra_confidence=0.98))[0] == ["02-2"]
+    # settings as stored in a model's JSON metadata
+    assert Settings.from_dict(json.loads(json.dumps(chances.to_dict()))) == chances
 
 
 def test_unique_cards_demotes_the_less_confident_duplicate():
