@@ -15,7 +15,9 @@ Crops that found the same card as a surer crop are dropped; the doubtful rest ge
 cut around the corners found by the first. Then *second chances* (``Settings.extra_heat``,
 ``neighbour_*``): extra crops at the heatmap's cooler peaks and beside each sure card (where the
 next card of a capture row or of the field lies), looked at only where no card was found yet and
-kept only when the classifier is very sure, for the cards the localizer barely saw.
+kept only when the classifier is very sure, for the cards the localizer barely saw. Last, a card
+whose size does not fit the others' (``detections.consistent_sizes``: one deck, one table) is
+dropped unless it is very sure.
 
 No torch here: training (``companion/training.py``) shares only the geometry helpers below.
 Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detections``.
@@ -36,6 +38,7 @@ from companion.detections import (
     BACK_ID,
     CLASSES,
     Detections,
+    consistent_sizes,
     distances2,
     nms,
     unique_cards,
@@ -88,6 +91,10 @@ class Settings:
     neighbour_along: tuple[float, ...] = ()  # ... above and below it, these heights away
     neighbour_heat: float = 0.0  # ... where the heatmap is at least this warm (one cell around)
     extra_confidence: float = 0.9  # also how sure a card must be to have neighbours looked for
+    # A card whose size is this far (in log size) from what the others' sizes say for its place
+    # is dropped unless at least size_keep_above sure (detections.consistent_sizes; 0 = off)
+    size_tolerance: float = 0.0
+    size_keep_above: float = 1.0
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
@@ -530,7 +537,8 @@ class Recognizer:
             alt_scores=np.take_along_axis(card_probs, order, axis=1),
         )
         det = det[keep]
-        return unique_cards(nms(det, st.nms_iou), same_card_iou=st.same_card_iou)
+        det = unique_cards(nms(det, st.nms_iou), same_card_iou=st.same_card_iou)
+        return consistent_sizes(det, st.size_tolerance, st.size_keep_above)
 
 
 def _session(path: Path, threads: int):

@@ -348,6 +348,53 @@ def test_second_chances_find_the_cards_the_localizer_barely_saw():
     assert Settings.from_dict(json.loads(json.dumps(chances.to_dict()))) == chances
 
 
+def _cards_in_perspective(n=8, odd_scale=1.0, odd_conf=0.8):
+    """n card quads along a row whose size grows with y (a tilted table), the last one scaled by
+    ``odd_scale`` about its centre."""
+    quads, conf = [], []
+    for i in range(n):
+        cx, cy = 100 + 90 * i, 100 + 40 * i
+        size = 1.0 + cy / 1000  # farther up the image, smaller
+        w, h = 40 * size, 64 * size
+        if i == n - 1:
+            w, h = w * odd_scale, h * odd_scale
+        quads.append(
+            [
+                [cx - w / 2, cy - h / 2],
+                [cx + w / 2, cy - h / 2],
+                [cx + w / 2, cy + h / 2],
+                [cx - w / 2, cy + h / 2],
+            ]
+        )
+        conf.append(odd_conf if i == n - 1 else 0.9)
+    n = len(quads)
+    return Detections(
+        quads=np.array(quads, np.float32),
+        class_ids=np.arange(n),
+        confidence=np.array(conf, np.float32),
+        alt_ids=np.zeros((n, 0), int),
+        alt_scores=np.zeros((n, 0), np.float32),
+    )
+
+
+@pytest.mark.parametrize("odd_scale", [1.5, 0.6])
+def test_consistent_sizes_drops_what_is_not_card_sized_here(odd_scale):
+    from companion.detections import consistent_sizes
+
+    # the perspective alone (sizes 1.1 to 1.38) is no reason to drop anything
+    even = _cards_in_perspective()
+    assert len(consistent_sizes(even, 0.2)) == len(even)
+    odd = _cards_in_perspective(odd_scale=odd_scale)  # a phone, or a covered card's corner
+    kept = consistent_sizes(odd, 0.25)
+    assert kept.class_ids.tolist() == list(range(7))
+    assert len(consistent_sizes(odd, 0.25, keep_above=0.8)) == 8  # sure enough to stay
+    assert len(consistent_sizes(odd, 0.0)) == 8  # off
+    assert len(consistent_sizes(odd, 0.6)) == 8  # within a loose tolerance
+    # too few cards to know what size a card should be
+    few = _cards_in_perspective(n=5, odd_scale=odd_scale)
+    assert len(consistent_sizes(few, 0.25)) == 5
+
+
 def test_unique_cards_demotes_the_less_confident_duplicate():
     det = make_det(
         ["08-1", "08-1", "08-1"],
