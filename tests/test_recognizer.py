@@ -693,15 +693,15 @@ def test_cli_detect_bad_files(tmp_path):
 def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     from companion.recognizer import evaluate
 
-    # measured with the committed model on these 12 scenes: recall 0.874, chaff-equivalent
-    # accuracy 0.995, precision 0.969, 0.58 false positives per image (see models/recognizer.json
+    # measured with the committed model on these 12 scenes: recall 0.882, chaff-equivalent
+    # accuracy 0.995, precision 0.978, 0.42 false positives per image (see models/recognizer.json
     # for the 500-scene figures); the thresholds sit a little under
     metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
     assert metrics["labels"] > 200
-    assert metrics["recall"] >= 0.83, metrics
+    assert metrics["recall"] >= 0.85, metrics
     assert metrics["chaff_accuracy"] >= 0.97, metrics
     assert metrics["precision"] >= 0.95, metrics
-    assert metrics["false_positives_per_image"] <= 0.7, metrics
+    assert metrics["false_positives_per_image"] <= 0.6, metrics
     # every false card has a kind, and every scene a row per condition
     assert sum(metrics["false_positive_kinds"].values()) == metrics["false_positives"]
     by_scene = metrics["false_positives_by_scene"]
