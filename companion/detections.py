@@ -325,7 +325,11 @@ def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0)
         a = plane[fit]
         coef = np.linalg.solve(a.T @ a + 1e-9 * np.eye(3), a.T @ size[fit])
         off = np.abs(size - plane @ coef)
-        fit = off < max(0.1, 3.0 * float(np.median(off)))
-        if fit.sum() < SIZE_MIN_SUPPORT:
+        refit = off < max(0.1, 3.0 * float(np.median(off)))
+        if refit.sum() < SIZE_MIN_SUPPORT:
             return det
-    return det[(off <= tolerance) | (det.confidence >= keep_above)]
+        if (refit == fit).all():
+            break
+        fit = refit
+    keep = (off <= tolerance) | (det.confidence >= keep_above)
+    return det if keep.all() else det[keep]

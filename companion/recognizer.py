@@ -475,11 +475,14 @@ class Recognizer:
         the sure finds (``extra_confidence``, after a second look for the doubtful ones) of
         cards not found yet. Being that sure, they add few false cards."""
         st = self.settings
-        m, p, f, c = m.copy(), p.copy(), f.copy(), c.copy()
         sure = p[:, :NONE_ID].max(axis=1)
+        maybe = p[:, NONE_ID] < st.max_none
+        if not (maybe & (sure >= min(SPOT_FLOOR, st.extra_confidence))).any():
+            return None  # the usual case: nothing there
+        m, p, f, c = m.copy(), p.copy(), f.copy(), c.copy()
         # a second look, re-cut around the corners found, for what may be a card: even a sure
         # first look was cut around a guessed place, and its corners are less exact
-        again = np.flatnonzero((p[:, NONE_ID] < st.max_none) & (sure >= SPOT_FLOOR))
+        again = np.flatnonzero(maybe & (sure >= SPOT_FLOOR))
         recut = quads_to_rboxes(self._corner_quads(m[again], c[again]))
         sized = (recut[:, 2] > 2) & (recut[:, 3] > 2)
         again, recut = again[sized], recut[sized]
