@@ -394,8 +394,7 @@ class Recognizer:
         probs, flip, corners = self._classify(image, matrices)
         # one look per card from here on: spaced candidates often name the same card twice
         live = self._distinct(matrices, probs, corners)
-        boxes, matrices = boxes[live], matrices[live]
-        probs, flip, corners = probs[live], flip[live], corners[live]
+        matrices, probs, flip, corners = matrices[live], probs[live], flip[live], corners[live]
         # second chances are looked at in the same classifier run as the first second look
         spots = self._spots(image, heat, reg, scale, matrices, probs, corners)
         spot_looks = None
@@ -407,12 +406,10 @@ class Recognizer:
                 (probs[:, NONE_ID] < st.max_none)
                 & (probs[:, :NONE_ID].max(axis=1) < st.refine_below)
             )
-            found = quads_to_rboxes(self._corner_quads(matrices[live], corners[live]))
-            sized = (found[:, 2] > 2) & (found[:, 3] > 2)
-            live, found = live[sized], found[sized]
+            live, recut = self._recut(matrices, corners, live)
             if len(live) == 0:
                 break
-            matrices[live] = crop_matrices(found, st)
+            matrices[live] = recut
             shared = step == 0 and len(spots) > 0
             looks = self._classify(
                 image, np.concatenate([matrices[live], spots]) if shared else matrices[live]
@@ -429,8 +426,14 @@ class Recognizer:
                     np.concatenate([a, b])
                     for a, b in zip((matrices, probs, flip, corners), extra, strict=True)
                 )
-                boxes = np.zeros((len(matrices), 6), np.float32)  # only its length is used now
-        return self._assemble(boxes, matrices, probs, flip, corners)
+        return self._assemble(matrices, probs, flip, corners)
+
+    def _recut(self, matrices, corners, live) -> tuple[np.ndarray, np.ndarray]:
+        """Crops ``live`` cut again around the corners found in them: (those of them whose
+        corners make a quad of some size, their new crop matrices)."""
+        found = quads_to_rboxes(self._corner_quads(matrices[live], corners[live]))
+        sized = (found[:, 2] > 2) & (found[:, 3] > 2)
+        return live[sized], crop_matrices(found[sized], self.settings)
 
     def _found(self, matrices, probs, corners) -> tuple[np.ndarray, np.ndarray]:
         """Rotated boxes of the crops that name a card, and how sure each is."""
@@ -482,12 +485,9 @@ class Recognizer:
         m, p, f, c = m.copy(), p.copy(), f.copy(), c.copy()
         # a second look, re-cut around the corners found, for what may be a card: even a sure
         # first look was cut around a guessed place, and its corners are less exact
-        again = np.flatnonzero(maybe & (sure >= SPOT_FLOOR))
-        recut = quads_to_rboxes(self._corner_quads(m[again], c[again]))
-        sized = (recut[:, 2] > 2) & (recut[:, 3] > 2)
-        again, recut = again[sized], recut[sized]
+        again, recut = self._recut(m, c, np.flatnonzero(maybe & (sure >= SPOT_FLOOR)))
         if len(again):
-            m[again] = crop_matrices(recut, st)
+            m[again] = recut
             p[again], f[again], c[again] = self._classify(image, m[again])
         sure = p[:, :NONE_ID].max(axis=1)
         live = np.flatnonzero((p[:, NONE_ID] < st.max_none) & (sure >= st.extra_confidence))
@@ -519,9 +519,9 @@ class Recognizer:
         size = np.float32([self.settings.crop_width, self.settings.crop_height])
         return crop_points_to_image(matrices, corners.reshape(-1, 4, 2) * size)
 
-    def _assemble(self, boxes, matrices, probs, flip, corners) -> Detections:
+    def _assemble(self, matrices, probs, flip, corners) -> Detections:
         st = self.settings
-        n = len(boxes)
+        n = len(matrices)
         card_probs = probs[:, :NONE_ID]
         best = card_probs.argmax(axis=1)
         conf = card_probs[np.arange(n), best]
