@@ -308,11 +308,12 @@ def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0)
 
     All cards of a deck have one size and lie on one table, so their apparent size (the square
     root of the quad's area) follows the perspective smoothly: log size is close to a plane over
-    the image position. The plane is fitted to all detections, twice dropping the far ones from
-    the fit, and a detection more than ``tolerance`` off it in log size (0.3: 35 % larger or 26 %
-    smaller) goes, unless it is at least ``keep_above`` sure. Phones, card boxes, a quad straddling
-    two cards and the outline of a card's visible corner are off by that much; real cards rarely
-    are. With fewer than ``SIZE_MIN_SUPPORT`` detections that fit, nothing is dropped.
+    the image position. The plane is fitted to all detections, then up to twice more without
+    those far from the last fit, and a detection more than ``tolerance`` off it in log size (0.3:
+    35 % larger or 26 % smaller) goes, unless it is at least ``keep_above`` sure. Phones, card
+    boxes, quads straddling two cards and outlines of a covered card's visible corner often are
+    that far off; real cards rarely are (models/README.md). With ``SIZE_MIN_SUPPORT`` detections
+    or fewer, or fewer than that fitting the plane, nothing is dropped.
     """
     if tolerance <= 0 or len(det) <= SIZE_MIN_SUPPORT:
         return det
