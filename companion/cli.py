@@ -52,6 +52,10 @@ def main():
 RULES_OPTION_HELP = "Preset name (see `companion rules list`) or path to a rule file (.toml)."
 
 
+def pct(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f} %"
+
+
 def load_rules(name_or_file: str, option_pairs=()):
     """The rule set with ``ID=on|off`` options applied; RuleError on bad input."""
     from companion.rules import RuleError, RuleSet
@@ -183,6 +187,19 @@ model_option = click.option(
     type=click.Path(),
     help="Model metadata JSON (default: models/recognizer.json).",
 )
+tiny_option = click.option(
+    "--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs)."
+)
+
+
+def count_option(name: str, default: int, help: str, minimum: int = 1):
+    return click.option(
+        name, default=default, show_default=True, type=click.IntRange(min=minimum), help=help
+    )
+
+
+def seed_option(help: str):
+    return click.option("--seed", default=1, show_default=True, type=int, help=help)
 
 
 @main.command()
@@ -355,9 +372,6 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
         echo_json(metrics)
         return
 
-    def pct(v):
-        return "n/a" if v is None else f"{100 * v:.2f} %"
-
     click.echo(
         f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find"
     )
@@ -437,24 +451,10 @@ def bench_command(as_json, model_path, runs):
     multiple=True,
     help="Training decks, comma-separated or repeated (names in ../shared/decks or folders). Default: traditional-ngs, modern-mantia, hwatu-korean.",
 )
-@click.option(
-    "--scenes",
-    default=2500,
-    show_default=True,
-    type=click.IntRange(min=4),
-    help="Synthetic scenes to render.",
-)
-@click.option(
-    "--epochs",
-    default=12,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Passes over the data (each net).",
-)
-@click.option(
-    "--seed", default=1, show_default=True, type=int, help="Training data and augmentation seed."
-)
-@click.option("--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs).")
+@count_option("--scenes", 2500, "Synthetic scenes to render.", minimum=4)
+@count_option("--epochs", 12, "Passes over the data (each net).")
+@seed_option("Training data and augmentation seed.")
+@tiny_option
 @click.option(
     "--minutes",
     type=click.FloatRange(min=0.1),
@@ -496,7 +496,8 @@ def bench_command(as_json, model_path, runs):
     show_default=True,
     type=click.IntRange(min=0),
     help="With --resume: the localizer also learns from this many extra scenes rich in "
-    "face-down cards, whose centres then weigh 3x in its heat loss.",
+    "face-down cards, whose centres then weigh more in its heat loss "
+    "(training.BACK_HEAT_WEIGHT).",
 )
 @click.option(
     "--yardstick",
@@ -570,6 +571,65 @@ def train_command(
         )
         seconds = meta["training"]["seconds"]
     click.echo(f"Wrote {out_dir}/recognizer.json ({seconds} s).")
+
+
+@main.command("ablate-augmentation")
+@count_option("--epochs", 10, "Passes over the crops (each arm).")
+@count_option(
+    "--scenes", 800, "Training scenes per arm (the same layouts in every arm).", minimum=4
+)
+@count_option(
+    "--test-scenes", 200, "Scenes of the held-out deck, rendered with and without realism."
+)
+@seed_option("Training scenes and augmentation seed.")
+@tiny_option
+@click.option(
+    "--reference",
+    type=click.Path(file_okay=False, exists=True),
+    help="Also score the classifier checkpoint of this model folder (e.g. models).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@friendly_errors
+def ablate_augmentation_command(epochs, scenes, test_scenes, seed, tiny, reference, as_json):
+    """Does the augmentation earn its keep? Train the classifier on clean renders, on realistic
+    renders, and on realistic renders with photometric augmentation; score each on a held-out
+    deck (needs the 'train' extra)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        fail("The ablation trains nets and needs torch: pip install 'hanafuda-companion[train]'.")
+    import contextlib
+
+    from companion import training
+
+    # training logs its epochs on stdout; with --json only the JSON document may go there
+    with contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
+        result = training.augmentation_ablation(
+            epochs=epochs,
+            scenes=scenes,
+            test_scenes=test_scenes,
+            seed=seed,
+            tiny=tiny,
+            reference=reference,
+            progress=training.log,
+        )
+    if as_json:
+        echo_json(result)
+        return
+    rows = [(arm, r["test"]) for arm, r in result["arms"].items()]
+    if "reference" in result:
+        rows.append((f"reference: {result['reference']['model']}", result["reference"]["test"]))
+    click.echo(
+        f"classifier on {result['test_deck']} crops (held out), {epochs} epochs per arm on "
+        f"{scenes} scenes; exact / chaff-equivalent accuracy, 'none' crops rejected"
+    )
+    click.echo(f"  {'trained on':<28} {'realistic test renders':>28} {'clean test renders':>28}")
+    for name, test in rows:
+        cells = [
+            f"{pct(t['exact_accuracy'])} / {pct(t['chaff_accuracy'])} / {pct(t['none_rejected'])}"
+            for t in (test["realistic"], test["clean"])
+        ]
+        click.echo(f"  {name:<28} {cells[0]:>28} {cells[1]:>28}")
 
 
 def _parse_size(value):

@@ -38,6 +38,7 @@ import numpy as np
 
 from companion import CompanionError
 from companion.cards import ALL_CODES
+from companion.detections import polygon_areas
 
 # Hanafuda cards are about 33 x 54 mm.
 CARD_W_MM = 33.0
@@ -121,6 +122,9 @@ class SceneConfig:
     max_noise: float = 6.0  # sensor noise standard deviation (0-255 scale)
     jpeg_quality: tuple[int, int] = (35, 95)
     min_visible: float = 0.10  # cards less visible than this are left out of the labels
+    # Print grain, stock colour, glare, uneven light, colour casts, blur, sensor noise and JPEG.
+    # Off only to measure what they are worth (training.augmentation_ablation): clean renders.
+    realism: bool = True
 
     def with_(self, **changes) -> SceneConfig:
         return SceneConfig(**{**asdict(self), **changes})
@@ -226,8 +230,9 @@ _MASTER_HEIGHT = 512
 
 
 @functools.cache
-def _face_master(path: Path) -> np.ndarray:
-    """A card face decoded once: BGRA, at most 512 px tall, rounded transparent corners."""
+def _face_master(path: Path, grain: bool = True) -> np.ndarray:
+    """A card face decoded once: BGRA, at most 512 px tall, rounded transparent corners, and
+    (``grain``) the print grain of card stock."""
     img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if img is None:
         raise SynthError(f"Card image {path} cannot be read.")
@@ -245,12 +250,14 @@ def _face_master(path: Path) -> np.ndarray:
     # Print grain of card stock, the same for a given card every time. Seeded by the deck
     # folder's name and the file's, not the whole path: a scene must not change with where
     # the shared folder happens to live (another checkout, CI).
-    grain_key = f"{path.parent.name}/{path.name}"
-    grain_rng = np.random.default_rng(
-        int.from_bytes(hashlib.sha256(grain_key.encode()).digest()[:4], "little")
-    )
-    grain = cv2.GaussianBlur(grain_rng.normal(0, 4, img.shape[:2]).astype(np.float32), (0, 0), 0.7)
-    img[..., :3] = np.clip(img[..., :3] + grain[..., None], 0, 255).astype(np.uint8)
+    if grain:
+        grain_key = f"{path.parent.name}/{path.name}"
+        grain_rng = np.random.default_rng(
+            int.from_bytes(hashlib.sha256(grain_key.encode()).digest()[:4], "little")
+        )
+        noise = grain_rng.normal(0, 4, img.shape[:2]).astype(np.float32)
+        noise = cv2.GaussianBlur(noise, (0, 0), 0.7)
+        img[..., :3] = np.clip(img[..., :3] + noise[..., None], 0, 255).astype(np.uint8)
     # Premultiplied colour: transparent pixels then blend without dark fringes.
     alpha = img[..., 3:4].astype(np.float32) / 255.0
     img[..., :3] = (img[..., :3] * alpha).astype(np.uint8)
@@ -258,9 +265,9 @@ def _face_master(path: Path) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=2048)  # every size level of 4 decks
-def _face(path: Path, height: int) -> np.ndarray:
+def _face(path: Path, height: int, grain: bool = True) -> np.ndarray:
     """A card face as premultiplied BGRA, ``height`` pixels tall (cached per size level)."""
-    master = _face_master(path)
+    master = _face_master(path, grain)
     if height >= master.shape[0]:
         return master
     width = max(4, round(master.shape[1] * height / master.shape[0]))
@@ -455,11 +462,6 @@ def _card_corners(cx: float, cy: float, angle: float, w=CARD_W_MM, h=CARD_H_MM) 
 def _card_height(quad: np.ndarray) -> float:
     """Length of the card's long sides in pixels (mean of left and right)."""
     return float((np.linalg.norm(quad[0] - quad[3]) + np.linalg.norm(quad[1] - quad[2])) / 2)
-
-
-def _polygon_area(quad: np.ndarray) -> float:
-    x, y = quad[:, 0].astype(np.float64), quad[:, 1].astype(np.float64)
-    return 0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
 
 
 def _visible_extent(hom_inv: np.ndarray, w: int, h: int) -> np.ndarray:
@@ -686,6 +688,9 @@ def _card_variation(rng) -> np.ndarray:
     m[:, :3] = gain[:, None] * mix
     m[:, 3] = rng.normal(0, 6) / 255.0
     return m
+
+
+_NO_VARIATION = np.hstack([np.eye(3), np.zeros((3, 1))])
 
 
 def _tint(warped_bgra: np.ndarray, matrix: np.ndarray) -> np.ndarray:
@@ -943,7 +948,7 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
     idmap = np.full((h, w), -1, np.int16)
     distractors = []
     n_distractors = int(rng.integers(1, 3)) if rng.random() < cfg.p_distractors else 0
-    art_faces = [_face(p.path, 128) for p in placed if p.path is not None][:3]
+    art_faces = [_face(p.path, 128, cfg.realism) for p in placed if p.path is not None][:3]
     for _ in range(n_distractors):
         centre = poly[int(rng.integers(4))] * rng.uniform(0.3, 0.8)
         distractors.append(_draw_distractor(rng, img, idmap, hom, centre, art_faces, on_top=False))
@@ -958,19 +963,24 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
     for i, p in enumerate(placed):
         quad = _project(hom, _lifted(_card_corners(p.x, p.y, p.angle), p.lift, camera_pos))
         quads.append(quad)
-        areas.append(_polygon_area(quad))
+        areas.append(float(polygon_areas(quad[None].astype(np.float64))[0]))
         side = max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2]))
         box = _bbox(quad, w, h)
         if box[2] <= box[0] or box[3] <= box[1]:
             continue
         level = _face_level(side)
-        face = _back_face(back_color, back_variant, level) if p.face_down else _face(p.path, level)
+        if p.face_down:
+            face = _back_face(back_color, back_variant, level)
+        else:
+            face = _face(p.path, level, cfg.realism)
         thickness_px = max(0.6, side / 90)
         _draw_shadow(img, quad, shadow_dir * side * 0.04, max(0.5, side / 40), 0.35)
         # The card's edge (thickness) shows on the side facing the camera.
         _poly_fill(img, quad + np.array([0, thickness_px], np.float32), edge_color)
         x0, y0, x1, y1 = box
-        variation = _card_variation(rng)
+        variation = _card_variation(rng)  # drawn either way: clean scenes keep the same layout
+        if not cfg.realism:
+            variation = _NO_VARIATION
         if rim_mm and not p.face_down:
             rim = _warp_into(_plain_face(edge_color, level), quad, box)
             _composite(img[y0:y1, x0:x1], rim[..., :3], rim[..., 3])
@@ -994,14 +1004,16 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         _draw_hand(rng, img, idmap, card_px)
 
     # Glare: bright specular ellipses on glossy cards.
-    glare = placed and rng.random() < cfg.p_glare
+    glare = placed and cfg.realism and rng.random() < cfg.p_glare
     if glare:
         for i in rng.choice(len(placed), min(len(placed), int(rng.integers(1, 4))), replace=False):
             _draw_glare(rng, img, idmap, quads[i], int(i))
 
     # Camera: light, colour cast, blur, noise, JPEG.
-    light, photo = _camera_effects(rng, cfg, img)
-    img = photo
+    if cfg.realism:
+        light, img = _camera_effects(rng, cfg, img)
+    else:
+        light = {"light": "neutral", "blur": 0.0, "noise": 0.0, "jpeg_quality": None}
 
     counts = np.bincount((idmap.ravel() + 1).astype(np.int64), minlength=len(placed) + 1)[1:]
     labels = []

@@ -55,7 +55,12 @@ HEAT_SIGMA_SCALE = 0.12
 BACK_HEAT_WEIGHT = 3.0
 # Scene variants: changes to synth.SceneConfig for extra training scenes. "backs": more random
 # layouts, a third of whose loose cards lie face down (the default scenes have 0.25 and 0.1).
-SCENE_VARIANTS = {"backs": {"p_random_layout": 0.6, "p_loose_backs": 0.35}}
+# "clean": no print grain, stock colour, glare, light, casts, blur, noise or JPEG (the
+# augmentation ablation's baseline).
+SCENE_VARIANTS = {
+    "backs": {"p_random_layout": 0.6, "p_loose_backs": 0.35},
+    "clean": {"realism": False},
+}
 BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: never the same scenes
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
@@ -675,7 +680,9 @@ def train_classifier(
     lr: float = 2e-3,
     checkpoint: Path | None = None,
     deadline: float | None = None,
+    photometric: bool = True,
 ):
+    """``photometric=False`` leaves out ``augment`` (only for the augmentation ablation)."""
     import torch
     import torch.nn.functional as F
 
@@ -686,7 +693,9 @@ def train_classifier(
     back = class_id(BACK)
 
     def batch_loss(idx):
-        x = augment(_as_input(crops[idx]), rng)
+        x = _as_input(crops[idx])
+        if photometric:
+            x = augment(x, rng)
         y, f, cor = labels_t[idx], flips_t[idx], corners_t[idx]
         logits, flip, pred_cor = net(x)
         lc = F.cross_entropy(logits, y, label_smoothing=0.05)
@@ -892,6 +901,133 @@ def train(
     meta["quantization"] = quantize(out, decks)
     log(f"exported to {out} ({time.time() - t_start:.0f}s)")
     return meta
+
+
+# --------------------------------------------------------------------------------------------
+# Does the augmentation earn its keep? The classifier trained three ways, scored on a held-out deck
+# --------------------------------------------------------------------------------------------
+
+# arm -> (scenes rendered with realism, photometric augmentation while training)
+ABLATION_ARMS = {
+    "clean": (False, False),
+    "renders": (True, False),
+    "renders+augment": (True, True),  # how `companion train` trains
+}
+ABLATION_TEST_SEED = 2026
+
+
+def _crop_set(scenes, st: Settings, seed: int):
+    """Card crops around jittered true boxes and "none" crops, cut from ``scenes``."""
+    rng = np.random.default_rng(seed)
+    parts = ([], [], [], [])
+    for scene in scenes:
+        for acc, items in zip(parts, classifier_samples(scene, st, rng, 1), strict=False):
+            acc.extend(items)
+    if not parts[0]:
+        raise ValueError("the scenes hold no card to crop")
+    crops, labels, flips, corners = parts
+    return np.stack(crops), np.asarray(labels, np.int64), np.asarray(flips), np.asarray(corners)
+
+
+def score_crops(net, crops: np.ndarray, labels: np.ndarray, batch: int = 256) -> dict:
+    """Exact and chaff-equivalent accuracy on card crops, and how many "none" crops it rejects."""
+    import torch
+
+    from companion.detections import chaff_group
+
+    net.eval()
+    preds = []
+    with torch.no_grad():
+        for i in range(0, len(crops), batch):
+            preds.append(net(_as_input(crops[i : i + batch]))[0].argmax(1).numpy())
+    pred = np.concatenate(preds)
+    cards, nones = labels < NONE_ID, labels == NONE_ID
+    named = cards & (pred < NONE_ID)  # chaff_group knows the 49 card classes only
+    chaff = np.zeros(len(labels), bool)
+    chaff[named] = chaff_group(pred[named]) == chaff_group(labels[named])
+    return {
+        "card_crops": int(cards.sum()),
+        "exact_accuracy": round(float((pred == labels)[cards].mean()), 4) if cards.any() else None,
+        "chaff_accuracy": round(float(chaff[cards].mean()), 4) if cards.any() else None,
+        "none_crops": int(nones.sum()),
+        "none_rejected": round(float((pred[nones] == NONE_ID).mean()), 4) if nones.any() else None,
+    }
+
+
+def augmentation_ablation(
+    epochs: int = 10,
+    scenes: int = 800,
+    test_scenes: int = 200,
+    seed: int = 1,
+    decks=TRAIN_DECKS,
+    test_deck: str = HELD_OUT_DECK,
+    scene_size=(960, 540),
+    tiny: bool = False,
+    threads: int = 2,
+    workers: int = 2,
+    reference: str | Path | None = None,
+    progress=log,
+) -> dict:
+    """Train the classifier from scratch three ways for ``epochs`` each (epochs, not minutes,
+    so that a busy machine cannot tilt the comparison), on the same scene layouts: clean renders; renders with print grain, stock colour, glare, light, casts, blur,
+    noise and JPEG (synth's realism); and those plus the photometric ``augment`` of every batch
+    (how ``train`` trains). Score each on crops of a deck none of them saw, rendered both ways:
+    real cards under a real camera differ from any render, and that deck (a scan of printed
+    cards) is the nearest stand-in. ``reference``: also score this model folder's classifier
+    checkpoint."""
+    import torch
+
+    torch.set_num_threads(threads)
+    st = Settings()
+    test = {}
+    for name, variant in (("realistic", ""), ("clean", "clean")):
+        progress(f"test crops: {test_scenes} {name} scenes of {Path(test_deck).name}")
+        held_out = render_many(
+            test_scenes,
+            ABLATION_TEST_SEED,
+            [test_deck],
+            *scene_size,
+            workers=workers,
+            variant=variant,
+        )
+        test[name] = _crop_set(held_out, st, seed=ABLATION_TEST_SEED)
+    result = {
+        "epochs": epochs,
+        "scenes": scenes,
+        "seed": seed,
+        "decks": [Path(d).name for d in decks],
+        "test_deck": Path(test_deck).name,
+        "test_scenes": test_scenes,
+        "test_seed": ABLATION_TEST_SEED,
+        "arms": {},
+    }
+    for arm, (realism, photometric) in ABLATION_ARMS.items():
+        progress(f"arm {arm}: rendering {scenes} scenes")
+        train_scenes = render_many(
+            scenes, seed, decks, *scene_size, workers=workers, variant="" if realism else "clean"
+        )
+        data = _crop_set(train_scenes, st, seed)
+        crops = data[0]
+        del train_scenes
+        _, net = build_nets(tiny)
+        t0 = time.time()
+        train_classifier(net, data, epochs, np.random.default_rng(seed), photometric=photometric)
+        result["arms"][arm] = {
+            "realistic_renders": realism,
+            "photometric_augmentation": photometric,
+            "train_crops": int(len(crops)),
+            "seconds": round(time.time() - t0),
+            "test": {name: score_crops(net, *crop_set[:2]) for name, crop_set in test.items()},
+        }
+        progress(f"arm {arm}: {result['arms'][arm]['test']}")
+    if reference:
+        net = build_nets()[1]
+        net.load_state_dict(torch.load(Path(reference) / CHECKPOINTS / "classifier.pt"))
+        result["reference"] = {
+            "model": str(reference),
+            "test": {name: score_crops(net, *crop_set[:2]) for name, crop_set in test.items()},
+        }
+    return result
 
 
 # --------------------------------------------------------------------------------------------

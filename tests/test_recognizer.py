@@ -877,3 +877,69 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert len(third["training"]["stages"]) == len(resumed["training"]["stages"]) + 1
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
     assert det.quads.shape == (len(det), 4, 2)
+
+
+def test_classifier_training_can_leave_out_the_photometric_augmentation(monkeypatch):
+    pytest.importorskip("torch")
+    from companion import training
+
+    rng = np.random.default_rng(0)
+    n = 8
+    data = (
+        rng.integers(0, 255, (n, 80, 48, 3), dtype=np.uint8),
+        rng.integers(0, len(CLASSES), n),
+        np.zeros(n, np.float32),
+        np.zeros((n, 8), np.float32),
+    )
+    calls = []
+    real_augment = training.augment
+    monkeypatch.setattr(
+        training, "augment", lambda x, r: calls.append(len(x)) or real_augment(x, r)
+    )
+    net = training.build_nets(tiny=True)[1]
+    training.train_classifier(net, data, 1, rng, photometric=False)
+    assert calls == []
+    training.train_classifier(net, data, 1, rng)
+    assert sum(calls) == n
+
+
+@pytest.mark.slow
+def test_cli_augmentation_ablation_trains_three_arms_on_the_same_layouts():
+    pytest.importorskip("torch")
+    if not SHARED_DECKS.is_dir():
+        pytest.skip("../shared/decks missing")
+    result = CliRunner().invoke(
+        main,
+        ["ablate-augmentation", "--epochs", "1", "--scenes", "6", "--test-scenes", "3", "--tiny"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "renders+augment" in result.output and "reference" not in result.output
+    report = json.loads(
+        CliRunner()
+        .invoke(
+            main,
+            ["ablate-augmentation", "--epochs", "1", "--scenes", "6", "--test-scenes", "3"]
+            + [
+                "--tiny",
+                "--json",
+                "--reference",
+                str(Path(__file__).resolve().parents[1] / "models"),
+            ],
+        )
+        .stdout
+    )
+    arms = report["arms"]
+    assert list(arms) == ["clean", "renders", "renders+augment"]
+    assert [(a["realistic_renders"], a["photometric_augmentation"]) for a in arms.values()] == [
+        (False, False),
+        (True, False),
+        (True, True),
+    ]
+    # the same scene layouts in every arm: as many cards to crop
+    assert len({a["train_crops"] for a in arms.values()}) == 1
+    for scored in [a["test"] for a in arms.values()] + [report["reference"]["test"]]:
+        assert scored["realistic"]["card_crops"] == scored["clean"]["card_crops"] > 0
+        for figures in scored.values():
+            assert 0 <= figures["exact_accuracy"] <= figures["chaff_accuracy"] <= 1
+    # the committed classifier names held-out cards (one tiny epoch cannot)
+    assert report["reference"]["test"]["realistic"]["chaff_accuracy"] > 0.8

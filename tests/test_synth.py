@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from companion import CompanionError, synth
 from companion.cli import main
+from companion.detections import polygon_area
 from companion.synth import SceneConfig, SynthError, read_dataset, render_scene, write_dataset
 
 SHARED = synth.find_shared_dir()
@@ -165,7 +166,7 @@ def _coverage(labels, index, shape, scale=4):
     fill(own, labels[index].quad, 1)
     for later in labels[index + 1 :]:
         fill(own, later.quad, 0)
-    return own.sum() / (synth._polygon_area(labels[index].quad) * scale * scale)
+    return own.sum() / (polygon_area(labels[index].quad) * scale * scale)
 
 
 def test_visible_fraction_falls_when_a_card_is_covered(user_deck):
@@ -362,3 +363,26 @@ def test_reference_decks_labels_name_the_face_drawn_there():
     assert np.median(right) > 0.5
     assert np.median(right) - np.median(wrong) > 0.4
     assert np.mean(np.array(right) > np.array(wrong)) > 0.8
+
+
+def test_clean_scenes_keep_the_layout_and_drop_the_photo_effects(user_deck):
+    """realism=False (the augmentation ablation's baseline): the same cards on the same spots,
+    without grain, stock colour, glare, light, casts, blur, noise or JPEG."""
+    base = PLAIN.with_(decks=(str(user_deck),), max_noise=20.0, p_glare=1.0, p_blur=1.0)
+    for seed in range(3):
+        real = render_scene(seed, base)
+        clean = render_scene(seed, base.with_(realism=False))
+        assert [lab.card for lab in clean.labels] == [lab.card for lab in real.labels]
+        for a, b in zip(clean.labels, real.labels, strict=True):
+            np.testing.assert_array_equal(a.quad, b.quad)
+            assert a.visible == b.visible
+        assert clean.conditions["blur"] == 0.0 and clean.conditions["jpeg_quality"] is None
+        assert real.conditions["blur"] > 0 and real.conditions["jpeg_quality"] is not None
+        assert not np.array_equal(clean.image, real.image)
+        # the camera settings no longer reach the pixels
+        quiet = render_scene(seed, base.with_(realism=False, max_noise=0.5, p_blur=0.0))
+        np.testing.assert_array_equal(clean.image, quiet.image)
+    # no print grain either: a plain-coloured face stays one colour
+    face = synth._face(user_deck / "01-1.png", 200, grain=False)
+    assert face[20:80, 20:100, :3].std(axis=(0, 1)).max() == 0
+    assert synth._face(user_deck / "01-1.png", 200)[20:80, 20:100, :3].std(axis=(0, 1)).max() > 1
