@@ -303,20 +303,17 @@ def unique_cards(
 SIZE_MIN_SUPPORT = 5  # detections needed to say what size a card should be here
 
 
-def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0) -> Detections:
-    """Drop the detections whose size does not fit the others'.
+def size_offsets(det: Detections) -> np.ndarray | None:
+    """How far each detection's log size lies from what the others say for its place.
 
     All cards of a deck have one size and lie on one table, so their apparent size (the square
     root of the quad's area) follows the perspective smoothly: log size is close to a plane over
     the image position. The plane is fitted to all detections, then up to twice more without
-    those far from the last fit, and a detection more than ``tolerance`` off it in log size (0.3:
-    35 % larger or 26 % smaller) goes, unless it is at least ``keep_above`` sure. Phones, card
-    boxes, quads straddling two cards and outlines of a covered card's visible corner often are
-    that far off; real cards rarely are (models/README.md). With ``SIZE_MIN_SUPPORT`` detections
-    or fewer, or fewer than that fitting the plane, nothing is dropped.
+    those far from the last fit. Returns log size minus the plane (0.3: 35 % larger; -0.3: 26 %
+    smaller), or None with ``SIZE_MIN_SUPPORT`` detections or fewer, or fewer than that fitting.
     """
-    if tolerance <= 0 or len(det) <= SIZE_MIN_SUPPORT:
-        return det
+    if len(det) <= SIZE_MIN_SUPPORT:
+        return None
     centres = det.quads.mean(axis=1).astype(np.float64) / 1000.0
     size = np.log(np.sqrt(np.maximum(polygon_areas(det.quads), 1e-6)))
     plane = np.column_stack([np.ones(len(det)), centres])
@@ -325,12 +322,43 @@ def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0)
         # least squares by the 3x3 normal equations: an SVD costs ten times more here
         a = plane[fit]
         coef = np.linalg.solve(a.T @ a + 1e-9 * np.eye(3), a.T @ size[fit])
-        off = np.abs(size - plane @ coef)
-        refit = off < max(0.1, 3.0 * float(np.median(off)))
+        off = size - plane @ coef
+        far = np.abs(off)
+        refit = far < max(0.1, 3.0 * float(np.median(far)))
         if refit.sum() < SIZE_MIN_SUPPORT:
-            return det
+            return None
         if (refit == fit).all():
             break
         fit = refit
-    keep = (off <= tolerance) | (det.confidence >= keep_above)
+    return off
+
+
+def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0) -> Detections:
+    """Drop the detections whose size does not fit the others' (``size_offsets``): more than
+    ``tolerance`` off in log size, unless at least ``keep_above`` sure. Phones, card boxes,
+    quads straddling two cards and outlines of a covered card's visible corner often are that
+    far off; real cards rarely are (models/README.md). Too few detections: nothing is dropped.
+    """
+    if tolerance <= 0:
+        return det
+    off = size_offsets(det)
+    if off is None:
+        return det
+    keep = (np.abs(off) <= tolerance) | (det.confidence >= keep_above)
     return det if keep.all() else det[keep]
+
+
+def grow_to_size(det: Detections, below: float) -> Detections:
+    """Outline each card more than ``below`` smaller (in log size) than its place says at the
+    size the others say, about its own centre. Such quads mostly outline only the visible part
+    of a covered card, or draw a card a little small, and miss it by IoU; grown, they cover it.
+    """
+    if below <= 0:
+        return det
+    off = size_offsets(det)
+    if off is None or not (off < -below).any():
+        return det
+    scale = np.where(off < -below, np.exp(-np.minimum(off, 0.0)), 1.0).astype(np.float32)
+    centres = det.quads.mean(axis=1, keepdims=True)
+    quads = centres + (det.quads - centres) * scale[:, None, None]
+    return Detections(quads, det.class_ids, det.confidence, det.alt_ids, det.alt_scores)

@@ -40,6 +40,7 @@ from companion.detections import (
     Detections,
     consistent_sizes,
     distances2,
+    grow_to_size,
     nms,
     unique_cards,
 )
@@ -95,6 +96,9 @@ class Settings:
     # is dropped unless at least size_keep_above sure (detections.consistent_sizes; 0 = off)
     size_tolerance: float = 0.0
     size_keep_above: float = 1.0
+    # A card this much smaller (log size) than its place says is outlined at the size the others
+    # say, about its centre (detections.grow_to_size; 0 = off)
+    size_grow_below: float = 0.0
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
@@ -541,7 +545,8 @@ class Recognizer:
         )
         det = det[keep]
         det = unique_cards(nms(det, st.nms_iou), same_card_iou=st.same_card_iou)
-        return consistent_sizes(det, st.size_tolerance, st.size_keep_above)
+        det = consistent_sizes(det, st.size_tolerance, st.size_keep_above)
+        return grow_to_size(det, st.size_grow_below)
 
 
 def _session(path: Path, threads: int):

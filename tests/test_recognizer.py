@@ -395,6 +395,26 @@ def test_consistent_sizes_drops_what_is_not_card_sized_here(odd_scale):
     assert len(consistent_sizes(few, 0.25)) == 5
 
 
+def test_grow_to_size_outlines_a_small_quad_at_the_size_its_place_says():
+    from companion.detections import grow_to_size
+
+    even = _cards_in_perspective()
+    small = _cards_in_perspective(odd_scale=0.8)
+    grown = grow_to_size(small, 0.08)
+    # the small one now has (nearly) the size it would have had, about the same centre
+    np.testing.assert_allclose(grown.quads[-1], even.quads[-1], atol=1.0)
+    np.testing.assert_array_equal(grown.quads[:-1], small.quads[:-1])  # the others stay
+    assert grown.card_codes == small.card_codes
+    np.testing.assert_array_equal(grown.confidence, small.confidence)
+    # within the margin, off, or a larger quad: nothing moves
+    for det, below in ((_cards_in_perspective(odd_scale=0.95), 0.08), (small, 0.0)):
+        np.testing.assert_array_equal(grow_to_size(det, below).quads, det.quads)
+    big = _cards_in_perspective(odd_scale=1.3)
+    np.testing.assert_array_equal(grow_to_size(big, 0.08).quads, big.quads)
+    few = _cards_in_perspective(n=5, odd_scale=0.8)
+    np.testing.assert_array_equal(grow_to_size(few, 0.08).quads, few.quads)
+
+
 def test_unique_cards_demotes_the_less_confident_duplicate():
     det = make_det(
         ["08-1", "08-1", "08-1"],
