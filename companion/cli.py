@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -255,7 +256,6 @@ def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, 
 
 def _resolve_deck(deck: str) -> str:
     """A deck folder path, or the name of a deck in ../shared/decks."""
-    from pathlib import Path
 
     from companion import synth
 
@@ -291,7 +291,6 @@ def _resolve_deck(deck: str) -> str:
 @friendly_errors
 def detect_command(images, as_json, annotate_dir, model_path, threads):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
-    from pathlib import Path
 
     import cv2
 
@@ -356,7 +355,6 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
     metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers)
     if record:
         import json as _json
-        from pathlib import Path
 
         from companion.recognizer import DEFAULT_MODEL
 
@@ -602,6 +600,8 @@ def ablate_augmentation_command(epochs, scenes, test_scenes, seed, tiny, referen
 
     from companion import training
 
+    if reference and not (Path(reference) / training.CHECKPOINTS / "classifier.pt").is_file():
+        fail(f"{reference} has no {training.CHECKPOINTS}/classifier.pt to score as a reference.")
     # training logs its epochs on stdout; with --json only the JSON document may go there
     with contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
         result = training.augmentation_ablation(
@@ -655,7 +655,6 @@ DB_OPTION_HELP = "SQLite database (default: $COMPANION_DB, else the per-user dat
 def open_store_for_reading(db):
     """The store at ``db`` (or the default one); a named file that does not exist is an
     error rather than a new empty database."""
-    from pathlib import Path
 
     from companion.store import MatchStore, StoreError
 

@@ -923,6 +923,13 @@ def test_classifier_training_can_leave_out_the_photometric_augmentation(monkeypa
     assert sum(calls) == n
 
 
+def test_cli_augmentation_ablation_refuses_a_reference_without_checkpoints(tmp_path):
+    pytest.importorskip("torch")
+    result = CliRunner().invoke(main, ["ablate-augmentation", "--reference", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "checkpoints/classifier.pt" in result.output
+
+
 @pytest.mark.slow
 def test_cli_augmentation_ablation_trains_three_arms_on_the_same_layouts():
     pytest.importorskip("torch")
