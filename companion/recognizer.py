@@ -38,9 +38,8 @@ from companion.detections import (
     BACK_ID,
     CLASSES,
     Detections,
-    consistent_sizes,
     distances2,
-    grow_to_size,
+    fit_sizes,
     nms,
     unique_cards,
 )
@@ -545,8 +544,7 @@ class Recognizer:
         )
         det = det[keep]
         det = unique_cards(nms(det, st.nms_iou), same_card_iou=st.same_card_iou)
-        det = consistent_sizes(det, st.size_tolerance, st.size_keep_above)
-        return grow_to_size(det, st.size_grow_below)
+        return fit_sizes(det, st.size_tolerance, st.size_keep_above, st.size_grow_below)
 
 
 def _session(path: Path, threads: int):

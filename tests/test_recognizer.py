@@ -415,6 +415,20 @@ def test_grow_to_size_outlines_a_small_quad_at_the_size_its_place_says():
     np.testing.assert_array_equal(grow_to_size(few, 0.08).quads, few.quads)
 
 
+@pytest.mark.parametrize("odd_scale", [0.8, 0.6, 1.6])
+def test_fit_sizes_is_the_size_check_then_the_growth_with_one_fit(odd_scale):
+    from companion.detections import consistent_sizes, fit_sizes, grow_to_size
+
+    # 0.8: nothing dropped, one grown; 0.6 and 1.6: dropped, the plane fitted again
+    for n in (8, 5):
+        det = _cards_in_perspective(n=n, odd_scale=odd_scale)
+        one_by_one = grow_to_size(consistent_sizes(det, 0.25, 0.97), 0.08)
+        both = fit_sizes(det, 0.25, 0.97, 0.08)
+        np.testing.assert_array_equal(both.quads, one_by_one.quads)
+        assert both.card_codes == one_by_one.card_codes
+    assert fit_sizes(det, 0.0, 1.0, 0.0) is det  # both off
+
+
 def test_unique_cards_demotes_the_less_confident_duplicate():
     det = make_det(
         ["08-1", "08-1", "08-1"],
