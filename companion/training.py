@@ -926,7 +926,9 @@ def _crop_set(scenes, st: Settings, seed: int):
         for acc, items in zip(parts, classifier_samples(scene, st, rng, 1), strict=False):
             acc.extend(items)
     if not parts[0]:
-        raise ValueError("the scenes hold no card to crop")
+        from companion.synth import SynthError
+
+        raise SynthError(f"The {len(scenes)} scenes hold no card to crop: render more of them.")
     crops, labels, flips, corners = parts
     return np.stack(crops), np.asarray(labels, np.int64), np.asarray(flips), np.asarray(corners)
 
@@ -971,12 +973,12 @@ def augmentation_ablation(
     progress=log,
 ) -> dict:
     """Train the classifier from scratch three ways for ``epochs`` each (epochs, not minutes,
-    so that a busy machine cannot tilt the comparison), on the same scene layouts: clean renders; renders with print grain, stock colour, glare, light, casts, blur,
-    noise and JPEG (synth's realism); and those plus the photometric ``augment`` of every batch
-    (how ``train`` trains). Score each on crops of a deck none of them saw, rendered both ways:
-    real cards under a real camera differ from any render, and that deck (a scan of printed
-    cards) is the nearest stand-in. ``reference``: also score this model folder's classifier
-    checkpoint."""
+    so that a busy machine cannot tilt the comparison), on the same scene layouts: clean
+    renders; renders with print grain, stock colour, glare, light, casts, blur, noise and JPEG
+    (synth's realism); and those plus the photometric ``augment`` of every batch (how ``train``
+    trains). Score each on crops of a deck none of them saw, rendered both ways: real cards
+    under a real camera differ from any render, and that deck (a scan of printed cards) is the
+    nearest stand-in. ``reference``: also score this model folder's classifier checkpoint."""
     import torch
 
     torch.set_num_threads(threads)
