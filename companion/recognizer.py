@@ -17,7 +17,8 @@ cut around the corners found by the first. Then *second chances* (``Settings.ext
 next card of a capture row or of the field lies), looked at only where no card was found yet and
 kept only when the classifier is very sure, for the cards the localizer barely saw. Last, a card
 whose size does not fit the others' (``detections.consistent_sizes``: one deck, one table) is
-dropped unless it is very sure.
+dropped unless it is very sure, and one a little too small is outlined at the size they say
+(``detections.grow_to_size``; both in ``detections.fit_sizes``).
 
 No torch here: training (``companion/training.py``) shares only the geometry helpers below.
 Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detections``.
