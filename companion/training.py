@@ -348,6 +348,30 @@ def classifier_samples(
     return crops, labels, flips, corners
 
 
+class CropSet:
+    """Classifier samples gathered scene by scene (``classifier_samples`` and
+    ``cascade_samples`` results): crops, labels, upside-down flags, corners."""
+
+    def __init__(self):
+        self.parts = ([], [], [], [])
+
+    def add(self, sample) -> None:
+        for acc, items in zip(self.parts, sample, strict=True):
+            acc.extend(items)
+
+    def __len__(self) -> int:
+        return len(self.parts[0])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        crops, labels, flips, corners = self.parts
+        return (
+            np.stack(crops),
+            np.asarray(labels, np.int64),
+            np.asarray(flips, np.float32),
+            np.asarray(corners, np.float32),
+        )
+
+
 def rbox_quad(cx, cy, w, h, theta) -> np.ndarray:
     """The four corners (TL,TR,BR,BL) of a rotated box; ``theta`` is its long axis, as in
     ``quad_to_rbox``."""
@@ -840,13 +864,12 @@ def train(
     rng = np.random.default_rng(seed)
     t_start = time.time()
     log(f"rendering {scenes} scenes from {', '.join(decks)} (seed {seed})")
-    loc_data, cls_parts = [], ([], [], [], [])
+    loc_data, cls_set = [], CropSet()
     for scene in iter_scenes(scenes, seed, decks, scene_size, cache, workers):
         loc_data.append(localizer_sample(scene, st, rng))
-        for acc, items in zip(cls_parts, classifier_samples(scene, st, rng, jitters), strict=False):
-            acc.extend(items)
-    crops = np.stack(cls_parts[0])
-    cls_data = (crops, *cls_parts[1:])
+        cls_set.add(classifier_samples(scene, st, rng, jitters))
+    cls_data = cls_set.arrays()
+    crops = cls_data[0]
     # --minutes: both nets train until this wall-clock deadline (data preparation excluded)
     deadline = time.time() + 60 * minutes if minutes else None
     log(f"data ready: {len(loc_data)} frames, {len(crops)} crops ({time.time() - t_start:.0f}s)")
@@ -921,16 +944,14 @@ ABLATION_TEST_SEED = 2026
 def _crop_set(scenes, st: Settings, seed: int):
     """Card crops around jittered true boxes and "none" crops, cut from ``scenes``."""
     rng = np.random.default_rng(seed)
-    parts = ([], [], [], [])
+    crop_set = CropSet()
     for scene in scenes:
-        for acc, items in zip(parts, classifier_samples(scene, st, rng, 1), strict=False):
-            acc.extend(items)
-    if not parts[0]:
+        crop_set.add(classifier_samples(scene, st, rng, 1))
+    if not len(crop_set):
         from companion.synth import SynthError
 
         raise SynthError(f"The {len(scenes)} scenes hold no card to crop: render more of them.")
-    crops, labels, flips, corners = parts
-    return np.stack(crops), np.asarray(labels, np.int64), np.asarray(flips), np.asarray(corners)
+    return crop_set.arrays()
 
 
 def score_crops(net, crops: np.ndarray, labels: np.ndarray, batch: int = 256) -> dict:
@@ -1363,22 +1384,20 @@ def finetune_classifier(
     )
     session = _session(Path(localizer), threads) if localizer else None
     rng = np.random.default_rng((seed + 11, stage))
-    parts = ([], [], [], [])
+    crop_set = CropSet()
     cascade = 0
     for scene in iter_scenes(scenes, seed, decks, scene_size, cache):
-        samples = [classifier_samples(scene, st, rng, jitters)]
+        crop_set.add(classifier_samples(scene, st, rng, jitters))
         if session is not None:
             boxed, scale = letterbox(scene.image, st)
             heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
             boxes = decode_heatmap(heat, reg, propose)
             boxes[:, :4] /= scale
-            samples.append(cascade_samples(scene, boxes, st, rng))
-            cascade += len(samples[-1][0])
-        for sample in samples:
-            for acc, items in zip(parts, sample, strict=True):
-                acc.extend(items)
-    log(f"{len(parts[0])} crops ({cascade} at proposed boxes)")
-    data = (np.stack(parts[0]), *parts[1:])
+            sample = cascade_samples(scene, boxes, st, rng)
+            crop_set.add(sample)
+            cascade += len(sample[0])
+    log(f"{len(crop_set)} crops ({cascade} at proposed boxes)")
+    data = crop_set.arrays()
     _, net = build_nets(tiny)
     ckpt, history = _train_until(
         train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes
