@@ -256,7 +256,6 @@ def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, 
 
 def _resolve_deck(deck: str) -> str:
     """A deck folder path, or the name of a deck in ../shared/decks."""
-
     from companion import synth
 
     if Path(deck).is_dir():
@@ -291,7 +290,6 @@ def _resolve_deck(deck: str) -> str:
 @friendly_errors
 def detect_command(images, as_json, annotate_dir, model_path, threads):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
-
     import cv2
 
     from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
@@ -354,18 +352,16 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
     recognizer = Recognizer.load(model_path)
     metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers)
     if record:
-        import json as _json
-
         from companion.recognizer import DEFAULT_MODEL
 
         meta_path = Path(model_path) if model_path else DEFAULT_MODEL
-        meta = _json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text())
         meta.setdefault("metrics", {})[f"{metrics['deck']} seed={seed} n={n}"] = {
             k: v
             for k, v in metrics.items()
             if k not in ("by_condition", "false_positives_by_scene")  # the long breakdowns
         } | {"command": f"companion eval --deck {deck} --seed {seed} --n {n}"}
-        meta_path.write_text(_json.dumps(meta, indent=2) + "\n")
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     if as_json:
         echo_json(metrics)
         return
@@ -655,7 +651,6 @@ DB_OPTION_HELP = "SQLite database (default: $COMPANION_DB, else the per-user dat
 def open_store_for_reading(db):
     """The store at ``db`` (or the default one); a named file that does not exist is an
     error rather than a new empty database."""
-
     from companion.store import MatchStore, StoreError
 
     if db is not None and str(db) != ":memory:" and not Path(db).expanduser().exists():
