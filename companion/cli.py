@@ -352,15 +352,18 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
     recognizer = Recognizer.load(model_path)
     metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers)
     if record:
-        from companion.recognizer import DEFAULT_MODEL
+        from companion.recognizer import metadata_path
 
-        meta_path = Path(model_path) if model_path else DEFAULT_MODEL
+        meta_path = metadata_path(model_path)
         meta = json.loads(meta_path.read_text())
+        command = f"companion eval --deck {deck} --seed {seed} --n {n}"
+        if model_path:
+            command += f" --model {model_path}"
         meta.setdefault("metrics", {})[f"{metrics['deck']} seed={seed} n={n}"] = {
             k: v
             for k, v in metrics.items()
             if k not in ("by_condition", "false_positives_by_scene")  # the long breakdowns
-        } | {"command": f"companion eval --deck {deck} --seed {seed} --n {n}"}
+        } | {"command": command}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     if as_json:
         echo_json(metrics)

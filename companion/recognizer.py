@@ -343,6 +343,13 @@ def spaced(boxes: np.ndarray, spacing: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def metadata_path(path: str | Path | None = None) -> Path:
+    """The metadata JSON a ``--model`` value names: a JSON file, a folder holding
+    recognizer.json, or None for the committed model."""
+    path = Path(path) if path else DEFAULT_MODEL
+    return path / "recognizer.json" if path.is_dir() else path
+
+
 class Recognizer:
     """Loads the two ONNX nets named in a metadata JSON file and turns frames into Detections."""
 
@@ -354,9 +361,7 @@ class Recognizer:
 
     @classmethod
     def load(cls, path: str | Path | None = None, threads: int = 2) -> Recognizer:
-        path = Path(path) if path else DEFAULT_MODEL
-        if path.is_dir():
-            path = path / "recognizer.json"
+        path = metadata_path(path)
         if not path.is_file():
             raise RecognizerError(
                 f"No recognizer model at {path}: train one with 'companion train'."

@@ -749,6 +749,28 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     assert sum(v["false_positives"] for v in hands) == metrics["false_positives"]
 
 
+@needs_model
+@pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
+def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
+    import shutil
+
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
+        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
+    before = DEFAULT_MODEL.read_text()
+    args = ["eval", "--deck", str(HELD_OUT), "--seed", "4243", "--n", "2"]
+    result = CliRunner().invoke(main, [*args, "--json", "--record", "--model", str(model)])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    recorded = json.loads((model / "recognizer.json").read_text())["metrics"]
+    entry = recorded["traditional-scan seed=4243 n=2"]
+    assert entry["recall"] == printed["recall"] and entry["labels"] == printed["labels"]
+    assert entry["command"] == " ".join(["companion", *args, "--model", str(model)])
+    assert "by_condition" not in entry  # the long breakdowns stay out of the metadata
+    assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
+
+
 def test_false_positive_kinds_say_why_a_detection_is_false():
     labels = np.array([box(0, 0), box(100, 0), box(200, 0)], np.float32)
     visible = np.array([1.0, 0.3, 1.0], np.float32)
