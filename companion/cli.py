@@ -497,6 +497,19 @@ def bench_command(as_json, model_path, runs):
     "(training.BACK_HEAT_WEIGHT).",
 )
 @click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes rendering scenes and cutting samples (the data is the same for any number).",
+)
+@click.option(
+    "--device",
+    default="auto",
+    show_default=True,
+    help="Where the nets train: cpu, cuda (a GPU), or auto (the GPU when torch sees one).",
+)
+@click.option(
     "--yardstick",
     is_flag=True,
     help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
@@ -516,6 +529,8 @@ def train_command(
     resume_dir,
     localizer_only,
     back_scenes,
+    workers,
+    device,
     yardstick,
 ):
     """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
@@ -534,6 +549,7 @@ def train_command(
     )
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
+    device = training.resolve_device(device)
     if (localizer_only or back_scenes) and not resume_dir:
         fail("--localizer-only and --back-scenes continue a model: add --resume DIR.")
     if resume_dir:
@@ -550,6 +566,8 @@ def train_command(
             command=command,
             localizer_only=localizer_only,
             back_scenes=back_scenes,
+            workers=workers,
+            device=device,
         )
         seconds = meta["training"]["stages"][-1]["seconds"]
     else:
@@ -565,6 +583,8 @@ def train_command(
             cache=cache,
             command=command,
             input_size=input_size,
+            workers=workers,
+            device=device,
         )
         seconds = meta["training"]["seconds"]
     click.echo(f"Wrote {out_dir}/recognizer.json ({seconds} s).")

@@ -61,6 +61,9 @@ SCENE_VARIANTS = {
     "backs": {"p_random_layout": 0.6, "p_loose_backs": 0.35},
     "clean": {"realism": False},
 }
+# Batch sizes when resuming: a GPU step costs about the same for a batch several times as big
+CPU_BATCHES = {"localizer": 16, "classifier": 128}
+GPU_BATCHES = {"localizer": 32, "classifier": 512}
 BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: never the same scenes
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
@@ -422,6 +425,110 @@ def cascade_samples(scene: SceneData, boxes: np.ndarray, st: Settings, rng: np.r
 
 
 # --------------------------------------------------------------------------------------------
+# A stage's samples, cut scene by scene in a pool of processes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SampleRecipe:
+    """What ``stage_samples`` cuts from each scene. Picklable: every pool worker gets one. A
+    scene's samples come from its own random streams, ``default_rng((*key, net, index))``, so
+    they do not depend on how many workers cut them."""
+
+    decks: tuple
+    scene_size: tuple = (960, 540)
+    cache: str | None = None  # a folder of rendered scenes (``_render_cached``)
+    variant: str = ""  # one of SCENE_VARIANTS
+    localizer: Settings | None = None  # cut ``localizer_sample``s at this input size
+    back_weight: float = 1.0
+    classifier: Settings | None = None  # cut ``classifier_samples`` like this
+    jitters: int = 1
+    proposer: str | None = None  # an ONNX localizer whose proposals become crops too
+    propose: Settings | None = None  # ...decoded like this (``cascade_samples``)
+    key: tuple = ()
+
+
+_PROPOSERS: dict = {}  # in each worker process: ONNX path -> session, opened once
+
+
+def _proposed_boxes(scene: SceneData, recipe: SampleRecipe) -> np.ndarray:
+    from companion.recognizer import _session, decode_heatmap, net_input
+
+    session = _PROPOSERS.get(recipe.proposer)
+    if session is None:
+        session = _PROPOSERS[recipe.proposer] = _session(Path(recipe.proposer), 1)
+    boxed, scale = letterbox(scene.image, recipe.propose)
+    heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
+    boxes = decode_heatmap(heat, reg, recipe.propose)
+    boxes[:, :4] /= scale
+    return boxes
+
+
+def _scene_samples(job):
+    """Pool worker: [(localizer sample or None, [classifier samples] or None)] for a chunk."""
+    recipe, items = job
+    out = []
+    for index, seed in items:
+        scene = _render_cached(seed, recipe.decks, *recipe.scene_size, recipe.cache, recipe.variant)
+        loc = crops = None
+        if recipe.localizer is not None:
+            rng = np.random.default_rng((*recipe.key, 0, index))
+            loc = localizer_sample(scene, recipe.localizer, rng, recipe.back_weight)
+        if recipe.classifier is not None:
+            rng = np.random.default_rng((*recipe.key, 1, index))
+            crops = [classifier_samples(scene, recipe.classifier, rng, recipe.jitters)]
+            if recipe.proposer:
+                boxes = _proposed_boxes(scene, recipe)
+                crops.append(cascade_samples(scene, boxes, recipe.classifier, rng))
+        out.append((loc, crops))
+    return out
+
+
+def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
+    """``_scene_samples`` of scenes ``0..n-1`` of dataset ``seed``, in order, cut by
+    ``workers`` processes (1: in this one); logs progress."""
+    from companion.synth import render_pool, scene_seed
+
+    chunk = 4
+    items = [(i, scene_seed(seed, i)) for i in range(n)]
+    jobs = [(recipe, items[i : i + chunk]) for i in range(0, n, chunk)]
+    pool = render_pool(workers) if workers > 1 and n > chunk else None
+    done = 0
+    try:
+        for part in pool.imap(_scene_samples, jobs) if pool else map(_scene_samples, jobs):
+            yield from part
+            if (done + len(part)) // 500 > done // 500 or done + len(part) == n:
+                log(f"  {done + len(part)} scenes")
+            done += len(part)
+    finally:
+        if pool:
+            pool.terminate()
+            pool.join()
+
+
+def stage_data(recipe: SampleRecipe, scenes: int, seed: int, workers: int = 1, back_scenes=0):
+    """(localizer samples, classifier arrays or None, how many crops came from proposals) of
+    ``scenes`` scenes of dataset ``seed``; the localizer also gets ``back_scenes`` scenes of
+    the "backs" variant (dataset ``seed + BACK_SCENES_SEED_OFFSET``)."""
+    loc, crop_set, cascade = [], CropSet(), 0
+    for loc_sample, crops in stage_samples(scenes, seed, recipe, workers):
+        if loc_sample is not None:
+            loc.append(loc_sample)
+        for sample in crops or ():
+            crop_set.add(sample)
+        cascade += len(crops[1][0]) if crops and len(crops) > 1 else 0
+    if back_scenes and recipe.localizer is not None:
+        backs = replace(recipe, variant="backs", classifier=None, key=(*recipe.key, 2))
+        loc += [
+            sample
+            for sample, _ in stage_samples(
+                back_scenes, seed + BACK_SCENES_SEED_OFFSET, backs, workers
+            )
+        ]
+    return loc, crop_set.arrays() if recipe.classifier is not None else None, cascade
+
+
+# --------------------------------------------------------------------------------------------
 # Nets, losses, augmentation (torch)
 # --------------------------------------------------------------------------------------------
 
@@ -507,6 +614,11 @@ def augment(x, rng: np.random.Generator, glare: bool = True):
     import torch.nn.functional as F
 
     n, _, h, w = x.shape
+    dev = x.device
+
+    def tensor(a):  # host-drawn parameters, on the batch's device
+        return torch.from_numpy(np.asarray(a, np.float32)).to(dev)
+
     # one colour matrix per sample: white balance (warm lamps to cold daylight), brightness,
     # saturation; then contrast around the sample's mean
     warmth = rng.normal(0, 0.12, n)
@@ -517,40 +629,40 @@ def augment(x, rng: np.random.Generator, glare: bool = True):
     mats = np.stack(
         [(sat[i] * np.eye(3) + (1 - sat[i]) * grey) * gains[i][:, None] for i in range(n)]
     )
-    x = torch.einsum("nij,njhw->nihw", torch.from_numpy(mats.astype(np.float32)), x)
-    contrast = torch.from_numpy(np.exp(rng.normal(0, 0.2, n)).astype(np.float32)).view(n, 1, 1, 1)
+    x = torch.einsum("nij,njhw->nihw", tensor(mats), x)
+    contrast = tensor(np.exp(rng.normal(0, 0.2, n))).view(n, 1, 1, 1)
     mean = x.mean(dim=(1, 2, 3), keepdim=True)
     x = ((x - mean) * contrast + mean).clamp_(0, 1)
     # gamma on a share of samples (pow is the costliest op here)
     sel = np.flatnonzero(rng.random(n) < 0.4)
     if len(sel):
-        gamma = torch.from_numpy(np.exp(rng.normal(0, 0.25, len(sel))).astype(np.float32))
-        idx = torch.from_numpy(sel)
+        gamma = tensor(np.exp(rng.normal(0, 0.25, len(sel))))
+        idx = torch.from_numpy(sel).to(dev)
         x[idx] = x[idx].clamp_min(1e-3) ** gamma.view(-1, 1, 1, 1)
     # glare: soft bright elliptic blobs
     sel = np.flatnonzero(rng.random(n) < 0.3) if glare else []
     if len(sel):
         k = len(sel)
-        yy = torch.linspace(0, 1, h).view(1, h, 1)
-        xx = torch.linspace(0, 1, w).view(1, 1, w)
-        cx = torch.from_numpy(rng.uniform(-0.1, 1.1, k).astype(np.float32)).view(k, 1, 1)
-        cy = torch.from_numpy(rng.uniform(-0.1, 1.1, k).astype(np.float32)).view(k, 1, 1)
-        r = torch.from_numpy(rng.uniform(0.05, 0.35, k).astype(np.float32)).view(k, 1, 1)
-        st = torch.from_numpy(rng.uniform(0.3, 0.9, k).astype(np.float32)).view(k, 1, 1)
+        yy = torch.linspace(0, 1, h, device=dev).view(1, h, 1)
+        xx = torch.linspace(0, 1, w, device=dev).view(1, 1, w)
+        cx = tensor(rng.uniform(-0.1, 1.1, k)).view(k, 1, 1)
+        cy = tensor(rng.uniform(-0.1, 1.1, k)).view(k, 1, 1)
+        r = tensor(rng.uniform(0.05, 0.35, k)).view(k, 1, 1)
+        st = tensor(rng.uniform(0.3, 0.9, k)).view(k, 1, 1)
         blob = st * torch.exp(-((xx - cx) ** 2 + ((yy - cy) * h / w) ** 2) / (2 * r * r))
-        idx = torch.from_numpy(sel)
+        idx = torch.from_numpy(sel).to(dev)
         x[idx] = x[idx] + blob[:, None] * (1 - x[idx])
     # blur / low resolution: down- and up-sample a share of samples
     sel = np.flatnonzero(rng.random(n) < 0.35)
     if len(sel):
         f = rng.uniform(0.35, 0.8)
-        idx = torch.from_numpy(sel)
+        idx = torch.from_numpy(sel).to(dev)
         small = F.interpolate(
             x[idx], scale_factor=f, mode="bilinear", align_corners=False, antialias=True
         )
         x[idx] = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False)
     # sensor noise
-    noise = torch.from_numpy(rng.uniform(0, 0.04, n).astype(np.float32)).view(n, 1, 1, 1)
+    noise = tensor(rng.uniform(0, 0.04, n)).view(n, 1, 1, 1)
     x = x + torch.randn_like(x) * noise
     return x.clamp_(0, 1)
 
@@ -596,13 +708,17 @@ class _Schedule:
         return self.progress(step) >= 1.0
 
 
-def _fit(net, n, batch, lr, weight_decay, epochs, rng, checkpoint, deadline, batch_loss, report):
+def _fit(
+    net, n, batch, lr, weight_decay, epochs, rng, checkpoint, deadline, batch_loss, report, device
+):
     """The loop both nets share: AdamW on a cosine schedule (``_Schedule``), shuffled batches
-    of ``n`` samples, a checkpoint after every epoch. ``batch_loss(idx)`` returns the loss to
-    minimise and the figures to average over the epoch (the first one is the loss history);
-    ``report(figures)`` words them for the log. Returns the history."""
+    of ``n`` samples, a checkpoint (CPU tensors) after every epoch. ``batch_loss(idx)`` returns
+    the loss to minimise and a 1-D tensor of figures to average over the epoch (the first one
+    is the loss history); ``report(figures)`` words them for the log. The net trains on
+    ``device`` and comes back on the CPU. Returns the history."""
     import torch
 
+    net.to(device)
     batch = min(batch, max(2, n // 4))  # tiny runs still take several steps per epoch
     steps_per_epoch = max(1, n // batch)
     schedule = _Schedule(lr, steps_per_epoch, epochs, deadline)
@@ -625,25 +741,44 @@ def _fit(net, n, batch, lr, weight_decay, epochs, rng, checkpoint, deadline, bat
             opt.zero_grad()
             loss.backward()
             opt.step()
-            sums = np.array(figures) if sums is None else sums + figures
+            # summed on the device: reading a figure every step would stall a GPU
+            sums = figures if sums is None else sums + figures
             step += 1
             steps += 1
         if sums is None:
             break
-        sums /= steps
+        sums = sums.cpu().numpy() / steps
         history.append(round(float(sums[0]), 4))
         log(f"{report(sums)} (epoch {epoch + 1}, {time.time() - t0:.0f}s)")
         if checkpoint:
-            torch.save(net.state_dict(), checkpoint)
-    net.eval()
+            torch.save({k: v.detach().cpu() for k, v in net.state_dict().items()}, checkpoint)
+    net.to("cpu").eval()
     return history
 
 
-def _as_input(images: np.ndarray):
-    """uint8 BGR (N,H,W,3) -> torch float RGB NCHW in 0..1."""
+def _as_input(images, device="cpu"):
+    """uint8 BGR (N,H,W,3), numpy or torch -> torch float RGB NCHW in 0..1 on ``device``."""
     import torch
 
-    return torch.from_numpy(images[..., ::-1].transpose(0, 3, 1, 2).copy()).float() / 255
+    if not torch.is_tensor(images):
+        images = torch.from_numpy(np.ascontiguousarray(images))
+    x = images.to(device, non_blocking=True).flip(-1).permute(0, 3, 1, 2).contiguous()
+    return x.float().div_(255)
+
+
+def resolve_device(name: str = "auto") -> str:
+    """``auto``: the GPU when torch sees one, else the CPU; any other torch device name as is."""
+    import torch
+
+    from companion.recognizer import RecognizerError
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name != "cpu" and not name.startswith("cuda"):
+        raise RecognizerError(f"--device takes cpu, cuda or auto, not {name!r}.")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise RecognizerError(f"--device {name}: torch sees no CUDA GPU here (try --device cpu).")
+    return name
 
 
 def train_localizer(
@@ -655,17 +790,20 @@ def train_localizer(
     lr: float = 2e-3,
     checkpoint: Path | None = None,
     deadline: float | None = None,
+    device: str = "cpu",
 ):
+    """Train on ``data`` (``localizer_sample`` tuples), all of it held on ``device``."""
     import torch
 
-    images = np.stack([d[0] for d in data])
-    heat = torch.from_numpy(np.stack([d[1] for d in data]))[:, None]
-    reg = torch.from_numpy(np.stack([d[2] for d in data]))
-    mask = torch.from_numpy(np.stack([d[3] for d in data]))
-    weight = torch.from_numpy(np.stack([d[4] for d in data]))[:, None]
+    def stacked(i):
+        return torch.from_numpy(np.stack([d[i] for d in data])).to(device)
+
+    images, heat, reg, mask, weight = (stacked(i) for i in range(5))
+    heat, weight = heat[:, None], weight[:, None]
 
     def batch_loss(idx):
-        x = augment(_as_input(images[idx]), rng)
+        idx = torch.from_numpy(idx).to(device)
+        x = augment(_as_input(images[idx], device), rng)
         h, r, mk, wt = heat[idx], reg[idx], mask[idx], weight[idx]
         # 180-degree rotation keeps every target meaningful: centres move, angles don't
         if rng.random() < 0.5:
@@ -680,7 +818,7 @@ def train_localizer(
         lo = (torch.abs(out_reg[:, 0:2] - r[:, 0:2]) * m).sum() / npos
         ls = (torch.abs(out_reg[:, 2:4] - r[:, 2:4]) * m).sum() / npos
         la = (torch.abs(out_reg[:, 4:6] - r[:, 4:6]) * m).sum() / npos
-        return lh + lo + ls + la, [lh.item(), ls.item(), la.item()]
+        return lh + lo + ls + la, torch.stack([lh, ls, la]).detach()
 
     return _fit(
         net,
@@ -694,6 +832,7 @@ def train_localizer(
         deadline,
         batch_loss,
         lambda f: f"localizer: heat {f[0]:.3f} size {f[1]:.3f} angle {f[2]:.3f}",
+        device,
     )
 
 
@@ -707,19 +846,23 @@ def train_classifier(
     checkpoint: Path | None = None,
     deadline: float | None = None,
     photometric: bool = True,
+    device: str = "cpu",
 ):
-    """``photometric=False`` leaves out ``augment`` (only for the augmentation ablation)."""
+    """Train on ``data`` (``CropSet.arrays()``), all of it held on ``device``.
+    ``photometric=False`` leaves out ``augment`` (only for the augmentation ablation)."""
     import torch
     import torch.nn.functional as F
 
     crops, labels, flips, corners = data
-    labels_t = torch.from_numpy(np.asarray(labels, np.int64))
-    flips_t = torch.from_numpy(np.asarray(flips, np.float32))
-    corners_t = torch.from_numpy(np.asarray(corners, np.float32))
+    crops_t = torch.from_numpy(np.ascontiguousarray(crops)).to(device)
+    labels_t = torch.from_numpy(np.asarray(labels, np.int64)).to(device)
+    flips_t = torch.from_numpy(np.asarray(flips, np.float32)).to(device)
+    corners_t = torch.from_numpy(np.asarray(corners, np.float32)).to(device)
     back = class_id(BACK)
 
     def batch_loss(idx):
-        x = _as_input(crops[idx])
+        idx = torch.from_numpy(idx).to(device)
+        x = _as_input(crops_t[idx], device)
         if photometric:
             x = augment(x, rng)
         y, f, cor = labels_t[idx], flips_t[idx], corners_t[idx]
@@ -733,8 +876,8 @@ def train_classifier(
         lk = (F.smooth_l1_loss(pred_cor, cor, reduction="none", beta=0.02) * real).sum() / (
             real.sum() * 8
         ).clamp_min(1)
-        acc = (logits.argmax(1) == y).float().mean().item()
-        return lc + 0.5 * lf + 5 * lk, [lc.item(), lf.item(), lk.item(), acc]
+        acc = (logits.argmax(1) == y).float().mean()
+        return lc + 0.5 * lf + 5 * lk, torch.stack([lc, lf, lk, acc]).detach()
 
     return _fit(
         net,
@@ -748,6 +891,7 @@ def train_classifier(
         deadline,
         batch_loss,
         lambda f: f"classifier: ce {f[0]:.3f} flip {f[1]:.3f} corners {f[2]:.4f} acc {f[3]:.3f}",
+        device,
     )
 
 
@@ -818,7 +962,7 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
 # --------------------------------------------------------------------------------------------
 
 
-def _localizer_job(net, data, epochs, seed, out, queue, deadline=None):
+def _localizer_job(net, data, epochs, seed, out, queue, deadline=None, device="cpu"):
     import torch
 
     torch.set_num_threads(1)
@@ -830,6 +974,7 @@ def _localizer_job(net, data, epochs, seed, out, queue, deadline=None):
             np.random.default_rng(seed + 1),
             checkpoint=out / "localizer.ckpt",
             deadline=deadline,
+            device=device,
         )
     except BaseException:
         queue.put(None)
@@ -853,8 +998,10 @@ def train(
     minutes: float | None = None,
     jitters: int = 1,
     input_size: tuple[int, int] | None = None,
+    device: str = "cpu",
 ) -> dict:
-    """Render, train both nets, export to ONNX and write ``recognizer.json``; returns the metadata."""
+    """Render, train both nets on ``device``, export to ONNX and write ``recognizer.json``;
+    returns the metadata."""
     import torch
 
     torch.set_num_threads(1)
@@ -882,7 +1029,8 @@ def train(
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     job = ctx.Process(
-        target=_localizer_job, args=(localizer, loc_data, epochs, seed, out, queue, deadline)
+        target=_localizer_job,
+        args=(localizer, loc_data, epochs, seed, out, queue, deadline, device),
     )
     job.start()
     del loc_data
@@ -893,6 +1041,7 @@ def train(
         rng,
         checkpoint=out / "classifier.ckpt",
         deadline=deadline,
+        device=device,
     )
     heat = queue.get()
     job.join()
@@ -917,6 +1066,7 @@ def train(
             "jitters": jitters,
             "seed": seed,
             "tiny": tiny,
+            "device": device,
             "crops": int(len(crops)),
             "seconds": round(time.time() - t_start),
             "losses": {"classifier_ce": ce, "localizer_heat": heat},
@@ -1310,10 +1460,15 @@ def finetune_localizer(
     tiny: bool = False,
     stage: int = 0,
     back_scenes: int = 0,
+    workers: int = 1,
+    device: str = "cpu",
+    batch: int = 16,
+    data: list | None = None,
 ) -> tuple[Path, list]:
     """Continue training a localizer checkpoint at another input size (sharper targets),
     on ``scenes`` scenes plus ``back_scenes`` scenes of the "backs" variant (and then the
-    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss).
+    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss), or on ``data``
+    already cut (``stage_data``).
 
     Writes ``localizer.ckpt`` in ``out`` and returns its path and the heat loss per epoch;
     ``export_trained`` turns checkpoints into ONNX.
@@ -1323,23 +1478,24 @@ def finetune_localizer(
 
     torch.set_num_threads(threads)
     out = Path(out)
-    st = Settings(input_width=input_size[0], input_height=input_size[1])
-    rng = np.random.default_rng((seed + 7, stage))
-    # a stage with the extra face-down scenes also weighs face-down centres more
-    back_weight = BACK_HEAT_WEIGHT if back_scenes else 1.0
-    data = [
-        localizer_sample(scene, st, rng, back_weight)
-        for scene in iter_scenes(scenes, seed, decks, scene_size, cache)
-    ]
-    data += [
-        localizer_sample(scene, st, rng, back_weight)
-        for scene in iter_scenes(
-            back_scenes, seed + BACK_SCENES_SEED_OFFSET, decks, scene_size, cache, variant="backs"
+    if data is None:
+        st = Settings(input_width=input_size[0], input_height=input_size[1])
+        recipe = SampleRecipe(
+            decks=tuple(str(d) for d in decks),
+            scene_size=tuple(scene_size),
+            cache=str(cache) if cache else None,
+            localizer=st,
+            # a stage with the extra face-down scenes also weighs face-down centres more
+            back_weight=BACK_HEAT_WEIGHT if back_scenes else 1.0,
+            key=(seed, stage),
         )
-    ]
+        data = stage_data(recipe, scenes, seed, workers, back_scenes)[0]
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
     net, _ = build_nets(tiny)
-    return _train_until(train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes)
+    rng = np.random.default_rng((seed + 7, stage))
+    return _train_until(
+        train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes, device, batch
+    )
 
 
 def finetune_classifier(
@@ -1360,60 +1516,69 @@ def finetune_classifier(
     peak_spacing: float = 0.0,
     tiny: bool = False,
     stage: int = 0,
+    workers: int = 1,
+    device: str = "cpu",
+    batch: int = 128,
+    data: tuple | None = None,
 ) -> tuple[Path, list, int]:
     """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
     ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``),
-    decoded as the model will decode them (``peak_spacing``).
+    decoded as the model will decode them (``peak_spacing``); or on ``data`` already cut.
 
     Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
     of crops.
     """
     import torch
 
-    from companion.recognizer import _session, decode_heatmap, net_input
-
     torch.set_num_threads(threads)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    st = Settings(input_width=input_size[0], input_height=input_size[1])
-    propose = Settings(
-        input_width=input_size[0],
-        input_height=input_size[1],
-        heat_threshold=proposal_threshold,
-        peak_spacing=peak_spacing,
-    )
-    session = _session(Path(localizer), threads) if localizer else None
-    rng = np.random.default_rng((seed + 11, stage))
-    crop_set = CropSet()
-    cascade = 0
-    for scene in iter_scenes(scenes, seed, decks, scene_size, cache):
-        crop_set.add(classifier_samples(scene, st, rng, jitters))
-        if session is not None:
-            boxed, scale = letterbox(scene.image, st)
-            heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
-            boxes = decode_heatmap(heat, reg, propose)
-            boxes[:, :4] /= scale
-            sample = cascade_samples(scene, boxes, st, rng)
-            crop_set.add(sample)
-            cascade += len(sample[0])
-    log(f"{len(crop_set)} crops ({cascade} at proposed boxes)")
-    data = crop_set.arrays()
+    if data is None:
+        recipe = SampleRecipe(
+            decks=tuple(str(d) for d in decks),
+            scene_size=tuple(scene_size),
+            cache=str(cache) if cache else None,
+            classifier=Settings(input_width=input_size[0], input_height=input_size[1]),
+            jitters=jitters,
+            proposer=str(localizer) if localizer else None,
+            propose=Settings(
+                input_width=input_size[0],
+                input_height=input_size[1],
+                heat_threshold=proposal_threshold,
+                peak_spacing=peak_spacing,
+            ),
+            key=(seed, stage),
+        )
+        _, data, cascade = stage_data(recipe, scenes, seed, workers)
+        log(f"{len(data[0])} crops ({cascade} at proposed boxes)")
     _, net = build_nets(tiny)
+    rng = np.random.default_rng((seed + 11, stage))
     ckpt, history = _train_until(
-        train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes
+        train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes, device, batch
     )
     return ckpt, history, len(data[0])
 
 
-def _train_until(train_net, net, init, data, rng, lr, checkpoint: Path, minutes: float):
-    """Load ``init`` into ``net``, train it for ``minutes`` of wall-clock time, keep the weights
-    in ``checkpoint`` and the loss per epoch beside it; returns (checkpoint, losses)."""
+def _train_until(
+    train_net, net, init, data, rng, lr, checkpoint: Path, minutes: float, device="cpu", batch=None
+):
+    """Load ``init`` into ``net``, train it on ``device`` for ``minutes`` of wall-clock time,
+    keep the weights in ``checkpoint`` and the loss per epoch beside it; returns (checkpoint,
+    losses)."""
     import torch
 
     if init:
-        net.load_state_dict(torch.load(init))
+        net.load_state_dict(torch.load(init, map_location="cpu"))
     history = train_net(
-        net, data, 1, rng, lr=lr, checkpoint=checkpoint, deadline=time.time() + 60 * minutes
+        net,
+        data,
+        1,
+        rng,
+        lr=lr,
+        checkpoint=checkpoint,
+        deadline=time.time() + 60 * minutes,
+        device=device,
+        **({"batch": batch} if batch else {}),
     )
     checkpoint.with_name(checkpoint.stem + "_history.json").write_text(json.dumps(history))
     return checkpoint, history
@@ -1473,6 +1638,8 @@ def resume(
     command: str | None = None,
     localizer_only: bool = False,
     back_scenes: int = 0,
+    workers: int = 1,
+    device: str = "cpu",
 ) -> dict:
     """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
     localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
@@ -1480,6 +1647,9 @@ def resume(
 
     ``localizer_only``: train the localizer alone, on both threads, and keep the classifier.
     ``back_scenes``: the localizer also learns from that many scenes rich in face-down cards.
+    ``workers``: processes cutting the samples (the scenes are the same for any number).
+    ``device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
+    (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
     """
     start, out = Path(start), Path(out)
     meta_path = start / "recognizer.json"
@@ -1502,6 +1672,7 @@ def resume(
     work = out / "resume-work"
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
+    batches = GPU_BATCHES if device.startswith("cuda") else CPU_BATCHES
     common = dict(
         scenes=scenes,
         seed=seed,
@@ -1514,16 +1685,23 @@ def resume(
         tiny=bool(old.get("training", {}).get("tiny")),
         # each stage shuffles and augments the same scenes differently
         stage=len(old.get("training", {}).get("stages", [])) + 1,
+        workers=workers,
+        device=device,
     )
     localizer_job = dict(
-        out=work, init=ckpts / "localizer.pt", lr=7e-4, back_scenes=back_scenes, **common
+        out=work,
+        init=ckpts / "localizer.pt",
+        lr=7e-4,
+        back_scenes=back_scenes,
+        batch=batches["localizer"],
+        **common,
     )
     if localizer_only:
         _, heat = finetune_localizer(**{**localizer_job, "threads": 2})
         cls_ckpt, ce, crops = ckpts / "classifier.pt", None, 0
     else:
         cls_ckpt, ce, crops, heat = _resume_both(
-            start, old, settings, common, localizer_job, jitters
+            start, old, settings, common, localizer_job, jitters, batches["classifier"]
         )
     training = dict(old.get("training", {}))
     stage = {
@@ -1535,6 +1713,8 @@ def resume(
         "scenes": scenes,
         "scene_seeds": f"synth.scene_seed({seed}, 0..{scenes - 1})",
         "minutes": minutes,
+        "device": device,
+        "batches": batches,
         "crops": crops,
         "seconds": round(time.time() - t_start),
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
@@ -1560,30 +1740,54 @@ def resume(
     return meta
 
 
-def _resume_both(start: Path, old: dict, settings: Settings, common: dict, localizer_job, jitters):
-    """Both nets side by side, a thread each, the localizer in a forked process.
-    Returns (classifier checkpoint, its losses, crops made, the localizer's heat losses)."""
+def _resume_both(
+    start: Path, old: dict, settings: Settings, common: dict, localizer_job, jitters, batch
+):
+    """Both nets side by side, the localizer in a forked process, on samples cut in one pass
+    over the scenes. Returns (classifier checkpoint, its losses, crops made, the localizer's
+    heat losses)."""
     import multiprocessing as mp
 
-    # fork before onnxruntime or torch start their threads (a forked pool hangs otherwise)
+    # cut as finetune_localizer and finetune_classifier cut them on their own
+    size = dict(input_width=settings.input_width, input_height=settings.input_height)
+    recipe = SampleRecipe(
+        decks=tuple(str(d) for d in common["decks"]),
+        scene_size=tuple(common["scene_size"]),
+        cache=str(common["cache"]) if common["cache"] else None,
+        localizer=Settings(**size),
+        back_weight=BACK_HEAT_WEIGHT if localizer_job["back_scenes"] else 1.0,
+        classifier=Settings(**size),
+        jitters=jitters,
+        proposer=str(start / old["localizer"]),
+        propose=Settings(**size, heat_threshold=0.15, peak_spacing=settings.peak_spacing),
+        key=(common["seed"], common["stage"]),
+    )
+    loc_data, crops, cascade = stage_data(
+        recipe, common["scenes"], common["seed"], common["workers"], localizer_job["back_scenes"]
+    )
+    log(f"{len(loc_data)} frames, {len(crops[0])} crops ({cascade} at proposed boxes)")
+    # fork before onnxruntime or torch start their threads here (a forked child hangs otherwise)
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    job = ctx.Process(target=_finetune_localizer_job, args=(localizer_job, queue))
+    job = ctx.Process(
+        target=_finetune_localizer_job, args=({**localizer_job, "data": loc_data}, queue)
+    )
     job.start()
-    cls_ckpt, ce, crops = finetune_classifier(
+    del loc_data
+    cls_ckpt, ce, n_crops = finetune_classifier(
         localizer_job["out"],
         init=start / CHECKPOINTS / "classifier.pt",
-        localizer=start / old["localizer"],
         lr=1e-3,
         jitters=jitters,
-        peak_spacing=settings.peak_spacing,
+        batch=batch,
+        data=crops,
         **common,
     )
     heat = queue.get()
     job.join()
     if job.exitcode != 0 or heat is None:
         raise RuntimeError("localizer training failed (see the log above)")
-    return cls_ckpt, ce, crops, heat
+    return cls_ckpt, ce, n_crops, heat
 
 
 def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:

@@ -886,6 +886,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
         assert not fold_input_conversion(tmp_path / name)  # nothing left to fold
 
     # a second stage resumes from the kept checkpoints at another input size
+    from companion import training
     from companion.training import resume
 
     resumed = resume(
@@ -898,9 +899,11 @@ def test_tiny_training_run_end_to_end(tmp_path):
         input_size=(320, 192),
         scene_size=(640, 360),
         command="pytest",
+        workers=2,  # the samples are cut in a pool of processes
     )
     assert (resumed["settings"]["input_width"], resumed["settings"]["input_height"]) == (320, 192)
     stage = resumed["training"]["stages"][-1]
+    assert stage["device"] == "cpu" and stage["batches"] == training.CPU_BATCHES
     assert stage["crops"] > 0
     assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"]
     assert (tmp_path / "resumed" / "checkpoints" / "localizer.pt").is_file()
@@ -933,6 +936,50 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert len(third["training"]["stages"]) == len(resumed["training"]["stages"]) + 1
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
     assert det.quads.shape == (len(det), 4, 2)
+
+
+@pytest.mark.slow
+def test_stage_samples_do_not_depend_on_the_number_of_workers():
+    pytest.importorskip("torch")
+    if not SHARED_DECKS.is_dir():
+        pytest.skip("../shared/decks missing")
+    from companion.training import SampleRecipe, stage_data
+
+    recipe = SampleRecipe(
+        decks=(str(SHARED_DECKS / "traditional-ngs"),),
+        scene_size=(480, 270),
+        localizer=Settings(input_width=320, input_height=192),
+        classifier=Settings(input_width=320, input_height=192),
+        proposer=str(DEFAULT_MODEL.parent / "localizer.onnx"),
+        propose=Settings(input_width=320, input_height=192, heat_threshold=0.15),
+        key=(7, 1),
+    )
+    one = stage_data(recipe, 6, 5, workers=1, back_scenes=2)
+    two = stage_data(recipe, 6, 5, workers=2, back_scenes=2)
+    assert len(one[0]) == len(two[0]) == 8  # 6 scenes and 2 of the "backs" variant
+    for a, b in zip(one[0], two[0], strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert one[2] == two[2] > 0  # crops at the proposed boxes
+    for x, y in zip(one[1], two[1], strict=True):
+        assert np.array_equal(x, y)
+    # another key, other random streams: other crops from the same scenes
+    other = stage_data(SampleRecipe(**{**recipe.__dict__, "key": (7, 2)}), 6, 5)
+    assert not np.array_equal(other[1][0], one[1][0])
+
+
+def test_train_device_is_checked():
+    pytest.importorskip("torch")
+    import torch
+
+    from companion.training import resolve_device
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(RecognizerError, match="cpu, cuda or auto"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        result = CliRunner().invoke(main, ["train", "--device", "cuda", "--tiny", "--out", "x"])
+        assert result.exit_code == 2 and "no CUDA GPU" in result.output
 
 
 def test_classifier_training_can_leave_out_the_photometric_augmentation(monkeypatch):
