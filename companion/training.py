@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -772,6 +773,8 @@ def resolve_device(name: str = "auto") -> str:
 
     from companion.recognizer import RecognizerError
 
+    # ask NVML, which leaves CUDA uninitialised here: the trainers forked later can then use it
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name != "cpu" and not name.startswith("cuda"):
