@@ -510,6 +510,13 @@ def bench_command(as_json, model_path, runs):
     help="Where the nets train: cpu, cuda (a GPU), or auto (the GPU when torch sees one).",
 )
 @click.option(
+    "--export-from",
+    "export_from",
+    type=click.Path(file_okay=False, exists=True),
+    help="Only export this model's checkpoints/ to ONNX and int8 again, in --out, with this "
+    "machine's torch and onnxruntime (for nets trained on another machine).",
+)
+@click.option(
     "--yardstick",
     is_flag=True,
     help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
@@ -531,6 +538,7 @@ def train_command(
     back_scenes,
     workers,
     device,
+    export_from,
     yardstick,
 ):
     """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
@@ -549,6 +557,10 @@ def train_command(
     )
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
+    if export_from:
+        training.reexport(export_from, out_dir, deck_dirs, command=command)
+        click.echo(f"Wrote {out_dir}/recognizer.json.")
+        return
     device = training.resolve_device(device)
     if (localizer_only or back_scenes) and not resume_dir:
         fail("--localizer-only and --back-scenes continue a model: add --resume DIR.")

@@ -1619,6 +1619,41 @@ def _keep_checkpoints(out: Path, localizer_ckpt: Path, classifier_ckpt: Path) ->
         (Path(out) / leftover).unlink(missing_ok=True)
 
 
+def reexport(
+    start: str | Path, out: str | Path, decks=TRAIN_DECKS, command: str | None = None
+) -> dict:
+    """Export the checkpoints of the model in ``start`` to ONNX and int8 again, in ``out``,
+    with this machine's torch and onnxruntime; the settings and training history are kept. For nets trained elsewhere: a GPU machine's other versions may leave the input
+    conversion unfolded (``quantize``), which costs speed at every frame."""
+    start, out = Path(start), Path(out)
+    meta_path, ckpts = start / "recognizer.json", start / CHECKPOINTS
+    from companion.recognizer import RecognizerError
+
+    if not meta_path.is_file() or not (ckpts / "localizer.pt").is_file():
+        raise RecognizerError(f"{start} has no recognizer.json with {CHECKPOINTS}/ to export.")
+    old = json.loads(meta_path.read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    loc, cls = ckpts / "localizer.pt", ckpts / "classifier.pt"
+    settings = Settings.from_dict(old.get("settings", {}))
+    tiny = bool(old.get("training", {}).get("tiny"))
+    meta = export_trained(out, loc, cls, settings, old.get("training", {}), tiny=tiny)
+    _keep_checkpoints(out, loc, cls)
+    meta["quantization"] = quantize(out, decks)
+    import onnxruntime
+    import torch
+
+    # metrics start empty: other int8 files are measured again ('companion eval --record')
+    meta["export"] = {
+        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "from": str(start),
+        "torch": torch.__version__,
+        "onnxruntime": onnxruntime.__version__,
+    }
+    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"exported {start}'s checkpoints to {out}")
+    return meta
+
+
 def _finetune_localizer_job(kwargs, queue):
     try:
         queue.put(finetune_localizer(**kwargs)[1])

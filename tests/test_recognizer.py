@@ -727,15 +727,15 @@ def test_cli_detect_bad_files(tmp_path):
 def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     from companion.recognizer import evaluate
 
-    # measured with the committed model on these 12 scenes: recall 0.910, chaff-equivalent
-    # accuracy 0.995, precision 0.970, 0.58 false positives per image (see models/recognizer.json
+    # measured with the committed model on these 12 scenes: recall 0.951, chaff-equivalent
+    # accuracy 1.000, precision 0.992, 0.17 false positives per image (see models/recognizer.json
     # for the 500-scene figures); the thresholds sit a little under (above for false positives)
     metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
     assert metrics["labels"] > 200
-    assert metrics["recall"] >= 0.85, metrics
-    assert metrics["chaff_accuracy"] >= 0.97, metrics
-    assert metrics["precision"] >= 0.95, metrics
-    assert metrics["false_positives_per_image"] <= 0.6, metrics
+    assert metrics["recall"] >= 0.92, metrics
+    assert metrics["chaff_accuracy"] >= 0.98, metrics
+    assert metrics["precision"] >= 0.97, metrics
+    assert metrics["false_positives_per_image"] <= 0.35, metrics
     # every false card has a kind, and every scene a row per condition
     assert sum(metrics["false_positive_kinds"].values()) == metrics["false_positives"]
     by_scene = metrics["false_positives_by_scene"]
@@ -910,6 +910,25 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert not (tmp_path / "resumed" / "resume-work").exists()
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
     assert det.quads.shape == (len(det), 4, 2)
+
+    # the checkpoints export again elsewhere (nets trained on another machine), history kept
+    runner = CliRunner()
+    args = ["train", "--export-from", str(tmp_path / "resumed"), "--out", str(tmp_path / "again")]
+    result = runner.invoke(main, [*args, "--decks", str(SHARED_DECKS / "traditional-ngs")])
+    assert result.exit_code == 0, result.output
+    again = json.loads((tmp_path / "again" / "recognizer.json").read_text())
+    kept_meta = json.loads((tmp_path / "resumed" / "recognizer.json").read_text())
+    assert again["training"] == kept_meta["training"]
+    assert again["settings"] == kept_meta["settings"]
+    assert again["quantization"]["input_folded"] == ["localizer", "classifier"]
+    assert again["export"]["from"] == str(tmp_path / "resumed") and again["metrics"] == {}
+    assert (tmp_path / "again" / "checkpoints" / "classifier.pt").is_file()
+    redo = Recognizer.load(tmp_path / "again").detect(scene.image)
+    assert redo.quads.shape == (len(redo), 4, 2)
+    result = runner.invoke(
+        main, ["train", "--export-from", str(tmp_path / "again" / "checkpoints")]
+    )
+    assert result.exit_code == 2 and "no recognizer.json" in result.output
 
     # a third stage trains the localizer alone, also on scenes rich in face-down cards
     kept = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
