@@ -1932,7 +1932,23 @@ def fold_input_conversion(path: str | Path, sample: np.ndarray | None = None) ->
         return found[0] if len(found) == 1 and found[0].op_type == op else None
 
     def const(name):
-        return nh.to_array(inits[name]) if name in inits else None
+        """A stored constant's value, or None. Some torch versions export constants as Constant
+        nodes, which the quantizer then quantizes with a node of its own: both are read."""
+        if name in inits:
+            return nh.to_array(inits[name])
+        node = producer.get(name)
+        if node is None:
+            return None
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            return nh.to_array(node.attribute[0].t)
+        if node.op_type == "QuantizeLinear" and len(node.input) == 3:
+            x, scale, zero = (const(i) for i in node.input)
+            if x is None or scale is None or zero is None or scale.ndim or zero.ndim:
+                return None
+            info = np.iinfo(zero.dtype)
+            q = np.rint(x.astype(np.float32) / scale) + zero.astype(np.int64)  # half to even
+            return np.clip(q, info.min, info.max).astype(zero.dtype)
+        return None
 
     transpose = only_user(g.input[0].name, "Transpose")
     gather = transpose and only_user(transpose.output[0], "Gather")

@@ -957,6 +957,96 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert det.quads.shape == (len(det), 4, 2)
 
 
+def _device_style_quantized_net(path, constants_as_nodes: bool):
+    """A quantized net's input chain as onnxruntime writes it (uint8 NHWC BGR -> Transpose ->
+    Gather -> Cast -> Q/DQ -> Mul 1/255 -> Q/DQ -> Conv), with its constants stored as
+    initializers, or as Constant nodes (quantized by a node of their own) as some torch
+    versions export them."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(3)
+    inits = [
+        nh.from_array(np.float32(1.0), "s1"),
+        nh.from_array(np.uint8(0), "z"),
+        nh.from_array(np.float32(1 / 255), "s2"),
+        nh.from_array(np.float32(1 / 255 / 127), "sf"),
+        nh.from_array(rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), "w_q"),
+        nh.from_array(np.full(4, 0.01, np.float32), "w_s"),
+        nh.from_array(np.zeros(4, np.int8), "w_z"),
+        nh.from_array(np.float32(0.05), "s_out"),
+    ]
+    order = nh.from_array(np.int64([2, 1, 0]), "order")
+    factor = nh.from_array(np.float32(1 / 255), "factor")
+    nodes = [
+        helper.make_node("Transpose", ["image"], ["t"], perm=[0, 3, 1, 2]),
+        helper.make_node("Gather", ["t", "order"], ["g"], axis=1),
+        helper.make_node("Cast", ["g"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("QuantizeLinear", ["c", "s1", "z"], ["q1"]),
+        helper.make_node("DequantizeLinear", ["q1", "s1", "z"], ["d1"]),
+        helper.make_node("DequantizeLinear", ["factor_q", "sf", "z"], ["f"]),
+        helper.make_node("Mul", ["d1", "f"], ["m"]),
+        helper.make_node("QuantizeLinear", ["m", "s2", "z"], ["q2"]),
+        helper.make_node("DequantizeLinear", ["q2", "s2", "z"], ["d2"]),
+        helper.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["w"], axis=0),
+        helper.make_node("Conv", ["d2", "w"], ["y"], pads=[1, 1, 1, 1]),
+        # quantized output too, so that onnxruntime runs an integer convolution (as in the nets)
+        helper.make_node("QuantizeLinear", ["y", "s_out", "z"], ["y_q"]),
+        helper.make_node("DequantizeLinear", ["y_q", "s_out", "z"], ["out"]),
+    ]
+    if constants_as_nodes:
+        nodes[:0] = [
+            helper.make_node("Constant", [], ["order"], value=order),
+            helper.make_node("Constant", [], ["factor_value"], value=factor),
+            helper.make_node("QuantizeLinear", ["factor_value", "sf", "z"], ["factor_q"]),
+        ]
+    else:
+        inits += [order, nh.from_array(np.uint8(127), "factor_q")]
+    graph = helper.make_graph(
+        nodes,
+        "net",
+        [helper.make_tensor_value_info("image", TensorProto.UINT8, [1, 16, 16, 3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 16, 16])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("constants_as_nodes", [False, True])
+def test_input_conversion_folds_whichever_way_the_constants_were_exported(
+    tmp_path, constants_as_nodes
+):
+    pytest.importorskip("onnx")
+    import onnx
+    import onnxruntime as ort
+
+    from companion.training import fold_input_conversion
+
+    path = tmp_path / "net.onnx"
+    _device_style_quantized_net(path, constants_as_nodes)
+    image = np.random.default_rng(4).integers(0, 256, (1, 16, 16, 3), dtype=np.uint8)
+
+    def run():
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return session.run(None, {"image": image})[0]
+
+    before = run()
+    assert fold_input_conversion(path, image)
+    ops = [n.op_type for n in onnx.load(str(path)).graph.node]
+    # the input dequantized once, straight into the convolution; the constants pruned
+    assert ops == [
+        "Transpose",
+        *["DequantizeLinear"] * 2,
+        "Conv",
+        "QuantizeLinear",
+        "DequantizeLinear",
+    ]
+    assert np.array_equal(run(), before)
+    assert not fold_input_conversion(path)  # nothing left to fold
+
+
 @pytest.mark.slow
 def test_stage_samples_do_not_depend_on_the_number_of_workers():
     pytest.importorskip("torch")
