@@ -1619,6 +1619,22 @@ def _keep_checkpoints(out: Path, localizer_ckpt: Path, classifier_ckpt: Path) ->
         (Path(out) / leftover).unlink(missing_ok=True)
 
 
+def _trained_model(start: Path, purpose: str) -> tuple[dict, Path]:
+    """(metadata, checkpoints folder) of the model in ``start``; RecognizerError if it has none."""
+    from companion.recognizer import RecognizerError
+
+    meta_path, ckpts = start / "recognizer.json", start / CHECKPOINTS
+    if not meta_path.is_file() or not (ckpts / "localizer.pt").is_file():
+        raise RecognizerError(
+            f"{start} has no recognizer.json with {CHECKPOINTS}/ {purpose}: "
+            "train a model first with 'companion train'."
+        )
+    try:
+        return json.loads(meta_path.read_text()), ckpts
+    except ValueError:
+        raise RecognizerError(f"The model metadata {meta_path} is unreadable.") from None
+
+
 def reexport(
     start: str | Path, out: str | Path, decks=TRAIN_DECKS, command: str | None = None
 ) -> dict:
@@ -1626,12 +1642,7 @@ def reexport(
     with this machine's torch and onnxruntime; the settings and training history are kept. For nets trained elsewhere: a GPU machine's other versions may leave the input
     conversion unfolded (``quantize``), which costs speed at every frame."""
     start, out = Path(start), Path(out)
-    meta_path, ckpts = start / "recognizer.json", start / CHECKPOINTS
-    from companion.recognizer import RecognizerError
-
-    if not meta_path.is_file() or not (ckpts / "localizer.pt").is_file():
-        raise RecognizerError(f"{start} has no recognizer.json with {CHECKPOINTS}/ to export.")
-    old = json.loads(meta_path.read_text())
+    old, ckpts = _trained_model(start, "to export")
     out.mkdir(parents=True, exist_ok=True)
     loc, cls = ckpts / "localizer.pt", ckpts / "classifier.pt"
     settings = Settings.from_dict(old.get("settings", {}))
@@ -1690,19 +1701,7 @@ def resume(
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
     """
     start, out = Path(start), Path(out)
-    meta_path = start / "recognizer.json"
-    ckpts = start / CHECKPOINTS
-    from companion.recognizer import RecognizerError
-
-    if not meta_path.is_file() or not (ckpts / "localizer.pt").is_file():
-        raise RecognizerError(
-            f"{start} has no recognizer.json with {CHECKPOINTS}/ to resume from: "
-            "train a model first with 'companion train'."
-        )
-    try:
-        old = json.loads(meta_path.read_text())
-    except ValueError:
-        raise RecognizerError(f"The model metadata {meta_path} is unreadable.") from None
+    old, ckpts = _trained_model(start, "to resume from")
     settings = Settings.from_dict(old.get("settings", {}))
     if input_size:
         settings = replace(settings, input_width=input_size[0], input_height=input_size[1])

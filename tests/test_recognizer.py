@@ -929,6 +929,9 @@ def test_tiny_training_run_end_to_end(tmp_path):
         main, ["train", "--export-from", str(tmp_path / "again" / "checkpoints")]
     )
     assert result.exit_code == 2 and "no recognizer.json" in result.output
+    (tmp_path / "again" / "recognizer.json").write_text("{not json")
+    result = runner.invoke(main, ["train", "--export-from", str(tmp_path / "again")])
+    assert result.exit_code == 2 and "unreadable" in result.output
 
     # a third stage trains the localizer alone, also on scenes rich in face-down cards
     kept = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
