@@ -268,6 +268,16 @@ def _resolve_deck(deck: str) -> str:
     )
 
 
+precision_option = click.option(
+    "--nets",
+    "precision",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "int8", "float"]),
+    help="Which of the model's nets run: auto takes int8 on CPUs with int8 dot products.",
+)
+
+
 @main.command("detect")
 @click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
@@ -287,14 +297,15 @@ def _resolve_deck(deck: str) -> str:
     type=click.IntRange(1, 64),
     help="onnxruntime threads.",
 )
+@precision_option
 @friendly_errors
-def detect_command(images, as_json, annotate_dir, model_path, threads):
+def detect_command(images, as_json, annotate_dir, model_path, threads, precision):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
     import cv2
 
     from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
 
-    recognizer = Recognizer.load(model_path, threads=threads)
+    recognizer = Recognizer.load(model_path, threads=threads, precision=precision)
     results, read_any = [], False
     for path in images:
         try:
@@ -343,13 +354,14 @@ def detect_command(images, as_json, annotate_dir, model_path, threads):
     help="Processes rendering scenes.",
 )
 @click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
+@precision_option
 @friendly_errors
-def eval_command(deck, seed, n, as_json, model_path, workers, record):
+def eval_command(deck, seed, n, as_json, model_path, workers, record, precision):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer, evaluate
 
     deck_dir = _resolve_deck(deck)
-    recognizer = Recognizer.load(model_path)
+    recognizer = Recognizer.load(model_path, precision=precision)
     metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers)
     if record:
         from companion.recognizer import metadata_path
@@ -359,18 +371,24 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
         command = f"companion eval --deck {deck} --seed {seed} --n {n}"
         if model_path:
             command += f" --model {model_path}"
-        meta.setdefault("metrics", {})[f"{metrics['deck']} seed={seed} n={n}"] = {
+        if precision != "auto":
+            command += f" --nets {precision}"
+        key = f"{metrics['deck']} seed={seed} n={n}"
+        if recognizer.precision != "int8":
+            key += f" nets={recognizer.precision}"
+        meta.setdefault("metrics", {})[key] = {
             k: v
             for k, v in metrics.items()
             if k not in ("by_condition", "false_positives_by_scene")  # the long breakdowns
-        } | {"command": command}
+        } | {"command": command, "nets": recognizer.precision}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     if as_json:
         echo_json(metrics)
         return
 
     click.echo(
-        f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find"
+        f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find "
+        f"({recognizer.precision} nets)"
     )
     click.echo(f"precision                 {pct(metrics['precision'])}")
     click.echo(f"recall                    {pct(metrics['recall'])}")
@@ -406,19 +424,20 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record):
 )
 @model_option
 @click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
+@precision_option
 @friendly_errors
-def bench_command(as_json, model_path, runs):
+def bench_command(as_json, model_path, runs, precision):
     """Time detect-and-classify on a 1280x720 table scene with 2 threads, next to YOLO11n."""
     from companion.recognizer import Recognizer, bench_scene, benchmark
 
-    recognizer = Recognizer.load(model_path, threads=2)
+    recognizer = Recognizer.load(model_path, threads=2, precision=precision)
     frame, _ = bench_scene()
     result = benchmark(recognizer, frame, runs=runs, threads=2)
     if as_json:
         echo_json(result)
         return
     click.echo(
-        f"full pass on a {result['frame']} frame, 2 threads, {runs} runs: "
+        f"full pass ({result['nets']} nets) on a {result['frame']} frame, 2 threads, {runs} runs: "
         f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
         f"({result['cards_detected']} cards)"
     )

@@ -18,7 +18,12 @@ next card of a capture row or of the field lies), looked at only where no card w
 kept only when the classifier is very sure, for the cards the localizer barely saw. Last, a card
 whose size does not fit the others' (``detections.consistent_sizes``: one deck, one table) is
 dropped unless it is very sure, and one a little too small is outlined at the size they say
-(``detections.grow_to_size``; both in ``detections.fit_sizes``).
+(``detections.grow_to_size``; both in ``detections.fit_sizes``). A card at a place the localizer is
+sure of needs less confidence in its name (``Settings.hot_heat``).
+
+Each net comes twice: int8, and float (``float_nets`` in the metadata). ``Recognizer.load``
+takes int8 where the CPU has int8 dot products (x86 VNNI or AMX, Arm dotprod), float elsewhere:
+on plain AVX2 the int8 nets are the slower ones (``int8_is_fast``).
 
 No torch here: training (``companion/training.py``) shares only the geometry helpers below.
 Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detections``.
@@ -27,6 +32,9 @@ Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detec
 from __future__ import annotations
 
 import json
+import platform
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +61,25 @@ MAX_HOT_CELLS = 384  # with peak_spacing, the hottest cells looked at
 DISTINCT_SPACING = 0.25  # two crops whose cards' centres are this close saw the same card
 SPOT_FLOOR = 0.3  # a second-chance crop less sure than this at first gets no second look
 FREE_SPACING = 0.5  # second chances look only this far (in short sides) from found cards
+PRECISIONS = ("auto", "int8", "float")
+INT8_DOT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8"}  # x86 flags in /proc/cpuinfo
+
+
+def int8_is_fast(cpu_flags: str | None = None, machine: str | None = None) -> bool:
+    """Whether this CPU multiplies int8 vectors natively (x86 VNNI or AMX, Arm dotprod), where
+    the int8 nets run faster than the float ones. Without (plain AVX2) onnxruntime's int8
+    kernels are slower than its float ones (models/README.md, "Speed"). ``cpu_flags``: the
+    text of /proc/cpuinfo (read when None; empty where there is none)."""
+    machine = (machine or platform.machine()).lower()
+    if cpu_flags is None:
+        try:
+            cpu_flags = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpu_flags = ""
+    flags = set(re.findall(r"[a-z0-9_]+", cpu_flags.lower()))
+    if machine in ("arm64", "aarch64"):
+        return "asimddp" in flags or sys.platform == "darwin"  # every Apple chip has dotprod
+    return bool(flags & INT8_DOT_FLAGS)
 
 
 class RecognizerError(CompanionError):
@@ -99,6 +126,11 @@ class Settings:
     # A card this much smaller (log size) than its place says is outlined at the size the others
     # say, about its centre (detections.grow_to_size; 0 = off)
     size_grow_below: float = 0.0
+    # Where the localizer's heat at a card's centre (3x3 maximum) is at least ``hot_heat``, the
+    # card needs only ``hot_confidence`` instead of ``min_confidence``: a half-covered card of a
+    # capture row is often placed right while its name stays in doubt (0 = off)
+    hot_heat: float = 0.0
+    hot_confidence: float = 0.2
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
@@ -285,6 +317,16 @@ def _boxes_at(ys, xs, heat, reg, settings: Settings, limit: int) -> np.ndarray:
     return np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
 
 
+def heat_at(points: np.ndarray, heat: np.ndarray, scale: float, settings: Settings) -> np.ndarray:
+    """The heatmap's 3x3 maximum at each image point (N,2, original pixels)."""
+    heat = heat.reshape(heat.shape[-2:])
+    warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))
+    cells = np.floor(np.asarray(points, np.float64) * scale / settings.stride).astype(int)
+    xs = cells[:, 0].clip(0, warm.shape[1] - 1)
+    ys = cells[:, 1].clip(0, warm.shape[0] - 1)
+    return warm[ys, xs]
+
+
 def neighbour_boxes(cards: np.ndarray, across=(), along=()) -> np.ndarray:
     """Rotated boxes the size and angle of each card (rows cx, cy, w, h, theta), moved both
     ways by each of ``across`` card widths and ``along`` card heights."""
@@ -353,14 +395,31 @@ def metadata_path(path: str | Path | None = None) -> Path:
 class Recognizer:
     """Loads the two ONNX nets named in a metadata JSON file and turns frames into Detections."""
 
-    def __init__(self, localizer, classifier, settings: Settings, metadata: dict | None = None):
+    def __init__(
+        self,
+        localizer,
+        classifier,
+        settings: Settings,
+        metadata: dict | None = None,
+        precision: str = "int8",
+    ):
         self.localizer = localizer
         self.classifier = classifier
         self.settings = settings
         self.metadata = metadata or {}
+        self.precision = precision  # which of the model's nets run: "int8" or "float"
 
     @classmethod
-    def load(cls, path: str | Path | None = None, threads: int = 2) -> Recognizer:
+    def load(
+        cls, path: str | Path | None = None, threads: int = 2, precision: str = "auto"
+    ) -> Recognizer:
+        """The model of a metadata JSON file; ``precision``: "int8", "float" (the model's
+        ``float_nets``) or "auto" (int8 where ``int8_is_fast``, else float when there are
+        float nets)."""
+        if precision not in PRECISIONS:
+            raise RecognizerError(
+                f"precision is one of {', '.join(PRECISIONS)}, not {precision!r}."
+            )
         path = metadata_path(path)
         if not path.is_file():
             raise RecognizerError(
@@ -369,11 +428,19 @@ class Recognizer:
         try:
             meta = json.loads(path.read_text())
             settings = Settings.from_dict(meta.get("settings", {}))
-            loc_path = path.parent / meta["localizer"]
-            cls_path = path.parent / meta["classifier"]
+            nets = {"int8": meta}
+            if meta.get("float_nets"):
+                nets["float"] = meta["float_nets"]
+            if precision == "auto":
+                precision = "int8" if int8_is_fast() or "float" not in nets else "float"
+            if precision not in nets:
+                raise RecognizerError(f"The model {path} has no {precision} nets.")
+            loc_path = path.parent / nets[precision]["localizer"]
+            cls_path = path.parent / nets[precision]["classifier"]
         except (ValueError, KeyError, TypeError) as exc:
             raise RecognizerError(f"The model metadata {path} is unreadable ({exc}).") from None
-        return cls(_session(loc_path, threads), _session(cls_path, threads), settings, meta)
+        localizer, classifier = _session(loc_path, threads), _session(cls_path, threads)
+        return cls(localizer, classifier, settings, meta, precision)
 
     def detect(self, bgr: np.ndarray) -> Detections:
         """All face-up cards and backs in a BGR frame (any size); empty for a blank frame."""
@@ -435,7 +502,7 @@ class Recognizer:
                     np.concatenate([a, b])
                     for a, b in zip((matrices, probs, flip, corners), extra, strict=True)
                 )
-        return self._assemble(matrices, probs, flip, corners)
+        return self._assemble(matrices, probs, flip, corners, (heat, scale))
 
     def _recut(self, matrices, corners, live) -> tuple[np.ndarray, np.ndarray]:
         """Crops ``live`` cut again around the corners found in them: (those of them whose
@@ -528,14 +595,19 @@ class Recognizer:
         size = np.float32([self.settings.crop_width, self.settings.crop_height])
         return crop_points_to_image(matrices, corners.reshape(-1, 4, 2) * size)
 
-    def _assemble(self, matrices, probs, flip, corners) -> Detections:
+    def _assemble(self, matrices, probs, flip, corners, heatmap=None) -> Detections:
+        """The crops that name a card, as Detections; ``heatmap``: (the localizer's heat, the
+        letterbox scale), for ``hot_heat``."""
         st = self.settings
         n = len(matrices)
         card_probs = probs[:, :NONE_ID]
         best = card_probs.argmax(axis=1)
         conf = card_probs[np.arange(n), best]
-        keep = (conf >= st.min_confidence) & (probs[:, NONE_ID] < st.max_none)
         quads = self._corner_quads(matrices, corners)
+        needed = np.full(n, st.min_confidence, np.float32)
+        if st.hot_heat > 0 and heatmap is not None:
+            needed[heat_at(quads.mean(axis=1), *heatmap, st) >= st.hot_heat] = st.hot_confidence
+        keep = (conf >= needed) & (probs[:, NONE_ID] < st.max_none)
         # upside down: the card's own top-left is the crop's bottom-right
         turned = (flip[:, 0] > 0.5) & (best != BACK_ID)
         quads[turned] = np.roll(quads[turned], 2, axis=1)
@@ -888,6 +960,7 @@ def benchmark(
         "threads": threads,
         "frame": f"{frame.shape[1]}x{frame.shape[0]}",
         "cards_detected": len(det),
+        "nets": recognizer.precision,  # int8 or float
         "yolo11n_ms_median": round(float(np.median(ytimes)), 2) if ytimes else None,
         "load_average_1min": round(os.getloadavg()[0], 2),
     }

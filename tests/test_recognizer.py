@@ -35,6 +35,7 @@ from companion.recognizer import (
     Recognizer,
     RecognizerError,
     Settings,
+    bench_scene,
     cool_peaks,
     crop_matrix,
     crop_targets,
@@ -346,6 +347,65 @@ def test_second_chances_find_the_cards_the_localizer_barely_saw():
     assert found(replace(chances, extra_confidence=0.98))[0] == ["02-2"]
     # settings as stored in a model's JSON metadata
     assert Settings.from_dict(json.loads(json.dumps(chances.to_dict()))) == chances
+
+
+def test_int8_nets_are_taken_where_the_cpu_has_int8_dot_products():
+    from companion.recognizer import int8_is_fast
+
+    avx2 = "flags\t\t: fpu sse2 avx avx2 fma"
+    assert not int8_is_fast(avx2, "x86_64")
+    assert int8_is_fast(avx2 + " avx512f avx512_vnni", "x86_64")
+    assert int8_is_fast(avx2 + " avx_vnni", "x86_64")
+    assert int8_is_fast("Features\t: fp asimd asimddp", "aarch64")
+    assert not int8_is_fast("Features\t: fp asimd", "aarch64")
+    assert not int8_is_fast("", "x86_64")  # no /proc/cpuinfo: float
+
+
+def test_load_picks_the_nets_asked_for(tmp_path):
+    import shutil
+
+    for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
+        shutil.copyfile(DEFAULT_MODEL.parent / name, tmp_path / name)
+    meta = json.loads((tmp_path / "recognizer.json").read_text())
+    meta.pop("float_nets", None)
+    (tmp_path / "recognizer.json").write_text(json.dumps(meta))
+    # a model with int8 nets only runs them whatever the CPU
+    assert Recognizer.load(tmp_path / "recognizer.json").precision == "int8"
+    with pytest.raises(RecognizerError, match="no float nets"):
+        Recognizer.load(tmp_path / "recognizer.json", precision="float")
+    with pytest.raises(RecognizerError, match="precision is one of"):
+        Recognizer.load(tmp_path / "recognizer.json", precision="fp16")
+    # the committed model has both, and both find the cards of a scene
+    frame, labels = bench_scene()
+    found = {}
+    for nets in ("int8", "float"):
+        rec = Recognizer.load(DEFAULT_MODEL, precision=nets)
+        assert rec.precision == nets
+        found[nets] = len(rec.detect(frame))
+    assert all(n >= labels * 0.8 for n in found.values()), (found, labels)
+
+
+def test_a_card_at_a_hot_place_needs_less_confidence():
+    # two cards the classifier names 70 % sure: one where the localizer is sure of a card, one
+    # where it barely is (the unsure name there is more often a false card)
+    hot, lukewarm = (60, 60), (180, 60)
+    image = np.zeros((128, 256, 3), np.uint8)
+    _paint(image, hot, 5, green=128)
+    _paint(image, lukewarm, 20, green=128)
+    st = Settings(input_width=256, input_height=128, min_confidence=0.8)
+    recognizer = Recognizer(_FakeLocalizer({hot: 0.9, lukewarm: 0.3}), _FakeClassifier(), st)
+
+    def found(settings):
+        recognizer.settings = settings
+        return sorted(CLASSES[c] for c in recognizer.detect(image).class_ids)
+
+    assert found(st) == []  # both under min_confidence
+    rule = replace(st, hot_heat=0.6, hot_confidence=0.5)
+    assert found(rule) == ["02-2"]
+    assert found(replace(rule, hot_heat=0.2)) == ["02-2", "06-1"]  # both places hot enough
+    assert found(replace(rule, hot_confidence=0.75)) == []  # 70 % is still too unsure
+    assert found(replace(rule, hot_heat=0.0)) == []  # off
+    assert Settings.from_dict(json.loads(json.dumps(rule.to_dict()))) == rule
 
 
 def _cards_in_perspective(n=8, odd_scale=1.0, odd_conf=0.8):
@@ -758,15 +818,24 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
     model.mkdir()
     for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
         shutil.copy(DEFAULT_MODEL.parent / name, model / name)
+    for name in json.loads(DEFAULT_MODEL.read_text()).get("float_nets", {}).values():
+        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
     before = DEFAULT_MODEL.read_text()
     args = ["eval", "--deck", str(HELD_OUT), "--seed", "4243", "--n", "2"]
-    result = CliRunner().invoke(main, [*args, "--json", "--record", "--model", str(model)])
-    assert result.exit_code == 0, result.output
+    for nets in ("int8", "float"):
+        result = CliRunner().invoke(
+            main, [*args, "--json", "--record", "--model", str(model), "--nets", nets]
+        )
+        assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     recorded = json.loads((model / "recognizer.json").read_text())["metrics"]
-    entry = recorded["traditional-scan seed=4243 n=2"]
+    entry = recorded["traditional-scan seed=4243 n=2 nets=float"]
     assert entry["recall"] == printed["recall"] and entry["labels"] == printed["labels"]
-    assert entry["command"] == " ".join(["companion", *args, "--model", str(model)])
+    assert entry["nets"] == "float"
+    assert entry["command"] == " ".join(
+        ["companion", *args, "--model", str(model), "--nets", "float"]
+    )
+    assert recorded["traditional-scan seed=4243 n=2"]["nets"] == "int8"
     assert "by_condition" not in entry  # the long breakdowns stay out of the metadata
     assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
 
@@ -872,6 +941,19 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert isinstance(det, Detections)
     assert det.quads.shape == (len(det), 4, 2)
     assert np.all((det.confidence >= 0) & (det.confidence <= 1))
+    # the float nets stay beside the int8 ones: faster on CPUs without int8 dot products
+    import onnx
+
+    assert meta["float_nets"] == {
+        "localizer": "localizer.float.onnx",
+        "classifier": "classifier.float.onnx",
+    }
+    as_float = Recognizer.load(tmp_path / "recognizer.json", precision="float")
+    assert as_float.precision == "float" and rec.precision in ("int8", "float")
+    float_det = as_float.detect(scene.image)
+    assert float_det.quads.shape == (len(float_det), 4, 2)
+    float_ops = {n.op_type for n in onnx.load(str(tmp_path / "localizer.float.onnx")).graph.node}
+    assert "QuantizeLinear" not in float_ops
 
     # int8 export: the first convolution reads the uint8 pixels, its conversion chain is gone
     # (fold_input_conversion only rewrites a file whose outputs stay bit-identical)
@@ -922,6 +1004,8 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert again["settings"] == kept_meta["settings"]
     assert again["quantization"]["input_folded"] == ["localizer", "classifier"]
     assert again["export"]["from"] == str(tmp_path / "resumed") and again["metrics"] == {}
+    assert again["float_nets"] == meta["float_nets"] == resumed["float_nets"]
+    assert (tmp_path / "again" / "classifier.float.onnx").is_file()
     assert (tmp_path / "again" / "checkpoints" / "classifier.pt").is_file()
     redo = Recognizer.load(tmp_path / "again").detect(scene.image)
     assert redo.quads.shape == (len(redo), 4, 2)
@@ -1032,7 +1116,11 @@ def test_input_conversion_folds_whichever_way_the_constants_were_exported(
     image = np.random.default_rng(4).integers(0, 256, (1, 16, 16, 3), dtype=np.uint8)
 
     def run():
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        # basic optimizations run the nodes as written: fully optimized, onnxruntime's int8
+        # convolutions saturate on CPUs without VNNI, differently for the two graphs
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         return session.run(None, {"image": image})[0]
 
     before = run()
