@@ -317,11 +317,10 @@ def _boxes_at(ys, xs, heat, reg, settings: Settings, limit: int) -> np.ndarray:
     return np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
 
 
-def heat_at(points: np.ndarray, heat: np.ndarray, scale: float, settings: Settings) -> np.ndarray:
-    """The heatmap's 3x3 maximum at each image point (N,2, original pixels)."""
-    heat = heat.reshape(heat.shape[-2:])
-    warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))
-    cells = np.floor(np.asarray(points, np.float64) * scale / settings.stride).astype(int)
+def heat_at(points: np.ndarray, warm: np.ndarray, scale: float, stride: int) -> np.ndarray:
+    """The heatmap's 3x3 maximum at each image point (N,2, original pixels); ``warm`` is the
+    heatmap dilated by 3x3, ``scale`` the letterbox scale."""
+    cells = np.floor(np.asarray(points, np.float64) * scale / stride).astype(int)
     xs = cells[:, 0].clip(0, warm.shape[1] - 1)
     ys = cells[:, 1].clip(0, warm.shape[0] - 1)
     return warm[ys, xs]
@@ -471,8 +470,10 @@ class Recognizer:
         # one look per card from here on: spaced candidates often name the same card twice
         live = self._distinct(matrices, probs, corners)
         matrices, probs, flip, corners = matrices[live], probs[live], flip[live], corners[live]
+        heat = heat.reshape(heat.shape[-2:])
+        warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))  # each cell's 3x3 maximum
         # second chances are looked at in the same classifier run as the first second look
-        spots = self._spots(image, heat, reg, scale, matrices, probs, corners)
+        spots = self._spots(image, heat, warm, reg, scale, matrices, probs, corners)
         spot_looks = None
         for step in range(st.refine_steps):
             # re-cut each card around the quad the classifier found: the second look is
@@ -502,7 +503,7 @@ class Recognizer:
                     np.concatenate([a, b])
                     for a, b in zip((matrices, probs, flip, corners), extra, strict=True)
                 )
-        return self._assemble(matrices, probs, flip, corners, (heat, scale))
+        return self._assemble(matrices, probs, flip, corners, (warm, scale))
 
     def _recut(self, matrices, corners, live) -> tuple[np.ndarray, np.ndarray]:
         """Crops ``live`` cut again around the corners found in them: (those of them whose
@@ -519,7 +520,7 @@ class Recognizer:
         boxes = quads_to_rboxes(self._corner_quads(matrices[cards], corners[cards]))
         return boxes, sure[cards]
 
-    def _spots(self, image, heat, reg, scale, matrices, probs, corners) -> np.ndarray:
+    def _spots(self, image, heat, warm, reg, scale, matrices, probs, corners) -> np.ndarray:
         """Crop matrices (N,2,3) of the second chances, for the cards the localizer barely saw:
         its cooler peaks, and the places beside each sure card where the next card of a
         capture row or of the field lies. Only places no card was found near yet: there a
@@ -528,18 +529,13 @@ class Recognizer:
         if not st.second_chances:
             return np.zeros((0, 2, 3))
         found, sure = self._found(matrices, probs, corners)
-        heat = heat.reshape(heat.shape[-2:])
-        warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))
         cool = cool_peaks(heat, warm, reg, st)[:, :5] if st.extra_heat > 0 else np.zeros((0, 5))
         cool[:, :4] /= scale
         near = neighbour_boxes(
             found[sure >= st.extra_confidence], st.neighbour_across, st.neighbour_along
         )
         if st.neighbour_heat > 0 and len(near):
-            cells = np.floor(near[:, :2] * scale / st.stride).astype(int)
-            cells[:, 0] = cells[:, 0].clip(0, warm.shape[1] - 1)
-            cells[:, 1] = cells[:, 1].clip(0, warm.shape[0] - 1)
-            near = near[warm[cells[:, 1], cells[:, 0]] >= st.neighbour_heat]
+            near = near[heat_at(near[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
         spots = np.concatenate([cool, near])
         h, w = image.shape[:2]
         spots = spots[
@@ -596,8 +592,8 @@ class Recognizer:
         return crop_points_to_image(matrices, corners.reshape(-1, 4, 2) * size)
 
     def _assemble(self, matrices, probs, flip, corners, heatmap=None) -> Detections:
-        """The crops that name a card, as Detections; ``heatmap``: (the localizer's heat, the
-        letterbox scale), for ``hot_heat``."""
+        """The crops that name a card, as Detections; ``heatmap``: (the localizer's heat
+        dilated by 3x3, the letterbox scale), for ``hot_heat``."""
         st = self.settings
         n = len(matrices)
         card_probs = probs[:, :NONE_ID]
@@ -606,7 +602,9 @@ class Recognizer:
         quads = self._corner_quads(matrices, corners)
         needed = np.full(n, st.min_confidence, np.float32)
         if st.hot_heat > 0 and heatmap is not None:
-            needed[heat_at(quads.mean(axis=1), *heatmap, st) >= st.hot_heat] = st.hot_confidence
+            warm, scale = heatmap
+            hot = heat_at(quads.mean(axis=1), warm, scale, st.stride) >= st.hot_heat
+            needed[hot] = st.hot_confidence
         keep = (conf >= needed) & (probs[:, NONE_ID] < st.max_none)
         # upside down: the card's own top-left is the crop's bottom-right
         turned = (flip[:, 0] > 0.5) & (best != BACK_ID)
