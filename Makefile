@@ -18,13 +18,15 @@ setup:
 setup-test: browser
 	$(PIP) -e '.[test,train]'
 
-# Browser tests drive Debian's Chromium; install it when we are allowed to (root) and it is missing.
+# Browser tests drive Debian's Chromium, and one summary test reads the PDF back with poppler's
+# pdftotext; install them when we are allowed to (root) and they are missing.
 browser:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+	  || ! command -v pdftotext >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
-	      || echo "warning: could not install chromium; browser tests will be skipped"; \
-	  else echo "warning: chromium/chromedriver missing and not root; browser tests will be skipped"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver poppler-utils >/dev/null) \
+	      || echo "warning: could not install chromium or poppler-utils; their tests will be skipped"; \
+	  else echo "warning: chromium, chromedriver or pdftotext missing and not root; their tests will be skipped"; fi; \
 	fi
 
 lint:
