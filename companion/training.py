@@ -1826,10 +1826,11 @@ def _resume_both(
 
 def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:
     """Turn the float ONNX nets in ``out`` into int8 ones in place (static QDQ quantization,
-    per-channel weights), keeping the float ones beside them (``float_nets``), calibrated on ``frames`` synthetic frames of the training decks and
-    the crops the localizer proposes on them. About 1.4x faster on a CPU with int8 dot
-    products, for the same accuracy (measured in models/README.md). Returns the metadata it
-    added: ``quantization`` (what it did) and ``float_nets`` (the float files' names)."""
+    per-channel weights), keeping the float ones beside them (``float_nets``), calibrated on
+    ``frames`` synthetic frames of the training decks and the crops the localizer proposes on
+    them. About 1.4x faster on a CPU with int8 dot products, for the same accuracy; slower and
+    a little less accurate on one without (measured in models/README.md). Returns the metadata
+    it added: ``quantization`` (what it did) and ``float_nets`` (the float files' names)."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
