@@ -385,6 +385,22 @@ def test_load_picks_the_nets_asked_for(tmp_path):
     assert all(n >= labels * 0.8 for n in found.values()), (found, labels)
 
 
+def test_the_committed_nets_read_the_pixels_with_no_conversion_chain():
+    # the speed figures in models/README.md rely on it: a re-export that leaves the input
+    # conversion unfolded (as onnxruntime elsewhere may) costs time at every frame
+    pytest.importorskip("onnx")
+    import onnx
+
+    meta = json.loads(DEFAULT_MODEL.read_text())
+    assert meta["quantization"]["input_folded"] == ["localizer", "classifier"]
+    assert meta["quantization"]["float_input_folded"] == ["localizer", "classifier"]
+    for key in ("localizer", "classifier"):
+        for name in (meta[key], meta["float_nets"][key]):
+            ops = {n.op_type for n in onnx.load(str(DEFAULT_MODEL.parent / name)).graph.node}
+            # BGR to RGB was a Gather, the 1/255 a Mul: neither is used anywhere else
+            assert not ops & {"Gather", "Mul"}, (name, ops)
+
+
 def test_a_card_at_a_hot_place_needs_less_confidence():
     # two cards the classifier names 70 % sure: one where the localizer is sure of a card, one
     # where it barely is (the unsure name there is more often a false card)
@@ -954,6 +970,14 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert float_det.quads.shape == (len(float_det), 4, 2)
     float_ops = {n.op_type for n in onnx.load(str(tmp_path / "localizer.float.onnx")).graph.node}
     assert "QuantizeLinear" not in float_ops
+    # the float nets' input conversion is folded too: no Gather (BGR to RGB), no Mul (1/255)
+    from companion.training import fold_float_input_conversion
+
+    assert meta["quantization"]["float_input_folded"] == ["localizer", "classifier"]
+    for name in meta["float_nets"].values():
+        ops = [n.op_type for n in onnx.load(str(tmp_path / name)).graph.node]
+        assert ops[:3] == ["Transpose", "Cast", "Conv"], ops[:4]
+        assert not fold_float_input_conversion(tmp_path / name)
 
     # int8 export: the first convolution reads the uint8 pixels, its conversion chain is gone
     # (fold_input_conversion only rewrites a file whose outputs stay bit-identical)
@@ -1003,6 +1027,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert again["training"] == kept_meta["training"]
     assert again["settings"] == kept_meta["settings"]
     assert again["quantization"]["input_folded"] == ["localizer", "classifier"]
+    assert again["quantization"]["float_input_folded"] == ["localizer", "classifier"]
     assert again["export"]["from"] == str(tmp_path / "resumed") and again["metrics"] == {}
     assert again["float_nets"] == meta["float_nets"] == resumed["float_nets"]
     assert (tmp_path / "again" / "classifier.float.onnx").is_file()
@@ -1136,6 +1161,82 @@ def test_input_conversion_folds_whichever_way_the_constants_were_exported(
     ]
     assert np.array_equal(run(), before)
     assert not fold_input_conversion(path)  # nothing left to fold
+
+
+def _exported_float_net(path, bias: bool = True):
+    """A float net's input chain as torch exports it (uint8 NHWC BGR -> Transpose -> Gather
+    BGR to RGB -> Cast -> Mul 1/255 -> Conv), its constants as Constant nodes."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(5)
+    inits = [nh.from_array(rng.normal(size=(4, 3, 3, 3)).astype(np.float32), "w")]
+    conv_inputs = ["m", "w"]
+    if bias:
+        inits.append(nh.from_array(rng.normal(size=4).astype(np.float32), "b"))
+        conv_inputs.append("b")
+    nodes = [
+        helper.make_node("Transpose", ["image"], ["t"], perm=[0, 3, 1, 2]),
+        helper.make_node("Constant", [], ["order"], value=nh.from_array(np.int64([2, 1, 0]))),
+        helper.make_node("Gather", ["t", "order"], ["g"], axis=1),
+        helper.make_node("Cast", ["g"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Constant", [], ["f"], value=nh.from_array(np.float32(1 / 255))),
+        helper.make_node("Mul", ["c", "f"], ["m"]),
+        helper.make_node("Conv", conv_inputs, ["y"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["y"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "net",
+        [helper.make_tensor_value_info("image", TensorProto.UINT8, ["n", 16, 16, 3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 4, 16, 16])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_float_input_conversion_folds_into_the_first_convolution(tmp_path, bias):
+    pytest.importorskip("onnx")
+    import onnx
+    import onnxruntime as ort
+
+    from companion.training import fold_float_input_conversion
+
+    path = tmp_path / "net.onnx"
+    _exported_float_net(path, bias)
+    image = np.random.default_rng(6).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8)
+
+    def run():
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return session.run(None, {"image": image})[0]
+
+    before = run()
+    assert fold_float_input_conversion(path, image)
+    # the channel order and the 1/255 now live in the convolution's weights
+    assert [n.op_type for n in onnx.load(str(path)).graph.node] == [
+        "Transpose",
+        "Cast",
+        "Conv",
+        "Relu",
+    ]
+    np.testing.assert_allclose(run(), before, rtol=1e-5, atol=1e-5)
+    assert not fold_float_input_conversion(path)  # nothing left to fold
+
+
+def test_a_fold_that_would_change_the_outputs_leaves_the_file_alone(tmp_path, monkeypatch):
+    pytest.importorskip("onnx")
+    from companion import training
+
+    path = tmp_path / "net.onnx"
+    _exported_float_net(path)
+    kept = path.read_bytes()
+    # no change at all is allowed: even the float rounding of the rewrite is too much
+    monkeypatch.setattr(training, "FOLD_TOLERANCE", -1.0)
+    assert not training.fold_float_input_conversion(path)
+    assert path.read_bytes() == kept
 
 
 @pytest.mark.slow
