@@ -966,7 +966,32 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
 # --------------------------------------------------------------------------------------------
 
 
-def _localizer_job(net, data, epochs, seed, out, queue, deadline=None, device="cpu"):
+def start_forked(target, *args):
+    """Run ``target(*args, queue)`` in a forked child process, which shares this process's
+    training data without copying it; returns (the process, the queue it reports on).
+
+    A forked child has only the thread that forked. If its garbage collector frees an
+    onnxruntime session inherited from this process (a ``Recognizer`` left in a reference
+    cycle, say, by an earlier proposal pass or test), the session's destructor waits forever
+    for thread-pool threads that do not exist there, and training hangs. So this process frees
+    its own garbage first (where those threads still run), and freezes what is left out of the
+    child's collections."""
+    import gc
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    process = ctx.Process(target=target, args=(*args, queue))
+    gc.collect()
+    gc.freeze()
+    try:
+        process.start()
+    finally:
+        gc.unfreeze()
+    return process, queue
+
+
+def _localizer_job(net, data, epochs, seed, out, deadline, device, queue):
     import torch
 
     torch.set_num_threads(1)
@@ -1028,15 +1053,9 @@ def train(
     localizer, classifier = build_nets(tiny)
     # The two nets train side by side in two single-threaded processes: on a small shared CPU,
     # one thread per process beats two threads per process (no OpenMP spin-wait collapse).
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    job = ctx.Process(
-        target=_localizer_job,
-        args=(localizer, loc_data, epochs, seed, out, queue, deadline, device),
+    job, queue = start_forked(
+        _localizer_job, localizer, loc_data, epochs, seed, out, deadline, device
     )
-    job.start()
     del loc_data
     ce = train_classifier(
         classifier,
@@ -1780,8 +1799,6 @@ def _resume_both(
     """Both nets side by side, the localizer in a forked process, on samples cut in one pass
     over the scenes. Returns (classifier checkpoint, its losses, crops made, the localizer's
     heat losses)."""
-    import multiprocessing as mp
-
     # cut as finetune_localizer and finetune_classifier cut them on their own
     size = dict(input_width=settings.input_width, input_height=settings.input_height)
     recipe = SampleRecipe(
@@ -1800,13 +1817,7 @@ def _resume_both(
         recipe, common["scenes"], common["seed"], common["workers"], localizer_job["back_scenes"]
     )
     log(f"{len(loc_data)} frames, {len(crops[0])} crops ({cascade} at proposed boxes)")
-    # fork before onnxruntime or torch start their threads here (a forked child hangs otherwise)
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    job = ctx.Process(
-        target=_finetune_localizer_job, args=({**localizer_job, "data": loc_data}, queue)
-    )
-    job.start()
+    job, queue = start_forked(_finetune_localizer_job, {**localizer_job, "data": loc_data})
     del loc_data
     cls_ckpt, ce, n_crops = finetune_classifier(
         localizer_job["out"],

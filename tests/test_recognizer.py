@@ -1239,6 +1239,38 @@ def test_a_fold_that_would_change_the_outputs_leaves_the_file_alone(tmp_path, mo
     assert path.read_bytes() == kept
 
 
+def _collect_and_report(queue):
+    import gc
+
+    gc.collect()  # in a forked child: frees what it inherited as garbage
+    queue.put("done")
+
+
+def test_a_forked_training_job_survives_an_onnxruntime_session_left_as_garbage():
+    # A Recognizer in a reference cycle outlives its last use until the cycle collector runs.
+    # Forked as it was, the child's collector freed it there and its thread pool's destructor
+    # waited forever for threads that were not forked: training hung (once in a full test run,
+    # after the earlier tests had left such sessions behind).
+    import gc
+
+    from companion.training import start_forked
+
+    gc.disable()
+    try:
+        rec = Recognizer.load(DEFAULT_MODEL, threads=2)
+        rec.detect(bench_scene()[0])  # the thread pool's threads have waited for work
+        rec.itself = rec
+        del rec
+        job, queue = start_forked(_collect_and_report)
+    finally:
+        gc.enable()
+    job.join(60)
+    if job.exitcode is None:
+        job.kill()
+    assert job.exitcode == 0
+    assert queue.get(timeout=5) == "done"
+
+
 @pytest.mark.slow
 def test_stage_samples_do_not_depend_on_the_number_of_workers():
     pytest.importorskip("torch")
