@@ -1817,6 +1817,7 @@ def _resume_both(
         recipe, common["scenes"], common["seed"], common["workers"], localizer_job["back_scenes"]
     )
     log(f"{len(loc_data)} frames, {len(crops[0])} crops ({cascade} at proposed boxes)")
+    # fork before torch starts its threads here: its thread pool does not survive a fork
     job, queue = start_forked(_finetune_localizer_job, {**localizer_job, "data": loc_data})
     del loc_data
     cls_ckpt, ce, n_crops = finetune_classifier(
