@@ -516,6 +516,13 @@ def bench_command(as_json, model_path, runs, precision):
     "(training.BACK_HEAT_WEIGHT).",
 )
 @click.option(
+    "--lr-scale",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --resume: multiply both nets' learning rates (training.RESUME_LR) by this.",
+)
+@click.option(
     "--workers",
     default=2,
     show_default=True,
@@ -555,6 +562,7 @@ def train_command(
     resume_dir,
     localizer_only,
     back_scenes,
+    lr_scale,
     workers,
     device,
     export_from,
@@ -581,8 +589,8 @@ def train_command(
         click.echo(f"Wrote {out_dir}/recognizer.json.")
         return
     device = training.resolve_device(device)
-    if (localizer_only or back_scenes) and not resume_dir:
-        fail("--localizer-only and --back-scenes continue a model: add --resume DIR.")
+    if (localizer_only or back_scenes or lr_scale != 1.0) and not resume_dir:
+        fail("--localizer-only, --back-scenes and --lr-scale continue a model: add --resume DIR.")
     if resume_dir:
         meta = training.resume(
             out_dir,
@@ -599,6 +607,7 @@ def train_command(
             back_scenes=back_scenes,
             workers=workers,
             device=device,
+            lr_scale=lr_scale,
         )
         seconds = meta["training"]["stages"][-1]["seconds"]
     else:

@@ -66,6 +66,8 @@ SCENE_VARIANTS = {
 # Batch sizes when resuming: a GPU step costs about the same for a batch several times as big
 CPU_BATCHES = {"localizer": 16, "classifier": 128}
 GPU_BATCHES = {"localizer": 32, "classifier": 512}
+# peak learning rates of a resumed stage (cosine from there to zero), before ``lr_scale``
+RESUME_LR = {"localizer": 7e-4, "classifier": 1e-3}
 BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: never the same scenes
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
@@ -1707,6 +1709,7 @@ def resume(
     back_scenes: int = 0,
     workers: int = 1,
     device: str = "cpu",
+    lr_scale: float = 1.0,
 ) -> dict:
     """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
     localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
@@ -1717,6 +1720,8 @@ def resume(
     ``workers``: processes cutting the samples (the scenes are the same for any number).
     ``device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
+    ``lr_scale``: multiplies both nets' learning rates (``RESUME_LR``), e.g. to fine-tune a
+    model trained with a GPU's larger batches on a CPU's smaller ones.
     """
     start, out = Path(start), Path(out)
     old, ckpts = _trained_model(start, "to resume from")
@@ -1746,7 +1751,7 @@ def resume(
     localizer_job = dict(
         out=work,
         init=ckpts / "localizer.pt",
-        lr=7e-4,
+        lr=RESUME_LR["localizer"] * lr_scale,
         back_scenes=back_scenes,
         batch=batches["localizer"],
         **common,
@@ -1756,7 +1761,14 @@ def resume(
         cls_ckpt, ce, crops = ckpts / "classifier.pt", None, 0
     else:
         cls_ckpt, ce, crops, heat = _resume_both(
-            start, old, settings, common, localizer_job, jitters, batches["classifier"]
+            start,
+            old,
+            settings,
+            common,
+            localizer_job,
+            jitters,
+            batches["classifier"],
+            RESUME_LR["classifier"] * lr_scale,
         )
     training = dict(old.get("training", {}))
     stage = {
@@ -1770,6 +1782,10 @@ def resume(
         "minutes": minutes,
         "device": device,
         "batches": batches,
+        "learning_rates": {
+            "localizer": RESUME_LR["localizer"] * lr_scale,
+            "classifier": None if localizer_only else RESUME_LR["classifier"] * lr_scale,
+        },
         "crops": crops,
         "seconds": round(time.time() - t_start),
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
@@ -1794,7 +1810,7 @@ def resume(
 
 
 def _resume_both(
-    start: Path, old: dict, settings: Settings, common: dict, localizer_job, jitters, batch
+    start: Path, old: dict, settings: Settings, common: dict, localizer_job, jitters, batch, lr
 ):
     """Both nets side by side, the localizer in a forked process, on samples cut in one pass
     over the scenes. Returns (classifier checkpoint, its losses, crops made, the localizer's
@@ -1823,7 +1839,7 @@ def _resume_both(
     cls_ckpt, ce, n_crops = finetune_classifier(
         localizer_job["out"],
         init=start / CHECKPOINTS / "classifier.pt",
-        lr=1e-3,
+        lr=lr,
         jitters=jitters,
         batch=batch,
         data=crops,

@@ -902,7 +902,7 @@ def test_cli_train_refuses_a_bad_input_size(size):
 
 def test_cli_train_localizer_only_needs_resume(tmp_path):
     pytest.importorskip("torch")
-    for flags in (["--localizer-only"], ["--back-scenes", "10"]):
+    for flags in (["--localizer-only"], ["--back-scenes", "10"], ["--lr-scale", "0.3"]):
         result = CliRunner().invoke(main, ["train", "--out", str(tmp_path), *flags])
         assert result.exit_code == 2
         assert "--resume" in result.output and "Traceback" not in result.output
@@ -923,7 +923,7 @@ def test_cli_train_resume_needs_checkpoints(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_training_run_end_to_end(tmp_path):
+def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     if not SHARED_DECKS.is_dir():
@@ -995,6 +995,15 @@ def test_tiny_training_run_end_to_end(tmp_path):
     from companion import training
     from companion.training import resume
 
+    peaks = []  # the peak learning rates the classifier's schedule (run here) was given
+    schedule = training._Schedule
+
+    class RecordedSchedule(schedule):
+        def __init__(self, base, *args, **kwargs):
+            peaks.append(base)
+            super().__init__(base, *args, **kwargs)
+
+    monkeypatch.setattr(training, "_Schedule", RecordedSchedule)
     resumed = resume(
         tmp_path / "resumed",
         tmp_path,
@@ -1006,10 +1015,13 @@ def test_tiny_training_run_end_to_end(tmp_path):
         scene_size=(640, 360),
         command="pytest",
         workers=2,  # the samples are cut in a pool of processes
+        lr_scale=0.5,
     )
+    assert peaks == [training.RESUME_LR["classifier"] * 0.5]
     assert (resumed["settings"]["input_width"], resumed["settings"]["input_height"]) == (320, 192)
     stage = resumed["training"]["stages"][-1]
     assert stage["device"] == "cpu" and stage["batches"] == training.CPU_BATCHES
+    assert stage["learning_rates"] == {k: v * 0.5 for k, v in training.RESUME_LR.items()}
     assert stage["crops"] > 0
     assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"]
     assert (tmp_path / "resumed" / "checkpoints" / "localizer.pt").is_file()
@@ -1058,6 +1070,10 @@ def test_tiny_training_run_end_to_end(tmp_path):
     )
     stage = third["training"]["stages"][-1]
     assert stage["nets"] == "localizer" and stage["crops"] == 0
+    assert stage["learning_rates"] == {
+        "localizer": training.RESUME_LR["localizer"],
+        "classifier": None,
+    }
     assert stage["losses"]["localizer_heat"] and stage["losses"]["classifier_ce"] is None
     assert (
         stage["back_scenes"]["scenes"] == 4
