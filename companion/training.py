@@ -1733,6 +1733,7 @@ def resume(
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     batches = GPU_BATCHES if device.startswith("cuda") else CPU_BATCHES
+    lrs = {net: lr * lr_scale for net, lr in RESUME_LR.items()}
     common = dict(
         scenes=scenes,
         seed=seed,
@@ -1751,7 +1752,7 @@ def resume(
     localizer_job = dict(
         out=work,
         init=ckpts / "localizer.pt",
-        lr=RESUME_LR["localizer"] * lr_scale,
+        lr=lrs["localizer"],
         back_scenes=back_scenes,
         batch=batches["localizer"],
         **common,
@@ -1768,7 +1769,7 @@ def resume(
             localizer_job,
             jitters,
             batches["classifier"],
-            RESUME_LR["classifier"] * lr_scale,
+            lrs["classifier"],
         )
     training = dict(old.get("training", {}))
     stage = {
@@ -1782,10 +1783,7 @@ def resume(
         "minutes": minutes,
         "device": device,
         "batches": batches,
-        "learning_rates": {
-            "localizer": RESUME_LR["localizer"] * lr_scale,
-            "classifier": None if localizer_only else RESUME_LR["classifier"] * lr_scale,
-        },
+        "learning_rates": {**lrs, "classifier": None} if localizer_only else lrs,
         "crops": crops,
         "seconds": round(time.time() - t_start),
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
