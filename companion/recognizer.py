@@ -804,9 +804,11 @@ def _condition_keys(cond: dict, visible: float, card: str) -> list[str]:
             "size:"
             + ("small <80px" if px < 80 else "medium 80-150px" if px < 150 else "large >=150px")
         )
-    for flag in ("glare", "hands"):
+    for flag in ("glare", "hands", "sheen"):
         if flag in cond:
             keys.append(f"{flag}:{'yes' if cond[flag] else 'no'}")
+    if "motion_blur" in cond:
+        keys.append(f"motion blur:{'yes' if cond['motion_blur'] else 'no'}")
     return keys
 
 
@@ -881,6 +883,7 @@ def evaluate(
     true_pos = detections - false_pos
     return {
         "deck": Path(deck).name,
+        "render_version": synth.RENDER_VERSION,  # the scenes change when the renderer does
         "seed": seed,
         "images": n,
         "labels": total.labels,

@@ -4,9 +4,9 @@ A scene is a table seen by a webcam: one homography maps the table plane (millim
 image, so every card, texture and distractor lying on the table shares the same perspective.
 Cards come from deck folders of ``MM-K.png`` faces (``../shared/decks`` or a user's own folder)
 and are laid out like a real game (field in the middle, overlapping capture rows near each
-player, a draw pile of backs) or at random. Hands, lighting, glare, blur, noise and JPEG
-artefacts are added on top. Every random choice comes from ``seed``: the same seed and config
-give the same pixels and labels.
+player, a draw pile of backs) or at random. Hands, lighting, glare, a broad sheen over the
+glossy cards, motion and focus blur, noise and JPEG artefacts are added on top. Every random
+choice comes from ``seed``: the same seed and config give the same pixels and labels.
 
 Labels list every card at least ``min_visible`` visible, bottom card first (drawing order);
 ``quad`` corners follow the upright face (top-left, top-right, bottom-right, bottom-left)
@@ -40,6 +40,9 @@ from companion import CompanionError
 from companion.cards import ALL_CODES
 from companion.detections import polygon_areas
 
+# Raised whenever a seed renders other pixels or labels than before (2: sheen and motion blur),
+# so that caches of rendered scenes (training.py) never mix two versions.
+RENDER_VERSION = 2
 # Hanafuda cards are about 33 x 54 mm.
 CARD_W_MM = 33.0
 CARD_H_MM = 54.0
@@ -119,6 +122,12 @@ class SceneConfig:
     p_big_shadow: float = 0.25
     p_blur: float = 0.5
     max_blur_sigma: float = 2.0
+    # A moving camera or table (a bumped stand, a hand-held phone) smears along one direction;
+    # a lamp or window shows as a broad sheen across glossy cards. Drawn from their own stream
+    # of the seed, so a scene without them is the same image as before they existed.
+    p_motion_blur: float = 0.15
+    max_motion_px: float = 14.0  # smear length at 720 rows, scaled to ``height``
+    p_sheen: float = 0.2
     max_noise: float = 6.0  # sensor noise standard deviation (0-255 scale)
     jpeg_quality: tuple[int, int] = (35, 95)
     min_visible: float = 0.10  # cards less visible than this are left out of the labels
@@ -1009,11 +1018,14 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         for i in rng.choice(len(placed), min(len(placed), int(rng.integers(1, 4))), replace=False):
             _draw_glare(rng, img, idmap, quads[i], int(i))
 
-    # Camera: light, colour cast, blur, noise, JPEG.
+    # Sheen and motion blur, then camera: light, colour cast, blur, noise, JPEG.
     if cfg.realism:
+        movement = _sheen_and_motion(np.random.default_rng([seed, 1]), cfg, img, idmap)
         light, img = _camera_effects(rng, cfg, img)
+        light.update(movement)
     else:
         light = {"light": "neutral", "blur": 0.0, "noise": 0.0, "jpeg_quality": None}
+        light.update(motion_blur=0.0, sheen=False)
 
     counts = np.bincount((idmap.ravel() + 1).astype(np.int64), minlength=len(placed) + 1)[1:]
     labels = []
@@ -1102,6 +1114,35 @@ def _draw_glare(rng, img, idmap, quad, idx) -> None:
     strength = rng.uniform(120, 230)
     roi = img[y0:y1, x0:x1]
     roi[:] = np.clip(roi + patch[..., None] * strength, 0, 255).astype(np.uint8)
+
+
+def _sheen_and_motion(rng, cfg: SceneConfig, img: np.ndarray, idmap: np.ndarray) -> dict:
+    """In place: a broad sheen over the card pixels, then a straight smear of the whole frame."""
+    h, w = img.shape[:2]
+    sheen = rng.random() < cfg.p_sheen
+    if sheen:
+        # A soft band of reflected light, wider than a card, washing out the print under it.
+        angle = rng.uniform(0, math.pi)
+        normal = np.array([math.cos(angle), math.sin(angle)], np.float32)
+        mw, mh = max(4, w // 8), max(3, h // 8)
+        ys, xs = np.mgrid[0:mh, 0:mw].astype(np.float32)
+        dist = (xs * 8 - rng.uniform(0, w)) * normal[0] + (ys * 8 - rng.uniform(0, h)) * normal[1]
+        width = rng.uniform(0.12, 0.35) * math.hypot(w, h)
+        band = np.exp(-0.5 * (dist / (0.5 * width)) ** 2) * rng.uniform(0.25, 0.6)
+        band = cv2.resize(band, (w, h), interpolation=cv2.INTER_LINEAR)
+        band = band.astype(np.float32) * (idmap >= 0)  # card stock only: not cloth, skin, paper
+        img[:] = np.clip(img + band[..., None] * (np.float32(255) - img), 0, 255).astype(np.uint8)
+    length = 0.0
+    if rng.random() < cfg.p_motion_blur:
+        length = float(rng.uniform(3.0, max(3.0, cfg.max_motion_px * h / 720)))
+        size = 2 * int(math.ceil(length / 2)) + 1
+        kernel = np.zeros((size, size), np.float32)
+        c = size // 2
+        direction = rng.uniform(0, math.pi)
+        d = np.array([math.cos(direction), math.sin(direction)]) * length / 2
+        cv2.line(kernel, _pt((c - d[0], c - d[1])), _pt((c + d[0], c + d[1])), 1.0, 1, cv2.LINE_AA)
+        img[:] = cv2.filter2D(img, -1, kernel / kernel.sum(), borderType=cv2.BORDER_REFLECT)
+    return {"motion_blur": round(length, 1), "sheen": bool(sheen)}
 
 
 def _camera_effects(rng, cfg: SceneConfig, img: np.ndarray) -> tuple[dict, np.ndarray]:

@@ -146,7 +146,10 @@ def _render_cached(seed, decks, width, height, cache, variant=""):
     """Render one scene, or read it back from ``cache`` (a folder; None = no cache)."""
     if cache is None:
         return render(seed, decks, width, height, variant)
-    key = f"{'+'.join(Path(d).name for d in decks)}_{width}x{height}_{seed}"
+    from companion import synth
+
+    # the render version keeps scenes rendered before a change to synth from being read back
+    key = f"r{synth.RENDER_VERSION}_{'+'.join(Path(d).name for d in decks)}_{width}x{height}_{seed}"
     if variant:
         key += f"_{variant}"
     img_path, meta_path = Path(cache) / f"{key}.jpg", Path(cache) / f"{key}.json"

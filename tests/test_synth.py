@@ -31,6 +31,8 @@ PLAIN = SceneConfig(
     p_glare=0.0,
     p_color_cast=0.0,
     p_blur=0.0,
+    p_motion_blur=0.0,
+    p_sheen=0.0,
     max_noise=1.0,
     jpeg_quality=(95, 95),
 )
@@ -363,6 +365,52 @@ def test_reference_decks_labels_name_the_face_drawn_there():
     assert np.median(right) > 0.5
     assert np.median(right) - np.median(wrong) > 0.4
     assert np.mean(np.array(right) > np.array(wrong)) > 0.8
+
+
+def test_sheen_and_motion_blur_change_only_the_pixels(user_deck, grey_table):
+    """The two effects draw from their own stream: the layout, labels and every other
+    condition of a seed stay as they were, so recorded seeds keep their scenes."""
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),))
+    for seed in range(4):
+        plain = render_scene(seed, base)
+        both = render_scene(seed, base.with_(p_motion_blur=1.0, p_sheen=1.0))
+        assert [lab.to_dict() for lab in plain.labels] == [lab.to_dict() for lab in both.labels]
+        assert plain.conditions["motion_blur"] == 0.0 and plain.conditions["sheen"] is False
+        assert 3.0 <= both.conditions["motion_blur"] <= base.max_motion_px * base.height / 720 + 3
+        assert both.conditions["sheen"] is True
+        rest = {k: v for k, v in both.conditions.items() if k not in ("motion_blur", "sheen")}
+        assert rest == {k: v for k, v in plain.conditions.items() if k in rest}
+        assert not np.array_equal(plain.image, both.image)
+    clean = render_scene(0, base.with_(realism=False, p_motion_blur=1.0, p_sheen=1.0))
+    assert clean.conditions["motion_blur"] == 0.0 and clean.conditions["sheen"] is False
+
+
+def test_motion_blur_smears_the_frame(user_deck, grey_table):
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), max_noise=0.5)
+    for seed in range(3):
+        sharp = render_scene(seed, base).image
+        moved = render_scene(seed, base.with_(p_motion_blur=1.0, max_motion_px=40.0)).image
+        # the cards' sharp colour edges lose most of their second derivative
+        assert cv2.Laplacian(moved, cv2.CV_32F).var() < 0.5 * cv2.Laplacian(sharp, cv2.CV_32F).var()
+
+
+def test_sheen_washes_out_cards_but_not_the_table(user_deck, grey_table):
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), max_noise=0.5)
+    lifts = []
+    for seed in range(6):
+        plain = render_scene(seed, base)
+        shiny = render_scene(seed, base.with_(p_sheen=1.0))
+        on_cards = np.zeros(plain.image.shape[:2], np.uint8)
+        for lab in plain.labels:
+            cv2.fillConvexPoly(on_cards, np.round(lab.quad).astype(np.int32), 255)
+        table = cv2.erode(255 - on_cards, np.ones((9, 9), np.uint8)) > 0  # off cards and shadows
+        diff = shiny.image.astype(np.int16) - plain.image.astype(np.int16)
+        assert np.abs(diff[table]).mean() < 1.0  # JPEG ripples only
+        for lab in plain.labels:  # light is only ever added (JPEG may ripple at the edges)
+            lift = (_mean_in(shiny.image, lab.quad) - _mean_in(plain.image, lab.quad)).mean()
+            assert lift > -1.0
+            lifts.append(lift)
+    assert max(lifts) > 10  # a band over some scene's cards brightens them clearly
 
 
 def test_clean_scenes_keep_the_layout_and_drop_the_photo_effects(user_deck):
