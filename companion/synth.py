@@ -39,6 +39,7 @@ import numpy as np
 from companion import CompanionError
 from companion.cards import ALL_CODES
 from companion.detections import polygon_areas
+from companion.lens import Lens
 
 # Raised whenever a seed renders other pixels or labels than before (2: sheen and motion blur),
 # so that caches of rendered scenes (training.py) never mix two versions.
@@ -128,6 +129,9 @@ class SceneConfig:
     p_motion_blur: float = 0.15
     max_motion_px: float = 14.0  # smear length at 720 rows, scaled to ``height``
     p_sheen: float = 0.2
+    # The camera lens's radial distortion, the same for every scene (``companion.lens``: > 0
+    # barrel, as in wide-angle webcams; < 0 pincushion). 0: a perfect lens, scenes as before.
+    lens_k: float = 0.0
     max_noise: float = 6.0  # sensor noise standard deviation (0-255 scale)
     jpeg_quality: tuple[int, int] = (35, 95)
     min_visible: float = 0.10  # cards less visible than this are left out of the labels
@@ -1018,14 +1022,22 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         for i in rng.choice(len(placed), min(len(placed), int(rng.integers(1, 4))), replace=False):
             _draw_glare(rng, img, idmap, quads[i], int(i))
 
-    # Sheen and motion blur, then camera: light, colour cast, blur, noise, JPEG.
+    # Sheen and motion blur, then the lens, then camera: light, colour cast, blur, noise, JPEG.
+    movement = {"motion_blur": 0.0, "sheen": False}
     if cfg.realism:
         movement = _sheen_and_motion(np.random.default_rng([seed, 1]), cfg, img, idmap)
+    if cfg.lens_k:
+        # What a card shows is still counted on the flat render (as a share of its flat area),
+        # less what the lens leaves out of the frame.
+        lens = Lens(cfg.lens_k)
+        img, in_frame = lens.bend(img)
+        idmap[~in_frame] = -1
+        quads = [lens.to_frame(q, w, h).astype(np.float32) for q in quads]
+    if cfg.realism:
         light, img = _camera_effects(rng, cfg, img)
-        light.update(movement)
     else:
         light = {"light": "neutral", "blur": 0.0, "noise": 0.0, "jpeg_quality": None}
-        light.update(motion_blur=0.0, sheen=False)
+    light.update(movement, lens_k=float(cfg.lens_k))
 
     counts = np.bincount((idmap.ravel() + 1).astype(np.int64), minlength=len(placed) + 1)[1:]
     labels = []

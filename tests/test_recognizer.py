@@ -35,12 +35,14 @@ from companion.recognizer import (
     Recognizer,
     RecognizerError,
     Settings,
+    annotate,
     bench_scene,
     cool_peaks,
     crop_matrix,
     crop_targets,
     decode_heatmap,
     false_positive_kinds,
+    label_boxes,
     letterbox,
     match_detections,
     neighbour_boxes,
@@ -877,7 +879,24 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
     )
     assert recorded["traditional-scan seed=4243 n=2"]["nets"] == "int8"
     assert "by_condition" not in entry  # the long breakdowns stay out of the metadata
+    assert entry["lens_k"] == 0.0
+    # Through a wide-angle lens: its own entry, and a command that measures it again.
+    lens = [*args, "--record", "--model", str(model), "--nets", "float", "--lens-k", "0.25"]
+    result = CliRunner().invoke(main, lens)
+    assert result.exit_code == 0, result.output
+    assert "lens distortion k=+0.25" in result.output
+    recorded = json.loads((model / "recognizer.json").read_text())["metrics"]
+    bent = recorded["traditional-scan seed=4243 n=2 nets=float lens_k=0.25"]
+    assert bent["lens_k"] == 0.25 and bent["command"] == " ".join(["companion", *args, *lens[8:]])
+    assert recorded["traditional-scan seed=4243 n=2 nets=float"] == entry  # left as it was
     assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
+
+
+@pytest.mark.parametrize("k", ["0.8", "-0.5", "wide"])
+def test_cli_eval_refuses_a_lens_it_cannot_render(k):
+    result = CliRunner().invoke(main, ["eval", "--deck", "x", "--lens-k", k])
+    assert result.exit_code == 2
+    assert "--lens-k" in result.output and "Traceback" not in result.output
 
 
 def test_false_positive_kinds_say_why_a_detection_is_false():
@@ -915,6 +934,47 @@ def test_cli_detect_json_and_annotate(tmp_path):
     wanted = {lab.card for lab in scene.labels if lab.visible > 0.9 and lab.card != "back"}
     assert len(found & wanted) >= 0.8 * len(wanted)
     assert (tmp_path / "ann" / "scene.annotated.png").is_file()
+
+
+def fanned_row(n=10, x=300, y=300, step=9, w=34, h=56):
+    """A tight capture row of small cards, each 9 px right of the one under it."""
+    codes = ALL_CODES[:n]
+    quads = [box(x + k * step, y, w, h) for k in range(n)]
+    return Detections.from_cards(codes, quads, np.linspace(0.99, 0.8, n).astype(np.float32))
+
+
+def test_annotate_labels_of_a_tight_fanned_row_do_not_cover_each_other():
+    det = fanned_row()
+    boxes = label_boxes(det, (720, 1280, 3))
+    rects = np.array([b.rect for b in boxes])
+    assert len(boxes) == len(det)
+    for a in range(len(rects)):
+        for b in range(a + 1, len(rects)):
+            overlap_w = min(rects[a, 2], rects[b, 2]) - max(rects[a, 0], rects[b, 0])
+            overlap_h = min(rects[a, 3], rects[b, 3]) - max(rects[a, 1], rects[b, 1])
+            assert overlap_w <= 0 or overlap_h <= 0, (boxes[a], boxes[b])
+    assert (rects[:, :2] >= 0).all() and (rects[:, 2] <= 1280).all() and (rects[:, 3] <= 720).all()
+    # Each label names its own card, and the leader starts on that card.
+    for b, quad, cid in zip(boxes, det.quads, det.class_ids, strict=True):
+        assert b.text.startswith(CLASSES[cid])
+        assert cv2.pointPolygonTest(quad, b.anchor, False) >= 0
+    assert any(b.moved for b in boxes)  # 9 px strips: most labels must move off their cards
+
+
+def test_annotate_keeps_a_big_cards_label_on_it_and_labels_stay_in_the_image():
+    big = Detections.from_cards(["08-1"], [box(500, 200, 160, 260)])
+    (label,) = label_boxes(big, (720, 1280, 3))
+    assert not label.moved
+    x0, y0, x1, y1 = label.rect
+    assert 500 <= x0 and x1 <= 660 and 200 <= y0 and y1 <= 460
+    corner = Detections.from_cards(["01-1"], [box(0, 0, 20, 30)])
+    (label,) = label_boxes(corner, (100, 120, 3))
+    assert label.rect[0] >= 0 and label.rect[1] >= 0 and label.rect[2] <= 120
+    image = np.full((720, 1280, 3), 90, np.uint8)
+    drawn = annotate(image, fanned_row())
+    assert drawn.shape == image.shape and (image == 90).all()  # a copy, the input untouched
+    x0, y0, x1, y1 = label_boxes(fanned_row(), image.shape)[0].rect
+    assert (drawn[y0:y1, x0:x1] != 90).any()
 
 
 @pytest.mark.parametrize("size", ["700x400", "768", "0x448", "wide"])

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from companion import CompanionError, synth
 from companion.cli import main
 from companion.detections import polygon_area
+from companion.lens import Lens
 from companion.synth import SceneConfig, SynthError, read_dataset, render_scene, write_dataset
 
 SHARED = synth.find_shared_dir()
@@ -365,6 +366,41 @@ def test_reference_decks_labels_name_the_face_drawn_there():
     assert np.median(right) > 0.5
     assert np.median(right) - np.median(wrong) > 0.4
     assert np.mean(np.array(right) > np.array(wrong)) > 0.8
+
+
+@pytest.mark.parametrize("k", [0.4, -0.2])
+def test_through_a_lens_the_labels_follow_the_bent_cards(user_deck, grey_table, k):
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), p_draw_pile=0.0)
+    checked = moved = cut = 0
+    for seed in range(8):
+        flat, bent = render_scene(seed, base), render_scene(seed, base.with_(lens_k=k))
+        assert bent.conditions["lens_k"] == k and flat.conditions["lens_k"] == 0.0
+        # the same scene (what is measured on the labels aside), only seen through the lens
+        measured = ("lens_k", "card_px_median", "overlap")
+        rest = {key: v for key, v in bent.conditions.items() if key not in measured}
+        assert rest == {key: v for key, v in flat.conditions.items() if key in rest}
+        for lab in bent.labels:  # the same card, moved; the lens hides part of the render
+            (was,) = [
+                f
+                for f in flat.labels
+                if np.abs(Lens(k).to_frame(f.quad, base.width, base.height) - lab.quad).max() < 0.01
+            ]
+            assert lab.card == was.card and lab.visible <= was.visible + 1e-6
+            cut += lab.visible < was.visible - 0.01
+            moved += np.abs(was.quad - lab.quad).max() > 2
+        for lab in bent.labels:
+            if lab.visible < 0.999 or lab.card == "back":
+                continue
+            q = lab.quad
+            centre = q.mean(axis=0)
+            top, bottom = COLOURS[lab.card]
+            # Close to each corner (which a lens moves exactly; its edges it bends).
+            for corner, colour in zip(q, (top, top, bottom, bottom), strict=True):
+                point = centre + (corner - centre) * 0.8
+                assert np.argmax(_point_colour(bent.image, point)) == np.argmax(colour), (seed, k)
+            checked += 1
+    assert checked >= 5 and moved >= 3  # the lens did move the cards, and the labels with them
+    assert cut >= 1
 
 
 def test_sheen_and_motion_blur_change_only_the_pixels(user_deck, grey_table):
