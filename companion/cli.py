@@ -278,22 +278,6 @@ precision_option = click.option(
 )
 
 
-def lens_option(help: str):
-    return click.option(
-        "--lens-k",
-        default=0.0,
-        show_default=True,
-        type=click.FloatRange(-0.2, 0.5),
-        help=help + " (companion/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
-    )
-
-
-def _lens(lens_k: float):
-    from companion.lens import Lens
-
-    return Lens(lens_k) if lens_k else None
-
-
 @main.command("detect")
 @click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
@@ -314,17 +298,14 @@ def _lens(lens_k: float):
     help="onnxruntime threads.",
 )
 @precision_option
-@lens_option("The camera lens's radial distortion, straightened before detection")
 @friendly_errors
-def detect_command(images, as_json, annotate_dir, model_path, threads, precision, lens_k):
+def detect_command(images, as_json, annotate_dir, model_path, threads, precision):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
     import cv2
 
     from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
 
-    recognizer = Recognizer.load(
-        model_path, threads=threads, precision=precision, lens=_lens(lens_k)
-    )
+    recognizer = Recognizer.load(model_path, threads=threads, precision=precision)
     results, read_any = [], False
     for path in images:
         try:
@@ -373,25 +354,22 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
     help="Processes rendering scenes.",
 )
 @click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
-@lens_option("See every scene through a camera lens with this radial distortion")
 @click.option(
-    "--straighten",
-    is_flag=True,
-    help="Tell the recognizer the lens (--lens-k), as 'detect --lens-k' does.",
+    "--lens-k",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(-0.2, 0.5),
+    help="See every scene through a camera lens with this radial distortion "
+    "(companion/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
 )
 @precision_option
 @friendly_errors
-def eval_command(
-    deck, seed, n, as_json, model_path, workers, record, lens_k, straighten, precision
-):
+def eval_command(deck, seed, n, as_json, model_path, workers, record, lens_k, precision):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer, evaluate
 
-    if straighten and not lens_k:
-        raise click.UsageError("--straighten needs the lens: give --lens-k.")
     deck_dir = _resolve_deck(deck)
-    lens = _lens(lens_k) if straighten else None
-    recognizer = Recognizer.load(model_path, precision=precision, lens=lens)
+    recognizer = Recognizer.load(model_path, precision=precision)
     metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers, lens_k=lens_k)
     if record:
         from companion.recognizer import metadata_path
@@ -404,12 +382,12 @@ def eval_command(
         if precision != "auto":
             command += f" --nets {precision}"
         if lens_k:
-            command += f" --lens-k {lens_k:g}" + (" --straighten" if straighten else "")
+            command += f" --lens-k {lens_k:g}"
         key = f"{metrics['deck']} seed={seed} n={n}"
         if recognizer.precision != "int8":
             key += f" nets={recognizer.precision}"
         if lens_k:
-            key += f" lens_k={lens_k:g}" + (" straightened" if straighten else "")
+            key += f" lens_k={lens_k:g}"
         meta.setdefault("metrics", {})[key] = {
             k: v
             for k, v in metrics.items()
@@ -422,9 +400,7 @@ def eval_command(
 
     click.echo(
         f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find "
-        f"({recognizer.precision} nets)"
-        + (f", lens distortion k={lens_k:+g}" if lens_k else "")
-        + (", straightened first" if straighten else "")
+        f"({recognizer.precision} nets)" + (f", lens distortion k={lens_k:+g}" if lens_k else "")
     )
     click.echo(f"precision                 {pct(metrics['precision'])}")
     click.echo(f"recall                    {pct(metrics['recall'])}")
@@ -461,13 +437,12 @@ def eval_command(
 @model_option
 @click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
 @precision_option
-@lens_option("Straighten each frame for a camera lens with this distortion first (its cost)")
 @friendly_errors
-def bench_command(as_json, model_path, runs, precision, lens_k):
+def bench_command(as_json, model_path, runs, precision):
     """Time detect-and-classify on a 1280x720 table scene with 2 threads, next to YOLO11n."""
     from companion.recognizer import Recognizer, bench_scene, benchmark
 
-    recognizer = Recognizer.load(model_path, threads=2, precision=precision, lens=_lens(lens_k))
+    recognizer = Recognizer.load(model_path, threads=2, precision=precision)
     frame, _ = bench_scene()
     result = benchmark(recognizer, frame, runs=runs, threads=2)
     if as_json:

@@ -1,6 +1,6 @@
-"""A camera lens's radial distortion, one number ``k``: used to render frames as a webcam's lens
-bends them (``synth.SceneConfig.lens_k``) and to straighten such frames before the recognizer
-looks at them (``companion detect --lens-k``).
+"""A camera lens's radial distortion, one number ``k``: renders are bent by it
+(``synth.SceneConfig.lens_k``, ``companion eval --lens-k``) to measure what a webcam's lens costs
+the recognizer.
 
 The model: a frame pixel at radius ``r`` from the centre (in half-diagonals of the frame) shows
 what a perfect lens shows at ``r * (1 + k r^2)``, divided by ``1 + k`` when k > 0 so that no frame
@@ -19,7 +19,6 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
-from companion.detections import Detections
 
 MAX_K = 0.5
 MIN_K = -0.2  # stronger pincushion folds the frame's corners over (no one-to-one map)
@@ -92,21 +91,6 @@ class Lens:
         cv2.fillPoly(shown, [np.round(self.to_straight(border, w, h)).astype(np.int32)], 1)
         return frame, shown.astype(bool)
 
-    def straighten(self, frame: np.ndarray) -> np.ndarray:
-        """The frame as a perfect lens would have shown it. Beyond the frame's edge its edge
-        pixels repeat, as in the recognizer's crops of cards cut by a frame edge (a flat fill
-        there made cards cut by the curved edge look whole, outlined short: false cards)."""
-        h, w = frame.shape[:2]
-        map1, map2 = _straighten_maps(self.k, w, h)
-        return cv2.remap(frame, map1, map2, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-
-    def detections_to_frame(self, det: Detections, w: int, h: int) -> Detections:
-        """Detections found in the straightened view, with their corners put back in the frame."""
-        if not len(det):
-            return det
-        quads = self.to_frame(det.quads, w, h).astype(np.float32)
-        return Detections(quads, det.class_ids, det.confidence, det.alt_ids, det.alt_scores)
-
 
 def _frame(w: int, h: int) -> tuple[np.ndarray, float]:
     return np.array([(w - 1) / 2, (h - 1) / 2]), float(math.hypot(w / 2, h / 2))
@@ -117,11 +101,3 @@ def _bend_maps(k: float, w: int, h: int) -> tuple[np.ndarray, np.ndarray]:
     ys, xs = np.mgrid[0:h, 0:w]
     straight = Lens(k).to_straight(np.stack([xs, ys], -1).astype(np.float64), w, h)
     return straight[..., 0].astype(np.float32), straight[..., 1].astype(np.float32)
-
-
-@functools.lru_cache(maxsize=4)
-def _straighten_maps(k: float, w: int, h: int) -> tuple[np.ndarray, np.ndarray]:
-    """Fixed-point remap tables (computed once per frame size: cheap remaps per frame)."""
-    ys, xs = np.mgrid[0:h, 0:w]
-    frame = Lens(k).to_frame(np.stack([xs, ys], -1).astype(np.float64), w, h).astype(np.float32)
-    return cv2.convertMaps(frame[..., 0], frame[..., 1], cv2.CV_16SC2)

@@ -52,7 +52,6 @@ from companion.detections import (
     nms,
     unique_cards,
 )
-from companion.lens import Lens
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "recognizer.json"
@@ -402,14 +401,12 @@ class Recognizer:
         settings: Settings,
         metadata: dict | None = None,
         precision: str = "int8",
-        lens: Lens | None = None,
     ):
         self.localizer = localizer
         self.classifier = classifier
         self.settings = settings
         self.metadata = metadata or {}
         self.precision = precision  # which of the model's nets run: "int8" or "float"
-        self.lens = lens  # the camera's lens: frames are straightened before the nets see them
 
     @classmethod
     def load(
@@ -417,11 +414,10 @@ class Recognizer:
         path: str | Path | None = None,
         threads: int = 2,
         precision: str = "auto",
-        lens: Lens | None = None,
     ) -> Recognizer:
         """The model of a metadata JSON file; ``precision``: "int8", "float" (the model's
         ``float_nets``) or "auto" (int8 where ``int8_is_fast``, else float when there are
-        float nets). ``lens``: the camera's distortion, when it is known."""
+        float nets)."""
         if precision not in PRECISIONS:
             raise RecognizerError(
                 f"precision is one of {', '.join(PRECISIONS)}, not {precision!r}."
@@ -446,7 +442,7 @@ class Recognizer:
         except (ValueError, KeyError, TypeError) as exc:
             raise RecognizerError(f"The model metadata {path} is unreadable ({exc}).") from None
         localizer, classifier = _session(loc_path, threads), _session(cls_path, threads)
-        return cls(localizer, classifier, settings, meta, precision, lens)
+        return cls(localizer, classifier, settings, meta, precision)
 
     def detect(self, bgr: np.ndarray) -> Detections:
         """All face-up cards and backs in a BGR frame (any size); empty for a blank frame."""
@@ -457,13 +453,7 @@ class Recognizer:
         if max(image.shape[:2]) > MAX_SIDE:
             factor = MAX_SIDE / max(image.shape[:2])
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
-        if self.lens and self.lens.k:
-            # The nets learnt straight card edges; the lens model is relative to the frame's
-            # size, so it holds at the working size too.
-            h, w = image.shape[:2]
-            det = self.lens.detections_to_frame(self._detect(self.lens.straighten(image)), w, h)
-        else:
-            det = self._detect(image)
+        det = self._detect(image)
         if factor != 1.0 and len(det):
             det = Detections(
                 det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
@@ -989,7 +979,6 @@ def evaluate(
         "render_version": synth.RENDER_VERSION,  # the scenes change when the renderer does
         "seed": seed,
         "lens_k": float(lens_k),
-        "lens_straightened": bool(recognizer.lens and recognizer.lens.k),
         "images": n,
         "labels": total.labels,
         "detections": detections,
@@ -1067,7 +1056,6 @@ def benchmark(
         "frame": f"{frame.shape[1]}x{frame.shape[0]}",
         "cards_detected": len(det),
         "nets": recognizer.precision,  # int8 or float
-        "lens_k": recognizer.lens.k if recognizer.lens else 0.0,  # frames straightened first
         "yolo11n_ms_median": round(float(np.median(ytimes)), 2) if ytimes else None,
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
