@@ -203,6 +203,16 @@ def seed_option(help: str):
     return click.option("--seed", default=1, show_default=True, type=int, help=help)
 
 
+lens_k_option = click.option(
+    "--lens-k",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(-0.2, 0.5),
+    help="See every scene through a camera lens with this radial distortion "
+    "(companion/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
+)
+
+
 @main.command()
 @click.option(
     "--out",
@@ -230,8 +240,9 @@ def seed_option(help: str):
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--bench", is_flag=True, help="Time N scenes in memory, print JSON, write nothing.")
+@lens_k_option
 @friendly_errors
-def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, bench):
+def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, bench, lens_k):
     """Render synthetic table scenes with ground truth: images/NNNNNN.jpg + labels.jsonl."""
     import time
 
@@ -242,6 +253,7 @@ def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, 
         height=height,
         decks=tuple(synth.resolve_deck_dir(d) for d in decks),
         backgrounds=tuple(backgrounds),
+        lens_k=lens_k,
     )
     if bench:
         echo_json(synth.benchmark(n, config, seed))
@@ -354,14 +366,7 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
     help="Processes rendering scenes.",
 )
 @click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
-@click.option(
-    "--lens-k",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(-0.2, 0.5),
-    help="See every scene through a camera lens with this radial distortion "
-    "(companion/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
-)
+@lens_k_option
 @precision_option
 @friendly_errors
 def eval_command(deck, seed, n, as_json, model_path, workers, record, lens_k, precision):

@@ -297,6 +297,18 @@ def test_cli_render_writes_a_dataset_and_rejects_a_missing_deck(tmp_path, user_d
     )
     assert result.exit_code == 0, result.output
     assert len((out / "labels.jsonl").read_text().splitlines()) == 2
+    # the same scenes through a wide-angle lens: other pixels, the lens in their conditions
+    bent = tmp_path / "bent-ds"
+    args = ["render", "--n", "2", "--seed", "1", "--deck", str(user_deck), "--quiet"]
+    args += ["--width", "160", "--height", "96"]
+    result = runner.invoke(main, [*args, "--out", str(bent), "--lens-k", "0.3"])
+    assert result.exit_code == 0, result.output
+    flat_scenes, bent_scenes = list(read_dataset(out)), list(read_dataset(bent))
+    assert [sc.conditions["lens_k"] for sc in bent_scenes] == [0.3, 0.3]
+    assert [sc.conditions["lens_k"] for sc in flat_scenes] == [0.0, 0.0]
+    assert not np.array_equal(flat_scenes[0].image, bent_scenes[0].image)
+    refused = runner.invoke(main, [*args, "--out", str(tmp_path / "y"), "--lens-k", "1"])
+    assert refused.exit_code == 2 and "--lens-k" in refused.output
 
     bad = runner.invoke(
         main, ["render", "--out", str(tmp_path / "x"), "--n", "1", "--deck", str(tmp_path / "nope")]
