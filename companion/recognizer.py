@@ -410,10 +410,7 @@ class Recognizer:
 
     @classmethod
     def load(
-        cls,
-        path: str | Path | None = None,
-        threads: int = 2,
-        precision: str = "auto",
+        cls, path: str | Path | None = None, threads: int = 2, precision: str = "auto"
     ) -> Recognizer:
         """The model of a metadata JSON file; ``precision``: "int8", "float" (the model's
         ``float_nets``) or "auto" (int8 where ``int8_is_fast``, else float when there are
