@@ -524,12 +524,17 @@ def bench_command(as_json, model_path, runs, precision):
     help="With --resume: train only the localizer (on both threads) and keep the classifier.",
 )
 @click.option(
+    "--classifier-only",
+    is_flag=True,
+    help="With --resume: train only the classifier (on both threads) and keep the localizer.",
+)
+@click.option(
     "--back-scenes",
     default=0,
     show_default=True,
     type=click.IntRange(min=0),
-    help="With --resume: the localizer also learns from this many extra scenes rich in "
-    "face-down cards, whose centres then weigh more in its heat loss "
+    help="With --resume: the nets also learn from this many extra scenes rich in face-down "
+    "cards, whose centres then weigh more in the localizer's heat loss "
     "(training.BACK_HEAT_WEIGHT).",
 )
 @click.option(
@@ -578,6 +583,7 @@ def train_command(
     input_size,
     resume_dir,
     localizer_only,
+    classifier_only,
     back_scenes,
     lr_scale,
     workers,
@@ -606,8 +612,13 @@ def train_command(
         click.echo(f"Wrote {out_dir}/recognizer.json.")
         return
     device = training.resolve_device(device)
-    if (localizer_only or back_scenes or lr_scale != 1.0) and not resume_dir:
-        fail("--localizer-only, --back-scenes and --lr-scale continue a model: add --resume DIR.")
+    if (localizer_only or classifier_only or back_scenes or lr_scale != 1.0) and not resume_dir:
+        fail(
+            "--localizer-only, --classifier-only, --back-scenes and --lr-scale continue a "
+            "model: add --resume DIR."
+        )
+    if localizer_only and classifier_only:
+        fail("--localizer-only and --classifier-only exclude each other: one net or both.")
     if resume_dir:
         meta = training.resume(
             out_dir,
@@ -621,6 +632,7 @@ def train_command(
             jitters=jitters,
             command=command,
             localizer_only=localizer_only,
+            classifier_only=classifier_only,
             back_scenes=back_scenes,
             workers=workers,
             device=device,

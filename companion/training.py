@@ -515,8 +515,8 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
 
 def stage_data(recipe: SampleRecipe, scenes: int, seed: int, workers: int = 1, back_scenes=0):
     """(localizer samples, classifier arrays or None, how many crops came from proposals) of
-    ``scenes`` scenes of dataset ``seed``; the localizer also gets ``back_scenes`` scenes of
-    the "backs" variant (dataset ``seed + BACK_SCENES_SEED_OFFSET``)."""
+    ``scenes`` scenes of dataset ``seed``, and of ``back_scenes`` scenes of the "backs" variant
+    (dataset ``seed + BACK_SCENES_SEED_OFFSET``)."""
     loc, crop_set, cascade = [], CropSet(), 0
     for loc_sample, crops in stage_samples(scenes, seed, recipe, workers):
         if loc_sample is not None:
@@ -524,14 +524,19 @@ def stage_data(recipe: SampleRecipe, scenes: int, seed: int, workers: int = 1, b
         for sample in crops or ():
             crop_set.add(sample)
         cascade += len(crops[1][0]) if crops and len(crops) > 1 else 0
-    if back_scenes and recipe.localizer is not None:
-        backs = replace(recipe, variant="backs", classifier=None, key=(*recipe.key, 2))
-        loc += [
-            sample
-            for sample, _ in stage_samples(
-                back_scenes, seed + BACK_SCENES_SEED_OFFSET, backs, workers
-            )
-        ]
+    if back_scenes:
+        # the classifier cuts its crops of these scenes too: it, not only the localizer, was
+        # unsure of plain backs (in a scratch trace, 23 of 55 missed backs cut at their true box
+        # were named "back" less than half sure)
+        backs = replace(recipe, variant="backs", key=(*recipe.key, 2))
+        for loc_sample, crops in stage_samples(
+            back_scenes, seed + BACK_SCENES_SEED_OFFSET, backs, workers
+        ):
+            if loc_sample is not None:
+                loc.append(loc_sample)
+            for sample in crops or ():
+                crop_set.add(sample)
+            cascade += len(crops[1][0]) if crops and len(crops) > 1 else 0
     return loc, crop_set.arrays() if recipe.classifier is not None else None, cascade
 
 
@@ -1548,10 +1553,12 @@ def finetune_classifier(
     device: str = "cpu",
     batch: int = 128,
     data: tuple | None = None,
+    back_scenes: int = 0,
 ) -> tuple[Path, list, int]:
     """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
     ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``),
-    decoded as the model will decode them (``peak_spacing``); or on ``data`` already cut.
+    decoded as the model will decode them (``peak_spacing``), on ``scenes`` scenes plus
+    ``back_scenes`` scenes of the "backs" variant; or on ``data`` already cut.
 
     Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
     of crops.
@@ -1577,7 +1584,7 @@ def finetune_classifier(
             ),
             key=(seed, stage),
         )
-        _, data, cascade = stage_data(recipe, scenes, seed, workers)
+        _, data, cascade = stage_data(recipe, scenes, seed, workers, back_scenes)
         log(f"{len(data[0])} crops ({cascade} at proposed boxes)")
     _, net = build_nets(tiny)
     rng = np.random.default_rng((seed + 11, stage))
@@ -1713,13 +1720,16 @@ def resume(
     workers: int = 1,
     device: str = "cpu",
     lr_scale: float = 1.0,
+    classifier_only: bool = False,
 ) -> dict:
     """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
     localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
     the boxes ``start``'s own localizer proposes (``cascade_samples``). Exports to ``out``.
 
-    ``localizer_only``: train the localizer alone, on both threads, and keep the classifier.
-    ``back_scenes``: the localizer also learns from that many scenes rich in face-down cards.
+    ``localizer_only``: train the localizer alone, on both threads, and keep the classifier;
+    ``classifier_only``: the other way round (the classifier is small: on a CPU it sees several
+    times as many crops in the same minutes as when it shares the machine with the localizer).
+    ``back_scenes``: both nets also learn from that many scenes rich in face-down cards.
     ``workers``: processes cutting the samples (the scenes are the same for any number).
     ``device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
@@ -1760,9 +1770,25 @@ def resume(
         batch=batches["localizer"],
         **common,
     )
+    if localizer_only and classifier_only:
+        raise ValueError("train the localizer only or the classifier only, not both")
+    loc_ckpt = work / "localizer.ckpt"
     if localizer_only:
         _, heat = finetune_localizer(**{**localizer_job, "threads": 2})
         cls_ckpt, ce, crops = ckpts / "classifier.pt", None, 0
+    elif classifier_only:
+        cls_ckpt, ce, crops = finetune_classifier(
+            work,
+            init=ckpts / "classifier.pt",
+            localizer=start / old["localizer"],
+            lr=lrs["classifier"],
+            jitters=jitters,
+            batch=batches["classifier"],
+            back_scenes=back_scenes,
+            peak_spacing=settings.peak_spacing,
+            **{**common, "threads": 2},
+        )
+        loc_ckpt, heat = ckpts / "localizer.pt", None
     else:
         cls_ckpt, ce, crops, heat = _resume_both(
             start,
@@ -1778,7 +1804,7 @@ def resume(
     stage = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
         "resumed_from": str(start),
-        "nets": "localizer" if localizer_only else "both",
+        "nets": "localizer" if localizer_only else "classifier" if classifier_only else "both",
         "input_size": list(size),
         "decks": [Path(d).name for d in decks],
         "scenes": scenes,
@@ -1786,7 +1812,11 @@ def resume(
         "minutes": minutes,
         "device": device,
         "batches": batches,
-        "learning_rates": {**lrs, "classifier": None} if localizer_only else lrs,
+        "learning_rates": {
+            **lrs,
+            **({"classifier": None} if localizer_only else {}),
+            **({"localizer": None} if classifier_only else {}),
+        },
         "crops": crops,
         "seconds": round(time.time() - t_start),
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
@@ -1800,10 +1830,8 @@ def resume(
             "back_heat_weight": BACK_HEAT_WEIGHT,
         }
     training["stages"] = [*training.get("stages", []), stage]
-    meta = export_trained(
-        out, work / "localizer.ckpt", cls_ckpt, settings, training, tiny=common["tiny"]
-    )
-    _keep_checkpoints(out, work / "localizer.ckpt", cls_ckpt)
+    meta = export_trained(out, loc_ckpt, cls_ckpt, settings, training, tiny=common["tiny"])
+    _keep_checkpoints(out, loc_ckpt, cls_ckpt)
     shutil.rmtree(work, ignore_errors=True)
     meta |= quantize(out, decks)  # "quantization" and "float_nets"
     log(f"exported to {out} ({time.time() - t_start:.0f}s)")

@@ -986,10 +986,21 @@ def test_cli_train_refuses_a_bad_input_size(size):
 
 def test_cli_train_localizer_only_needs_resume(tmp_path):
     pytest.importorskip("torch")
-    for flags in (["--localizer-only"], ["--back-scenes", "10"], ["--lr-scale", "0.3"]):
+    for flags in (
+        ["--localizer-only"],
+        ["--classifier-only"],
+        ["--back-scenes", "10"],
+        ["--lr-scale", "0.3"],
+    ):
         result = CliRunner().invoke(main, ["train", "--out", str(tmp_path), *flags])
         assert result.exit_code == 2
         assert "--resume" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(
+        main,
+        ["train", "--out", str(tmp_path), "--resume", str(tmp_path)]
+        + ["--localizer-only", "--classifier-only"],
+    )
+    assert result.exit_code == 2 and "exclude each other" in result.output
     assert not any(tmp_path.iterdir())
 
 
@@ -1167,6 +1178,44 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert len(third["training"]["stages"]) == len(resumed["training"]["stages"]) + 1
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
     assert det.quads.shape == (len(det), 4, 2)
+
+    # a fourth trains the classifier alone, on crops of both kinds of scenes
+    kept = (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes()
+    old_classifier = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
+    fourth = resume(
+        tmp_path / "resumed",
+        tmp_path / "resumed",
+        decks=[str(SHARED_DECKS / "traditional-ngs")],
+        scenes=3,
+        seed=5,
+        minutes=0.1,
+        scene_size=(640, 360),
+        command="pytest",
+        classifier_only=True,
+        back_scenes=3,
+    )
+    stage = fourth["training"]["stages"][-1]
+    assert stage["nets"] == "classifier"
+    assert stage["learning_rates"] == {
+        "localizer": None,
+        "classifier": training.RESUME_LR["classifier"],
+    }
+    assert stage["losses"]["classifier_ce"] and stage["losses"]["localizer_heat"] is None
+    assert (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes() == kept
+    assert (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes() != old_classifier
+    # the crops of the face-down scenes are in the stage: more than the 3 scenes alone give
+    recipe = training.SampleRecipe(
+        decks=(str(SHARED_DECKS / "traditional-ngs"),),
+        scene_size=(640, 360),
+        classifier=Settings(input_width=768, input_height=448),
+        key=(5, 4),
+    )
+    plain = training.stage_data(recipe, 3, 5)[1]
+    with_backs = training.stage_data(recipe, 3, 5, back_scenes=3)[1]
+    assert len(with_backs[0]) > len(plain[0])
+    assert (with_backs[1] == class_id("back")).sum() > (plain[1] == class_id("back")).sum()
+    with pytest.raises(ValueError):
+        resume(tmp_path / "resumed", tmp_path / "x", localizer_only=True, classifier_only=True)
 
 
 def _device_style_quantized_net(path, constants_as_nodes: bool):
