@@ -1149,20 +1149,24 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     result = runner.invoke(main, ["train", "--export-from", str(tmp_path / "again")])
     assert result.exit_code == 2 and "unreadable" in result.output
 
+    def one_net_stage(scenes, seed, **only):
+        """A short stage of one net in place, also on as many scenes rich in face-down cards."""
+        return resume(
+            tmp_path / "resumed",
+            tmp_path / "resumed",
+            decks=[str(SHARED_DECKS / "traditional-ngs")],
+            scenes=scenes,
+            seed=seed,
+            minutes=0.1,
+            scene_size=(640, 360),
+            command="pytest",
+            back_scenes=scenes,
+            **only,
+        )
+
     # a third stage trains the localizer alone, also on scenes rich in face-down cards
     kept = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
-    third = resume(
-        tmp_path / "resumed",
-        tmp_path / "resumed",
-        decks=[str(SHARED_DECKS / "traditional-ngs")],
-        scenes=4,
-        seed=4,
-        minutes=0.1,
-        scene_size=(640, 360),
-        command="pytest",
-        localizer_only=True,
-        back_scenes=4,
-    )
+    third = one_net_stage(4, 4, localizer_only=True)
     stage = third["training"]["stages"][-1]
     assert stage["nets"] == "localizer" and stage["crops"] == 0
     assert stage["learning_rates"] == {
@@ -1182,18 +1186,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     # a fourth trains the classifier alone, on crops of both kinds of scenes
     kept = (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes()
     old_classifier = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
-    fourth = resume(
-        tmp_path / "resumed",
-        tmp_path / "resumed",
-        decks=[str(SHARED_DECKS / "traditional-ngs")],
-        scenes=3,
-        seed=5,
-        minutes=0.1,
-        scene_size=(640, 360),
-        command="pytest",
-        classifier_only=True,
-        back_scenes=3,
-    )
+    fourth = one_net_stage(3, 5, classifier_only=True)
     stage = fourth["training"]["stages"][-1]
     assert stage["nets"] == "classifier"
     assert stage["learning_rates"] == {
