@@ -20,6 +20,7 @@ Only this module imports torch; the runtime (``companion.recognizer``) never doe
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -517,26 +518,20 @@ def stage_data(recipe: SampleRecipe, scenes: int, seed: int, workers: int = 1, b
     """(localizer samples, classifier arrays or None, how many crops came from proposals) of
     ``scenes`` scenes of dataset ``seed``, and of ``back_scenes`` scenes of the "backs" variant
     (dataset ``seed + BACK_SCENES_SEED_OFFSET``)."""
-    loc, crop_set, cascade = [], CropSet(), 0
-    for loc_sample, crops in stage_samples(scenes, seed, recipe, workers):
-        if loc_sample is not None:
-            loc.append(loc_sample)
-        for sample in crops or ():
-            crop_set.add(sample)
-        cascade += len(crops[1][0]) if crops and len(crops) > 1 else 0
+    parts = [stage_samples(scenes, seed, recipe, workers)]
     if back_scenes:
         # the classifier cuts its crops of these scenes too: it, not only the localizer, was
         # unsure of plain backs (in a scratch trace, 23 of 55 missed backs cut at their true box
         # were named "back" less than half sure)
         backs = replace(recipe, variant="backs", key=(*recipe.key, 2))
-        for loc_sample, crops in stage_samples(
-            back_scenes, seed + BACK_SCENES_SEED_OFFSET, backs, workers
-        ):
-            if loc_sample is not None:
-                loc.append(loc_sample)
-            for sample in crops or ():
-                crop_set.add(sample)
-            cascade += len(crops[1][0]) if crops and len(crops) > 1 else 0
+        parts.append(stage_samples(back_scenes, seed + BACK_SCENES_SEED_OFFSET, backs, workers))
+    loc, crop_set, cascade = [], CropSet(), 0
+    for loc_sample, crops in itertools.chain(*parts):
+        if loc_sample is not None:
+            loc.append(loc_sample)
+        for sample in crops or ():
+            crop_set.add(sample)
+        cascade += len(crops[1][0]) if crops and len(crops) > 1 else 0
     return loc, crop_set.arrays() if recipe.classifier is not None else None, cascade
 
 
@@ -1736,6 +1731,8 @@ def resume(
     ``lr_scale``: multiplies both nets' learning rates (``RESUME_LR``), e.g. to fine-tune a
     model trained with a GPU's larger batches on a CPU's smaller ones.
     """
+    if localizer_only and classifier_only:
+        raise ValueError("train the localizer only or the classifier only, not both")
     start, out = Path(start), Path(out)
     old, ckpts = _trained_model(start, "to resume from")
     settings = Settings.from_dict(old.get("settings", {}))
@@ -1770,8 +1767,6 @@ def resume(
         batch=batches["localizer"],
         **common,
     )
-    if localizer_only and classifier_only:
-        raise ValueError("train the localizer only or the classifier only, not both")
     loc_ckpt = work / "localizer.ckpt"
     if localizer_only:
         _, heat = finetune_localizer(**{**localizer_job, "threads": 2})
