@@ -20,13 +20,16 @@ Only this module imports torch; the runtime (``companion.recognizer``) never doe
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import json
 import math
 import os
+import pickle
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -492,6 +495,25 @@ def _scene_samples(job):
     return out
 
 
+def _scene_samples_to_file(job):
+    """Pool worker: ``_scene_samples`` of a chunk, pickled into a file of the job's folder;
+    returns the file's path. A localizer sample is about 2 MB, and messages that large crawl
+    through a pool's pipe (4 MB/s on the 2-core machine of models/README.md, where cutting
+    cached scenes in-process ran 36 times faster than with 2 workers); a file does not."""
+    folder, job = job
+    fd, path = tempfile.mkstemp(suffix=".pkl", dir=folder)
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(_scene_samples(job), f, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def _read_samples(path: str) -> list:
+    with open(path, "rb") as f:
+        part = pickle.load(f)
+    os.unlink(path)
+    return part
+
+
 def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
     """``_scene_samples`` of scenes ``0..n-1`` of dataset ``seed``, in order, cut by
     ``workers`` processes (1: in this one); logs progress."""
@@ -501,9 +523,14 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
     items = [(i, scene_seed(seed, i)) for i in range(n)]
     jobs = [(recipe, items[i : i + chunk]) for i in range(0, n, chunk)]
     pool = render_pool(workers) if workers > 1 and n > chunk else None
+    folder = tempfile.mkdtemp(prefix="companion-samples-") if pool else None
+    if pool:
+        parts = map(_read_samples, pool.imap(_scene_samples_to_file, [(folder, j) for j in jobs]))
+    else:
+        parts = map(_scene_samples, jobs)
     done = 0
     try:
-        for part in pool.imap(_scene_samples, jobs) if pool else map(_scene_samples, jobs):
+        for part in parts:
             yield from part
             if (done + len(part)) // 500 > done // 500 or done + len(part) == n:
                 log(f"  {done + len(part)} scenes")
@@ -512,6 +539,7 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
         if pool:
             pool.terminate()
             pool.join()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def stage_data(recipe: SampleRecipe, scenes: int, seed: int, workers: int = 1, back_scenes=0):
@@ -790,6 +818,16 @@ def resolve_device(name: str = "auto") -> str:
     return name
 
 
+def _release_freed_memory() -> None:
+    """Hand the memory of freed samples back to the system now. glibc keeps freed blocks of a
+    few hundred KB (a sample's targets) in its heap, so moving 8,600 samples into one array
+    each held them twice: 22 GB instead of 16 on the machine of models/README.md."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
+
+
 def train_localizer(
     net,
     data,
@@ -801,13 +839,22 @@ def train_localizer(
     deadline: float | None = None,
     device: str = "cpu",
 ):
-    """Train on ``data`` (``localizer_sample`` tuples), all of it held on ``device``."""
+    """Train on ``data`` (``localizer_sample`` tuples), all of it held on ``device``.
+
+    The samples are moved out of ``data`` (a list: it is left holding None) into one array per
+    field as they are copied, so that a stage's frames are not held twice at once (a frame and
+    its targets are about 2 MB at 768x448)."""
     import torch
 
-    def stacked(i):
-        return torch.from_numpy(np.stack([d[i] for d in data])).to(device)
-
-    images, heat, reg, mask, weight = (stacked(i) for i in range(5))
+    arrays = [np.empty((len(data), *a.shape), a.dtype) for a in data[0]]
+    for k in range(len(data)):
+        for array, field in zip(arrays, data[k], strict=True):
+            array[k] = field
+        data[k] = None
+        if k % 256 == 255:
+            _release_freed_memory()
+    images, heat, reg, mask, weight = (torch.from_numpy(a).to(device) for a in arrays)
+    del arrays
     heat, weight = heat[:, None], weight[:, None]
 
     def batch_loss(idx):

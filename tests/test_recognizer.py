@@ -1414,11 +1414,16 @@ def test_a_forked_training_job_survives_an_onnxruntime_session_left_as_garbage()
 
 
 @pytest.mark.slow
-def test_stage_samples_do_not_depend_on_the_number_of_workers():
+def test_stage_samples_do_not_depend_on_the_number_of_workers(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     if not SHARED_DECKS.is_dir():
         pytest.skip("../shared/decks missing")
-    from companion.training import SampleRecipe, stage_data
+    import tempfile
+
+    from companion.training import SampleRecipe, build_nets, stage_data, train_localizer
+
+    # the workers hand their samples over in files of a temporary folder: none may be left
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     recipe = SampleRecipe(
         decks=(str(SHARED_DECKS / "traditional-ngs"),),
@@ -1440,6 +1445,12 @@ def test_stage_samples_do_not_depend_on_the_number_of_workers():
     # another key, other random streams: other crops from the same scenes
     other = stage_data(SampleRecipe(**{**recipe.__dict__, "key": (7, 2)}), 6, 5)
     assert not np.array_equal(other[1][0], one[1][0])
+    assert list(tmp_path.glob("companion-samples-*")) == []
+
+    # training moves the samples out of the list (so that they are not held twice)
+    history = train_localizer(build_nets(tiny=True)[0], two[0], 1, np.random.default_rng(0))
+    assert len(history) == 1 and np.isfinite(history[0])
+    assert two[0] == [None] * 8
 
 
 def test_train_device_is_checked():
