@@ -523,8 +523,8 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
     items = [(i, scene_seed(seed, i)) for i in range(n)]
     jobs = [(recipe, items[i : i + chunk]) for i in range(0, n, chunk)]
     pool = render_pool(workers) if workers > 1 and n > chunk else None
-    folder = tempfile.mkdtemp(prefix="companion-samples-") if pool else None
     if pool:
+        folder = tempfile.mkdtemp(prefix="companion-samples-")
         parts = map(_read_samples, pool.imap(_scene_samples_to_file, [(folder, j) for j in jobs]))
     else:
         parts = map(_scene_samples, jobs)
