@@ -424,6 +424,11 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record, lens_k, pr
             "false positives by kind:   "
             + ", ".join(f"{k} {c}" for k, c in metrics["false_positive_kinds"].items())
         )
+    if metrics["missed_card_kinds"]:
+        click.echo(
+            "missed cards by where lost: "
+            + ", ".join(f"{k} {c}" for k, c in metrics["missed_card_kinds"].items())
+        )
     click.echo("by condition:                     cards   recall   exact   chaff-eq")
     for key, t in metrics["by_condition"].items():
         click.echo(

@@ -333,36 +333,29 @@ def size_offsets(det: Detections) -> np.ndarray | None:
     return off
 
 
-_FIT = object()  # "fit the sizes here": None already means too few detections to fit
-
-
-def consistent_sizes(
-    det: Detections, tolerance: float, keep_above: float = 1.0, offsets=_FIT
-) -> Detections:
-    """Drop the detections whose size does not fit the others' (``size_offsets``, or
-    ``offsets`` when already fitted): more than ``tolerance`` off in log size, unless at least
+def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0) -> Detections:
+    """Drop the detections whose size does not fit the others' (``size_offsets``): more than ``tolerance`` off in log size, unless at least
     ``keep_above`` sure. Phones, card boxes, quads straddling two cards and outlines of a
     covered card's visible corner often are that far off; real cards rarely are
     (models/README.md). Too few detections: nothing is dropped.
     """
     if tolerance <= 0:
         return det
-    off = size_offsets(det) if offsets is _FIT else offsets
+    off = size_offsets(det)
     if off is None:
         return det
     keep = (np.abs(off) <= tolerance) | (det.confidence >= keep_above)
     return det if keep.all() else det[keep]
 
 
-def grow_to_size(det: Detections, below: float, offsets=_FIT) -> Detections:
+def grow_to_size(det: Detections, below: float) -> Detections:
     """Outline each card more than ``below`` smaller (in log size) than its place says at the
     size the others say, about its own centre. Such quads mostly outline only the visible part
     of a covered card, or draw a card a little small, and miss it by IoU; grown, they cover it.
-    ``offsets``: ``size_offsets(det)`` when already fitted.
     """
     if below <= 0:
         return det
-    off = size_offsets(det) if offsets is _FIT else offsets
+    off = size_offsets(det)
     if off is None or not (off < -below).any():
         return det
     scale = np.where(off < -below, np.exp(-np.minimum(off, 0.0)), 1.0).astype(np.float32)
@@ -371,13 +364,20 @@ def grow_to_size(det: Detections, below: float, offsets=_FIT) -> Detections:
     return Detections(quads, det.class_ids, det.confidence, det.alt_ids, det.alt_scores)
 
 
-def fit_sizes(det: Detections, tolerance: float, keep_above: float, grow_below: float):
-    """``consistent_sizes`` then ``grow_to_size``, fitting the size plane once unless the first
-    dropped a detection (then the second fits the kept ones again, as if called alone)."""
-    if tolerance <= 0 and grow_below <= 0:
-        return det
-    off = size_offsets(det)
-    kept = consistent_sizes(det, tolerance, keep_above, off)
-    if len(kept) != len(det):
-        off = size_offsets(kept)
-    return grow_to_size(kept, grow_below, off)
+def final_cards(
+    det: Detections,
+    *,
+    nms_iou: float,
+    same_card_iou: float,
+    size_tolerance: float,
+    size_keep_above: float,
+    size_grow_below: float,
+) -> Detections:
+    """The decode's last steps, in this order: the size check (``consistent_sizes``), NMS, one
+    card once (``unique_cards``), then small quads grown (``grow_to_size``). The size check
+    comes first so that a thing of the wrong size (a card box showing a card's art, a quad
+    straddling two cards) neither suppresses a real card in NMS nor claims its name before it
+    is dropped itself; both used to lose the real card (models/README.md)."""
+    det = consistent_sizes(det, size_tolerance, size_keep_above)
+    det = unique_cards(nms(det, nms_iou), same_card_iou=same_card_iou)
+    return grow_to_size(det, size_grow_below)

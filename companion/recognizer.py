@@ -15,11 +15,11 @@ Crops that found the same card as a surer crop are dropped; the doubtful rest ge
 cut around the corners found by the first. Then *second chances* (``Settings.extra_heat``,
 ``neighbour_*``): extra crops at the heatmap's cooler peaks and beside each sure card (where the
 next card of a capture row or of the field lies), looked at only where no card was found yet and
-kept only when the classifier is very sure, for the cards the localizer barely saw. Last, a card
-whose size does not fit the others' (``detections.consistent_sizes``: one deck, one table) is
-dropped unless it is very sure, and one a little too small is outlined at the size they say
-(``detections.grow_to_size``; both in ``detections.fit_sizes``). A card at a place the localizer is
-sure of needs less confidence in its name (``Settings.hot_heat``).
+kept only when the classifier is very sure, for the cards the localizer barely saw. Last
+(``detections.final_cards``), a card whose size does not fit the others' (one deck, one table)
+is dropped unless it is very sure, before NMS and one card once, and one a little too small is
+outlined at the size they say. A card at a place the localizer is sure of needs less confidence
+in its name (``Settings.hot_heat``).
 
 Each net comes twice: int8, and float (``float_nets`` in the metadata). ``Recognizer.load``
 takes int8 where the CPU has int8 dot products (x86 VNNI or AMX, Arm dotprod), float elsewhere:
@@ -48,9 +48,7 @@ from companion.detections import (
     CLASSES,
     Detections,
     distances2,
-    fit_sizes,
-    nms,
-    unique_cards,
+    final_cards,
 )
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -407,6 +405,9 @@ class Recognizer:
         self.settings = settings
         self.metadata = metadata or {}
         self.precision = precision  # which of the model's nets run: "int8" or "float"
+        # a list while eval wants every crop looked at: (quads, probs) per classifier run,
+        # for ``missed_card_kinds``
+        self.looks: list | None = None
 
     @classmethod
     def load(
@@ -584,7 +585,10 @@ class Recognizer:
 
     def _classify(self, image, matrices):
         crops = np.stack([crop_card(image, m, self.settings) for m in matrices])
-        return self.classifier.run(None, {"crop": net_input(self.classifier, crops)})
+        out = self.classifier.run(None, {"crop": net_input(self.classifier, crops)})
+        if self.looks is not None:
+            self.looks.append((self._corner_quads(matrices, out[2]), out[0]))
+        return out
 
     def _corner_quads(self, matrices: np.ndarray, corners: np.ndarray) -> np.ndarray:
         """The classifier's corners (N,8, crop units 0..1) as image quads (N,4,2)."""
@@ -618,9 +622,14 @@ class Recognizer:
             alt_ids=order,
             alt_scores=np.take_along_axis(card_probs, order, axis=1),
         )
-        det = det[keep]
-        det = unique_cards(nms(det, st.nms_iou), same_card_iou=st.same_card_iou)
-        return fit_sizes(det, st.size_tolerance, st.size_keep_above, st.size_grow_below)
+        return final_cards(
+            det[keep],
+            nms_iou=st.nms_iou,
+            same_card_iou=st.same_card_iou,
+            size_tolerance=st.size_tolerance,
+            size_keep_above=st.size_keep_above,
+            size_grow_below=st.size_grow_below,
+        )
 
 
 def _session(path: Path, threads: int):
@@ -816,17 +825,21 @@ class _Tally:
 def match_detections(
     det: Detections, quads: np.ndarray, visible: np.ndarray, iou: float = EVAL_IOU
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy one-to-one matching by quad IoU >= ``iou``.
+    """Greedy one-to-one matching by quad IoU >= ``iou``, best pairs first, the cards that must
+    be found (``visible`` >= ``MUST_FIND_VISIBLE``) served before the "don't care" ones: a card
+    mostly hidden under a visible one must not take the detection that outlines the visible
+    one (as COCO's ignored regions: matched last, neither found nor false).
 
     Returns (label index per detection or -1, detection index per label or -1).
     """
     from companion.detections import iou_matrix
 
     ious = iou_matrix(det.quads, np.asarray(quads, np.float32).reshape(-1, 4, 2))
+    must = np.asarray(visible, np.float32).reshape(-1) >= MUST_FIND_VISIBLE
     det_to_label = np.full(len(det), -1)
     label_to_det = np.full(len(quads), -1)
-    pairs = np.argwhere(ious >= iou)
-    for d, lab in sorted(pairs.tolist(), key=lambda p: -ious[p[0], p[1]]):
+    pairs = np.argwhere(ious >= iou).tolist()
+    for d, lab in sorted(pairs, key=lambda p: (not must[p[1]], -ious[p[0], p[1]])):
         if det_to_label[d] < 0 and label_to_det[lab] < 0:
             det_to_label[d], label_to_det[lab] = lab, d
     return det_to_label, label_to_det
@@ -866,6 +879,45 @@ def false_positive_kinds(
     return kinds
 
 
+def missed_card_kinds(
+    looks: list, quads: np.ndarray, missed: np.ndarray, settings: Settings
+) -> list[str]:
+    """Where each missed card (label indices ``missed`` into ``quads``) was lost, judged from
+    every crop the classifier looked at (``looks``: (quads, probs) per run, ``Recognizer.looks``):
+
+    - "never outlined": no crop outlined it (IoU >= 0.5): the localizer proposed no box close
+      enough, and no second chance found it;
+    - "named unsure": crops outlined it, but none named a card at least ``min_confidence`` sure
+      (or they said "none");
+    - "outlined surely, then lost": a crop outlined it and named a card that surely, yet no
+      detection is matched to it: the decode dropped that crop (a surer crop's card again, a
+      doubtful second look, second chances' higher bar, NMS, one card once, the size check),
+      or its detection was matched to a card it overlaps more (two cards of a tight row).
+    """
+    from companion.detections import iou_matrix
+
+    if len(missed) == 0:
+        return []
+    if looks:
+        crop_quads = np.concatenate([q for q, _ in looks]).astype(np.float32)
+        probs = np.concatenate([p for _, p in looks])
+    else:
+        crop_quads, probs = np.zeros((0, 4, 2), np.float32), np.zeros((0, NONE_ID + 1))
+    sure = (probs[:, NONE_ID] < settings.max_none) & (
+        probs[:, :NONE_ID].max(axis=1, initial=0.0) >= settings.min_confidence
+    )
+    outlined = iou_matrix(np.asarray(quads, np.float32)[missed].reshape(-1, 4, 2), crop_quads)
+    outlined = outlined >= EVAL_IOU
+    return [
+        "outlined surely, then lost"
+        if (row & sure).any()
+        else "named unsure"
+        if row.any()
+        else "never outlined"
+        for row in outlined
+    ]
+
+
 def _scene_keys(cond: dict) -> list[str]:
     """Conditions of a whole scene, for false positives per image."""
     kinds = sorted(set(cond.get("distractors") or ())) or ["none"]
@@ -879,6 +931,17 @@ def _condition_keys(cond: dict, visible: float, card: str) -> list[str]:
     keys = [
         "overlap:" + ("overlapped" if visible < 0.95 else "clear"),
         "card:" + ("face down" if card == BACK else "face up"),
+        # most misses are half-covered cards: where along the way to "clear" they lie
+        "visible:"
+        + (
+            "40-60%"
+            if visible < 0.6
+            else "60-80%"
+            if visible < 0.8
+            else "80-95%"
+            if visible < 0.95
+            else "95-100%"
+        ),
     ]
     tilt = cond.get("tilt_deg")
     if tilt is not None:
@@ -937,8 +1000,10 @@ def evaluate(
     total, by_cond = _Tally(), {}
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
+    miss_kinds = Counter()
     try:
         for i, scene in enumerate(scenes):
+            recognizer.looks = []
             det = recognizer.detect(scene.image)
             detections += len(det)
             quads = np.array([lab.quad for lab in scene.labels], np.float32).reshape(-1, 4, 2)
@@ -947,6 +1012,10 @@ def evaluate(
             false_pos += int((det_to_label < 0).sum())
             kinds = false_positive_kinds(det, quads, vis, det_to_label)
             fp_kinds.update(kinds)
+            missed = np.flatnonzero((vis >= MUST_FIND_VISIBLE) & (label_to_det < 0))
+            miss_kinds.update(
+                missed_card_kinds(recognizer.looks, quads, missed, recognizer.settings)
+            )
             for key in _scene_keys(scene.conditions):
                 tally = fp_by_scene.setdefault(key, [0, 0])
                 tally[0] += 1
@@ -968,6 +1037,7 @@ def evaluate(
             if progress:
                 progress(i + 1)
     finally:
+        recognizer.looks = None
         if pool:
             pool.terminate()
     true_pos = detections - false_pos
@@ -989,6 +1059,7 @@ def evaluate(
             {"true": t, "predicted": p, "count": c} for (t, p), c in confused.most_common(10)
         ],
         "false_positive_kinds": dict(fp_kinds.most_common()),
+        "missed_card_kinds": dict(miss_kinds.most_common()),
         "by_condition": {k: by_cond[k].to_dict() for k in sorted(by_cond)},
         "false_positives_by_scene": {
             k: {"images": i, "false_positives": f, "per_image": round(f / i, 4)}
