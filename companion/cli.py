@@ -368,14 +368,30 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
 @click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
 @lens_k_option
 @precision_option
+@click.option(
+    "--misses",
+    "misses_dir",
+    type=click.Path(file_okay=False, writable=True),
+    help="Write each scene with a missed or false card into this folder, outlined and tagged.",
+)
 @friendly_errors
-def eval_command(deck, seed, n, as_json, model_path, workers, record, lens_k, precision):
+def eval_command(
+    deck, seed, n, as_json, model_path, workers, record, lens_k, precision, misses_dir
+):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer, evaluate
 
     deck_dir = _resolve_deck(deck)
     recognizer = Recognizer.load(model_path, precision=precision)
-    metrics = evaluate(recognizer, deck_dir, seed=seed, n=n, workers=workers, lens_k=lens_k)
+    metrics = evaluate(
+        recognizer,
+        deck_dir,
+        seed=seed,
+        n=n,
+        workers=workers,
+        lens_k=lens_k,
+        misses_dir=misses_dir,
+    )
     if record:
         from companion.recognizer import metadata_path
 
@@ -396,7 +412,8 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record, lens_k, pr
         meta.setdefault("metrics", {})[key] = {
             k: v
             for k, v in metrics.items()
-            if k not in ("by_condition", "false_positives_by_scene")  # the long breakdowns
+            # the long breakdowns, and what only this run drew
+            if k not in ("by_condition", "false_positives_by_scene", "scenes_drawn")
         } | {"command": command, "nets": recognizer.precision}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     if as_json:
@@ -438,6 +455,10 @@ def eval_command(deck, seed, n, as_json, model_path, workers, record, lens_k, pr
     click.echo("false positives by scene:        images  per image")
     for key, t in metrics["false_positives_by_scene"].items():
         click.echo(f"  {key:<30} {t['images']:>6} {t['per_image']:>10.3f}")
+    if misses_dir is not None:
+        click.echo(
+            f"{metrics['scenes_drawn']} scenes with a missed or false card drawn in {misses_dir}"
+        )
 
 
 @main.command("bench")

@@ -792,6 +792,34 @@ def annotate(bgr: np.ndarray, det: Detections) -> np.ndarray:
     return out
 
 
+MISSED_COLOUR = (0, 0, 255)  # red: a card that had to be found
+FALSE_COLOUR = (0, 140, 255)  # orange: a detection matched to no card
+
+
+def annotate_misses(
+    bgr: np.ndarray,
+    det: Detections,
+    false_kinds: dict[int, str],
+    missed: list[tuple[np.ndarray, str, str]],
+) -> np.ndarray:
+    """``annotate`` plus what eval holds against the detections: each missed card (quad, code,
+    where it was lost) outlined in red, each false detection (index -> kind) in orange, with a
+    tag saying why, so that a difficult scene can be checked by eye."""
+    out = annotate(bgr, det)
+    scale, thick = _label_scale(out.shape)
+    marks = [(det.quads[d], f"false: {kind}", FALSE_COLOUR) for d, kind in false_kinds.items()]
+    marks += [(quad, f"missed {code}: {why}", MISSED_COLOUR) for quad, code, why in missed]
+    for quad, text, colour in marks:
+        pts = np.asarray(quad).round().astype(np.int32)
+        cv2.polylines(out, [pts], True, colour, 2 * thick + 1, cv2.LINE_AA)
+        (tw, th), base = cv2.getTextSize(text, _LABEL_FONT, scale, thick)
+        x = int(np.clip(pts[:, 0].min(), 0, max(0, out.shape[1] - tw - 4)))
+        y = int(np.clip(pts[:, 1].max() + th + 4, th + 2, out.shape[0] - base - 2))
+        cv2.rectangle(out, (x, y - th - 2), (x + tw + 4, y + base), (20, 20, 20), -1)
+        cv2.putText(out, text, (x + 2, y), _LABEL_FONT, scale, colour, thick, cv2.LINE_AA)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Evaluation on synthetic scenes, and the speed benchmark
 # --------------------------------------------------------------------------------------------
@@ -979,10 +1007,12 @@ def evaluate(
     workers: int = 1,
     progress=None,
     lens_k: float = 0.0,
+    misses_dir: str | Path | None = None,
 ) -> dict:
     """Render ``n`` scenes of one deck with synth and score the recognizer on them
     (``lens_k``: every scene seen through a lens with that radial distortion,
-    ``synth.SceneConfig.lens_k``)."""
+    ``synth.SceneConfig.lens_k``). ``misses_dir``: a folder to write each scene with a missed
+    or false card into (``annotate_misses``; named by its index in the set: ``0042.jpg``)."""
     from collections import Counter
 
     from companion import synth
@@ -1000,7 +1030,14 @@ def evaluate(
     total, by_cond = _Tally(), {}
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
-    miss_kinds = Counter()
+    miss_kinds, scenes_drawn = Counter(), 0
+    if misses_dir is not None:
+        try:
+            Path(misses_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RecognizerError(
+                f"Cannot make the folder {misses_dir} ({exc.strerror})."
+            ) from None
     try:
         for i, scene in enumerate(scenes):
             recognizer.looks = []
@@ -1013,9 +1050,18 @@ def evaluate(
             kinds = false_positive_kinds(det, quads, vis, det_to_label)
             fp_kinds.update(kinds)
             missed = np.flatnonzero((vis >= MUST_FIND_VISIBLE) & (label_to_det < 0))
-            miss_kinds.update(
-                missed_card_kinds(recognizer.looks, quads, missed, recognizer.settings)
-            )
+            why = missed_card_kinds(recognizer.looks, quads, missed, recognizer.settings)
+            miss_kinds.update(why)
+            if misses_dir is not None and (len(missed) or kinds):
+                falses = dict(zip(np.flatnonzero(det_to_label < 0).tolist(), kinds, strict=True))
+                lost = [
+                    (quads[j], scene.labels[j].card, w) for j, w in zip(missed, why, strict=True)
+                ]
+                drawn = annotate_misses(scene.image, det, falses, lost)
+                target = Path(misses_dir) / f"{i:04d}.jpg"
+                if not cv2.imwrite(str(target), drawn):
+                    raise RecognizerError(f"Cannot write {target}.")
+                scenes_drawn += 1
             for key in _scene_keys(scene.conditions):
                 tally = fp_by_scene.setdefault(key, [0, 0])
                 tally[0] += 1
@@ -1060,6 +1106,7 @@ def evaluate(
         ],
         "false_positive_kinds": dict(fp_kinds.most_common()),
         "missed_card_kinds": dict(miss_kinds.most_common()),
+        **({"scenes_drawn": scenes_drawn} if misses_dir is not None else {}),
         "by_condition": {k: by_cond[k].to_dict() for k in sorted(by_cond)},
         "false_positives_by_scene": {
             k: {"images": i, "false_positives": f, "per_image": round(f / i, 4)}

@@ -913,6 +913,46 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
     assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
 
 
+@pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
+def test_eval_draws_the_scenes_with_missed_cards(tmp_path):
+    from companion.recognizer import evaluate
+
+    class Blind:  # finds nothing: every card of every scene is missed
+        settings = Settings(min_confidence=0.6)
+        looks = None
+
+        def detect(self, image):
+            return Detections.empty()
+
+    out = tmp_path / "misses"
+    metrics = evaluate(Blind(), str(HELD_OUT), seed=4242, n=2, misses_dir=out)
+    assert metrics["recall"] == 0.0
+    assert metrics["missed_card_kinds"] == {"never outlined": metrics["labels"]}
+    assert metrics["scenes_drawn"] == 2
+    assert sorted(f.name for f in out.iterdir()) == ["0000.jpg", "0001.jpg"]
+    image = cv2.imread(str(out / "0000.jpg"))
+    assert image.shape == (720, 1280, 3)
+    b, g, r = (image[..., k].astype(int) for k in range(3))
+    assert ((r > 180) & (g < 90) & (b < 90)).sum() > 500  # the missed cards, outlined in red
+
+
+@needs_model
+@pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
+def test_cli_eval_misses_writes_into_the_named_folder(tmp_path):
+    out = tmp_path / "misses"
+    args = ["eval", "--deck", str(HELD_OUT), "--seed", "4242", "--n", "3", "--misses", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    drawn = sorted(out.glob("*.jpg"))
+    assert f"{len(drawn)} scenes with a missed or false card drawn in {out}" in result.output
+    assert {f.name for f in drawn} <= {"0000.jpg", "0001.jpg", "0002.jpg"}
+    # a file where the folder should be: a clear refusal
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(main, [*args[:-1], str(blocker)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("k", ["0.8", "-0.5", "wide"])
 def test_cli_eval_refuses_a_lens_it_cannot_render(k):
     result = CliRunner().invoke(main, ["eval", "--deck", "x", "--lens-k", k])
