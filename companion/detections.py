@@ -334,10 +334,10 @@ def size_offsets(det: Detections) -> np.ndarray | None:
 
 
 def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0) -> Detections:
-    """Drop the detections whose size does not fit the others' (``size_offsets``): more than ``tolerance`` off in log size, unless at least
-    ``keep_above`` sure. Phones, card boxes, quads straddling two cards and outlines of a
-    covered card's visible corner often are that far off; real cards rarely are
-    (models/README.md). Too few detections: nothing is dropped.
+    """Drop the detections whose size does not fit the others' (``size_offsets``): more than
+    ``tolerance`` off in log size, unless at least ``keep_above`` sure. Phones, card boxes,
+    quads straddling two cards and outlines of a covered card's visible corner often are that
+    far off; real cards rarely are (models/README.md). Too few detections: nothing is dropped.
     """
     if tolerance <= 0:
         return det
