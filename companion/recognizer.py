@@ -515,11 +515,9 @@ class Recognizer:
 
     def _found(self, matrices, probs, corners) -> tuple[np.ndarray, np.ndarray]:
         """Rotated boxes of the crops that name a card, and how sure each is."""
-        st = self.settings
-        sure = probs[:, :NONE_ID].max(axis=1)
-        cards = (probs[:, NONE_ID] < st.max_none) & (sure >= st.min_confidence)
+        cards = names_a_card(probs, self.settings)
         boxes = quads_to_rboxes(self._corner_quads(matrices[cards], corners[cards]))
-        return boxes, sure[cards]
+        return boxes, probs[cards, :NONE_ID].max(axis=1, initial=0.0)
 
     def _spots(self, image, heat, warm, reg, scale, matrices, probs, corners) -> np.ndarray:
         """Crop matrices (N,2,3) of the second chances, for the cards the localizer barely saw:
@@ -907,6 +905,13 @@ def false_positive_kinds(
     return kinds
 
 
+def names_a_card(probs: np.ndarray, settings: Settings) -> np.ndarray:
+    """Which classifier outputs (N, classes) name a card surely enough to count as one: not
+    "none" (under ``max_none``) and at least ``min_confidence`` sure of some card or back."""
+    sure = probs[:, :NONE_ID].max(axis=1, initial=0.0)
+    return (probs[:, NONE_ID] < settings.max_none) & (sure >= settings.min_confidence)
+
+
 def missed_card_kinds(
     looks: list, quads: np.ndarray, missed: np.ndarray, settings: Settings
 ) -> list[str]:
@@ -931,9 +936,7 @@ def missed_card_kinds(
         probs = np.concatenate([p for _, p in looks])
     else:
         crop_quads, probs = np.zeros((0, 4, 2), np.float32), np.zeros((0, NONE_ID + 1))
-    sure = (probs[:, NONE_ID] < settings.max_none) & (
-        probs[:, :NONE_ID].max(axis=1, initial=0.0) >= settings.min_confidence
-    )
+    sure = names_a_card(probs, settings)
     outlined = iou_matrix(np.asarray(quads, np.float32)[missed].reshape(-1, 4, 2), crop_quads)
     outlined = outlined >= EVAL_IOU
     return [
