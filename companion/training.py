@@ -1027,13 +1027,14 @@ def start_forked(target, *args):
     cycle, say, by an earlier proposal pass or test), the session's destructor waits forever
     for thread-pool threads that do not exist there, and training hangs. So this process frees
     its own garbage first (where those threads still run), and freezes what is left out of the
-    child's collections."""
+    child's collections. The child ends with this process: killed (out of memory, say), it
+    would otherwise go on training for nobody (``_end_with_parent``)."""
     import gc
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    process = ctx.Process(target=target, args=(*args, queue))
+    process = ctx.Process(target=_end_with_parent, args=(os.getpid(), target, *args, queue))
     gc.collect()
     gc.freeze()
     try:
@@ -1041,6 +1042,51 @@ def start_forked(target, *args):
     finally:
         gc.unfreeze()
     return process, queue
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_parent(parent: int, target, *args):
+    """In a forked child: ask the kernel for SIGKILL when the parent dies, then run ``target``."""
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):  # not Linux with glibc: the child may outlive its parent
+        pass
+    if os.getppid() != parent:  # the parent died before the request above
+        os._exit(1)
+    target(*args)
+
+
+def wait_for_report(process, queue, what: str, poll: float = 5.0):
+    """What a ``start_forked`` job put on its queue, waiting as long as it runs. A job that
+    ended without a word (killed, most often by the kernel when memory ran out) raises a
+    ``RuntimeError`` instead of leaving this process waiting forever."""
+    import queue as queues
+
+    while True:
+        try:
+            report = queue.get(timeout=poll)
+            break
+        except queues.Empty:
+            if process.is_alive():
+                continue
+            try:  # it may have reported just before ending
+                report = queue.get(timeout=poll)
+                break
+            except queues.Empty:
+                pass
+            process.join()
+            hint = " (killed: out of memory? try fewer --scenes)" if process.exitcode == -9 else ""
+            raise RuntimeError(
+                f"{what} training stopped with exit code {process.exitcode}{hint}"
+            ) from None
+    process.join()
+    if process.exitcode != 0 or report is None:
+        raise RuntimeError(f"{what} training failed (see the log above)")
+    return report
 
 
 def _localizer_job(net, data, epochs, seed, out, deadline, device, queue):
@@ -1118,10 +1164,7 @@ def train(
         deadline=deadline,
         device=device,
     )
-    heat = queue.get()
-    job.join()
-    if job.exitcode != 0 or heat is None:
-        raise RuntimeError("localizer training failed (see the log above)")
+    heat = wait_for_report(job, queue, "localizer")
     localizer.load_state_dict(torch.load(out / "localizer.ckpt"))
     localizer.eval()
     loc_name, cls_name = export_onnx(localizer, classifier, out, st)
@@ -1916,10 +1959,7 @@ def _resume_both(
         data=crops,
         **common,
     )
-    heat = queue.get()
-    job.join()
-    if job.exitcode != 0 or heat is None:
-        raise RuntimeError("localizer training failed (see the log above)")
+    heat = wait_for_report(job, queue, "localizer")
     return cls_ckpt, ce, n_crops, heat
 
 
