@@ -1048,7 +1048,9 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _end_with_parent(parent: int, target, *args):
-    """In a forked child: ask the kernel for SIGKILL when the parent dies, then run ``target``."""
+    """In a forked child: ask the kernel for SIGKILL when the parent dies, then run ``target``.
+    (The kernel sends it when the thread that forked ends: the training runs fork from their
+    main thread.)"""
     import signal
 
     try:
@@ -1067,22 +1069,20 @@ def wait_for_report(process, queue, what: str, poll: float = 5.0):
     import queue as queues
 
     while True:
+        # read before waiting: a job that had ended has flushed any report into the queue
+        ended = not process.is_alive()
         try:
             report = queue.get(timeout=poll)
             break
         except queues.Empty:
-            if process.is_alive():
-                continue
-            try:  # it may have reported just before ending
-                report = queue.get(timeout=poll)
-                break
-            except queues.Empty:
-                pass
-            process.join()
-            hint = " (killed: out of memory? try fewer --scenes)" if process.exitcode == -9 else ""
-            raise RuntimeError(
-                f"{what} training stopped with exit code {process.exitcode}{hint}"
-            ) from None
+            if ended:
+                process.join()
+                hint = (
+                    " (killed: out of memory? try fewer --scenes)" if process.exitcode == -9 else ""
+                )
+                raise RuntimeError(
+                    f"{what} training stopped with exit code {process.exitcode}{hint}"
+                ) from None
     process.join()
     if process.exitcode != 0 or report is None:
         raise RuntimeError(f"{what} training failed (see the log above)")
