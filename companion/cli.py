@@ -461,6 +461,91 @@ def eval_command(
         )
 
 
+@main.command("fit-acceptance")
+@model_option
+@click.option(
+    "--decks",
+    "decks",
+    multiple=True,
+    help="Decks to render scenes from, comma-separated or repeated. Default: the model's own "
+    "training decks (never its held-out one).",
+)
+@click.option(
+    "--seed",
+    default=300,
+    show_default=True,
+    type=int,
+    help="Dataset seed of the first deck's scenes (deck k: seed + k).",
+)
+@count_option("--n", 750, "Scenes per deck.")
+@click.option(
+    "--above",
+    default=0.75,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="How likely a crop must be a card to count as one (Settings.accept_above).",
+)
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Processes rendering scenes.",
+)
+@precision_option
+@friendly_errors
+def fit_acceptance_command(model_path, decks, seed, n, above, workers, precision):
+    """Fit the learned acceptance rule to this model's nets on rendered scenes and write it
+    into the model's metadata (settings.accept_weights, accept_above)."""
+    from companion.recognizer import ACCEPT_FEATURES, Recognizer, fit_acceptance, metadata_path
+
+    meta_path = metadata_path(model_path)
+    recognizer = Recognizer.load(model_path, precision=precision)
+    meta = recognizer.metadata
+    names = [d.strip() for item in decks for d in item.split(",") if d.strip()]
+    names = names or list(meta.get("training", {}).get("decks", []))
+    if not names:
+        fail("This model's metadata names no training decks: say which with --decks.")
+    deck_dirs = [_resolve_deck(d) for d in names]
+    with click.progressbar(length=n * len(deck_dirs), label="Scenes", file=sys.stderr) as bar:
+        fit = fit_acceptance(
+            recognizer,
+            deck_dirs,
+            seed=seed,
+            n=n,
+            workers=workers,
+            progress=lambda done: bar.update(done - bar.pos),
+        )
+    command = "companion fit-acceptance"
+    if model_path:
+        command += f" --model {model_path}"
+    if decks:
+        command += f" --decks {','.join(names)}"
+    command += f" --seed {seed} --n {n} --above {above:g}"
+    if precision != "auto":
+        command += f" --nets {precision}"
+    meta = json.loads(meta_path.read_text())  # as on disk: nothing the recognizer filled in
+    meta["settings"]["accept_weights"] = [round(w, 4) for w in fit.weights]
+    meta["settings"]["accept_above"] = above
+    meta.setdefault("training", {})["acceptance"] = {
+        "command": command,
+        "decks": names,
+        "seed": seed,
+        "scenes_per_deck": n,
+        "nets": recognizer.precision,
+        "above": above,
+        **fit.to_dict(),
+    }
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    click.echo(
+        f"Fitted on {fit.crops} crops of {fit.scenes} scenes ({fit.cards} outlining a card, "
+        f"{fit.crops - fit.cards - fit.ignored} outlining none, {fit.ignored} left out); "
+        f"wrote the weights into {meta_path}:"
+    )
+    for name, weight in zip(ACCEPT_FEATURES, fit.weights, strict=True):
+        click.echo(f"  {name:<16} {weight:+.4f}")
+
+
 @main.command("bench")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median."

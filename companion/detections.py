@@ -304,27 +304,36 @@ SIZE_MIN_SUPPORT = 5  # detections needed to say what size a card should be here
 
 
 def size_offsets(det: Detections) -> np.ndarray | None:
-    """How far each detection's log size lies from what the others say for its place.
+    """How far each detection's log size lies from what the others say for its place
+    (``quad_size_offsets`` over all of them)."""
+    return quad_size_offsets(det.quads)
+
+
+def quad_size_offsets(quads: np.ndarray, support: np.ndarray | None = None) -> np.ndarray | None:
+    """How far each quad's log size lies from what the ``support`` quads (a mask; all when
+    None) say for its place.
 
     All cards of a deck have one size and lie on one table, so their apparent size (the square
     root of the quad's area) follows the perspective smoothly: log size is close to a plane over
-    the image position. The plane is fitted to all detections, then up to twice more without
-    those far from the last fit. Returns log size minus the plane (0.3: 35 % larger; -0.3: 26 %
-    smaller), or None with ``SIZE_MIN_SUPPORT`` detections or fewer, or fewer than that fitting.
+    the image position. The plane is fitted to the support, then up to twice more without those
+    far from the last fit. Returns log size minus the plane for every quad (0.3: 35 % larger;
+    -0.3: 26 % smaller), or None with ``SIZE_MIN_SUPPORT`` supporting quads or fewer, or fewer
+    than that fitting.
     """
-    if len(det) <= SIZE_MIN_SUPPORT:
+    support = np.ones(len(quads), bool) if support is None else np.asarray(support, bool)
+    if support.sum() <= SIZE_MIN_SUPPORT:
         return None
-    centres = det.quads.mean(axis=1).astype(np.float64) / 1000.0
-    size = np.log(np.sqrt(np.maximum(polygon_areas(det.quads), 1e-6)))
-    plane = np.column_stack([np.ones(len(det)), centres])
-    fit = np.ones(len(det), bool)
+    centres = quads.mean(axis=1).astype(np.float64) / 1000.0
+    size = np.log(np.sqrt(np.maximum(polygon_areas(quads), 1e-6)))
+    plane = np.column_stack([np.ones(len(quads)), centres])
+    fit = support
     for _ in range(3):
         # least squares by the 3x3 normal equations: an SVD costs ten times more here
         a = plane[fit]
         coef = np.linalg.solve(a.T @ a + 1e-9 * np.eye(3), a.T @ size[fit])
         off = size - plane @ coef
         far = np.abs(off)
-        refit = far < max(0.1, 3.0 * float(np.median(far)))
+        refit = support & (far < max(0.1, 3.0 * float(np.median(far[support]))))
         if refit.sum() < SIZE_MIN_SUPPORT:
             return None
         if (refit == fit).all():

@@ -19,7 +19,10 @@ kept only when the classifier is very sure, for the cards the localizer barely s
 (``detections.final_cards``), a card whose size does not fit the others' (one deck, one table)
 is dropped unless it is very sure, before NMS and one card once, and one a little too small is
 outlined at the size they say. A card at a place the localizer is sure of needs less confidence
-in its name (``Settings.hot_heat``).
+in its name (``Settings.hot_heat``); or, where the model has one (the committed model does), a
+learned rule decides which crops count as cards (``Settings.accept_weights``: a logistic model
+over how sure the name is, the heat there, the size and shape against the other cards', and
+whether a surer crop names the same card; fitted by ``companion fit-acceptance``).
 
 Each net comes twice: int8, and float (``float_nets`` in the metadata). ``Recognizer.load``
 takes int8 where the CPU has int8 dot products (x86 VNNI or AMX, Arm dotprod), float elsewhere:
@@ -84,6 +87,66 @@ class RecognizerError(CompanionError):
     """A missing or unusable model, or an image that cannot be processed."""
 
 
+# What the learned acceptance rule (``Settings.accept_weights``) looks at, per crop:
+ACCEPT_FEATURES = (
+    "bias",
+    "card_logit",  # the classifier's best card or back, as a logit
+    "none_logit",  # its "not a card", as a logit
+    "heat",  # the localizer's heat at the quad's centre (3x3 maximum)
+    "size_off",  # |log size - what the sure crops' sizes say for its place| (0 if unknown)
+    "size_known",  # 1 where enough sure crops said what size a card is there
+    "smaller",  # min(0, log size - that): outlines of a covered card's visible part
+    "shape_off",  # |log(long side / short side) - log(CARD_ASPECT)|: straddling quads
+    "turn_sure",  # |P(upside down) - 0.5| (0.5 for a back): a card's print says which end is up
+    "named_by_surer",  # 1 where a surer crop names the same card (a box's art, a second look)
+)
+CARD_ASPECT = 1.6  # long side over short side of a card seen from above (54 x 33 mm: 1.64)
+ACCEPT_PLANE_CONFIDENCE = 0.6  # crops this sure (and not "none") say what size a card is where
+
+
+def acceptance_features(
+    probs: np.ndarray, flip: np.ndarray, quads: np.ndarray, heat: np.ndarray
+) -> np.ndarray:
+    """(N, len(ACCEPT_FEATURES)) features of N crops for the learned acceptance rule:
+    classifier outputs ``probs`` (N, classes + none), ``flip`` (N, 1), the quads found (N,4,2,
+    image pixels) and the localizer's heat at their centres (N)."""
+    from companion.detections import quad_size_offsets
+
+    n = len(probs)
+    card_probs = probs[:, :NONE_ID]
+    best = card_probs.argmax(axis=1)
+    sure = card_probs[np.arange(n), best]
+    none = probs[:, NONE_ID]
+    off = quad_size_offsets(quads, (sure >= ACCEPT_PLANE_CONFIDENCE) & (none < 0.5))
+    known = off is not None
+    off = off if known else np.zeros(n)
+    sides = np.linalg.norm(quads - np.roll(quads, -1, axis=1), axis=2)
+    along, across = (sides[:, 0] + sides[:, 2]) / 2, (sides[:, 1] + sides[:, 3]) / 2
+    aspect = np.maximum(along, across) / np.maximum(np.minimum(along, across), 1e-3)
+    surer = (sure[None, :] > sure[:, None]) & (none < 0.5)[None, :]
+    named_by_surer = (surer & (best[None, :] == best[:, None])).any(axis=1)
+    return np.column_stack(
+        [
+            np.ones(n),
+            _logit(sure),
+            _logit(none),
+            heat,
+            np.abs(off),
+            np.full(n, float(known)),
+            np.minimum(off, 0.0),
+            np.abs(np.log(aspect) - np.log(CARD_ASPECT)),
+            # a back looks the same either way up: it is not doubt there
+            np.where(best == BACK_ID, 0.5, np.abs(flip[:, 0] - 0.5)),
+            named_by_surer,
+        ]
+    ).astype(np.float64)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, np.float64), 1e-4, 1 - 1e-4)
+    return np.log(p / (1 - p))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Preprocessing and decoding constants; stored in the model's JSON metadata."""
@@ -129,11 +192,23 @@ class Settings:
     # capture row is often placed right while its name stays in doubt (0 = off)
     hot_heat: float = 0.0
     hot_confidence: float = 0.2
+    # A learned acceptance rule instead of the two thresholds above: a crop counts as a card
+    # where a logistic model over ``ACCEPT_FEATURES`` (these weights, in that order) says it is
+    # at least ``accept_above`` likely to be one (``acceptance_features``; () = off)
+    accept_weights: tuple[float, ...] = ()
+    accept_above: float = 0.5
+
+    def __post_init__(self):
+        if self.accept_weights and len(self.accept_weights) != len(ACCEPT_FEATURES):
+            raise RecognizerError(
+                f"accept_weights has {len(self.accept_weights)} weights; the features are "
+                f"{', '.join(ACCEPT_FEATURES)} ({len(ACCEPT_FEATURES)})."
+            )
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for key in ("neighbour_across", "neighbour_along"):
+        for key in ("neighbour_across", "neighbour_along", "accept_weights"):
             if key in known:
                 known[key] = tuple(float(v) for v in known[key])
         return cls(**known)
@@ -408,6 +483,9 @@ class Recognizer:
         # a list while eval wants every crop looked at: (quads, probs) per classifier run,
         # for ``missed_card_kinds``
         self.looks: list | None = None
+        # a list while the acceptance rule is fitted: (quads, acceptance_features) of every
+        # crop that reached the final decision, per frame (``training.fit_acceptance``)
+        self.candidates: list | None = None
 
     @classmethod
     def load(
@@ -602,12 +680,23 @@ class Recognizer:
         best = card_probs.argmax(axis=1)
         conf = card_probs[np.arange(n), best]
         quads = self._corner_quads(matrices, corners)
-        needed = np.full(n, st.min_confidence, np.float32)
-        if st.hot_heat > 0 and heatmap is not None:
+        heat = np.zeros(n, np.float32)
+        if heatmap is not None:
             warm, scale = heatmap
-            hot = heat_at(quads.mean(axis=1), warm, scale, st.stride) >= st.hot_heat
-            needed[hot] = st.hot_confidence
-        keep = (conf >= needed) & (probs[:, NONE_ID] < st.max_none)
+            heat = heat_at(quads.mean(axis=1), warm, scale, st.stride)
+        if st.accept_weights or self.candidates is not None:
+            features = acceptance_features(probs, flip, quads, heat)
+            if self.candidates is not None:
+                self.candidates.append((quads.copy(), features))
+        if st.accept_weights:
+            likely = 1 / (1 + np.exp(-(features @ np.asarray(st.accept_weights))))
+            keep = likely >= st.accept_above
+        else:
+            needed = np.full(n, st.min_confidence, np.float32)
+            if st.hot_heat > 0:
+                needed[heat >= st.hot_heat] = st.hot_confidence
+            keep = conf >= needed
+        keep &= probs[:, NONE_ID] < st.max_none
         # upside down: the card's own top-left is the crop's bottom-right
         turned = (flip[:, 0] > 0.5) & (best != BACK_ID)
         quads[turned] = np.roll(quads[turned], 2, axis=1)
@@ -921,7 +1010,8 @@ def missed_card_kinds(
     - "never outlined": no crop outlined it (IoU >= 0.5): the localizer proposed no box close
       enough, and no second chance found it;
     - "named unsure": crops outlined it, but none named a card at least ``min_confidence`` sure
-      (or they said "none");
+      (or they said "none"); with a learned acceptance rule, ``min_confidence`` still draws
+      this line, so the kinds stay comparable across models;
     - "outlined surely, then lost": a crop outlined it and named a card that surely, yet no
       detection is matched to it: the decode dropped that crop (a surer crop's card again, a
       doubtful second look, second chances' higher bar, NMS, one card once, the size check),
@@ -1000,6 +1090,21 @@ def _render_for_eval(args):
     return synth.render_scene(seed, config)
 
 
+def _rendered(config, seed: int, n: int, workers: int):
+    """Scenes ``synth.scene_seed(seed, i)`` for i < n, rendered by ``workers`` processes."""
+    from companion import synth
+
+    jobs = [(synth.scene_seed(seed, i), config) for i in range(n)]
+    if workers <= 1:
+        yield from map(_render_for_eval, jobs)
+        return
+    pool = synth.render_pool(workers)
+    try:
+        yield from pool.imap(_render_for_eval, jobs, chunksize=4)
+    finally:
+        pool.terminate()
+
+
 def evaluate(
     recognizer: Recognizer,
     deck: str,
@@ -1023,13 +1128,7 @@ def evaluate(
 
     config = synth.SceneConfig(width=width, height=height, decks=(str(deck),), lens_k=lens_k)
     synth.load_deck(str(deck))  # a clear error before rendering anything
-    jobs = [(synth.scene_seed(seed, i), config) for i in range(n)]
-    if workers > 1:
-        pool = synth.render_pool(workers)
-        scenes = pool.imap(_render_for_eval, jobs, chunksize=4)
-    else:
-        pool = None
-        scenes = map(_render_for_eval, jobs)
+    scenes = _rendered(config, seed, n, workers)
     total, by_cond = _Tally(), {}
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
@@ -1087,8 +1186,7 @@ def evaluate(
                 progress(i + 1)
     finally:
         recognizer.looks = None
-        if pool:
-            pool.terminate()
+        scenes.close()  # stops the render processes
     true_pos = detections - false_pos
     return {
         "deck": Path(deck).name,
@@ -1116,6 +1214,98 @@ def evaluate(
             for k, (i, f) in sorted(fp_by_scene.items())
         },
     }
+
+
+@dataclass(frozen=True)
+class AcceptanceFit:
+    """The learned acceptance rule fitted on rendered scenes (``fit_acceptance``)."""
+
+    weights: tuple[float, ...]  # in ``ACCEPT_FEATURES`` order
+    scenes: int
+    crops: int  # crops that reached the final decision
+    cards: int  # ... of them outlining a card to find (IoU >= EVAL_IOU): the positives
+    ignored: int  # ... outlining only a mostly hidden card: left out of the fit
+
+    def to_dict(self) -> dict:
+        return {
+            "features": list(ACCEPT_FEATURES),
+            "weights": [round(w, 4) for w in self.weights],
+            "scenes": self.scenes,
+            "crops": self.crops,
+            "cards": self.cards,
+            "ignored": self.ignored,
+        }
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 0.01, steps: int = 50) -> np.ndarray:
+    """Weights of a logistic regression of ``y`` (0/1) on ``x`` (N, K; a bias column included),
+    by Newton's method with a small L2 penalty (a few thousand rows: exact and instant)."""
+    w = np.zeros(x.shape[1])
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -30, 30)))
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + l2 * np.eye(len(w))
+        step = np.linalg.solve(hessian, x.T @ (p - y) + l2 * w)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def fit_acceptance(
+    recognizer: Recognizer,
+    decks,
+    seed: int = 300,
+    n: int = 250,
+    width: int = 1280,
+    height: int = 720,
+    workers: int = 1,
+    progress=None,
+) -> AcceptanceFit:
+    """Fit the acceptance rule's weights (``Settings.accept_weights``) to the crops this
+    recognizer's nets reach the final decision with, on ``n`` rendered scenes of each deck
+    (deck k: dataset seed ``seed + k``). A crop outlining a card to find is a positive, one
+    outlining nothing to find a negative; the weights do not depend on the current rule."""
+    from companion import synth
+    from companion.detections import iou_matrix
+
+    rows, labels, scenes = [], [], 0
+    try:
+        recognizer.candidates = []
+        for k, deck in enumerate(decks):
+            synth.load_deck(str(deck))
+            config = synth.SceneConfig(width=width, height=height, decks=(str(deck),))
+            for scene in _rendered(config, seed + k, n, workers):
+                recognizer.candidates.clear()
+                recognizer.detect(scene.image)
+                scenes += 1
+                if progress:
+                    progress(scenes)
+                if not recognizer.candidates:
+                    continue  # nothing the localizer found
+                ((quads, features),) = recognizer.candidates
+                truth = np.array([lab.quad for lab in scene.labels], np.float32).reshape(-1, 4, 2)
+                must = np.array([lab.visible >= MUST_FIND_VISIBLE for lab in scene.labels])
+                ious = iou_matrix(quads.astype(np.float32), truth)
+                to_find = np.where(must[None, :], ious, 0).max(axis=1, initial=0.0)
+                hidden = np.where(~must[None, :], ious, 0).max(axis=1, initial=0.0)
+                rows.append(features)
+                labels.append(np.where(to_find >= EVAL_IOU, 1, np.where(hidden >= EVAL_IOU, -1, 0)))
+    finally:
+        recognizer.candidates = None
+    if not rows:
+        raise RecognizerError("No crops to fit the acceptance rule to: the scenes had no cards.")
+    x, y = np.concatenate(rows), np.concatenate(labels)
+    used = y >= 0
+    if len(np.unique(y[used])) < 2:
+        raise RecognizerError("The acceptance rule needs both real cards and false finds to fit.")
+    weights = fit_logistic(x[used], (y[used] == 1).astype(np.float64))
+    return AcceptanceFit(
+        weights=tuple(float(w) for w in weights),
+        scenes=scenes,
+        crops=len(y),
+        cards=int((y == 1).sum()),
+        ignored=int((y < 0).sum()),
+    )
 
 
 YARDSTICK = MODELS_DIR / "yolo11n_yardstick.onnx"
