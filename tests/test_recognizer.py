@@ -409,19 +409,30 @@ def test_the_committed_nets_read_the_pixels_with_no_conversion_chain():
             assert not ops & {"Gather", "Mul"}, (name, ops)
 
 
-def test_a_card_at_a_hot_place_needs_less_confidence():
-    # two cards the classifier names 70 % sure: one where the localizer is sure of a card, one
-    # where it barely is (the unsure name there is more often a false card)
+def _hot_and_lukewarm(min_confidence: float):
+    """Two cards the classifier names 70 % sure: 02-2 where the localizer is sure of a card,
+    06-1 where it barely is (the unsure name there is more often a false card). Returns the
+    settings and found(settings) -> (sorted codes, detections)."""
     hot, lukewarm = (60, 60), (180, 60)
     image = np.zeros((128, 256, 3), np.uint8)
     _paint(image, hot, 5, green=128)
     _paint(image, lukewarm, 20, green=128)
-    st = Settings(input_width=256, input_height=128, min_confidence=0.8)
+    st = Settings(input_width=256, input_height=128, min_confidence=min_confidence)
     recognizer = Recognizer(_FakeLocalizer({hot: 0.9, lukewarm: 0.3}), _FakeClassifier(), st)
 
     def found(settings):
         recognizer.settings = settings
-        return sorted(CLASSES[c] for c in recognizer.detect(image).class_ids)
+        det = recognizer.detect(image)
+        return sorted(CLASSES[c] for c in det.class_ids), det
+
+    return st, found
+
+
+def test_a_card_at_a_hot_place_needs_less_confidence():
+    st, found_with_det = _hot_and_lukewarm(min_confidence=0.8)
+
+    def found(settings):
+        return found_with_det(settings)[0]
 
     assert found(st) == []  # both under min_confidence
     rule = replace(st, hot_heat=0.6, hot_confidence=0.5)
@@ -439,20 +450,9 @@ def _weights(**named):
 
 
 def test_a_learned_acceptance_rule_replaces_the_thresholds():
-    # the same two 70 %-sure cards as above: a rule that trusts the localizer's heat keeps the
-    # card at the hot place and drops the other, whatever min_confidence says
-    hot, lukewarm = (60, 60), (180, 60)
-    image = np.zeros((128, 256, 3), np.uint8)
-    _paint(image, hot, 5, green=128)
-    _paint(image, lukewarm, 20, green=128)
-    st = Settings(input_width=256, input_height=128, min_confidence=0.9)
-    recognizer = Recognizer(_FakeLocalizer({hot: 0.9, lukewarm: 0.3}), _FakeClassifier(), st)
-
-    def found(settings):
-        recognizer.settings = settings
-        det = recognizer.detect(image)
-        return sorted(CLASSES[c] for c in det.class_ids), det
-
+    # the same two 70 %-sure cards: a rule that trusts the localizer's heat keeps the card at
+    # the hot place and drops the other, whatever min_confidence says
+    st, found = _hot_and_lukewarm(min_confidence=0.9)
     assert found(st)[0] == []  # the thresholds: both too unsure
     rule = replace(st, accept_weights=_weights(bias=-3.0, heat=5.0), accept_above=0.5)
     names, det = found(rule)
