@@ -681,7 +681,8 @@ class Recognizer:
         conf = card_probs[np.arange(n), best]
         quads = self._corner_quads(matrices, corners)
         heat = np.zeros(n, np.float32)
-        if heatmap is not None:
+        wanted = st.hot_heat > 0 or st.accept_weights or self.candidates is not None
+        if heatmap is not None and wanted:  # only where a rule looks at it
             warm, scale = heatmap
             heat = heat_at(quads.mean(axis=1), warm, scale, st.stride)
         if st.accept_weights or self.candidates is not None:
