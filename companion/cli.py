@@ -266,6 +266,11 @@ def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, 
     click.echo(f"Wrote {n} scenes to {path} ({rate:.1f} scenes/s at {width}x{height}).")
 
 
+def _deck_names(decks) -> list[str]:
+    """Deck names from a repeatable ``--decks`` option, each value comma-separated."""
+    return [d.strip() for item in decks for d in item.split(",") if d.strip()]
+
+
 def _resolve_deck(deck: str) -> str:
     """A deck folder path, or the name of a deck in ../shared/decks."""
     from companion import synth
@@ -502,8 +507,7 @@ def fit_acceptance_command(model_path, decks, seed, n, above, workers, precision
     meta_path = metadata_path(model_path)
     recognizer = Recognizer.load(model_path, precision=precision)
     meta = recognizer.metadata
-    names = [d.strip() for item in decks for d in item.split(",") if d.strip()]
-    names = names or list(meta.get("training", {}).get("decks", []))
+    names = _deck_names(decks) or list(meta.get("training", {}).get("decks", []))
     if not names:
         fail("This model's metadata names no training decks: say which with --decks.")
     deck_dirs = [_resolve_deck(d) for d in names]
@@ -713,9 +717,7 @@ def train_command(
         path = training.export_yardstick(out_dir)
         click.echo(f"Wrote {path}.")
         return
-    names = [d.strip() for item in decks for d in item.split(",") if d.strip()] or list(
-        training.TRAIN_DECKS
-    )
+    names = _deck_names(decks) or list(training.TRAIN_DECKS)
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
     if export_from:

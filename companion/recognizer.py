@@ -484,7 +484,7 @@ class Recognizer:
         # for ``missed_card_kinds``
         self.looks: list | None = None
         # a list while the acceptance rule is fitted: (quads, acceptance_features) of every
-        # crop that reached the final decision, per frame (``training.fit_acceptance``)
+        # crop that reached the final decision, per frame (``fit_acceptance``)
         self.candidates: list | None = None
 
     @classmethod
@@ -680,12 +680,12 @@ class Recognizer:
         best = card_probs.argmax(axis=1)
         conf = card_probs[np.arange(n), best]
         quads = self._corner_quads(matrices, corners)
+        learned = bool(st.accept_weights) or self.candidates is not None
         heat = np.zeros(n, np.float32)
-        wanted = st.hot_heat > 0 or st.accept_weights or self.candidates is not None
-        if heatmap is not None and wanted:  # only where a rule looks at it
+        if heatmap is not None and (st.hot_heat > 0 or learned):  # only where a rule reads it
             warm, scale = heatmap
             heat = heat_at(quads.mean(axis=1), warm, scale, st.stride)
-        if st.accept_weights or self.candidates is not None:
+        if learned:
             features = acceptance_features(probs, flip, quads, heat)
             if self.candidates is not None:
                 self.candidates.append((quads.copy(), features))
@@ -1256,7 +1256,7 @@ def fit_acceptance(
     recognizer: Recognizer,
     decks,
     seed: int = 300,
-    n: int = 250,
+    n: int = 750,
     width: int = 1280,
     height: int = 720,
     workers: int = 1,
