@@ -653,6 +653,14 @@ def bench_command(as_json, model_path, runs, precision):
     "(training.BACK_HEAT_WEIGHT).",
 )
 @click.option(
+    "--lens-scenes",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="With --resume: the nets also learn from this many extra scenes, each seen through a "
+    "webcam lens of its own (barrel or pincushion, synth.SceneConfig.lens_k_range).",
+)
+@click.option(
     "--lr-scale",
     default=1.0,
     show_default=True,
@@ -700,6 +708,7 @@ def train_command(
     localizer_only,
     classifier_only,
     back_scenes,
+    lens_scenes,
     lr_scale,
     workers,
     device,
@@ -725,10 +734,11 @@ def train_command(
         click.echo(f"Wrote {out_dir}/recognizer.json.")
         return
     device = training.resolve_device(device)
-    if (localizer_only or classifier_only or back_scenes or lr_scale != 1.0) and not resume_dir:
+    extras = localizer_only or classifier_only or back_scenes or lens_scenes
+    if (extras or lr_scale != 1.0) and not resume_dir:
         fail(
-            "--localizer-only, --classifier-only, --back-scenes and --lr-scale continue a "
-            "model: add --resume DIR."
+            "--localizer-only, --classifier-only, --back-scenes, --lens-scenes and --lr-scale "
+            "continue a model: add --resume DIR."
         )
     if localizer_only and classifier_only:
         fail("--localizer-only and --classifier-only exclude each other: one net or both.")
@@ -747,6 +757,7 @@ def train_command(
             localizer_only=localizer_only,
             classifier_only=classifier_only,
             back_scenes=back_scenes,
+            lens_scenes=lens_scenes,
             workers=workers,
             device=device,
             lr_scale=lr_scale,

@@ -132,6 +132,11 @@ class SceneConfig:
     # The camera lens's radial distortion, the same for every scene (``companion.lens``: > 0
     # barrel, as in wide-angle webcams; < 0 pincushion). 0: a perfect lens, scenes as before.
     lens_k: float = 0.0
+    # ...or, for training scenes, a lens drawn per scene: with chance ``p_lens`` a k uniform
+    # in ``lens_k_range`` (from the seed's own stream: a scene drawn without a lens is the same
+    # image as with ``p_lens`` 0). Used only where ``lens_k`` is 0.
+    p_lens: float = 0.0
+    lens_k_range: tuple[float, float] = (-0.15, 0.35)
     max_noise: float = 6.0  # sensor noise standard deviation (0-255 scale)
     jpeg_quality: tuple[int, int] = (35, 95)
     min_visible: float = 0.10  # cards less visible than this are left out of the labels
@@ -1026,10 +1031,11 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
     movement = {"motion_blur": 0.0, "sheen": False}
     if cfg.realism:
         movement = _sheen_and_motion(np.random.default_rng([seed, 1]), cfg, img, idmap)
-    if cfg.lens_k:
+    lens_k = cfg.lens_k or _drawn_lens_k(seed, cfg)
+    if lens_k:
         # What a card shows is still counted on the flat render (as a share of its flat area),
         # less what the lens leaves out of the frame.
-        lens = Lens(cfg.lens_k)
+        lens = Lens(lens_k)
         img, in_frame = lens.bend(img)
         idmap[~in_frame] = -1
         quads = [lens.to_frame(q, w, h).astype(np.float32) for q in quads]
@@ -1037,7 +1043,7 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         light, img = _camera_effects(rng, cfg, img)
     else:
         light = {"light": "neutral", "blur": 0.0, "noise": 0.0, "jpeg_quality": None}
-    light.update(movement, lens_k=float(cfg.lens_k))
+    light.update(movement, lens_k=float(lens_k))
 
     counts = np.bincount((idmap.ravel() + 1).astype(np.int64), minlength=len(placed) + 1)[1:]
     labels = []
@@ -1126,6 +1132,16 @@ def _draw_glare(rng, img, idmap, quad, idx) -> None:
     strength = rng.uniform(120, 230)
     roi = img[y0:y1, x0:x1]
     roi[:] = np.clip(roi + patch[..., None] * strength, 0, 255).astype(np.uint8)
+
+
+def _drawn_lens_k(seed: int, cfg: SceneConfig) -> float:
+    """The lens of a scene whose config draws one per scene (``p_lens``), else 0."""
+    if cfg.p_lens <= 0:
+        return 0.0
+    rng = np.random.default_rng([seed, 2])
+    if rng.random() >= cfg.p_lens:
+        return 0.0
+    return round(float(rng.uniform(*cfg.lens_k_range)), 4)  # as the conditions record it
 
 
 def _sheen_and_motion(rng, cfg: SceneConfig, img: np.ndarray, idmap: np.ndarray) -> dict:

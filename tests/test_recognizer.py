@@ -1227,6 +1227,7 @@ def test_cli_train_localizer_only_needs_resume(tmp_path):
         ["--localizer-only"],
         ["--classifier-only"],
         ["--back-scenes", "10"],
+        ["--lens-scenes", "10"],
         ["--lr-scale", "0.3"],
     ):
         result = CliRunner().invoke(main, ["train", "--out", str(tmp_path), *flags])
@@ -1423,9 +1424,13 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     # a fourth trains the classifier alone, on crops of both kinds of scenes
     kept = (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes()
     old_classifier = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
-    fourth = one_net_stage(3, 5, classifier_only=True)
+    fourth = one_net_stage(3, 5, classifier_only=True, lens_scenes=2)
     stage = fourth["training"]["stages"][-1]
     assert stage["nets"] == "classifier"
+    assert stage["lens_scenes"]["scenes"] == 2
+    assert "scene_seed(25," in stage["lens_scenes"]["scene_seeds"]
+    assert stage["lens_scenes"]["config"]["p_lens"] == 1.0
+    assert "lens_scenes" not in third["training"]["stages"][-1]
     assert stage["learning_rates"] == {
         "localizer": None,
         "classifier": training.RESUME_LR["classifier"],
@@ -1444,6 +1449,13 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     with_backs = training.stage_data(recipe, 3, 5, back_scenes=3)[1]
     assert len(with_backs[0]) > len(plain[0])
     assert (with_backs[1] == class_id("back")).sum() > (plain[1] == class_id("back")).sum()
+    # ...and of scenes seen through a lens: the plain crops first, then the lens scenes' own
+    with_lens = training.stage_data(recipe, 3, 5, lens_scenes=2)[1]
+    assert len(with_lens[0]) > len(plain[0])
+    assert np.array_equal(with_lens[0][: len(plain[0])], plain[0])
+    lens_seed = 5 + training.LENS_SCENES_SEED_OFFSET
+    bent = training.render(synth.scene_seed(lens_seed, 0), recipe.decks, 640, 360, "lens")
+    assert bent.conditions["lens_k"] != 0.0
     with pytest.raises(ValueError):
         resume(tmp_path / "resumed", tmp_path / "x", localizer_only=True, classifier_only=True)
 

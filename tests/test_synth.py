@@ -433,6 +433,33 @@ def test_sheen_and_motion_blur_change_only_the_pixels(user_deck, grey_table):
     assert clean.conditions["motion_blur"] == 0.0 and clean.conditions["sheen"] is False
 
 
+def test_a_lens_drawn_per_scene(user_deck, grey_table):
+    """Training scenes may each get a lens of their own (``p_lens``), from the seed's own
+    stream: the scenes drawn without one are the very scenes of a config without lenses, and
+    those drawn with one are that seed seen through that lens."""
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),))
+    some = base.with_(p_lens=0.5, lens_k_range=(0.1, 0.3))
+    drawn = []
+    for seed in range(8):
+        flat, scene = render_scene(seed, base), render_scene(seed, some)
+        k = scene.conditions["lens_k"]
+        drawn.append(k)
+        if k == 0.0:
+            assert np.array_equal(scene.image, flat.image)
+            assert [lab.to_dict() for lab in scene.labels] == [lab.to_dict() for lab in flat.labels]
+        else:
+            assert 0.1 <= k <= 0.3
+            fixed = render_scene(seed, base.with_(lens_k=k))
+            assert np.array_equal(scene.image, fixed.image)
+            assert [lab.to_dict() for lab in scene.labels] == [
+                lab.to_dict() for lab in fixed.labels
+            ]
+    assert 0 < sum(k != 0.0 for k in drawn) < len(drawn)  # some scenes drew a lens, some not
+    assert drawn == [render_scene(s, some).conditions["lens_k"] for s in range(8)]  # repeatable
+    # a lens fixed for the whole set wins over one drawn per scene
+    assert render_scene(0, some.with_(lens_k=-0.1)).conditions["lens_k"] == -0.1
+
+
 def test_motion_blur_smears_the_frame(user_deck, grey_table):
     base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), max_noise=0.5)
     for seed in range(3):
