@@ -61,11 +61,11 @@ HEAT_SIGMA_SCALE = 0.12
 BACK_HEAT_WEIGHT = 3.0
 # Scene variants: changes to synth.SceneConfig for extra training scenes. "backs": more random
 # layouts, a third of whose loose cards lie face down (the default scenes have 0.25 and 0.1).
-# "lens": each through a lens of its own (resume's lens_scenes). "clean": no print grain, stock colour, glare, light, casts, blur, noise or JPEG (the
+# "lens": every scene seen through a webcam's lens of its own (synth.SceneConfig.p_lens).
+# "clean": no print grain, stock colour, glare, light, casts, blur, noise or JPEG (the
 # augmentation ablation's baseline).
 SCENE_VARIANTS = {
     "backs": {"p_random_layout": 0.6, "p_loose_backs": 0.35},
-    # "lens": every scene seen through a webcam's lens, k drawn per scene (synth.lens_k_range)
     "lens": {"p_lens": 1.0},
     "clean": {"realism": False},
 }
@@ -1931,11 +1931,13 @@ def resume(
             "back_heat_weight": BACK_HEAT_WEIGHT,
         }
     if lens_scenes:
+        from companion import synth
+
         lens_seed = seed + LENS_SCENES_SEED_OFFSET
         stage["lens_scenes"] = {
             "scenes": lens_scenes,
             "scene_seeds": f"synth.scene_seed({lens_seed}, 0..{lens_scenes - 1})",
-            "config": {**SCENE_VARIANTS["lens"], "lens_k_range": list(_lens_k_range())},
+            "config": {**SCENE_VARIANTS["lens"], "lens_k_range": synth.SceneConfig().lens_k_range},
         }
     training["stages"] = [*training.get("stages", []), stage]
     meta = export_trained(out, loc_ckpt, cls_ckpt, settings, training, tiny=common["tiny"])
@@ -1989,12 +1991,6 @@ def _resume_both(
     )
     heat = wait_for_report(job, queue, "localizer")
     return cls_ckpt, ce, n_crops, heat
-
-
-def _lens_k_range() -> tuple[float, float]:
-    from companion import synth
-
-    return synth.SceneConfig().lens_k_range
 
 
 def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:
