@@ -62,8 +62,12 @@ class Lens:
         a = self.k * b
         r_fold = math.sqrt(-b / (3 * a)) if a < 0 else np.inf
         r = np.minimum(r_straight, r_fold)
-        for _ in range(12):
-            r = np.clip(r - (r * (b + a * r * r) - r_straight) / (b + 3 * a * r * r), 0, r_fold)
+        # At the fold the slope is zero: a step from there is infinite and clipped back to the
+        # fold (0/0 when the point sits exactly on it), which is where the point belongs.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for _ in range(12):
+                step = (r * (b + a * r * r) - r_straight) / (b + 3 * a * r * r)
+                r = np.clip(np.nan_to_num(r - step, nan=r_fold), 0, r_fold)
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where(r_straight > 0, r / r_straight, 1.0)
         return (v * ratio[:, None] * half_diag + centre).reshape(points.shape)

@@ -1285,7 +1285,7 @@ def fit_acceptance(
                     continue  # nothing the localizer found
                 ((quads, features),) = recognizer.candidates
                 truth = np.array([lab.quad for lab in scene.labels], np.float32).reshape(-1, 4, 2)
-                must = np.array([lab.visible >= MUST_FIND_VISIBLE for lab in scene.labels])
+                must = np.array([lab.visible >= MUST_FIND_VISIBLE for lab in scene.labels], bool)
                 ious = iou_matrix(quads.astype(np.float32), truth)
                 to_find = np.where(must[None, :], ious, 0).max(axis=1, initial=0.0)
                 hidden = np.where(~must[None, :], ious, 0).max(axis=1, initial=0.0)

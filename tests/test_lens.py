@@ -58,3 +58,20 @@ def test_bend_shows_each_frame_pixel_where_the_straight_view_had_it():
         inside = (back[..., 0] > -0.5) & (back[..., 0] < w - 0.5)
         inside &= (back[..., 1] > -0.5) & (back[..., 1] < h - 0.5)
         assert (shown == inside).mean() > 0.99 and 0.8 < shown.mean() < 1.0
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("k", [MIN_K, -0.1])  # at -0.1 the slope at the fold is exactly zero
+def test_a_point_beyond_a_pincushions_fold_lands_on_the_fold_quietly(k):
+    # A card corner far off the frame: the pincushion's map turns back before it, so the nearest
+    # place the lens can put it is the fold, on the same ray from the centre.
+    lens, (w, h) = Lens(k), (640, 360)
+    centre, half_diag = np.array([(w - 1) / 2, (h - 1) / 2]), np.hypot(w, h) / 2
+    far = centre + np.array([[-4.0, -3.0], [5.0, 0.0]]) * half_diag
+    mapped = lens.to_frame(far, w, h)
+    assert np.isfinite(mapped).all()
+    r_fold = np.sqrt(-1 / (3 * k))
+    r = np.linalg.norm(mapped - centre, axis=1) / half_diag
+    assert np.allclose(r, r_fold, rtol=1e-6)
+    rays = (far - centre) / np.linalg.norm(far - centre, axis=1, keepdims=True)
+    assert np.allclose((mapped - centre) / (r[:, None] * half_diag), rays)
