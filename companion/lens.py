@@ -68,7 +68,6 @@ class Lens:
             for _ in range(12):
                 step = (r * (b + a * r * r) - r_straight) / (b + 3 * a * r * r)
                 r = np.clip(np.nan_to_num(r - step, nan=r_fold), 0, r_fold)
-        with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where(r_straight > 0, r / r_straight, 1.0)
         return (v * ratio[:, None] * half_diag + centre).reshape(points.shape)
 
