@@ -253,11 +253,15 @@ def nms_indices(quads: np.ndarray, scores: np.ndarray, iou_threshold: float = 0.
 
 
 def unique_cards(
-    det: Detections, min_confidence: float = 0.05, same_card_iou: float = 1.0
+    det: Detections,
+    min_confidence: float = 0.05,
+    same_card_iou: float = 1.0,
+    rank: np.ndarray | None = None,
 ) -> Detections:
     """Each physical card exists once in a deck: resolve duplicate face classes.
 
-    The most confident detection keeps its class; a less confident detection of an already
+    The most confident detection (or the highest ``rank``, one number per detection, where
+    given) keeps its class; a less confident (lower ranked) detection of an already
     claimed card falls back to its best unclaimed alternative (its confidence becomes that
     alternative's score), or is dropped when no alternative reaches ``min_confidence``, or
     when it overlaps the claiming detection by more than ``same_card_iou`` (then it is that
@@ -267,7 +271,7 @@ def unique_cards(
     """
     if len(det) == 0:
         return det
-    det = det.sorted()
+    det = det[np.argsort(-(det.confidence if rank is None else np.asarray(rank)), kind="stable")]
     class_ids = det.class_ids.copy()
     confidence = det.confidence.copy()
     alt_ids = det.alt_ids.copy()
@@ -348,13 +352,16 @@ def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0)
     quads straddling two cards and outlines of a covered card's visible corner often are that
     far off; real cards rarely are (models/README.md). Too few detections: nothing is dropped.
     """
-    if tolerance <= 0:
-        return det
-    off = size_offsets(det)
-    if off is None:
-        return det
-    keep = (np.abs(off) <= tolerance) | (det.confidence >= keep_above)
+    keep = sizes_fit(det, tolerance, keep_above)
     return det if keep.all() else det[keep]
+
+
+def sizes_fit(det: Detections, tolerance: float, keep_above: float = 1.0) -> np.ndarray:
+    """Which detections ``consistent_sizes`` keeps, as a mask."""
+    off = size_offsets(det) if tolerance > 0 else None
+    if off is None:
+        return np.ones(len(det), bool)
+    return (np.abs(off) <= tolerance) | (det.confidence >= keep_above)
 
 
 def grow_to_size(det: Detections, below: float) -> Detections:
@@ -381,12 +388,20 @@ def final_cards(
     size_tolerance: float,
     size_keep_above: float,
     size_grow_below: float,
+    rank: np.ndarray | None = None,
 ) -> Detections:
     """The decode's last steps, in this order: the size check (``consistent_sizes``), NMS, one
     card once (``unique_cards``), then small quads grown (``grow_to_size``). The size check
     comes first so that a thing of the wrong size (a card box showing a card's art, a quad
     straddling two cards) neither suppresses a real card in NMS nor claims its name before it
-    is dropped itself; both used to lose the real card (models/README.md)."""
-    det = consistent_sizes(det, size_tolerance, size_keep_above)
-    det = unique_cards(nms(det, nms_iou), same_card_iou=same_card_iou)
+    is dropped itself; both used to lose the real card (models/README.md).
+
+    ``rank`` (one number per detection; default: confidence) says which of two overlapping
+    detections NMS keeps and which of two claimants of one card keeps its name: the learned
+    acceptance rule's probability knows the size and shape as well as the name's sureness."""
+    rank = det.confidence if rank is None else np.asarray(rank)
+    fits = sizes_fit(det, size_tolerance, size_keep_above)
+    det, rank = det[fits], rank[fits]
+    first = nms_indices(det.quads, rank, nms_iou)
+    det = unique_cards(det[first], same_card_iou=same_card_iou, rank=rank[first])
     return grow_to_size(det, size_grow_below)

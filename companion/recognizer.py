@@ -22,7 +22,9 @@ outlined at the size they say. A card at a place the localizer is sure of needs 
 in its name (``Settings.hot_heat``); or, where the model has one (the committed model does), a
 learned rule decides which crops count as cards (``Settings.accept_weights``: a logistic model
 over how sure the name is, the heat there, the size and shape against the other cards', and
-whether a surer crop names the same card; fitted by ``companion fit-acceptance``).
+whether a surer crop names the same card; fitted by ``companion fit-acceptance``), and the same
+rule's probability, not the name's sureness, says which of two overlapping crops NMS keeps and
+which claimant of a card's name keeps it.
 
 Each net comes twice: int8, and float (``float_nets`` in the metadata). ``Recognizer.load``
 takes int8 where the CPU has int8 dot products (x86 VNNI or AMX, Arm dotprod), float elsewhere:
@@ -689,9 +691,11 @@ class Recognizer:
             features = acceptance_features(probs, flip, quads, heat)
             if self.candidates is not None:
                 self.candidates.append((quads.copy(), features))
+        rank = None
         if st.accept_weights:
             likely = 1 / (1 + np.exp(-(features @ np.asarray(st.accept_weights))))
             keep = likely >= st.accept_above
+            rank = likely  # also which of two overlapping crops or claimants of a name wins
         else:
             needed = np.full(n, st.min_confidence, np.float32)
             if st.hot_heat > 0:
@@ -712,6 +716,7 @@ class Recognizer:
         )
         return final_cards(
             det[keep],
+            rank=None if rank is None else rank[keep],
             nms_iou=st.nms_iou,
             same_card_iou=st.same_card_iou,
             size_tolerance=st.size_tolerance,

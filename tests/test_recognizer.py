@@ -468,6 +468,29 @@ def test_a_learned_acceptance_rule_replaces_the_thresholds():
         Settings(accept_weights=(1.0, 2.0))
 
 
+def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
+    # one card's name found twice: 70 % sure where the localizer is sure of a card, 97 % sure
+    # where it barely is (a card box's art looks like that); one card exists once
+    hot, lukewarm = (60, 60), (180, 60)
+    image = np.zeros((128, 256, 3), np.uint8)
+    _paint(image, hot, 5, green=128)
+    _paint(image, lukewarm, 5)
+    st = Settings(input_width=256, input_height=128, min_confidence=0.6)
+    recognizer = Recognizer(_FakeLocalizer({hot: 0.9, lukewarm: 0.3}), _FakeClassifier(), st)
+
+    def holder(settings):
+        recognizer.settings = settings
+        det = recognizer.detect(image)
+        assert det.card_codes == ["02-2"]
+        return tuple(det.quads[0].mean(axis=0).round())
+
+    assert holder(st) == lukewarm  # the thresholds: the surer name wins
+    # a rule that trusts the heat more: both count as cards, and the likelier one keeps the name
+    rule = replace(st, accept_weights=_weights(bias=-3.0, heat=8.0, card_logit=1.0))
+    assert holder(rule) == hot
+    assert recognizer.detect(image).confidence[0] == pytest.approx(0.7)  # still the name's
+
+
 def test_acceptance_features_say_what_a_crop_looks_like_among_the_others():
     from companion.recognizer import ACCEPT_FEATURES, NONE_ID, acceptance_features
 
@@ -607,6 +630,34 @@ def test_final_cards_check_sizes_before_a_wrong_sized_thing_claims_a_name():
     np.testing.assert_allclose(small.quads[-1], _cards_in_perspective().quads[-1], atol=1.0)
     sure = _cards_in_perspective(odd_scale=1.6, odd_conf=0.98)
     assert len(final_cards(sure, **steps)) == 8
+
+
+def test_final_cards_rank_says_who_survives_nms_and_keeps_a_name():
+    from companion.detections import final_cards
+
+    steps = dict(
+        nms_iou=0.6,
+        same_card_iou=0.3,
+        size_tolerance=0.25,
+        size_keep_above=0.97,
+        size_grow_below=0.0,
+    )
+    # a thing a little larger than a card (within the size check) named card 0 surer than the
+    # real card 0: by confidence it takes the name, by a rank that knows better it does not
+    det = _cards_in_perspective(odd_scale=1.15)
+    det.class_ids[-1], det.confidence[-1] = 0, 0.96
+    by_confidence = final_cards(det, **steps)
+    assert sorted(by_confidence.class_ids.tolist()) == [0, 1, 2, 3, 4, 5, 6]
+    assert by_confidence.quads[by_confidence.class_ids == 0][0].mean() == det.quads[-1].mean()
+    rank = np.where(np.arange(len(det)) == len(det) - 1, 0.5, 0.9)
+    by_rank = final_cards(det, rank=rank, **steps)
+    assert sorted(by_rank.class_ids.tolist()) == list(range(7))
+    np.testing.assert_array_equal(by_rank.quads[by_rank.class_ids == 0][0], det.quads[0])
+    # and of two overlapping quads NMS keeps the higher ranked, whatever their confidence
+    pair = make_det(["01-1", "05-1"], [0, 2], [0.9, 0.6])
+    assert final_cards(pair, **steps).card_codes == ["01-1"]
+    assert final_cards(pair, rank=np.array([0.2, 0.8]), **steps).card_codes == ["05-1"]
+    assert unique_cards(pair, rank=np.array([0.2, 0.8])).card_codes == ["05-1", "01-1"]
 
 
 def test_unique_cards_demotes_the_less_confident_duplicate():
