@@ -548,11 +548,11 @@ class Recognizer:
         boxes[:, :4] /= scale  # into original pixels
         matrices = crop_matrices(boxes, st)
         probs, flip, corners = self._classify(image, matrices)
-        # one look per card from here on: spaced candidates often name the same card twice
-        live = self._distinct(matrices, probs, corners)
-        matrices, probs, flip, corners = matrices[live], probs[live], flip[live], corners[live]
         heat = heat.reshape(heat.shape[-2:])
         warm = cv2.dilate(heat, np.ones((3, 3), np.uint8))  # each cell's 3x3 maximum
+        # one look per card from here on: spaced candidates often name the same card twice
+        live = self._distinct(matrices, probs, flip, corners, (warm, scale))
+        matrices, probs, flip, corners = matrices[live], probs[live], flip[live], corners[live]
         # second chances are looked at in the same classifier run as the first second look
         spots = self._spots(image, heat, warm, reg, scale, matrices, probs, corners)
         spot_looks = None
@@ -651,15 +651,26 @@ class Recognizer:
         live = live[spaced(cards, DISTINCT_SPACING)]
         return m[live], p[live], f[live], c[live]
 
-    def _distinct(self, matrices, probs, corners) -> np.ndarray:
-        """Indices of the crops that show a card and are not a surer crop's card again
-        (their cards' centres closer than a quarter of the short side)."""
+    def _distinct(self, matrices, probs, flip, corners, heatmap) -> np.ndarray:
+        """Indices of the crops that show a card and are not a likelier crop's card again
+        (their cards' centres closer than a quarter of the short side). Likelier: by the
+        learned acceptance rule where the model has one, else by the name's sureness."""
         st = self.settings
-        sureness = probs[:, :NONE_ID].max(axis=1)
         cards = np.flatnonzero(probs[:, NONE_ID] < st.max_none)
-        cards = cards[np.argsort(-sureness[cards], kind="stable")]
-        found = quads_to_rboxes(self._corner_quads(matrices[cards], corners[cards]))
-        return cards[spaced(found, DISTINCT_SPACING)]
+        quads = self._corner_quads(matrices[cards], corners[cards])
+        if st.accept_weights:
+            rank = self._likely(probs[cards], flip[cards], quads, heatmap)
+        else:
+            rank = probs[cards, :NONE_ID].max(axis=1)
+        order = np.argsort(-rank, kind="stable")
+        return cards[order][spaced(quads_to_rboxes(quads[order]), DISTINCT_SPACING)]
+
+    def _likely(self, probs, flip, quads, heatmap) -> np.ndarray:
+        """How likely the learned acceptance rule finds each crop to be a card."""
+        warm, scale = heatmap
+        heat = heat_at(quads.mean(axis=1), warm, scale, self.settings.stride)
+        features = acceptance_features(probs, flip, quads, heat)
+        return 1 / (1 + np.exp(-(features @ np.asarray(self.settings.accept_weights))))
 
     def _classify(self, image, matrices):
         crops = np.stack([crop_card(image, m, self.settings) for m in matrices])

@@ -491,6 +491,31 @@ def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
     assert recognizer.detect(image).confidence[0] == pytest.approx(0.7)  # still the name's
 
 
+def test_of_two_crops_of_one_card_the_likelier_by_the_rule_gets_looked_at_again():
+    # two candidates 4 px apart see one card: the one at x=60 reads it 70 % sure, the one at
+    # x=64 97 % sure; only one of them goes on (the other saw the same card again)
+    image = np.zeros((128, 256, 3), np.uint8)
+    image[40:80, 48:62] = (0, 128, 25)
+    image[40:80, 62:76] = (0, 255, 25)
+    localizer = _FakeLocalizer({(60, 60): 0.9, (64, 60): 0.8})
+    st = Settings(input_width=256, input_height=128, min_confidence=0.6, peak_spacing=0.1)
+    recognizer = Recognizer(localizer, _FakeClassifier(), st)
+
+    def found(settings):
+        recognizer.settings = settings
+        det = recognizer.detect(image)
+        return [
+            (code, round(float(x)))
+            for code, (x, _y) in zip(det.card_codes, det.centers, strict=True)
+        ]
+
+    assert found(st) == [("02-2", 64)]  # no rule: the surer name goes on
+    # a rule (contrived) that trusts a 70 % name more than a 97 % one keeps the other crop,
+    # which it then accepts; were the surer crop kept, the rule would reject it
+    rule = replace(st, accept_weights=_weights(bias=3.0, card_logit=-1.0))
+    assert found(rule) == [("02-2", 60)]
+
+
 def test_acceptance_features_say_what_a_crop_looks_like_among_the_others():
     from companion.recognizer import ACCEPT_FEATURES, NONE_ID, acceptance_features
 
