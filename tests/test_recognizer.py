@@ -631,16 +631,20 @@ def test_grow_to_size_outlines_a_small_quad_at_the_size_its_place_says():
     np.testing.assert_array_equal(grow_to_size(few, 0.08).quads, few.quads)
 
 
+# the committed decode's last steps (detections.final_cards)
+FINAL_STEPS = dict(
+    nms_iou=0.6,
+    same_card_iou=0.3,
+    size_tolerance=0.25,
+    size_keep_above=0.97,
+    size_grow_below=0.08,
+)
+
+
 def test_final_cards_check_sizes_before_a_wrong_sized_thing_claims_a_name():
     from companion.detections import consistent_sizes, final_cards, nms, unique_cards
 
-    steps = dict(
-        nms_iou=0.6,
-        same_card_iou=0.3,
-        size_tolerance=0.25,
-        size_keep_above=0.97,
-        size_grow_below=0.08,
-    )
+    steps = FINAL_STEPS
     # a card box showing card 0's art, larger than any card here and surer than card 0
     det = _cards_in_perspective(odd_scale=1.6)
     det.class_ids[-1], det.confidence[-1] = 0, 0.96
@@ -660,13 +664,7 @@ def test_final_cards_check_sizes_before_a_wrong_sized_thing_claims_a_name():
 def test_final_cards_rank_says_who_survives_nms_and_keeps_a_name():
     from companion.detections import final_cards
 
-    steps = dict(
-        nms_iou=0.6,
-        same_card_iou=0.3,
-        size_tolerance=0.25,
-        size_keep_above=0.97,
-        size_grow_below=0.0,
-    )
+    steps = {**FINAL_STEPS, "size_grow_below": 0.0}
     # a thing a little larger than a card (within the size check) named card 0 surer than the
     # real card 0: by confidence it takes the name, by a rank that knows better it does not
     det = _cards_in_perspective(odd_scale=1.15)
