@@ -23,8 +23,8 @@ in its name (``Settings.hot_heat``); or, where the model has one (the committed 
 learned rule decides which crops count as cards (``Settings.accept_weights``: a logistic model
 over how sure the name is, the heat there, the size and shape against the other cards', and
 whether a surer crop names the same card; fitted by ``companion fit-acceptance``), and the same
-rule's probability, not the name's sureness, says which of two overlapping crops NMS keeps and
-which claimant of a card's name keeps it.
+rule's probability, not the name's sureness, says which of two first looks at one card goes on,
+which of two overlapping crops NMS keeps and which claimant of a card's name keeps it.
 
 Each net comes twice: int8, and float (``float_nets`` in the metadata). ``Recognizer.load``
 takes int8 where the CPU has int8 dot products (x86 VNNI or AMX, Arm dotprod), float elsewhere:
@@ -142,6 +142,12 @@ def acceptance_features(
             named_by_surer,
         ]
     ).astype(np.float64)
+
+
+def accept_probability(features: np.ndarray, settings: Settings) -> np.ndarray:
+    """How likely the learned acceptance rule (``settings.accept_weights``) finds each crop of
+    ``acceptance_features`` to be a card."""
+    return 1 / (1 + np.exp(-(features @ np.asarray(settings.accept_weights))))
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -669,8 +675,7 @@ class Recognizer:
         """How likely the learned acceptance rule finds each crop to be a card."""
         warm, scale = heatmap
         heat = heat_at(quads.mean(axis=1), warm, scale, self.settings.stride)
-        features = acceptance_features(probs, flip, quads, heat)
-        return 1 / (1 + np.exp(-(features @ np.asarray(self.settings.accept_weights))))
+        return accept_probability(acceptance_features(probs, flip, quads, heat), self.settings)
 
     def _classify(self, image, matrices):
         crops = np.stack([crop_card(image, m, self.settings) for m in matrices])
@@ -704,7 +709,7 @@ class Recognizer:
                 self.candidates.append((quads.copy(), features))
         rank = None
         if st.accept_weights:
-            likely = 1 / (1 + np.exp(-(features @ np.asarray(st.accept_weights))))
+            likely = accept_probability(features, st)
             keep = likely >= st.accept_above
             rank = likely  # also which of two overlapping crops or claimants of a name wins
         else:
