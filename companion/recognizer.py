@@ -632,8 +632,9 @@ class Recognizer:
 
     def _kept_spots(self, image, m, p, f, c, matrices, probs, corners):
         """The second chances worth keeping, as crops (matrices, probs, flip, corners), or None:
-        the sure finds (``extra_confidence``, after a second look for the doubtful ones) of
-        cards not found yet. Being that sure, they add few false cards."""
+        the sure finds (``extra_confidence``, after a second look for the doubtful ones), and
+        without a learned acceptance rule only those of cards not found yet. Being that sure,
+        they add few false cards."""
         st = self.settings
         sure = p[:, :NONE_ID].max(axis=1)
         maybe = p[:, NONE_ID] < st.max_none
@@ -650,8 +651,13 @@ class Recognizer:
         live = np.flatnonzero((p[:, NONE_ID] < st.max_none) & (sure >= st.extra_confidence))
         live = live[np.argsort(-sure[live], kind="stable")]
         cards = quads_to_rboxes(self._corner_quads(m[live], c[live]))
-        new = _far_from(cards, self._found(matrices, probs, corners)[0], FREE_SPACING)
-        live, cards = live[new], cards[new]
+        if not st.accept_weights:
+            # without a learned rule, the surer claimant wins NMS and one card once, so a
+            # second chance near a found card is kept out. With one, the rule ranks them: in a
+            # tight capture row a found crop often lies that near the next card, which the
+            # second chance alone outlines (models/README.md, "Second chances near found cards")
+            new = _far_from(cards, self._found(matrices, probs, corners)[0], FREE_SPACING)
+            live, cards = live[new], cards[new]
         if len(live) == 0:
             return None
         live = live[spaced(cards, DISTINCT_SPACING)]

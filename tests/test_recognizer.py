@@ -297,7 +297,8 @@ class _FakeLocalizer:
 class _FakeClassifier:
     """Names a crop by the colour at its centre: green 255 = a card (red = 5 x class id),
     sure; green 128 = that card, 70 % sure; black = no card. Corners: the whole crop but for
-    the enlargement, i.e. the crop's box itself."""
+    the enlargement, i.e. the crop's box itself, moved (blue - 128) / 100 crop widths
+    sideways where blue is not 0 (a card the crop saw off its centre)."""
 
     def get_inputs(self):
         return [_Input()]
@@ -316,6 +317,8 @@ class _FakeClassifier:
                 probs[i, -1] = 0.99
         e = (1 - 1 / 1.2) / 2
         corners = np.tile(np.float32([e, e, 1 - e, e, 1 - e, 1 - e, e, 1 - e]), (n, 1))
+        shift = np.where(centre[:, 0] > 0, (centre[:, 0] - 128) / 100, 0.0)
+        corners[:, 0::2] += shift[:, None].astype(np.float32)
         return probs, np.zeros((n, 1), np.float32), corners
 
 
@@ -514,6 +517,35 @@ def test_of_two_crops_of_one_card_the_likelier_by_the_rule_gets_looked_at_again(
     # which it then accepts; were the surer crop kept, the rule would reject it
     rule = replace(st, accept_weights=_weights(bias=3.0, card_logit=-1.0))
     assert found(rule) == [("02-2", 60)]
+
+
+def test_with_a_learned_rule_a_second_chance_near_a_found_card_is_kept():
+    # a tight capture row: a card found at x=60, the next card's centre 8 px on (under half
+    # its 24 px short side), seen only by a second chance at a cool peak 28 px on (its heat
+    # cell), whose crop outlines the card off its own centre. The fake classifier reads one
+    # pixel.
+    image = np.zeros((128, 256, 3), np.uint8)
+    image[58:62, 58:62] = (0, 255, 25)  # 02-2, found
+    image[58:62, 88:92] = (59, 255, 45)  # 03-2 seen 20 px left of the second chance's centre
+    image[58:62, 68:72] = (0, 255, 45)  # ...and there, when it is cut again around it
+    localizer = _FakeLocalizer({(60, 60): 0.9, (90, 60): 0.15})
+    st = Settings(input_width=256, input_height=128, min_confidence=0.6, extra_heat=0.1)
+    recognizer = Recognizer(localizer, _FakeClassifier(), st)
+
+    def found(settings):
+        recognizer.settings = settings
+        det = recognizer.detect(image)
+        return [
+            (code, round(float(x)))
+            for code, (x, _y) in sorted(zip(det.card_codes, det.centers, strict=True))
+        ]
+
+    # no rule: a second chance that near a found card is taken for that card again
+    assert found(st) == [("02-2", 60)]
+    # a rule (here one that accepts any card) ranks the claimants and settles duplicates in
+    # NMS and one card once, so the second chance is kept: the quads overlap by IoU 0.4
+    rule = replace(st, accept_weights=_weights(bias=3.0))
+    assert found(rule) == [("02-2", 60), ("03-2", 68)]
 
 
 def test_acceptance_features_say_what_a_crop_looks_like_among_the_others():
