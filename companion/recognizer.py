@@ -1076,7 +1076,18 @@ def _scene_keys(cond: dict) -> list[str]:
     return keys
 
 
-def _condition_keys(cond: dict, visible: float, card: str) -> list[str]:
+def frame_position(quad: np.ndarray, width: int, height: int) -> str:
+    """Where a card lies against the frame: "inside", "cut by the edge" (its centre on the
+    frame) or "centre outside". The localizer learns no centre for the last kind."""
+    quad = np.asarray(quad, np.float64).reshape(4, 2)
+    cx, cy = quad.mean(axis=0)
+    if not (0 <= cx < width and 0 <= cy < height):
+        return "centre outside"
+    inside = (quad[:, 0] >= 0) & (quad[:, 0] <= width) & (quad[:, 1] >= 0) & (quad[:, 1] <= height)
+    return "inside" if inside.all() else "cut by the edge"
+
+
+def _condition_keys(cond: dict, visible: float, card: str, frame: str | None = None) -> list[str]:
     keys = [
         "overlap:" + ("overlapped" if visible < 0.95 else "clear"),
         "card:" + ("face down" if card == BACK else "face up"),
@@ -1108,6 +1119,8 @@ def _condition_keys(cond: dict, visible: float, card: str) -> list[str]:
             keys.append(f"{flag}:{'yes' if cond[flag] else 'no'}")
     if "motion_blur" in cond:
         keys.append(f"motion blur:{'yes' if cond['motion_blur'] else 'no'}")
+    if frame is not None:
+        keys.append(f"frame:{frame}")
     return keys
 
 
@@ -1208,7 +1221,8 @@ def evaluate(
                 if found and not exact:
                     confused[(lab.card, CLASSES[pred])] += 1
                 total.add(found, exact, chaff_eq)
-                for key in _condition_keys(scene.conditions, lab.visible, lab.card):
+                frame = frame_position(lab.quad, scene.image.shape[1], scene.image.shape[0])
+                for key in _condition_keys(scene.conditions, lab.visible, lab.card, frame):
                     by_cond.setdefault(key, _Tally()).add(found, exact, chaff_eq)
             if progress:
                 progress(i + 1)

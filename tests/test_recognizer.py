@@ -548,6 +548,18 @@ def test_with_a_learned_rule_a_second_chance_near_a_found_card_is_kept():
     assert found(rule) == [("02-2", 60), ("03-2", 68)]
 
 
+def test_frame_position_says_whether_a_card_reaches_past_the_frame():
+    from companion.recognizer import frame_position
+
+    assert frame_position(box(10, 10), 100, 80) == "inside"
+    assert frame_position(box(70, 10), 100, 80) == "inside"  # its right side on the edge
+    assert frame_position(box(80, 10), 100, 80) == "cut by the edge"  # x 80..110, centre 95
+    assert frame_position(box(-10, 10), 100, 80) == "cut by the edge"  # x -10..20, centre 5
+    assert frame_position(box(-20, 10), 100, 80) == "centre outside"  # centre at x -5
+    assert frame_position(box(90, 10), 100, 80) == "centre outside"  # centre at x 105
+    assert frame_position(box(10, 50), 100, 80) == "cut by the edge"  # y 50..100, centre 75
+
+
 def test_acceptance_features_say_what_a_crop_looks_like_among_the_others():
     from companion.recognizer import ACCEPT_FEATURES, NONE_ID, acceptance_features
 
@@ -1058,6 +1070,8 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     bands = [v["labels"] for k, v in sides.items() if k.startswith("visible:")]
     assert sum(bands) == metrics["labels"] and len(bands) >= 3
     assert sides["visible:95-100%"]["labels"] == sides["overlap:clear"]["labels"]
+    frames = [v["labels"] for k, v in sides.items() if k.startswith("frame:")]
+    assert sum(frames) == metrics["labels"] and sides["frame:inside"]["labels"] > 0
     hands = [v for k, v in by_scene.items() if k.startswith("hands:")]
     assert sum(v["images"] for v in hands) == 12
     assert sum(v["false_positives"] for v in hands) == metrics["false_positives"]
