@@ -265,7 +265,8 @@ def _loc_targets(
     quads: np.ndarray, visible: np.ndarray, st: Settings, backs=None, back_weight: float = 1.0
 ):
     """(heat, reg (6,h,w), reg mask, weight) for the heat grid of ``st``. ``weight`` is 0 where
-    a mostly hidden card makes any answer right, and ``back_weight`` at the centre cell of a
+    a mostly hidden card, or a card whose centre lies past the frame, makes any answer right
+    (the loss still counts every centre there), and ``back_weight`` at the centre cell of a
     face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
     gh, gw = st.input_height // st.stride, st.input_width // st.stride
     heat = np.zeros((gh, gw), np.float32)
@@ -279,7 +280,13 @@ def _loc_targets(
         cx, cy, w, h, theta = quad_to_rbox(quad)
         gx, gy = cx / st.stride, cy / st.stride
         ix, iy = int(gx), int(gy)
-        if not (0 <= ix < gw and 0 <= iy < gh) or w < 2 or h < 2:
+        if w < 2 or h < 2:
+            continue
+        if not (0 <= ix < gw and 0 <= iy < gh):
+            if vis >= POSITIVE_VISIBLE:
+                # a card reaching in from past the frame has no centre cell to learn, but what
+                # shows of it is a card to find, not table: no answer is wrong there
+                cv2.fillPoly(weight, [np.round(quad / st.stride).astype(np.int32)], 0.0)
             continue
         if vis < POSITIVE_VISIBLE:
             weight[max(0, iy - 2) : iy + 3, max(0, ix - 2) : ix + 3] = 0  # don't care

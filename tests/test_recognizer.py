@@ -862,6 +862,28 @@ def test_localizer_targets_weigh_face_down_centres_more():
         assert np.all(plain == 1.0)
 
 
+def test_localizer_targets_do_not_teach_a_card_past_the_frame_as_table():
+    from companion.training import _loc_targets
+
+    st = Settings(input_width=128, input_height=64, stride=4)
+    # centres past the right edge (x 140) and the top (y -8): 40 % and 38 % of them in frame;
+    # a third, mostly hidden, need not be found at all
+    inside = np.array([box(20, 10, 20, 32)], np.float32)
+    right = np.array([box(124, 10, 32, 20)], np.float32)
+    top = np.array([box(60, -20, 20, 32)], np.float32)
+    hidden = np.array([box(110, 40, 40, 20)], np.float32)  # x 110..150: centre past the edge
+    quads = np.concatenate([inside, right, top, hidden])
+    heat, _, mask, weight = _loc_targets(quads, np.array([1.0, 0.4, 0.38, 0.1]), st)
+    assert mask.sum() == 1  # one centre on the grid: the card inside
+    # the parts that show of the two cards past the frame: no answer is wrong there
+    assert (weight[3:7, 31] == 0).all() and (weight[0:2, 15:20] == 0).all()
+    assert (heat[3:7, 31] == 0).all()
+    # the table, the card inside (its centre) and the hidden card's part keep their weight
+    assert weight[15, 5] == 1 and weight[6, 7] == 1 and weight[12, 29] == 1
+    rows, cols = np.nonzero(weight == 0)  # and nothing but those two parts goes unweighed
+    assert ((cols == 31) | ((rows <= 3) & (cols >= 15) & (cols <= 20))).all()
+
+
 def test_focal_loss_applies_a_centre_weight():
     torch = pytest.importorskip("torch")
     from companion.training import focal_loss
