@@ -494,6 +494,15 @@ def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
     assert recognizer.detect(image).confidence[0] == pytest.approx(0.7)  # still the name's
 
 
+def _names_and_x(recognizer, image, settings):
+    """The cards ``recognizer`` finds in ``image`` with ``settings``: (code, centre x), sorted."""
+    recognizer.settings = settings
+    det = recognizer.detect(image)
+    return sorted(
+        (code, round(float(x))) for code, (x, _y) in zip(det.card_codes, det.centers, strict=True)
+    )
+
+
 def test_of_two_crops_of_one_card_the_likelier_by_the_rule_gets_looked_at_again():
     # two candidates 4 px apart see one card: the one at x=60 reads it 70 % sure, the one at
     # x=64 97 % sure; only one of them goes on (the other saw the same card again)
@@ -505,12 +514,7 @@ def test_of_two_crops_of_one_card_the_likelier_by_the_rule_gets_looked_at_again(
     recognizer = Recognizer(localizer, _FakeClassifier(), st)
 
     def found(settings):
-        recognizer.settings = settings
-        det = recognizer.detect(image)
-        return [
-            (code, round(float(x)))
-            for code, (x, _y) in zip(det.card_codes, det.centers, strict=True)
-        ]
+        return _names_and_x(recognizer, image, settings)
 
     assert found(st) == [("02-2", 64)]  # no rule: the surer name goes on
     # a rule (contrived) that trusts a 70 % name more than a 97 % one keeps the other crop,
@@ -533,12 +537,7 @@ def test_with_a_learned_rule_a_second_chance_near_a_found_card_is_kept():
     recognizer = Recognizer(localizer, _FakeClassifier(), st)
 
     def found(settings):
-        recognizer.settings = settings
-        det = recognizer.detect(image)
-        return [
-            (code, round(float(x)))
-            for code, (x, _y) in sorted(zip(det.card_codes, det.centers, strict=True))
-        ]
+        return _names_and_x(recognizer, image, settings)
 
     # no rule: a second chance that near a found card is taken for that card again
     assert found(st) == [("02-2", 60)]
