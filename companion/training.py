@@ -266,9 +266,8 @@ def _loc_targets(
 ):
     """(heat, reg (6,h,w), reg mask, weight) for the heat grid of ``st``. ``weight`` is 0 where
     a mostly hidden card, or a card whose centre lies off the grid (past the frame), makes any
-    answer right
-    (the loss still counts every centre there), and ``back_weight`` at the centre cell of a
-    face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
+    answer right (the loss still counts every centre there), and ``back_weight`` at the centre
+    cell of a face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
     gh, gw = st.input_height // st.stride, st.input_width // st.stride
     heat = np.zeros((gh, gw), np.float32)
     weight = np.ones((gh, gw), np.float32)
