@@ -1087,7 +1087,7 @@ def frame_position(quad: np.ndarray, width: int, height: int) -> str:
     return "inside" if inside.all() else "cut by the edge"
 
 
-def _condition_keys(cond: dict, visible: float, card: str, frame: str | None = None) -> list[str]:
+def _condition_keys(cond: dict, visible: float, card: str, frame: str) -> list[str]:
     keys = [
         "overlap:" + ("overlapped" if visible < 0.95 else "clear"),
         "card:" + ("face down" if card == BACK else "face up"),
@@ -1119,8 +1119,7 @@ def _condition_keys(cond: dict, visible: float, card: str, frame: str | None = N
             keys.append(f"{flag}:{'yes' if cond[flag] else 'no'}")
     if "motion_blur" in cond:
         keys.append(f"motion blur:{'yes' if cond['motion_blur'] else 'no'}")
-    if frame is not None:
-        keys.append(f"frame:{frame}")
+    keys.append(f"frame:{frame}")
     return keys
 
 
