@@ -661,6 +661,15 @@ def bench_command(as_json, model_path, runs, precision):
     "webcam lens of its own (barrel or pincushion, synth.SceneConfig.lens_k_range).",
 )
 @click.option(
+    "--restyle-scenes",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="With --resume: the nets also learn from this many extra scenes whose faces are "
+    "printed in inks of their own (hues turned, saturation and contrast changed), as a deck "
+    "never seen may be.",
+)
+@click.option(
     "--lr-scale",
     default=1.0,
     show_default=True,
@@ -709,6 +718,7 @@ def train_command(
     classifier_only,
     back_scenes,
     lens_scenes,
+    restyle_scenes,
     lr_scale,
     workers,
     device,
@@ -734,11 +744,11 @@ def train_command(
         click.echo(f"Wrote {out_dir}/recognizer.json.")
         return
     device = training.resolve_device(device)
-    extras = localizer_only or classifier_only or back_scenes or lens_scenes
+    extras = localizer_only or classifier_only or back_scenes or lens_scenes or restyle_scenes
     if (extras or lr_scale != 1.0) and not resume_dir:
         fail(
-            "--localizer-only, --classifier-only, --back-scenes, --lens-scenes and --lr-scale "
-            "continue a model: add --resume DIR."
+            "--localizer-only, --classifier-only, --back-scenes, --lens-scenes, "
+            "--restyle-scenes and --lr-scale continue a model: add --resume DIR."
         )
     if localizer_only and classifier_only:
         fail("--localizer-only and --classifier-only exclude each other: one net or both.")
@@ -758,6 +768,7 @@ def train_command(
             classifier_only=classifier_only,
             back_scenes=back_scenes,
             lens_scenes=lens_scenes,
+            restyle_scenes=restyle_scenes,
             workers=workers,
             device=device,
             lr_scale=lr_scale,

@@ -137,6 +137,12 @@ class SceneConfig:
     # image as with ``p_lens`` 0). Used only where ``lens_k`` is 0.
     p_lens: float = 0.0
     lens_k_range: tuple[float, float] = (-0.15, 0.35)
+    # A deck printed in other inks: with chance ``p_restyle`` every face of the scene has its
+    # hues turned, its colours more or less saturated and its contrast changed, the same way
+    # for the whole scene (``deck_style``; the seed's own stream, so that a scene drawn without
+    # a style is the same image as with ``p_restyle`` 0). Teaches the classifier shapes more
+    # than one deck's palette.
+    p_restyle: float = 0.0
     max_noise: float = 6.0  # sensor noise standard deviation (0-255 scale)
     jpeg_quality: tuple[int, int] = (35, 95)
     min_visible: float = 0.10  # cards less visible than this are left out of the labels
@@ -709,6 +715,50 @@ def _card_variation(rng) -> np.ndarray:
 
 
 _NO_VARIATION = np.hstack([np.eye(3), np.zeros((3, 1))])
+# How far a drawn deck style turns hues (degrees either way), scales saturation and contrast.
+RESTYLE_HUE_DEG = 35.0
+RESTYLE_SATURATION = (0.55, 1.5)
+RESTYLE_CONTRAST = (0.8, 1.2)
+
+
+def deck_style(seed: int, cfg: SceneConfig) -> dict | None:
+    """The ink style a scene's faces are printed in (``p_restyle``), or None for the deck's own:
+    a hue turn in degrees, a saturation and a contrast factor."""
+    if cfg.p_restyle <= 0:
+        return None
+    rng = np.random.default_rng([seed, 3])
+    if rng.random() >= cfg.p_restyle:
+        return None
+    return {
+        "hue_deg": round(float(rng.uniform(-RESTYLE_HUE_DEG, RESTYLE_HUE_DEG)), 1),
+        "saturation": round(float(rng.uniform(*RESTYLE_SATURATION)), 3),
+        "contrast": round(float(rng.uniform(*RESTYLE_CONTRAST)), 3),
+    }
+
+
+def style_matrix(style: dict) -> np.ndarray:
+    """``deck_style`` as a colour matrix on premultiplied BGRA, as ``_card_variation``'s: a
+    turn about the grey axis (greys, paper white and black ink stay as they are), saturation
+    about the pixel's grey, contrast about mid-grey (the offset follows alpha)."""
+    theta = math.radians(style["hue_deg"])
+    axis = np.ones(3) / math.sqrt(3)
+    cross = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    turn = np.eye(3) + math.sin(theta) * cross + (1 - math.cos(theta)) * cross @ cross
+    sat = style["saturation"]
+    saturate = sat * np.eye(3) + (1 - sat) / 3 * np.ones((3, 3))
+    con = style["contrast"]
+    m = np.zeros((3, 4))
+    m[:, :3] = con * saturate @ turn
+    m[:, 3] = (1 - con) * 128 / 255
+    return m
+
+
+def _then(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """One colour matrix doing ``first`` then ``second`` (both 3x4 on BGRA, alpha kept)."""
+    m = np.zeros((3, 4))
+    m[:, :3] = second[:, :3] @ first[:, :3]
+    m[:, 3] = second[:, :3] @ first[:, 3] + second[:, 3]
+    return m
 
 
 def _tint(warped_bgra: np.ndarray, matrix: np.ndarray) -> np.ndarray:
@@ -977,6 +1027,8 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
     shadow_dir = np.array([rng.uniform(-1, 1), rng.uniform(0.2, 1)], np.float32)
     shadow_dir /= np.linalg.norm(shadow_dir)
     edge_color = (18, 18, 18) if rng.random() < 0.7 else (200, 205, 210)
+    style = deck_style(seed, cfg)
+    restyle = style_matrix(style) if style else None
     quads, areas = [], []
     for i, p in enumerate(placed):
         quad = _project(hom, _lifted(_card_corners(p.x, p.y, p.angle), p.lift, camera_pos))
@@ -999,6 +1051,8 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         variation = _card_variation(rng)  # drawn either way: clean scenes keep the same layout
         if not cfg.realism:
             variation = _NO_VARIATION
+        if restyle is not None and not p.face_down:
+            variation = _then(restyle, variation)  # the deck's inks, then this print's stock
         if rim_mm and not p.face_down:
             rim = _warp_into(_plain_face(edge_color, level), quad, box)
             _composite(img[y0:y1, x0:x1], rim[..., :3], rim[..., 3])
@@ -1076,6 +1130,8 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         **layout,
         **light,
     }
+    if style:
+        conditions["deck_style"] = style
     return Scene(img, labels, conditions)
 
 

@@ -62,11 +62,13 @@ BACK_HEAT_WEIGHT = 3.0
 # Scene variants: changes to synth.SceneConfig for extra training scenes. "backs": more random
 # layouts, a third of whose loose cards lie face down (the default scenes have 0.25 and 0.1).
 # "lens": every scene seen through a webcam's lens of its own (synth.SceneConfig.p_lens).
+# "restyle": every scene's faces printed in inks of their own (synth.SceneConfig.p_restyle).
 # "clean": no print grain, stock colour, glare, light, casts, blur, noise or JPEG (the
 # augmentation ablation's baseline).
 SCENE_VARIANTS = {
     "backs": {"p_random_layout": 0.6, "p_loose_backs": 0.35},
     "lens": {"p_lens": 1.0},
+    "restyle": {"p_restyle": 1.0},
     "clean": {"realism": False},
 }
 # Batch sizes when resuming: a GPU step costs about the same for a batch several times as big
@@ -76,6 +78,7 @@ GPU_BATCHES = {"localizer": 32, "classifier": 512}
 RESUME_LR = {"localizer": 7e-4, "classifier": 1e-3}
 BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: never the same scenes
 LENS_SCENES_SEED_OFFSET = 20  # ...and the "lens" scenes dataset seed + this
+RESTYLE_SCENES_SEED_OFFSET = 30  # ...and the "restyle" scenes dataset seed + this
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
 # on unseen scenes of training decks for the committed model (its "training.settings_chosen").
@@ -553,12 +556,19 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
 
 
 def stage_data(
-    recipe: SampleRecipe, scenes: int, seed: int, workers: int = 1, back_scenes=0, lens_scenes=0
+    recipe: SampleRecipe,
+    scenes: int,
+    seed: int,
+    workers: int = 1,
+    back_scenes=0,
+    lens_scenes=0,
+    restyle_scenes=0,
 ):
     """(localizer samples, classifier arrays or None, how many crops came from proposals) of
     ``scenes`` scenes of dataset ``seed``, of ``back_scenes`` scenes of the "backs" variant
-    (dataset ``seed + BACK_SCENES_SEED_OFFSET``) and of ``lens_scenes`` scenes of the "lens"
-    variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``)."""
+    (dataset ``seed + BACK_SCENES_SEED_OFFSET``), of ``lens_scenes`` scenes of the "lens"
+    variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``) and of ``restyle_scenes`` scenes of the
+    "restyle" variant (dataset ``seed + RESTYLE_SCENES_SEED_OFFSET``)."""
     parts = [stage_samples(scenes, seed, recipe, workers)]
     if back_scenes:
         # the classifier cuts its crops of these scenes too: it, not only the localizer, was
@@ -569,6 +579,11 @@ def stage_data(
     if lens_scenes:
         lens = replace(recipe, variant="lens", key=(*recipe.key, 3))
         parts.append(stage_samples(lens_scenes, seed + LENS_SCENES_SEED_OFFSET, lens, workers))
+    if restyle_scenes:
+        styled = replace(recipe, variant="restyle", key=(*recipe.key, 4))
+        parts.append(
+            stage_samples(restyle_scenes, seed + RESTYLE_SCENES_SEED_OFFSET, styled, workers)
+        )
     loc, crop_set, cascade = [], CropSet(), 0
     for loc_sample, crops in itertools.chain(*parts):
         if loc_sample is not None:
@@ -1599,11 +1614,13 @@ def finetune_localizer(
     batch: int = 16,
     data: list | None = None,
     lens_scenes: int = 0,
+    restyle_scenes: int = 0,
 ) -> tuple[Path, list]:
     """Continue training a localizer checkpoint at another input size (sharper targets),
     on ``scenes`` scenes plus ``back_scenes`` scenes of the "backs" variant (and then the
-    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss) and ``lens_scenes``
-    of the "lens" variant, or on ``data`` already cut (``stage_data``).
+    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss), ``lens_scenes``
+    of the "lens" variant and ``restyle_scenes`` of the "restyle" variant, or on ``data``
+    already cut (``stage_data``).
 
     Writes ``localizer.ckpt`` in ``out`` and returns its path and the heat loss per epoch;
     ``export_trained`` turns checkpoints into ONNX.
@@ -1624,7 +1641,9 @@ def finetune_localizer(
             back_weight=BACK_HEAT_WEIGHT if back_scenes else 1.0,
             key=(seed, stage),
         )
-        data = stage_data(recipe, scenes, seed, workers, back_scenes, lens_scenes)[0]
+        data = stage_data(recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes)[
+            0
+        ]
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
     net, _ = build_nets(tiny)
     rng = np.random.default_rng((seed + 7, stage))
@@ -1657,12 +1676,13 @@ def finetune_classifier(
     data: tuple | None = None,
     back_scenes: int = 0,
     lens_scenes: int = 0,
+    restyle_scenes: int = 0,
 ) -> tuple[Path, list, int]:
     """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
     ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``),
     decoded as the model will decode them (``peak_spacing``), on ``scenes`` scenes plus
-    ``back_scenes`` scenes of the "backs" variant and ``lens_scenes`` of the "lens" variant; or
-    on ``data`` already cut.
+    ``back_scenes`` scenes of the "backs" variant, ``lens_scenes`` of the "lens" variant and
+    ``restyle_scenes`` of the "restyle" variant; or on ``data`` already cut.
 
     Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
     of crops.
@@ -1688,7 +1708,9 @@ def finetune_classifier(
             ),
             key=(seed, stage),
         )
-        _, data, cascade = stage_data(recipe, scenes, seed, workers, back_scenes, lens_scenes)
+        _, data, cascade = stage_data(
+            recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
+        )
         log(f"{len(data[0])} crops ({cascade} at proposed boxes)")
     _, net = build_nets(tiny)
     rng = np.random.default_rng((seed + 11, stage))
@@ -1826,6 +1848,7 @@ def resume(
     lr_scale: float = 1.0,
     classifier_only: bool = False,
     lens_scenes: int = 0,
+    restyle_scenes: int = 0,
 ) -> dict:
     """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
     localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
@@ -1836,7 +1859,9 @@ def resume(
     times as many crops in the same minutes as when it shares the machine with the localizer).
     ``back_scenes``: both nets also learn from that many scenes rich in face-down cards;
     ``lens_scenes``: ...and from that many scenes each seen through a lens of its own
-    (``synth.SceneConfig.p_lens``), as a webcam's wide-angle lens bends the table.
+    (``synth.SceneConfig.p_lens``), as a webcam's wide-angle lens bends the table;
+    ``restyle_scenes``: ...and from that many scenes whose faces are printed in inks of their
+    own (``synth.SceneConfig.p_restyle``), as a deck never seen may be.
     ``workers``: processes cutting the samples (the scenes are the same for any number).
     ``device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
@@ -1871,6 +1896,7 @@ def resume(
         workers=workers,
         device=device,
         lens_scenes=lens_scenes,
+        restyle_scenes=restyle_scenes,
     )
     localizer_job = dict(
         out=work,
@@ -1946,6 +1972,20 @@ def resume(
             "scene_seeds": f"synth.scene_seed({lens_seed}, 0..{lens_scenes - 1})",
             "config": {**SCENE_VARIANTS["lens"], "lens_k_range": synth.SceneConfig().lens_k_range},
         }
+    if restyle_scenes:
+        from companion import synth
+
+        restyle_seed = seed + RESTYLE_SCENES_SEED_OFFSET
+        stage["restyle_scenes"] = {
+            "scenes": restyle_scenes,
+            "scene_seeds": f"synth.scene_seed({restyle_seed}, 0..{restyle_scenes - 1})",
+            "config": {
+                **SCENE_VARIANTS["restyle"],
+                "hue_deg": synth.RESTYLE_HUE_DEG,
+                "saturation": synth.RESTYLE_SATURATION,
+                "contrast": synth.RESTYLE_CONTRAST,
+            },
+        }
     training["stages"] = [*training.get("stages", []), stage]
     meta = export_trained(out, loc_ckpt, cls_ckpt, settings, training, tiny=common["tiny"])
     _keep_checkpoints(out, loc_ckpt, cls_ckpt)
@@ -1982,6 +2022,7 @@ def _resume_both(
         common["workers"],
         localizer_job["back_scenes"],
         common["lens_scenes"],
+        common["restyle_scenes"],
     )
     log(f"{len(loc_data)} frames, {len(crops[0])} crops ({cascade} at proposed boxes)")
     # fork before torch starts its threads here: its thread pool does not survive a fork

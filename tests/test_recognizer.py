@@ -1370,6 +1370,7 @@ def test_cli_train_localizer_only_needs_resume(tmp_path):
         ["--classifier-only"],
         ["--back-scenes", "10"],
         ["--lens-scenes", "10"],
+        ["--restyle-scenes", "10"],
         ["--lr-scale", "0.3"],
     ):
         result = CliRunner().invoke(main, ["train", "--out", str(tmp_path), *flags])
@@ -1566,13 +1567,17 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     # a fourth trains the classifier alone, on crops of both kinds of scenes
     kept = (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes()
     old_classifier = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
-    fourth = one_net_stage(3, 5, classifier_only=True, lens_scenes=2)
+    fourth = one_net_stage(3, 5, classifier_only=True, lens_scenes=2, restyle_scenes=1)
     stage = fourth["training"]["stages"][-1]
     assert stage["nets"] == "classifier"
     assert stage["lens_scenes"]["scenes"] == 2
     assert "scene_seed(25," in stage["lens_scenes"]["scene_seeds"]
     assert stage["lens_scenes"]["config"]["p_lens"] == 1.0
+    assert stage["restyle_scenes"]["scenes"] == 1
+    assert "scene_seed(35," in stage["restyle_scenes"]["scene_seeds"]
+    assert stage["restyle_scenes"]["config"]["p_restyle"] == 1.0
     assert "lens_scenes" not in third["training"]["stages"][-1]
+    assert "restyle_scenes" not in third["training"]["stages"][-1]
     assert stage["learning_rates"] == {
         "localizer": None,
         "classifier": training.RESUME_LR["classifier"],
@@ -1598,6 +1603,13 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     lens_seed = 5 + training.LENS_SCENES_SEED_OFFSET
     bent = training.render(synth.scene_seed(lens_seed, 0), recipe.decks, 640, 360, "lens")
     assert bent.conditions["lens_k"] != 0.0
+    # ...and of scenes printed in inks of their own, after the plain crops too
+    with_style = training.stage_data(recipe, 3, 5, restyle_scenes=2)[1]
+    assert len(with_style[0]) > len(plain[0])
+    assert np.array_equal(with_style[0][: len(plain[0])], plain[0])
+    styled_seed = 5 + training.RESTYLE_SCENES_SEED_OFFSET
+    styled = training.render(synth.scene_seed(styled_seed, 0), recipe.decks, 640, 360, "restyle")
+    assert styled.conditions["deck_style"]["saturation"] > 0
     with pytest.raises(ValueError):
         resume(tmp_path / "resumed", tmp_path / "x", localizer_only=True, classifier_only=True)
 

@@ -460,6 +460,62 @@ def test_a_lens_drawn_per_scene(user_deck, grey_table):
     assert render_scene(0, some.with_(lens_k=-0.1)).conditions["lens_k"] == -0.1
 
 
+def test_a_deck_style_turns_hues_and_keeps_greys():
+    """The colour matrix of a drawn deck style: a third of a turn about the grey axis moves
+    each primary onto the next, saturation 0 leaves the grey of each colour, and no style
+    touches white paper, black ink or the transparency."""
+
+    def apply(style, bgr, alpha=255):
+        pixel = np.array([[[*bgr, alpha]]], np.uint8)
+        return cv2.transform(pixel, synth.style_matrix(style))[0, 0].astype(int)
+
+    turn = {"hue_deg": 120.0, "saturation": 1.0, "contrast": 1.0}
+    # blue -> green -> red -> blue: each primary onto the next, a turn and not a swap
+    assert list(apply(turn, (200, 0, 0))) == [0, 200, 0]
+    assert list(apply(turn, (0, 200, 0))) == [0, 0, 200]
+    assert list(apply(turn, (0, 0, 200))) == [200, 0, 0]
+    grey = {"hue_deg": 0.0, "saturation": 0.0, "contrast": 1.0}
+    assert abs(apply(grey, (0, 0, 210)) - 70).max() <= 1
+    for style in (turn, grey, {"hue_deg": -30.0, "saturation": 1.4, "contrast": 1.0}):
+        for paper in ((255, 255, 255), (0, 0, 0), (128, 128, 128)):
+            assert abs(apply(style, paper) - paper).max() <= 1
+    # contrast about mid-grey, in premultiplied colour: a transparent pixel stays black
+    more = {"hue_deg": 0.0, "saturation": 1.0, "contrast": 1.2}
+    assert (apply(more, (200, 200, 200)) > 200).all() and (apply(more, (50, 50, 50)) < 50).all()
+    assert (apply(more, (0, 0, 0), alpha=0) == 0).all()
+
+
+def test_a_deck_style_drawn_per_scene(user_deck, grey_table):
+    """Training scenes may print their faces in inks of their own (``p_restyle``), from the
+    seed's own stream: a scene drawn without a style is the very scene of a config without
+    styles; one drawn with a style has the same cards in the same places, in other colours,
+    on the same table."""
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), p_hands=0.0)
+    some = base.with_(p_restyle=0.5)
+    styles = []
+    for seed in range(8):
+        plain, scene = render_scene(seed, base), render_scene(seed, some)
+        style = scene.conditions.get("deck_style")
+        styles.append(style)
+        assert [lab.to_dict() for lab in scene.labels] == [lab.to_dict() for lab in plain.labels]
+        if style is None:
+            assert np.array_equal(scene.image, plain.image)
+            continue
+        assert abs(style["hue_deg"]) <= synth.RESTYLE_HUE_DEG
+        assert synth.RESTYLE_SATURATION[0] <= style["saturation"] <= synth.RESTYLE_SATURATION[1]
+        # the faces changed colour; the grey table around them did not
+        card_pixels = np.zeros(plain.image.shape[:2], bool)
+        for lab in plain.labels:
+            mask = np.zeros(plain.image.shape[:2], np.uint8)
+            cv2.fillConvexPoly(mask, np.round(lab.quad).astype(np.int32), 1)
+            card_pixels |= mask.astype(bool)
+        if card_pixels.any():
+            diff = np.abs(scene.image.astype(int) - plain.image.astype(int)).max(axis=2)
+            assert diff[card_pixels].mean() > 2 * max(1.0, diff[~card_pixels].mean())
+    assert any(s is None for s in styles) and any(s is not None for s in styles)
+    assert styles == [render_scene(s, some).conditions.get("deck_style") for s in range(8)]
+
+
 def test_motion_blur_smears_the_frame(user_deck, grey_table):
     base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), max_noise=0.5)
     for seed in range(3):
