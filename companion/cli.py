@@ -643,31 +643,27 @@ def bench_command(as_json, model_path, runs, precision):
     is_flag=True,
     help="With --resume: train only the classifier (on both threads) and keep the localizer.",
 )
-@click.option(
+@count_option(
     "--back-scenes",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="With --resume: the nets also learn from this many extra scenes rich in face-down "
-    "cards, whose centres then weigh more in the localizer's heat loss "
-    "(training.BACK_HEAT_WEIGHT).",
+    0,
+    "With --resume: the nets also learn from this many extra scenes rich in face-down cards, "
+    "whose centres then weigh more in the localizer's heat loss (training.BACK_HEAT_WEIGHT).",
+    minimum=0,
 )
-@click.option(
+@count_option(
     "--lens-scenes",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="With --resume: the nets also learn from this many extra scenes, each seen through a "
+    0,
+    "With --resume: the nets also learn from this many extra scenes, each seen through a "
     "webcam lens of its own (barrel or pincushion, synth.SceneConfig.lens_k_range).",
+    minimum=0,
 )
-@click.option(
+@count_option(
     "--restyle-scenes",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="With --resume: the nets also learn from this many extra scenes whose faces are "
-    "printed in inks of their own (hues turned, saturation and contrast changed), as a deck "
-    "never seen may be.",
+    0,
+    "With --resume: the nets also learn from this many extra scenes whose faces are printed "
+    "in inks of their own (hues turned, saturation and contrast changed), as a deck never "
+    "seen may be.",
+    minimum=0,
 )
 @click.option(
     "--lr-scale",
