@@ -241,8 +241,18 @@ lens_k_option = click.option(
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--bench", is_flag=True, help="Time N scenes in memory, print JSON, write nothing.")
 @lens_k_option
+@click.option(
+    "--restyle",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Chance that a scene's faces are printed in inks of their own (hues turned, "
+    "saturation and contrast changed: synth.deck_style), as train --restyle-scenes renders.",
+)
 @friendly_errors
-def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, bench, lens_k):
+def render(
+    out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, bench, lens_k, restyle
+):
     """Render synthetic table scenes with ground truth: images/NNNNNN.jpg + labels.jsonl."""
     import time
 
@@ -254,6 +264,7 @@ def render(out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, 
         decks=tuple(synth.resolve_deck_dir(d) for d in decks),
         backgrounds=tuple(backgrounds),
         lens_k=lens_k,
+        p_restyle=restyle,
     )
     if bench:
         echo_json(synth.benchmark(n, config, seed))

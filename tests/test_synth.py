@@ -309,6 +309,19 @@ def test_cli_render_writes_a_dataset_and_rejects_a_missing_deck(tmp_path, user_d
     assert not np.array_equal(flat_scenes[0].image, bent_scenes[0].image)
     refused = runner.invoke(main, [*args, "--out", str(tmp_path / "y"), "--lens-k", "1"])
     assert refused.exit_code == 2 and "--lens-k" in refused.output
+    # ...and printed in inks of their own: same labels, other faces, the style recorded
+    styled = tmp_path / "styled-ds"
+    result = runner.invoke(main, [*args, "--out", str(styled), "--restyle", "1"])
+    assert result.exit_code == 0, result.output
+    styled_scenes = list(read_dataset(styled))
+    assert all("deck_style" in sc.conditions for sc in styled_scenes)
+    assert not any("deck_style" in sc.conditions for sc in flat_scenes)
+    assert [[lab.to_dict() for lab in sc.labels] for sc in styled_scenes] == [
+        [lab.to_dict() for lab in sc.labels] for sc in flat_scenes
+    ]
+    assert not np.array_equal(flat_scenes[0].image, styled_scenes[0].image)
+    refused = runner.invoke(main, [*args, "--out", str(tmp_path / "z"), "--restyle", "2"])
+    assert refused.exit_code == 2 and "--restyle" in refused.output
 
     bad = runner.invoke(
         main, ["render", "--out", str(tmp_path / "x"), "--n", "1", "--deck", str(tmp_path / "nope")]
