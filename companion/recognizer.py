@@ -1120,6 +1120,8 @@ def _condition_keys(cond: dict, visible: float, card: str, frame: str) -> list[s
     if "motion_blur" in cond:
         keys.append(f"motion blur:{'yes' if cond['motion_blur'] else 'no'}")
     keys.append(f"frame:{frame}")
+    if card != BACK:  # which month's art is hardest to name (face-down cards: "card:face down")
+        keys.append(f"month:{card[:2]}")
     return keys
 
 

@@ -1093,6 +1093,9 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     assert sides["visible:95-100%"]["labels"] == sides["overlap:clear"]["labels"]
     frames = [v["labels"] for k, v in sides.items() if k.startswith("frame:")]
     assert sum(frames) == metrics["labels"] and sides["frame:inside"]["labels"] > 0
+    months = {k: v["labels"] for k, v in sides.items() if k.startswith("month:")}
+    assert sum(months.values()) == sides["card:face up"]["labels"]
+    assert set(months) <= {f"month:{m:02d}" for m in range(1, 13)} and len(months) > 1
     hands = [v for k, v in by_scene.items() if k.startswith("hands:")]
     assert sum(v["images"] for v in hands) == 12
     assert sum(v["false_positives"] for v in hands) == metrics["false_positives"]
