@@ -570,20 +570,18 @@ def stage_data(
     variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``) and of ``restyle_scenes`` scenes of the
     "restyle" variant (dataset ``seed + RESTYLE_SCENES_SEED_OFFSET``)."""
     parts = [stage_samples(scenes, seed, recipe, workers)]
-    if back_scenes:
-        # the classifier cuts its crops of these scenes too: it, not only the localizer, was
-        # unsure of plain backs (in a scratch trace, 23 of 55 missed backs cut at their true box
-        # were named "back" less than half sure)
-        backs = replace(recipe, variant="backs", key=(*recipe.key, 2))
-        parts.append(stage_samples(back_scenes, seed + BACK_SCENES_SEED_OFFSET, backs, workers))
-    if lens_scenes:
-        lens = replace(recipe, variant="lens", key=(*recipe.key, 3))
-        parts.append(stage_samples(lens_scenes, seed + LENS_SCENES_SEED_OFFSET, lens, workers))
-    if restyle_scenes:
-        styled = replace(recipe, variant="restyle", key=(*recipe.key, 4))
-        parts.append(
-            stage_samples(restyle_scenes, seed + RESTYLE_SCENES_SEED_OFFSET, styled, workers)
-        )
+    # The classifier cuts its crops of the "backs" scenes too: it, not only the localizer, was
+    # unsure of plain backs (in a scratch trace, 23 of 55 missed backs cut at their true box
+    # were named "back" less than half sure). The last number keeps each set's shuffling apart.
+    extra = (
+        (back_scenes, "backs", BACK_SCENES_SEED_OFFSET, 2),
+        (lens_scenes, "lens", LENS_SCENES_SEED_OFFSET, 3),
+        (restyle_scenes, "restyle", RESTYLE_SCENES_SEED_OFFSET, 4),
+    )
+    for count, variant, offset, key_part in extra:
+        if count:
+            varied = replace(recipe, variant=variant, key=(*recipe.key, key_part))
+            parts.append(stage_samples(count, seed + offset, varied, workers))
     loc, crop_set, cascade = [], CropSet(), 0
     for loc_sample, crops in itertools.chain(*parts):
         if loc_sample is not None:
@@ -1641,9 +1639,9 @@ def finetune_localizer(
             back_weight=BACK_HEAT_WEIGHT if back_scenes else 1.0,
             key=(seed, stage),
         )
-        data = stage_data(recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes)[
-            0
-        ]
+        data, _, _ = stage_data(
+            recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
+        )
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
     net, _ = build_nets(tiny)
     rng = np.random.default_rng((seed + 7, stage))
@@ -1955,6 +1953,8 @@ def resume(
         "seconds": round(time.time() - t_start),
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
     }
+    from companion import synth  # the extra scenes' ranges, as rendered
+
     if back_scenes:
         back_seed = seed + BACK_SCENES_SEED_OFFSET
         stage["back_scenes"] = {
@@ -1964,8 +1964,6 @@ def resume(
             "back_heat_weight": BACK_HEAT_WEIGHT,
         }
     if lens_scenes:
-        from companion import synth
-
         lens_seed = seed + LENS_SCENES_SEED_OFFSET
         stage["lens_scenes"] = {
             "scenes": lens_scenes,
@@ -1973,8 +1971,6 @@ def resume(
             "config": {**SCENE_VARIANTS["lens"], "lens_k_range": synth.SceneConfig().lens_k_range},
         }
     if restyle_scenes:
-        from companion import synth
-
         restyle_seed = seed + RESTYLE_SCENES_SEED_OFFSET
         stage["restyle_scenes"] = {
             "scenes": restyle_scenes,
