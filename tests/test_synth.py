@@ -503,7 +503,7 @@ def test_a_deck_style_drawn_per_scene(user_deck, grey_table):
     seed's own stream: a scene drawn without a style is the very scene of a config without
     styles; one drawn with a style has the same cards in the same places, in other colours,
     on the same table."""
-    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),), p_hands=0.0)
+    base = PLAIN.with_(decks=(str(user_deck),), backgrounds=(str(grey_table),))
     some = base.with_(p_restyle=0.5)
     styles = []
     for seed in range(8):
