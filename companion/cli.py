@@ -441,10 +441,20 @@ def eval_command(
         f"({recognizer.precision} nets)" + (f", lens distortion k={lens_k:+g}" if lens_k else "")
     )
     click.echo(f"precision                 {pct(metrics['precision'])}")
-    click.echo(f"recall                    {pct(metrics['recall'])}")
+    spans = metrics["intervals"]
+    level = f"{100 * spans['level']:g} % interval, scenes resampled"
+
+    def span(key, show):
+        return f"   ({level}: {show(spans[key][0])} to {show(spans[key][1])})" if spans[key] else ""
+
+    click.echo(f"recall                    {pct(metrics['recall'])}{span('recall', pct)}")
     click.echo(f"exact-card accuracy       {pct(metrics['exact_accuracy'])}")
     click.echo(f"chaff-equivalent accuracy {pct(metrics['chaff_accuracy'])}")
-    click.echo(f"false positives / image   {metrics['false_positives_per_image']:.3f}")
+    fp = metrics["false_positives_per_image"]
+    click.echo(
+        f"false positives / image   {fp:.3f}"
+        + span("false_positives_per_image", lambda v: f"{v:.3f}")
+    )
     if metrics["confused_pairs"]:
         click.echo(
             "most confused (true -> predicted): "

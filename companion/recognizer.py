@@ -965,6 +965,45 @@ class _Tally:
         }
 
 
+INTERVAL_RESAMPLES = 2000
+
+
+def scene_intervals(
+    found: np.ndarray,
+    to_find: np.ndarray,
+    false_pos: np.ndarray,
+    resamples: int = INTERVAL_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict:
+    """How far recall and false cards per image could move on another set of scenes like
+    these: percentile bootstrap intervals, resampling whole scenes (their cards are not
+    independent: a blurred or crowded scene loses several), from per-scene counts of cards
+    found, cards to find and false cards. Deterministic for a ``seed``; None where the scenes
+    give no figure."""
+    found, to_find = np.asarray(found, np.float64), np.asarray(to_find, np.float64)
+    false_pos = np.asarray(false_pos, np.float64)
+    n = len(to_find)
+    if n == 0:
+        return {"level": level, "recall": None, "false_positives_per_image": None}
+    picks = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    tails = [100 * (1 - level) / 2, 100 * (1 + level) / 2]
+
+    def bounds(values):
+        return [round(float(v), 4) for v in np.percentile(values, tails)]
+
+    need = to_find[picks].sum(axis=1)
+    recall = None
+    if to_find.sum() > 0:
+        # a resample of only empty scenes has no recall: leave it out (rare but possible)
+        recall = bounds((found[picks].sum(axis=1) / np.maximum(need, 1))[need > 0])
+    return {
+        "level": level,
+        "recall": recall,
+        "false_positives_per_image": bounds(false_pos[picks].mean(axis=1)),
+    }
+
+
 def match_detections(
     det: Detections, quads: np.ndarray, visible: np.ndarray, iou: float = EVAL_IOU
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -1175,6 +1214,7 @@ def evaluate(
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
     miss_kinds, scenes_drawn = Counter(), 0
+    per_scene = []  # (cards found, cards to find, false cards) of each scene
     if misses_dir is not None:
         try:
             Path(misses_dir).mkdir(parents=True, exist_ok=True)
@@ -1196,6 +1236,8 @@ def evaluate(
             missed = np.flatnonzero((vis >= MUST_FIND_VISIBLE) & (label_to_det < 0))
             why = missed_card_kinds(recognizer.looks, quads, missed, recognizer.settings)
             miss_kinds.update(why)
+            must = vis >= MUST_FIND_VISIBLE
+            per_scene.append((int((must & (label_to_det >= 0)).sum()), int(must.sum()), len(kinds)))
             if misses_dir is not None and (len(missed) or kinds):
                 falses = dict(zip(np.flatnonzero(det_to_label < 0).tolist(), kinds, strict=True))
                 lost = [
@@ -1245,6 +1287,7 @@ def evaluate(
         "chaff_accuracy": total.to_dict()["chaff_accuracy"],
         "false_positives": false_pos,
         "false_positives_per_image": round(false_pos / n, 4) if n else None,
+        "intervals": scene_intervals(*np.array(per_scene, np.int64).reshape(-1, 3).T),
         "confused_pairs": [
             {"true": t, "predicted": p, "count": c} for (t, p), c in confused.most_common(10)
         ],

@@ -1076,6 +1076,10 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     assert metrics["chaff_accuracy"] >= 0.98, metrics
     assert metrics["precision"] >= 0.97, metrics
     assert metrics["false_positives_per_image"] <= 0.35, metrics
+    spans = metrics["intervals"]  # resampled by scene, around the figures themselves
+    assert spans["recall"][0] <= metrics["recall"] <= spans["recall"][1] < 1
+    fp = spans["false_positives_per_image"]
+    assert fp[0] <= metrics["false_positives_per_image"] <= fp[1]
     # every false card has a kind, and every scene a row per condition
     assert sum(metrics["false_positive_kinds"].values()) == metrics["false_positives"]
     # every missed card has a kind too, and the visible bands add up to all cards
@@ -1133,11 +1137,13 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
     assert recorded["traditional-scan seed=4243 n=2"]["nets"] == "int8"
     assert "by_condition" not in entry  # the long breakdowns stay out of the metadata
     assert entry["lens_k"] == 0.0
+    assert entry["intervals"] == printed["intervals"]
     # Through a wide-angle lens: its own entry, and a command that measures it again.
     lens = [*args, "--record", "--model", str(model), "--nets", "float", "--lens-k", "0.25"]
     result = CliRunner().invoke(main, lens)
     assert result.exit_code == 0, result.output
     assert "lens distortion k=+0.25" in result.output
+    assert "95 % interval, scenes resampled: " in result.output  # how far the recall could move
     recorded = json.loads((model / "recognizer.json").read_text())["metrics"]
     bent = recorded["traditional-scan seed=4243 n=2 nets=float lens_k=0.25"]
     assert bent["lens_k"] == 0.25 and bent["command"] == " ".join(["companion", *args, *lens[8:]])
@@ -1190,6 +1196,33 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     (model / "recognizer.json").write_text(json.dumps(meta))
     result = CliRunner().invoke(main, ["fit-acceptance", "--model", str(model), "--n", "1"])
     assert result.exit_code != 0 and "--decks" in result.output
+
+
+def test_scene_intervals_resample_whole_scenes():
+    from companion.recognizer import scene_intervals
+
+    # scenes all alike: nothing to move, the interval is the figure itself
+    same = scene_intervals([9] * 20, [10] * 20, [1] * 20)
+    assert same == {"level": 0.95, "recall": [0.9, 0.9], "false_positives_per_image": [1.0, 1.0]}
+    # scenes that differ: an interval around the figure, the same one every time
+    found, to_find, false = [10, 4, 8, 10, 7, 9], [10, 10, 10, 10, 10, 10], [0, 2, 0, 1, 0, 0]
+    spans = scene_intervals(found, to_find, false)
+    assert spans == scene_intervals(found, to_find, false)
+    low, high = spans["recall"]
+    assert low < sum(found) / sum(to_find) < high
+    low_fp, high_fp = spans["false_positives_per_image"]
+    assert low_fp < 0.5 < high_fp and low_fp >= 0
+    # four times the scenes, alike: a narrower interval about the same figure
+    more = scene_intervals(found * 4, to_find * 4, false * 4)["recall"]
+    assert low < more[0] < sum(found) / sum(to_find) < more[1] < high
+    # whole scenes are resampled: a scene's cards go together (one scene of 100 cards, all
+    # missed, against ten of 10 all found can move recall a lot, not a little)
+    lumpy = scene_intervals([0] + [10] * 10, [100] + [10] * 10, [0] * 11)["recall"]
+    assert lumpy[0] < 0.3 and lumpy[1] == 1.0
+    # nothing to measure
+    assert scene_intervals([], [], [])["recall"] is None
+    empty = scene_intervals([0, 0], [0, 0], [1, 0])
+    assert empty["recall"] is None and empty["false_positives_per_image"] == [0.0, 1.0]
 
 
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
