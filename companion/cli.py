@@ -362,6 +362,24 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
         sys.exit(2)
 
 
+def echo_comparison(against_path: str, other: dict) -> None:
+    """``eval --against``: the other model's figures, and this model's minus them."""
+    diff, spans = other["difference"], other["intervals"]
+    level = f"{100 * spans['level']:g} % interval, scenes resampled"
+
+    def minus(key, show):
+        if diff[key] is None:
+            return "n/a"
+        low, high = spans[key]
+        return f"{show(diff[key])} ({level}: {show(low)} to {show(high)})"
+
+    click.echo(f"against {against_path} (this model minus it):")
+    points = minus("recall", lambda v: f"{100 * v:+.2f} points")
+    click.echo(f"  recall                  {pct(other['recall'])}; {points}")
+    false_rate = minus("false_positives_per_image", lambda v: f"{v:+.3f}")
+    click.echo(f"  false positives / image {other['false_positives_per_image']:.3f}; {false_rate}")
+
+
 @main.command("eval")
 @click.option(
     "--deck",
@@ -390,15 +408,23 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
     type=click.Path(file_okay=False, writable=True),
     help="Write each scene with a missed or false card into this folder, outlined and tagged.",
 )
+@click.option(
+    "--against",
+    "against_path",
+    type=click.Path(),
+    help="Also run this model (metadata JSON or its folder) on the same scenes, and say how "
+    "much better or worse --model is, with how far that difference could move.",
+)
 @friendly_errors
 def eval_command(
-    deck, seed, n, as_json, model_path, workers, record, lens_k, precision, misses_dir
+    deck, seed, n, as_json, model_path, workers, record, lens_k, precision, misses_dir, against_path
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer, evaluate
 
     deck_dir = _resolve_deck(deck)
     recognizer = Recognizer.load(model_path, precision=precision)
+    other = Recognizer.load(against_path, precision=precision) if against_path else None
     metrics = evaluate(
         recognizer,
         deck_dir,
@@ -407,6 +433,7 @@ def eval_command(
         workers=workers,
         lens_k=lens_k,
         misses_dir=misses_dir,
+        against=other,
     )
     if record:
         from companion.recognizer import metadata_path
@@ -428,8 +455,8 @@ def eval_command(
         meta.setdefault("metrics", {})[key] = {
             k: v
             for k, v in metrics.items()
-            # the long breakdowns, and what only this run drew
-            if k not in ("by_condition", "false_positives_by_scene", "scenes_drawn")
+            # the long breakdowns, what only this run drew, and the other model's figures
+            if k not in ("by_condition", "false_positives_by_scene", "scenes_drawn", "against")
         } | {"command": command, "nets": recognizer.precision}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     if as_json:
@@ -472,6 +499,8 @@ def eval_command(
             "missed cards by where lost: "
             + ", ".join(f"{k} {c}" for k, c in metrics["missed_card_kinds"].items())
         )
+    if "against" in metrics:
+        echo_comparison(against_path, metrics["against"])
     click.echo("by condition:                     cards   recall   exact   chaff-eq")
     for key, t in metrics["by_condition"].items():
         click.echo(

@@ -968,10 +968,21 @@ class _Tally:
 INTERVAL_RESAMPLES = 2000
 
 
+def _resampled_figures(counts: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Recall and false cards per image of each resampled scene set: ``counts`` (scenes, 3)
+    holds each scene's cards found, cards to find and false cards, ``picks`` (resamples,
+    scenes) the scenes of each set. Recall is NaN for a set with no card to find."""
+    found, need, false_pos = (counts[:, k][picks].sum(axis=1) for k in range(3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = np.where(need > 0, found / need, np.nan)
+    return recall, false_pos / picks.shape[1]
+
+
 def scene_intervals(
     found: np.ndarray,
     to_find: np.ndarray,
     false_pos: np.ndarray,
+    against: np.ndarray | None = None,
     resamples: int = INTERVAL_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
@@ -979,29 +990,41 @@ def scene_intervals(
     """How far recall and false cards per image could move on another set of scenes like
     these: percentile bootstrap intervals, resampling whole scenes (their cards are not
     independent: a blurred or crowded scene loses several), from per-scene counts of cards
-    found, cards to find and false cards. Deterministic for a ``seed``; None where the scenes
-    give no figure."""
-    found, to_find = np.asarray(found, np.float64), np.asarray(to_find, np.float64)
-    false_pos = np.asarray(false_pos, np.float64)
-    n = len(to_find)
+    found, cards to find and false cards. ``against``: another model's per-scene counts
+    (scenes, 3) on the same scenes; the intervals are then of the difference, this model's
+    figure minus that one's, on the same resampled sets (paired: a hard scene is hard for
+    both, so a difference is measured far more tightly than either figure). Deterministic for
+    a ``seed``; None where the scenes give no figure."""
+    counts = np.column_stack([found, to_find, false_pos]).astype(np.float64).reshape(-1, 3)
+    n = len(counts)
     if n == 0:
         return {"level": level, "recall": None, "false_positives_per_image": None}
     picks = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    recall, false_rate = _resampled_figures(counts, picks)
+    if against is not None:
+        other = np.asarray(against, np.float64).reshape(-1, 3)
+        if len(other) != n or (other[:, 1] != counts[:, 1]).any():
+            raise ValueError("Both models' counts must come from the same scenes.")
+        other_recall, other_false_rate = _resampled_figures(other, picks)
+        recall, false_rate = recall - other_recall, false_rate - other_false_rate
     tails = [100 * (1 - level) / 2, 100 * (1 + level) / 2]
 
     def bounds(values):
-        return [round(float(v), 4) for v in np.percentile(values, tails)]
+        values = values[~np.isnan(values)]  # a set of only empty scenes has no recall
+        return [round(float(v), 4) for v in np.percentile(values, tails)] if len(values) else None
 
-    need = to_find[picks].sum(axis=1)
-    recall = None
-    if to_find.sum() > 0:
-        # a resample of only empty scenes has no recall: leave it out (rare but possible)
-        recall = bounds((found[picks].sum(axis=1) / np.maximum(need, 1))[need > 0])
     return {
         "level": level,
-        "recall": recall,
-        "false_positives_per_image": bounds(false_pos[picks].mean(axis=1)),
+        "recall": bounds(recall) if counts[:, 1].sum() > 0 else None,
+        "false_positives_per_image": bounds(false_rate),
     }
+
+
+def _scene_counts(det_to_label, label_to_det, visible) -> tuple[int, int, int]:
+    """One scene's cards found, cards to find and false cards, from ``match_detections``."""
+    must = np.asarray(visible) >= MUST_FIND_VISIBLE
+    found = int((must & (label_to_det >= 0)).sum())
+    return found, int(must.sum()), int((det_to_label < 0).sum())
 
 
 def match_detections(
@@ -1197,11 +1220,14 @@ def evaluate(
     progress=None,
     lens_k: float = 0.0,
     misses_dir: str | Path | None = None,
+    against: Recognizer | None = None,
 ) -> dict:
     """Render ``n`` scenes of one deck with synth and score the recognizer on them
     (``lens_k``: every scene seen through a lens with that radial distortion,
     ``synth.SceneConfig.lens_k``). ``misses_dir``: a folder to write each scene with a missed
-    or false card into (``annotate_misses``; named by its index in the set: ``0042.jpg``)."""
+    or false card into (``annotate_misses``; named by its index in the set: ``0042.jpg``).
+    ``against``: a second recognizer run on the same scenes, for the difference between the
+    two and how far it could move (key "against")."""
     from collections import Counter
 
     from companion import synth
@@ -1215,6 +1241,7 @@ def evaluate(
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
     miss_kinds, scenes_drawn = Counter(), 0
     per_scene = []  # (cards found, cards to find, false cards) of each scene
+    other_per_scene = []  # ... for the ``against`` recognizer
     if misses_dir is not None:
         try:
             Path(misses_dir).mkdir(parents=True, exist_ok=True)
@@ -1236,8 +1263,10 @@ def evaluate(
             missed = np.flatnonzero((vis >= MUST_FIND_VISIBLE) & (label_to_det < 0))
             why = missed_card_kinds(recognizer.looks, quads, missed, recognizer.settings)
             miss_kinds.update(why)
-            must = vis >= MUST_FIND_VISIBLE
-            per_scene.append((int((must & (label_to_det >= 0)).sum()), int(must.sum()), len(kinds)))
+            per_scene.append(_scene_counts(det_to_label, label_to_det, vis))
+            if against is not None:
+                other = match_detections(against.detect(scene.image), quads, vis)
+                other_per_scene.append(_scene_counts(*other, vis))
             if misses_dir is not None and (len(missed) or kinds):
                 falses = dict(zip(np.flatnonzero(det_to_label < 0).tolist(), kinds, strict=True))
                 lost = [
@@ -1273,6 +1302,24 @@ def evaluate(
         recognizer.looks = None
         scenes.close()  # stops the render processes
     true_pos = detections - false_pos
+    counts = np.array(per_scene, np.int64).reshape(-1, 3)
+    compared = {}
+    if against is not None:
+        other = np.array(other_per_scene, np.int64).reshape(-1, 3)
+        found, need, false_other = (int(v) for v in other.sum(axis=0))
+        compared = {
+            "against": {
+                "recall": round(found / need, 4) if need else None,
+                "false_positives": false_other,
+                "false_positives_per_image": round(false_other / n, 4) if n else None,
+                # this model's figure minus the other's, and how far it could move
+                "difference": {
+                    "recall": round((int(counts[:, 0].sum()) - found) / need, 4) if need else None,
+                    "false_positives_per_image": round((false_pos - false_other) / n, 4),
+                },
+                "intervals": scene_intervals(*counts.T, against=other),
+            }
+        }
     return {
         "deck": Path(deck).name,
         "render_version": synth.RENDER_VERSION,  # the scenes change when the renderer does
@@ -1287,7 +1334,8 @@ def evaluate(
         "chaff_accuracy": total.to_dict()["chaff_accuracy"],
         "false_positives": false_pos,
         "false_positives_per_image": round(false_pos / n, 4) if n else None,
-        "intervals": scene_intervals(*np.array(per_scene, np.int64).reshape(-1, 3).T),
+        "intervals": scene_intervals(*counts.T),
+        **compared,
         "confused_pairs": [
             {"true": t, "predicted": p, "count": c} for (t, p), c in confused.most_common(10)
         ],

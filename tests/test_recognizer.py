@@ -1219,6 +1219,19 @@ def test_scene_intervals_resample_whole_scenes():
     # missed, against ten of 10 all found can move recall a lot, not a little)
     lumpy = scene_intervals([0] + [10] * 10, [100] + [10] * 10, [0] * 11)["recall"]
     assert lumpy[0] < 0.3 and lumpy[1] == 1.0
+    # two models on the same scenes: the interval is of the difference, resampled in pairs
+    counts = np.column_stack([found, to_find, false])
+    assert scene_intervals(found, to_find, false, against=counts) == {
+        "level": 0.95,
+        "recall": [0.0, 0.0],
+        "false_positives_per_image": [0.0, 0.0],
+    }
+    fewer = counts - [[1, 0, 0]] * 6  # one card fewer found in every scene
+    ahead = scene_intervals(found, to_find, false, against=fewer)
+    assert ahead["recall"] == [0.1, 0.1]  # 6 of 60 more, whichever scenes are drawn
+    assert ahead["false_positives_per_image"] == [0.0, 0.0]
+    with pytest.raises(ValueError):  # counts of other scenes
+        scene_intervals(found, to_find, false, against=counts[:5])
     # nothing to measure
     assert scene_intervals([], [], [])["recall"] is None
     empty = scene_intervals([0, 0], [0, 0], [1, 0])
@@ -1246,6 +1259,55 @@ def test_eval_draws_the_scenes_with_missed_cards(tmp_path):
     assert image.shape == (720, 1280, 3)
     b, g, r = (image[..., k].astype(int) for k in range(3))
     assert ((r > 180) & (g < 90) & (b < 90)).sum() > 500  # the missed cards, outlined in red
+
+
+@needs_model
+@pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
+def test_eval_against_a_second_model_on_the_same_scenes(recognizer):
+    from companion.recognizer import evaluate
+
+    class Blind:  # finds nothing
+        settings = recognizer.settings
+        looks = None
+
+        def detect(self, image):
+            return Detections.empty()
+
+    metrics = evaluate(Blind(), str(HELD_OUT), seed=4242, n=3, against=recognizer)
+    other = metrics["against"]
+    assert metrics["recall"] == 0.0 and other["recall"] > 0.9
+    assert other["difference"]["recall"] == -other["recall"]
+    assert other["difference"]["false_positives_per_image"] == round(
+        -other["false_positives"] / 3, 4
+    )
+    low, high = other["intervals"]["recall"]
+    assert low <= -other["recall"] <= high < -0.8
+    # the same model on both sides: no difference, and nothing for it to move by
+    same = evaluate(recognizer, str(HELD_OUT), seed=4242, n=2, against=recognizer)["against"]
+    assert same["difference"] == {"recall": 0.0, "false_positives_per_image": 0.0}
+    assert same["intervals"]["recall"] == [0.0, 0.0]
+
+
+@needs_model
+@pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
+def test_cli_eval_against_prints_the_difference_and_keeps_it_out_of_the_record(tmp_path):
+    import shutil
+
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
+        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
+    args = ["eval", "--deck", str(HELD_OUT), "--seed", "4243", "--n", "2", "--nets", "int8"]
+    result = CliRunner().invoke(
+        main, [*args, "--model", str(model), "--against", str(DEFAULT_MODEL), "--record"]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"against {DEFAULT_MODEL} (this model minus it):" in result.output
+    assert "+0.00 points" in result.output  # the same nets: no difference
+    recorded = json.loads((model / "recognizer.json").read_text())["metrics"]
+    assert "against" not in recorded["traditional-scan seed=4243 n=2"]
+    missing = CliRunner().invoke(main, [*args, "--against", str(tmp_path / "nowhere")])
+    assert missing.exit_code != 0 and "No recognizer model" in missing.output
 
 
 @needs_model
