@@ -1105,17 +1105,24 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     assert sum(v["false_positives"] for v in hands) == metrics["false_positives"]
 
 
+def committed_model_copy(folder, float_nets: bool = True):
+    """A copy of the committed model in ``folder`` (its int8 nets, and its float ones unless
+    ``float_nets`` is false), to change or record into: the folder."""
+    import shutil
+
+    folder.mkdir()
+    names = ["recognizer.json", "localizer.onnx", "classifier.onnx"]
+    if float_nets:
+        names += json.loads(DEFAULT_MODEL.read_text()).get("float_nets", {}).values()
+    for name in names:
+        shutil.copy(DEFAULT_MODEL.parent / name, folder / name)
+    return folder
+
+
 @needs_model
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
 def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
-    import shutil
-
-    model = tmp_path / "model"
-    model.mkdir()
-    for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
-        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
-    for name in json.loads(DEFAULT_MODEL.read_text()).get("float_nets", {}).values():
-        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
+    model = committed_model_copy(tmp_path / "model")
     before = DEFAULT_MODEL.read_text()
     args = ["eval", "--deck", str(HELD_OUT), "--seed", "4243", "--n", "2"]
     for nets in ("int8", "float"):
@@ -1154,15 +1161,10 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
 @needs_model
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
 def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
-    import shutil
-
     from companion.recognizer import ACCEPT_FEATURES
 
-    model = tmp_path / "model"
-    model.mkdir()
+    model = committed_model_copy(tmp_path / "model", float_nets=False)
     meta = json.loads(DEFAULT_MODEL.read_text())
-    for name in ("localizer.onnx", "classifier.onnx"):
-        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
     meta.pop("float_nets", None)
     meta["settings"].pop("accept_weights", None)  # a model fitted before the rule existed
     (model / "recognizer.json").write_text(json.dumps(meta))
@@ -1291,12 +1293,7 @@ def test_eval_against_a_second_model_on_the_same_scenes(recognizer):
 @needs_model
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
 def test_cli_eval_against_prints_the_difference_and_keeps_it_out_of_the_record(tmp_path):
-    import shutil
-
-    model = tmp_path / "model"
-    model.mkdir()
-    for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
-        shutil.copy(DEFAULT_MODEL.parent / name, model / name)
+    model = committed_model_copy(tmp_path / "model", float_nets=False)
     args = ["eval", "--deck", str(HELD_OUT), "--seed", "4243", "--n", "2", "--nets", "int8"]
     result = CliRunner().invoke(
         main, [*args, "--model", str(model), "--against", str(DEFAULT_MODEL), "--record"]
