@@ -362,16 +362,23 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
         sys.exit(2)
 
 
+def interval_text(spans: dict, key: str, show) -> str:
+    """One of ``eval``'s intervals (``spans``: its "intervals"), its bounds written by ``show``,
+    in brackets; empty where there is none."""
+    if not spans[key]:
+        return ""
+    low, high = spans[key]
+    return f"({100 * spans['level']:g} % interval, scenes resampled: {show(low)} to {show(high)})"
+
+
 def echo_comparison(against_path: str, other: dict) -> None:
     """``eval --against``: the other model's figures, and this model's minus them."""
     diff, spans = other["difference"], other["intervals"]
-    level = f"{100 * spans['level']:g} % interval, scenes resampled"
 
     def minus(key, show):
         if diff[key] is None:
             return "n/a"
-        low, high = spans[key]
-        return f"{show(diff[key])} ({level}: {show(low)} to {show(high)})"
+        return f"{show(diff[key])} {interval_text(spans, key, show)}"
 
     click.echo(f"against {against_path} (this model minus it):")
     points = minus("recall", lambda v: f"{100 * v:+.2f} points")
@@ -468,11 +475,10 @@ def eval_command(
         f"({recognizer.precision} nets)" + (f", lens distortion k={lens_k:+g}" if lens_k else "")
     )
     click.echo(f"precision                 {pct(metrics['precision'])}")
-    spans = metrics["intervals"]
-    level = f"{100 * spans['level']:g} % interval, scenes resampled"
 
     def span(key, show):
-        return f"   ({level}: {show(spans[key][0])} to {show(spans[key][1])})" if spans[key] else ""
+        text = interval_text(metrics["intervals"], key, show)
+        return f"   {text}" if text else ""
 
     click.echo(f"recall                    {pct(metrics['recall'])}{span('recall', pct)}")
     click.echo(f"exact-card accuracy       {pct(metrics['exact_accuracy'])}")

@@ -1315,7 +1315,9 @@ def evaluate(
                 # this model's figure minus the other's, and how far it could move
                 "difference": {
                     "recall": round((int(counts[:, 0].sum()) - found) / need, 4) if need else None,
-                    "false_positives_per_image": round((false_pos - false_other) / n, 4),
+                    "false_positives_per_image": (
+                        round((false_pos - false_other) / n, 4) if n else None
+                    ),
                 },
                 "intervals": scene_intervals(*counts.T, against=other),
             }
