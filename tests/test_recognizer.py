@@ -471,6 +471,80 @@ def test_a_learned_acceptance_rule_replaces_the_thresholds():
         Settings(accept_weights=(1.0, 2.0))
 
 
+def _stump(feature: str, above: float, left: float, right: float):
+    """One tree of depth 1: ``right`` added to the logit where ``feature`` > ``above``."""
+    from companion.recognizer import ACCEPT_FEATURES, AcceptTrees
+
+    return AcceptTrees(
+        features=np.array([[ACCEPT_FEATURES.index(feature)]]),
+        thresholds=np.array([[above]]),
+        leaves=np.array([[left, right]]),
+    )
+
+
+def test_boosted_trees_bend_the_learned_rule():
+    from companion.recognizer import AcceptTrees, accept_probability
+
+    st, found = _hot_and_lukewarm(min_confidence=0.9)
+    rule = replace(st, accept_weights=_weights(bias=-3.0, heat=5.0), accept_above=0.5)
+    assert found(rule)[0] == ["02-2"]  # the line alone: 0.82 at the hot place, 0.18 elsewhere
+    # a tree that turns it round: -5 to the logit where the heat is over 0.5, +5 elsewhere
+    bent = replace(rule, accept_trees=_stump("heat", 0.5, 5.0, -5.0))
+    assert found(bent)[0] == ["06-1"]
+    # trees add up: a second one that lifts every crop keeps both
+    lift = _stump("bias", 2.0, 6.0, 0.0)  # the bias is 1, never over 2: always the left leaf
+    both = AcceptTrees(
+        features=np.vstack([bent.accept_trees.features, lift.features]),
+        thresholds=np.vstack([bent.accept_trees.thresholds, lift.thresholds]),
+        leaves=np.vstack([bent.accept_trees.leaves, lift.leaves]),
+    )
+    assert found(replace(rule, accept_trees=both))[0] == ["02-2", "06-1"]
+    # written into the metadata and read back, equal, infinite thresholds (a node that does not
+    # split) included
+    unsplit = replace(bent, accept_trees=_stump("heat", np.inf, 5.0, -5.0))
+    for settings in (bent, unsplit):
+        text = json.dumps(settings.to_dict(), allow_nan=False)
+        assert Settings.from_dict(json.loads(text)) == settings
+    assert json.loads(json.dumps(unsplit.to_dict()))["accept_trees"]["thresholds"] == [[None]]
+    assert found(unsplit)[0] == ["02-2", "06-1"]  # every crop takes the left leaf: +5
+    # a frame where no crop reaches the rule
+    assert bent.accept_trees.logit(np.zeros((0, 10))).shape == (0,)
+    assert accept_probability(np.zeros((0, 10)), bent).shape == (0,)
+    with pytest.raises(RecognizerError, match="need the weights"):
+        Settings(accept_trees=bent.accept_trees)
+    with pytest.raises(RecognizerError, match="2\\*\\*depth leaves"):
+        AcceptTrees(np.zeros((1, 1), int), np.zeros((1, 1)), np.zeros((1, 3)))
+    with pytest.raises(RecognizerError, match="outside the 10 features"):
+        AcceptTrees(np.full((1, 1), 10), np.zeros((1, 1)), np.zeros((1, 2)))
+    with pytest.raises(RecognizerError, match="accept_trees is unreadable"):
+        Settings.from_dict({**rule.to_dict(), "accept_trees": {"features": [[0]]}})
+
+
+def test_fit_trees_learns_what_a_line_cannot():
+    from companion.recognizer import fit_logistic, fit_trees
+
+    # a crop is a card where exactly one of two features is high: no straight line splits that
+    rng = np.random.default_rng(0)
+    a, b = rng.random(4000), rng.random(4000)
+    x = np.column_stack([np.ones(4000), a, b])
+    y = ((a > 0.5) ^ (b > 0.5)).astype(float)
+    w = fit_logistic(x, y)
+    line = ((x @ w > 0) == (y == 1)).mean()
+    assert line < 0.7
+    trees = fit_trees(x, y, x @ w, rounds=30, depth=3)
+    assert ((x @ w + trees.logit(x) > 0) == (y == 1)).mean() > 0.97
+    assert trees.features.shape == (30, 7) and trees.leaves.shape == (30, 8)
+    # the bias column never splits anything: its nodes (the default) do not split at all
+    assert np.isinf(trees.thresholds[trees.features == 0]).all()
+    assert not np.isinf(trees.thresholds[:, 0]).any()  # every root splits
+    again = fit_trees(x, y, x @ w, rounds=30, depth=3)
+    assert again == trees  # deterministic
+    # what the trees already explain is not fitted again: starting from the answer, nothing
+    # is left to learn (each leaf's step is tiny)
+    sure = np.where(y == 1, 12.0, -12.0)
+    assert np.abs(fit_trees(x, y, sure, rounds=5).leaves).max() < 1e-3
+
+
 def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
     # one card's name found twice: 70 % sure where the localizer is sure of a card, 97 % sure
     # where it barely is (a card box's art looks like that); one card exists once
@@ -1167,6 +1241,7 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     meta = json.loads(DEFAULT_MODEL.read_text())
     meta.pop("float_nets", None)
     meta["settings"].pop("accept_weights", None)  # a model fitted before the rule existed
+    meta["settings"].pop("accept_trees", None)
     (model / "recognizer.json").write_text(json.dumps(meta))
     before = DEFAULT_MODEL.read_text()
     args = ["fit-acceptance", "--model", str(model), "--decks", "modern-mantia"]
@@ -1179,20 +1254,30 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     assert result.exit_code == 0, result.output
     written = json.loads((model / "recognizer.json").read_text())
     weights = written["settings"]["accept_weights"]
-    assert len(weights) == len(ACCEPT_FEATURES) and written["settings"]["accept_above"] == 0.75
+    assert len(weights) == len(ACCEPT_FEATURES) and written["settings"]["accept_above"] == 0.7
     fit = written["training"]["acceptance"]
     assert fit["scenes"] == 3 and fit["decks"] == ["modern-mantia"] and fit["nets"] == "int8"
     assert fit["cards"] > 20 and fit["crops"] > fit["cards"] + fit["ignored"] and fit["seed"] == 4
+    assert fit["trees"] == 100 and fit["tree_depth"] == 3
     assert fit["command"] == " ".join(
-        ["companion", *args, "--seed", "4", "--n", "3", "--above", "0.75"]
+        ["companion", *args, "--seed", "4", "--n", "3", "--trees", "100", "--above", "0.7"]
     )
-    assert "heat" in result.output  # the weights, by name
+    assert "heat" in result.output and "100 trees of depth 3" in result.output
     # the model now decodes with the rule; a card still counts once it is likely enough
     rec = Recognizer.load(model / "recognizer.json")
     assert rec.settings.accept_weights == tuple(weights)
+    assert rec.settings.accept_trees.leaves.shape == (100, 8)
     frame, labels = bench_scene()
     assert len(rec.detect(frame)) >= labels * 0.8
     assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
+    # --trees 0: the weights alone, and their own default bar
+    result = CliRunner().invoke(main, [*args, "--n", "3", "--seed", "4", "--trees", "0"])
+    assert result.exit_code == 0, result.output
+    written = json.loads((model / "recognizer.json").read_text())
+    assert written["settings"]["accept_trees"] is None
+    assert written["settings"]["accept_above"] == 0.75
+    assert written["settings"]["accept_weights"] == weights  # the same crops, the same line
+    assert Recognizer.load(model / "recognizer.json").settings.accept_trees is None
     # a model that names no training decks needs --decks
     meta["training"].pop("decks")
     (model / "recognizer.json").write_text(json.dumps(meta))
