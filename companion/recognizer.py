@@ -211,12 +211,12 @@ class AcceptTrees:
         # every crop through every tree at once, a level a step, by flat indices (twice as fast
         # as take_along_axis on the few dozen crops of a frame)
         first = np.arange(trees) * inner
-        features, thresholds = self.features.ravel(), self.thresholds.ravel()
+        split_feature, split_at = self.features.ravel(), self.thresholds.ravel()
         rows = (np.arange(len(x)) * x.shape[1])[:, None]
         node = np.zeros((len(x), trees), np.int64)
         for _ in range(self.depth):
             at = first + node
-            node = 2 * node + 1 + (x.ravel()[rows + features[at]] > thresholds[at])
+            node = 2 * node + 1 + (x.ravel()[rows + split_feature[at]] > split_at[at])
         return self.leaves.ravel()[np.arange(trees) * (inner + 1) + node - inner].sum(axis=1)
 
     def to_dict(self) -> dict:
