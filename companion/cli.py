@@ -552,7 +552,7 @@ def eval_command(
     default=None,
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="How likely a crop must be a card to count as one (Settings.accept_above). "
-    "Default: 0.7 with trees, 0.75 without (chosen on validation scenes, models/README.md).",
+    "Default: 0.7 with trees, 0.75 without (chosen on validation scenes, models/JOURNAL.md).",
 )
 @click.option(
     "--workers",

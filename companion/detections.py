@@ -394,7 +394,7 @@ def final_cards(
     card once (``unique_cards``), then small quads grown (``grow_to_size``). The size check
     comes first so that a thing of the wrong size (a card box showing a card's art, a quad
     straddling two cards) neither suppresses a real card in NMS nor claims its name before it
-    is dropped itself; both used to lose the real card (models/README.md).
+    is dropped itself; both used to lose the real card (models/JOURNAL.md).
 
     ``rank`` (one number per detection; default: confidence) says which of two overlapping
     detections NMS keeps and which of two claimants of one card keeps its name: the learned

@@ -758,7 +758,7 @@ class Recognizer:
             # without a learned rule, the surer claimant wins NMS and one card once, so a
             # second chance near a found card is kept out. With one, the rule ranks them: in a
             # tight capture row a found crop often lies that near the next card, which the
-            # second chance alone outlines (models/README.md, "Second chances near found cards")
+            # second chance alone outlines (models/JOURNAL.md, "Second chances near found cards")
             new = _far_from(cards, self._found(matrices, probs, corners)[0], FREE_SPACING)
             live, cards = live[new], cards[new]
         if len(live) == 0:
