@@ -14,8 +14,9 @@ in the card's own corner order (top-left, top-right, bottom-right, bottom-left o
 Crops that found the same card as a surer crop are dropped; the doubtful rest get a second look,
 cut around the corners found by the first. Then *second chances* (``Settings.extra_heat``,
 ``neighbour_*``): extra crops at the heatmap's cooler peaks and beside each sure card (where the
-next card of a capture row or of the field lies), looked at only where no card was found yet and
-kept only when the classifier is very sure, for the cards the localizer barely saw. Last
+next card of a capture row or of the field lies, and one step on along each fanned row of found
+cards, ``Settings.row_steps``), looked at only where no card was found yet and kept only when
+the classifier is very sure, for the cards the localizer barely saw. Last
 (``detections.final_cards``), a card whose size does not fit the others' (one deck, one table)
 is dropped unless it is very sure, before NMS and one card once, and one a little too small is
 outlined at the size they say. A card at a place the localizer is sure of needs less confidence
@@ -283,6 +284,10 @@ class Settings:
     neighbour_along: tuple[float, ...] = ()  # ... above and below it, these heights away
     neighbour_heat: float = 0.0  # ... where the heatmap is at least this warm (one cell around)
     extra_confidence: float = 0.9  # also how sure a card must be to have neighbours looked for
+    # ... and one row step on from each pair of neighbouring sure cards of a fanned row, and
+    # between two a double step apart (``row_boxes``; also where ``neighbour_heat`` is warm):
+    # the strip of a covered card lies nearer a found card than the places above are looked at
+    row_steps: bool = False
     # A card whose size is this far (in log size) from what the others' sizes say for its place
     # is dropped unless at least size_keep_above sure (detections.consistent_sizes; 0 = off)
     size_tolerance: float = 0.0
@@ -324,7 +329,11 @@ class Settings:
 
     @property
     def second_chances(self) -> bool:
-        return self.extra_heat > 0 or bool(self.neighbour_across or self.neighbour_along)
+        return (
+            self.extra_heat > 0
+            or bool(self.neighbour_across or self.neighbour_along)
+            or self.row_steps
+        )
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -533,6 +542,53 @@ def neighbour_boxes(cards: np.ndarray, across=(), along=()) -> np.ndarray:
     return out.reshape(-1, 5)
 
 
+ROW_TURN = 0.15  # radians: cards of one row lie this parallel (modulo a half turn) or closer
+ROW_SIZE_RATIO = 1.25  # ... and their widths differ by at most this factor
+ROW_ALONG = 0.2  # ... and one lies at most this many card heights up or down the other's long axis
+ROW_STEP = (0.3, 0.8)  # card widths across: a pair this far apart is a step of a fanned row
+ROW_GAP = (0.7, 1.5)  # ... and a pair this far apart may have missed the card between them
+
+
+def row_boxes(cards: np.ndarray) -> np.ndarray:
+    """Where more cards of a fanned row would lie (rows cx, cy, w, h, theta), given the cards
+    found (same rows). Each card's nearest row neighbour on either side (``ROW_*``) makes a
+    pair: a pair one row step apart (``ROW_STEP``) says the row goes on one step past the
+    neighbour, and a pair about two steps apart (``ROW_GAP``) that a card lies halfway between.
+    Each box has the first card's angle and the pair's mean size."""
+    cards = np.asarray(cards, np.float64).reshape(-1, 5)
+    n = len(cards)
+    if n < 2:
+        return np.zeros((0, 5))
+    width, height, theta = cards[:, 2], cards[:, 3], cards[:, 4]
+    down = np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    side = np.stack([down[:, 1], -down[:, 0]], axis=1)
+    delta = cards[None, :, :2] - cards[:, None, :2]  # delta[i, j]: from card i to card j
+    across = np.einsum("ijk,ik->ij", delta, side) / width[:, None]
+    along = np.einsum("ijk,ik->ij", delta, down) / height[:, None]
+    turn = np.abs((theta[:, None] - theta[None] + np.pi / 2) % np.pi - np.pi / 2)
+    ratio = width[:, None] / width[None]
+    in_row = (
+        (turn < ROW_TURN)
+        & (ratio < ROW_SIZE_RATIO)
+        & (ratio > 1 / ROW_SIZE_RATIO)
+        & (np.abs(along) < ROW_ALONG)
+        & (np.abs(across) > min(ROW_STEP[0], ROW_GAP[0]))
+        & (np.abs(across) < max(ROW_STEP[1], ROW_GAP[1]))
+    )
+    out = []
+    for sign in (1, -1):
+        reach = np.where(in_row & (sign * across > 0), np.abs(across), np.inf)
+        nearest = reach.argmin(axis=1)
+        for i in np.flatnonzero(np.isfinite(reach[np.arange(n), nearest])):
+            a, b, apart = cards[i], cards[nearest[i]], reach[i, nearest[i]]
+            mean = np.concatenate([(a[:4] + b[:4]) / 2, a[4:5]])
+            if ROW_STEP[0] < apart < ROW_STEP[1]:
+                out.append(np.concatenate([2 * b[:2] - a[:2], mean[2:]]))
+            if ROW_GAP[0] < apart < ROW_GAP[1]:
+                out.append(mean)
+    return np.array(out).reshape(-1, 5)
+
+
 def _far_from(boxes: np.ndarray, cards: np.ndarray, spacing: float) -> np.ndarray:
     """Mask of the boxes whose centre lies farther than ``spacing`` of each card's short side
     from every card's centre (rows cx, cy, w, h, ...)."""
@@ -712,7 +768,8 @@ class Recognizer:
         """Crop matrices (N,2,3) of the second chances, for the cards the localizer barely saw:
         its cooler peaks, and the places beside each sure card where the next card of a
         capture row or of the field lies. Only places no card was found near yet: there a
-        crop would only find that card again."""
+        crop would only find that card again. With ``row_steps``, also one step on along each
+        fanned row (``row_boxes``), wherever no card was found at that very place."""
         st = self.settings
         if not st.second_chances:
             return np.zeros((0, 2, 3))
@@ -731,6 +788,15 @@ class Recognizer:
         ]
         spots = spots[_far_from(spots, found, FREE_SPACING)]
         spots = spots[spaced(spots, FREE_SPACING)]
+        if st.row_steps:
+            # a row's next strip lies nearer its found neighbour than FREE_SPACING
+            rows = row_boxes(found[sure >= st.extra_confidence])
+            rows = rows[(rows[:, 0] >= 0) & (rows[:, 0] < w) & (rows[:, 1] >= 0) & (rows[:, 1] < h)]
+            rows = rows[_far_from(rows, found, DISTINCT_SPACING)]
+            if st.neighbour_heat > 0 and len(rows):
+                rows = rows[heat_at(rows[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
+            if len(rows):
+                spots = np.concatenate([spots, rows[spaced(rows, DISTINCT_SPACING)]])
         return crop_matrices(spots, st) if len(spots) else np.zeros((0, 2, 3))
 
     def _kept_spots(self, image, m, p, f, c, matrices, probs, corners):
@@ -1569,8 +1635,9 @@ def fit_acceptance(
     recognizer's nets reach the final decision with, on ``n`` rendered scenes of each deck
     (deck k: dataset seed ``seed + k``), then ``trees`` boosted trees of depth 3 on top of them
     (``Settings.accept_trees``; 0: none). A crop outlining a card to find is a positive, one
-    outlining nothing to find a negative. The rule in force matters only through which of two
-    looks at one card reaches the decision (``Recognizer._distinct``)."""
+    outlining nothing to find a negative. The rule in force matters through which of two looks
+    at one card reaches the decision (``Recognizer._distinct``) and whether second chances near
+    a found card, such as row steps, go on to it (``Recognizer._kept_spots``)."""
     from companion import synth
     from companion.detections import iou_matrix
 

@@ -54,6 +54,7 @@ from companion.recognizer import (
     neighbour_boxes,
     quad_to_rbox,
     read_image,
+    row_boxes,
     spaced,
 )
 
@@ -271,6 +272,29 @@ def test_neighbour_boxes_step_across_and_along_the_card():
     assert neighbour_boxes(np.zeros((0, 5)), across=(1.0,)).shape == (0, 5)
 
 
+def test_row_boxes_continue_a_fanned_row_and_fill_its_gaps():
+    # 30x50 cards, long axis down the image: a row runs along x. Steps of half a card, then a
+    # card missing between the second and the third
+    row = [[100.0, 200.0, 30.0, 50.0, math.pi / 2], [115, 200, 30, 50, math.pi / 2]]
+    row.append([145, 200, 30, 50, -math.pi / 2])  # upside down is the same row
+    centres = sorted((round(x), round(y)) for x, y in row_boxes(np.array(row))[:, :2])
+    # one step on past the first card's neighbour, and back past the second's; halfway across
+    # the gap from either side
+    assert centres == [(85, 200), (130, 200), (130, 200), (130, 200)]
+    boxes = row_boxes(np.array(row))
+    assert (boxes[:, 2:4] == [30, 50]).all()
+    # not a row: a card turned a quarter, of another size, or too far along its long axis
+    for other in (
+        [115, 200, 30, 50, 0.0],
+        [115, 200, 45, 75, math.pi / 2],
+        [115, 230, 30, 50, 1.57],
+    ):
+        assert row_boxes(np.array([row[0], other])).shape == (0, 5)
+    # a field grid, cards a width and a half apart or more, makes no row
+    assert row_boxes(np.array([row[0], [150, 200, 30, 50, math.pi / 2]])).shape == (0, 5)
+    assert row_boxes(np.array(row[:1])).shape == (0, 5)
+
+
 class _Input:
     type = "tensor(uint8)"
 
@@ -358,6 +382,37 @@ def test_second_chances_find_the_cards_the_localizer_barely_saw():
     assert found(replace(chances, extra_confidence=0.98))[0] == ["02-2"]
     # settings as stored in a model's JSON metadata
     assert Settings.from_dict(json.loads(json.dumps(chances.to_dict()))) == chances
+
+
+def test_row_steps_find_the_covered_card_between_two_found_ones():
+    # a fanned row: 02-2 and 04-1 found, 03-2 between them barely seen by the localizer and
+    # nearer either than the neighbour boxes are looked at (half a short side)
+    a, between, c = (60, 60), (74, 60), (88, 60)
+    image = np.zeros((128, 256, 3), np.uint8)
+    _paint(image, a, 5)
+    _paint(image, c, 12)
+    _paint(image, between, 9)  # on top here; the fake classifier reads the crop's centre
+    heat = {a: 0.9, c: 0.9, between: 0.15}
+    st = Settings(
+        input_width=256,
+        input_height=128,
+        min_confidence=0.6,
+        refine_steps=1,
+        neighbour_across=(1.0,),
+        neighbour_heat=0.1,
+    )
+    recognizer = Recognizer(_FakeLocalizer(heat), _FakeClassifier(), st)
+
+    def found(settings):
+        recognizer.settings = settings
+        return sorted(CLASSES[c] for c in recognizer.detect(image).class_ids)
+
+    assert found(st) == ["02-2", "04-1"]
+    rows = replace(st, row_steps=True)
+    assert found(rows) == ["02-2", "03-2", "04-1"]
+    # only where the heatmap is warm enough, as for the neighbours
+    assert found(replace(rows, neighbour_heat=0.2)) == ["02-2", "04-1"]
+    assert Settings.from_dict(json.loads(json.dumps(rows.to_dict()))) == rows
 
 
 def test_int8_nets_are_taken_where_the_cpu_has_int8_dot_products():
@@ -1141,9 +1196,10 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     from companion.recognizer import evaluate
 
     # measured with the committed model on these 12 scenes (render version 2, one of them
-    # motion-blurred, two with sheen): recall 0.959, chaff-equivalent accuracy 0.996, precision
-    # 0.992, 0.17 false positives per image (see models/recognizer.json for the 500-scene
-    # figures); the thresholds sit a little under (above for false positives)
+    # motion-blurred, two with sheen): recall 0.984 (241 of 245 cards), chaff-equivalent
+    # accuracy 0.996, precision 1.0, no false positive (see models/recognizer.json for the
+    # 500-scene figures); the thresholds sit well under (above for false positives), as these
+    # few scenes are kinder than the 500
     metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
     assert metrics["labels"] > 200
     assert metrics["recall"] >= 0.92, metrics
@@ -1151,7 +1207,8 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     assert metrics["precision"] >= 0.97, metrics
     assert metrics["false_positives_per_image"] <= 0.35, metrics
     spans = metrics["intervals"]  # resampled by scene, around the figures themselves
-    assert spans["recall"][0] <= metrics["recall"] <= spans["recall"][1] < 1
+    # four misses in a few scenes: some resamples miss none, so the top may reach 1
+    assert spans["recall"][0] < metrics["recall"] <= spans["recall"][1] <= 1
     fp = spans["false_positives_per_image"]
     assert fp[0] <= metrics["false_positives_per_image"] <= fp[1]
     # every false card has a kind, and every scene a row per condition
@@ -1270,7 +1327,10 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     frame, labels = bench_scene()
     assert len(rec.detect(frame)) >= labels * 0.8
     assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
-    # --trees 0: the weights alone, and their own default bar
+    # --trees 0: the weights alone, and their own default bar. From the model as it was before
+    # the first fit: the rule in force decides which crops reach the decision (the first of two
+    # looks at a card, second chances near found cards), so the same model fits the same line
+    (model / "recognizer.json").write_text(json.dumps(meta))
     result = CliRunner().invoke(main, [*args, "--n", "3", "--seed", "4", "--trees", "0"])
     assert result.exit_code == 0, result.output
     written = json.loads((model / "recognizer.json").read_text())
