@@ -559,7 +559,9 @@ def row_boxes(cards: np.ndarray) -> np.ndarray:
     n = len(cards)
     if n < 2:
         return np.zeros((0, 5))
-    width, height, theta = cards[:, 2], cards[:, 3], cards[:, 4]
+    # a degenerate quad (corners on one point) has no size: it pairs with nothing
+    width, height = np.maximum(cards[:, 2], 1e-6), np.maximum(cards[:, 3], 1e-6)
+    theta = cards[:, 4]
     down = np.stack([np.cos(theta), np.sin(theta)], axis=1)
     side = np.stack([down[:, 1], -down[:, 0]], axis=1)
     delta = cards[None, :, :2] - cards[:, None, :2]  # delta[i, j]: from card i to card j

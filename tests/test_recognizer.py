@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -293,6 +294,11 @@ def test_row_boxes_continue_a_fanned_row_and_fill_its_gaps():
     # a field grid, cards a width and a half apart or more, makes no row
     assert row_boxes(np.array([row[0], [150, 200, 30, 50, math.pi / 2]])).shape == (0, 5)
     assert row_boxes(np.array(row[:1])).shape == (0, 5)
+    # a degenerate quad found beside them pairs with nothing, and warns of nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = row_boxes(np.array([*row, [130, 200, 0.0, 0.0, 0.0]]))
+    assert sorted((round(x), round(y)) for x, y in flat[:, :2]) == centres
 
 
 class _Input:
