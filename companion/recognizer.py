@@ -591,6 +591,12 @@ def row_boxes(cards: np.ndarray) -> np.ndarray:
     return np.array(out).reshape(-1, 5)
 
 
+def _in_frame(boxes: np.ndarray, shape: tuple) -> np.ndarray:
+    """Mask of the boxes (rows cx, cy, ...) whose centre lies inside a frame of this shape."""
+    h, w = shape[:2]
+    return (boxes[:, 0] >= 0) & (boxes[:, 0] < w) & (boxes[:, 1] >= 0) & (boxes[:, 1] < h)
+
+
 def _far_from(boxes: np.ndarray, cards: np.ndarray, spacing: float) -> np.ndarray:
     """Mask of the boxes whose centre lies farther than ``spacing`` of each card's short side
     from every card's centre (rows cx, cy, w, h, ...)."""
@@ -784,17 +790,13 @@ class Recognizer:
         if st.neighbour_heat > 0 and len(near):
             near = near[heat_at(near[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
         spots = np.concatenate([cool, near])
-        h, w = image.shape[:2]
-        spots = spots[
-            (spots[:, 0] >= 0) & (spots[:, 0] < w) & (spots[:, 1] >= 0) & (spots[:, 1] < h)
-        ]
+        spots = spots[_in_frame(spots, image.shape)]
         spots = spots[_far_from(spots, found, FREE_SPACING)]
         spots = spots[spaced(spots, FREE_SPACING)]
         if st.row_steps:
             # a row's next strip lies nearer its found neighbour than FREE_SPACING
             rows = row_boxes(found[sure >= st.extra_confidence])
-            rows = rows[(rows[:, 0] >= 0) & (rows[:, 0] < w) & (rows[:, 1] >= 0) & (rows[:, 1] < h)]
-            rows = rows[_far_from(rows, found, DISTINCT_SPACING)]
+            rows = rows[_in_frame(rows, image.shape) & _far_from(rows, found, DISTINCT_SPACING)]
             if st.neighbour_heat > 0 and len(rows):
                 rows = rows[heat_at(rows[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
             if len(rows):
