@@ -782,14 +782,18 @@ class Recognizer:
         if not st.second_chances:
             return np.zeros((0, 2, 3))
         found, sure = self._found(matrices, probs, corners)
+
+        def warm_enough(boxes):  # a neighbour's place is looked at only where the heat says so
+            if st.neighbour_heat <= 0 or len(boxes) == 0:
+                return boxes
+            return boxes[heat_at(boxes[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
+
         cool = cool_peaks(heat, warm, reg, st)[:, :5] if st.extra_heat > 0 else np.zeros((0, 5))
         cool[:, :4] /= scale
         near = neighbour_boxes(
             found[sure >= st.extra_confidence], st.neighbour_across, st.neighbour_along
         )
-        if st.neighbour_heat > 0 and len(near):
-            near = near[heat_at(near[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
-        spots = np.concatenate([cool, near])
+        spots = np.concatenate([cool, warm_enough(near)])
         spots = spots[_in_frame(spots, image.shape)]
         spots = spots[_far_from(spots, found, FREE_SPACING)]
         spots = spots[spaced(spots, FREE_SPACING)]
@@ -797,8 +801,7 @@ class Recognizer:
             # a row's next strip lies nearer its found neighbour than FREE_SPACING
             rows = row_boxes(found[sure >= st.extra_confidence])
             rows = rows[_in_frame(rows, image.shape) & _far_from(rows, found, DISTINCT_SPACING)]
-            if st.neighbour_heat > 0 and len(rows):
-                rows = rows[heat_at(rows[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
+            rows = warm_enough(rows)
             if len(rows):
                 spots = np.concatenate([spots, rows[spaced(rows, DISTINCT_SPACING)]])
         return crop_matrices(spots, st) if len(spots) else np.zeros((0, 2, 3))

@@ -278,11 +278,11 @@ def test_row_boxes_continue_a_fanned_row_and_fill_its_gaps():
     # card missing between the second and the third
     row = [[100.0, 200.0, 30.0, 50.0, math.pi / 2], [115, 200, 30, 50, math.pi / 2]]
     row.append([145, 200, 30, 50, -math.pi / 2])  # upside down is the same row
-    centres = sorted((round(x), round(y)) for x, y in row_boxes(np.array(row))[:, :2])
+    boxes = row_boxes(np.array(row))
+    centres = sorted((round(x), round(y)) for x, y in boxes[:, :2])
     # one step on past the first card's neighbour, and back past the second's; halfway across
     # the gap from either side
     assert centres == [(85, 200), (130, 200), (130, 200), (130, 200)]
-    boxes = row_boxes(np.array(row))
     assert (boxes[:, 2:4] == [30, 50]).all()
     # not a row: a card turned a quarter, of another size, or too far along its long axis
     for other in (
