@@ -266,8 +266,10 @@ def unique_cards(
     alternative's score), or is dropped when no alternative reaches ``min_confidence``, or
     when it overlaps the claiming detection by more than ``same_card_iou`` (then it is that
     same card seen a second time, e.g. a box straddling two cards of a capture row, and any
-    other name for it would be a false card). Backs may repeat. Chaff of one month are
-    interchangeable for scoring, but each detection still reports its own best guess.
+    other name for it would be a false card). Backs may repeat, but a back overlapping a
+    likelier back by more than ``same_card_iou`` is that back seen twice, and is dropped. Chaff
+    of one month are interchangeable for scoring, but each detection still reports its own
+    best guess.
     """
     if len(det) == 0:
         return det
@@ -277,10 +279,21 @@ def unique_cards(
     alt_ids = det.alt_ids.copy()
     alt_scores = det.alt_scores.copy()
     claimed: dict[int, int] = {}  # class id -> index of the detection holding it
+    backs: list[int] = []  # the backs kept so far
+
+    def back_seen_twice(i: int) -> bool:
+        return same_card_iou < 1.0 and any(
+            quad_iou(det.quads[i], det.quads[b]) > same_card_iou for b in backs
+        )
+
     keep = np.ones(len(det), bool)
     for i in range(len(det)):
         cid = int(class_ids[i])
         if cid == BACK_ID:
+            if back_seen_twice(i):
+                keep[i] = False
+            else:
+                backs.append(i)
             continue
         if cid not in claimed:
             claimed[cid] = i
@@ -292,11 +305,15 @@ def unique_cards(
             alt = int(alt)
             if score < min_confidence:
                 break
+            if alt == BACK_ID and back_seen_twice(i):
+                break
             if alt == BACK_ID or alt not in claimed:
                 # the original guess moves into the alternatives, in place of the new class
                 alt_ids[i, j], alt_scores[i, j] = cid, confidence[i]
                 class_ids[i], confidence[i] = alt, score
-                if alt != BACK_ID:
+                if alt == BACK_ID:
+                    backs.append(i)
+                else:
                     claimed[alt] = i
                 keep[i] = True
                 break

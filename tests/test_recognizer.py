@@ -895,6 +895,24 @@ def test_unique_cards_drops_a_duplicate_lying_on_its_holder():
 def test_unique_cards_lets_backs_repeat():
     det = make_det(["back", "back", "01-1"], [0, 100, 200], [0.9, 0.8, 0.7])
     assert sorted(unique_cards(det).card_codes) == ["01-1", "back", "back"]
+    assert sorted(unique_cards(det, same_card_iou=0.3).card_codes) == ["01-1", "back", "back"]
+
+
+def test_unique_cards_drops_a_back_lying_on_a_likelier_back():
+    # x=0 and x=10 overlap (IoU 0.5): one face-down card outlined twice; x=100 is another
+    det = make_det(["back", "back", "back"], [10, 0, 100], [0.8, 0.9, 0.7])
+    out = unique_cards(det, same_card_iou=0.3)
+    assert out.card_codes == ["back", "back"]
+    assert sorted(out.confidence.tolist()) == pytest.approx([0.7, 0.9])
+    assert len(unique_cards(det)) == 3  # default (1.0): backs repeat whatever their overlap
+    # a face card whose name a likelier one holds does not fall back to "back" on a back
+    lost = make_det(
+        ["back", "08-1", "08-1"],
+        [0, 200, 10],
+        [0.9, 0.8, 0.7],
+        alts=[[("01-1", 0.05)], [("08-2", 0.1)], [("back", 0.3)]],
+    )
+    assert unique_cards(lost, same_card_iou=0.3).card_codes == ["back", "08-1"]
 
 
 def test_chaff_groups():
