@@ -782,6 +782,7 @@ class Recognizer:
         if not st.second_chances:
             return np.zeros((0, 2, 3))
         found, sure = self._found(matrices, probs, corners)
+        sure_cards = found[sure >= st.extra_confidence]  # the cards whose places say where more lie
 
         def warm_enough(boxes):  # a neighbour's place is looked at only where the heat says so
             if st.neighbour_heat <= 0 or len(boxes) == 0:
@@ -790,16 +791,14 @@ class Recognizer:
 
         cool = cool_peaks(heat, warm, reg, st)[:, :5] if st.extra_heat > 0 else np.zeros((0, 5))
         cool[:, :4] /= scale
-        near = neighbour_boxes(
-            found[sure >= st.extra_confidence], st.neighbour_across, st.neighbour_along
-        )
+        near = neighbour_boxes(sure_cards, st.neighbour_across, st.neighbour_along)
         spots = np.concatenate([cool, warm_enough(near)])
         spots = spots[_in_frame(spots, image.shape)]
         spots = spots[_far_from(spots, found, FREE_SPACING)]
         spots = spots[spaced(spots, FREE_SPACING)]
         if st.row_steps:
             # a row's next strip lies nearer its found neighbour than FREE_SPACING
-            rows = row_boxes(found[sure >= st.extra_confidence])
+            rows = row_boxes(sure_cards)
             rows = rows[_in_frame(rows, image.shape) & _far_from(rows, found, DISTINCT_SPACING)]
             rows = warm_enough(rows)
             if len(rows):
