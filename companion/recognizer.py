@@ -124,7 +124,7 @@ def acceptance_features(
     off = quad_size_offsets(quads, (sure >= ACCEPT_PLANE_CONFIDENCE) & (none < 0.5))
     known = off is not None
     off = off if known else np.zeros(n)
-    sides = np.linalg.norm(quads - np.roll(quads, -1, axis=1), axis=2)
+    sides = np.linalg.norm(quads - quads[:, [1, 2, 3, 0]], axis=2)  # each side, top first
     along, across = (sides[:, 0] + sides[:, 2]) / 2, (sides[:, 1] + sides[:, 3]) / 2
     aspect = np.maximum(along, across) / np.maximum(np.minimum(along, across), 1e-3)
     surer = (sure[None, :] > sure[:, None]) & (none < 0.5)[None, :]
@@ -581,14 +581,22 @@ def row_boxes(cards: np.ndarray) -> np.ndarray:
     for sign in (1, -1):
         reach = np.where(in_row & (sign * across > 0), np.abs(across), np.inf)
         nearest = reach.argmin(axis=1)
-        for i in np.flatnonzero(np.isfinite(reach[np.arange(n), nearest])):
-            a, b, apart = cards[i], cards[nearest[i]], reach[i, nearest[i]]
-            mean = np.concatenate([(a[:4] + b[:4]) / 2, a[4:5]])
-            if ROW_STEP[0] < apart < ROW_STEP[1]:
-                out.append(np.concatenate([2 * b[:2] - a[:2], mean[2:]]))
-            if ROW_GAP[0] < apart < ROW_GAP[1]:
-                out.append(mean)
-    return np.array(out).reshape(-1, 5)
+        apart = reach[np.arange(n), nearest]
+        paired = np.flatnonzero(np.isfinite(apart))
+        a, b, apart = cards[paired], cards[nearest[paired]], apart[paired]
+        mean = np.concatenate([(a[:, :4] + b[:, :4]) / 2, a[:, 4:5]], axis=1)
+        beyond = np.concatenate([2 * b[:, :2] - a[:, :2], mean[:, 2:]], axis=1)
+        # per card: the box one step past its neighbour, then the one between them
+        boxes = np.stack([beyond, mean], axis=1)
+        wanted = np.stack(
+            [
+                (ROW_STEP[0] < apart) & (apart < ROW_STEP[1]),
+                (ROW_GAP[0] < apart) & (apart < ROW_GAP[1]),
+            ],
+            axis=1,
+        )
+        out.append(boxes[wanted])
+    return np.concatenate(out).reshape(-1, 5)
 
 
 def _in_frame(boxes: np.ndarray, shape: tuple) -> np.ndarray:

@@ -147,6 +147,16 @@ def test_polygon_areas_match_polygon_area_one_by_one():
     assert polygon_areas(np.array([box(0, 0, 10, 20)], np.float32))[0] == pytest.approx(200)
 
 
+def test_size_check_median_equals_numpys_to_the_last_bit():
+    from companion.detections import _median
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 6, 7, 29, 30):
+        values = rng.lognormal(size=n)
+        assert _median(values) == float(np.median(values))
+    assert _median(np.array([3.0, 1.0, 2.0, 10.0])) == 2.5
+
+
 def test_nms_keeps_the_most_confident_of_overlapping_quads():
     det = make_det(["01-1", "01-2", "05-1"], [0, 2, 100], [0.6, 0.9, 0.8])
     out = nms(det, 0.5)
