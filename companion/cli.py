@@ -746,6 +746,18 @@ def bench_command(as_json, model_path, runs, precision):
     help="With --resume: multiply both nets' learning rates (training.RESUME_LR) by this.",
 )
 @click.option(
+    "--localizer-width",
+    type=click.FloatRange(min=1.0),
+    help="Width of the localizer's low-resolution layers against the standard net (default: "
+    "1, or the resumed model's). With --resume a wider net grows from the model's without "
+    "changing what it computes, then trains on (training.grown_state).",
+)
+@click.option(
+    "--classifier-width",
+    type=click.FloatRange(min=1.0),
+    help="The same for the classifier's low-resolution and dense layers.",
+)
+@click.option(
     "--workers",
     default=2,
     show_default=True,
@@ -789,6 +801,8 @@ def train_command(
     lens_scenes,
     restyle_scenes,
     lr_scale,
+    localizer_width,
+    classifier_width,
     workers,
     device,
     export_from,
@@ -821,6 +835,11 @@ def train_command(
         )
     if localizer_only and classifier_only:
         fail("--localizer-only and --classifier-only exclude each other: one net or both.")
+    widths = {
+        net: width
+        for net, width in (("localizer", localizer_width), ("classifier", classifier_width))
+        if width is not None
+    }
     if resume_dir:
         meta = training.resume(
             out_dir,
@@ -841,6 +860,7 @@ def train_command(
             workers=workers,
             device=device,
             lr_scale=lr_scale,
+            deep_widths=widths,
         )
         seconds = meta["training"]["stages"][-1]["seconds"]
     else:
@@ -858,6 +878,7 @@ def train_command(
             input_size=input_size,
             workers=workers,
             device=device,
+            deep_widths=widths,
         )
         seconds = meta["training"]["seconds"]
     click.echo(f"Wrote {out_dir}/recognizer.json ({seconds} s).")

@@ -597,7 +597,25 @@ def stage_data(
 # --------------------------------------------------------------------------------------------
 
 
-def build_nets(tiny: bool = False):
+# How wide each net's low-resolution layers are, against the standard nets (the localizer's
+# stride-16 and stride-32 stages, the classifier's stride-8 and stride-16 layers and its dense
+# layer). Widening there buys capacity cheaply: those layers see few pixels, so doubling them
+# costs the localizer net about 1.2 ms where doubling every layer costs 4, and a whole frame
+# 0.8 ms (int8, 2 threads; models/JOURNAL.md, "Wider nets, and what they cost"). A model keeps
+# its widths in recognizer.json (training.deep_widths); without them it has the standard ones.
+DEEP_WIDTHS = {"localizer": 1.0, "classifier": 1.0}
+
+
+def model_shape(meta: dict) -> dict:
+    """The ``build_nets`` arguments that rebuild the nets of the model with metadata ``meta``."""
+    training = meta.get("training", {})
+    return {
+        "tiny": bool(training.get("tiny")),
+        "deep_widths": {**DEEP_WIDTHS, **training.get("deep_widths", {})},
+    }
+
+
+def build_nets(tiny: bool = False, deep_widths: dict | None = None):
     import torch
     from torch import nn
 
@@ -609,9 +627,11 @@ def build_nets(tiny: bool = False):
         )
 
     m = 0.5 if tiny else 1.0
+    widths = {**DEEP_WIDTHS, **(deep_widths or {})}
+    lw, cw = widths["localizer"], widths["classifier"]
 
-    def c(n):
-        return max(8, int(n * m))
+    def c(n, k=1.0):
+        return max(8, int(n * m * k))
 
     class Localizer(nn.Module):
         def __init__(self):
@@ -620,11 +640,13 @@ def build_nets(tiny: bool = False):
             self.stem = nn.Sequential(cbr(3, c(12), 2), cbr(c(12), c(20), 2))  # stride 4
             self.s8 = nn.Sequential(cbr(c(20), c(32), 2), cbr(c(32), c(32)))
             self.s16 = nn.Sequential(
-                cbr(c(32), c(64), 2), cbr(c(64), c(64)), cbr(c(64), c(64), dilation=2)
+                cbr(c(32), c(64, lw), 2),
+                cbr(c(64, lw), c(64, lw)),
+                cbr(c(64, lw), c(64, lw), dilation=2),
             )
-            self.s32 = nn.Sequential(cbr(c(64), c(96), 2), cbr(c(96), c(96)))
-            self.lat16 = nn.Conv2d(c(96), c(64), 1)
-            self.merge16 = cbr(c(64), c(32))
+            self.s32 = nn.Sequential(cbr(c(64, lw), c(96, lw), 2), cbr(c(96, lw), c(96, lw)))
+            self.lat16 = nn.Conv2d(c(96, lw), c(64, lw), 1)
+            self.merge16 = cbr(c(64, lw), c(32))
             self.merge8 = cbr(c(32), c(24))
             self.lat4 = nn.Conv2d(c(20), c(24), 1)
             self.merge4 = cbr(c(24), c(24))
@@ -650,18 +672,18 @@ def build_nets(tiny: bool = False):
                 cbr(3, c(16), 2),
                 cbr(c(16), c(32), 2),
                 cbr(c(32), c(32)),
-                cbr(c(32), c(64), 2),
-                cbr(c(64), c(64)),
-                cbr(c(64), c(128), 2),
-                cbr(c(128), c(128)),
+                cbr(c(32), c(64, cw), 2),
+                cbr(c(64, cw), c(64, cw)),
+                cbr(c(64, cw), c(128, cw), 2),
+                cbr(c(128, cw), c(128, cw)),
             )
-            flat = c(128) * math.ceil(crop_h / 16) * math.ceil(crop_w / 16)
+            flat = c(128, cw) * math.ceil(crop_h / 16) * math.ceil(crop_w / 16)
             self.fc = nn.Sequential(
-                nn.Flatten(), nn.Linear(flat, c(192)), nn.ReLU(inplace=True), nn.Dropout(0.1)
+                nn.Flatten(), nn.Linear(flat, c(192, cw)), nn.ReLU(inplace=True), nn.Dropout(0.1)
             )
-            self.cls = nn.Linear(c(192), NONE_ID + 1)
-            self.flip = nn.Linear(c(192), 1)
-            self.corners = nn.Linear(c(192), 8)
+            self.cls = nn.Linear(c(192, cw), NONE_ID + 1)
+            self.flip = nn.Linear(c(192, cw), 1)
+            self.corners = nn.Linear(c(192, cw), 8)
 
         def forward(self, x):
             f = self.fc(self.features(x))
@@ -669,6 +691,37 @@ def build_nets(tiny: bool = False):
 
     torch.manual_seed(0)
     return Localizer(), Classifier()
+
+
+def grown_state(old: dict, net) -> dict:
+    """The weights ``old`` (a state dict) fitted to ``net``, whose layers may be wider, without
+    changing what the net computes: each tensor's old values fill its leading block, the new
+    output channels keep ``net``'s fresh initialisation, and every weight that reads a new
+    input channel starts at zero, so the new channels add nothing until training finds them a
+    use. (Net2Net copies units instead; copies would get the same gradients and stay twins.)
+    A flattened input (the classifier's dense layer) keeps its order: channels are outermost.
+    ValueError where a layer would shrink or the layers differ."""
+    new = net.state_dict()
+    if old.keys() != new.keys():
+        raise ValueError("the checkpoint's layers are not this net's")
+    out = {}
+    for name, target in new.items():
+        source = old[name]
+        if source.shape == target.shape:
+            out[name] = source
+            continue
+        if source.dim() != target.dim() or any(
+            a > b for a, b in zip(source.shape, target.shape, strict=True)
+        ):
+            raise ValueError(
+                f"{name} cannot grow from {tuple(source.shape)} to {tuple(target.shape)}"
+            )
+        grown = target.clone()
+        if grown.dim() >= 2:
+            grown[:, source.shape[1] :] = 0
+        grown[tuple(slice(0, n) for n in source.shape)] = source
+        out[name] = grown
+    return out
 
 
 def augment(x, rng: np.random.Generator, glare: bool = True):
@@ -1155,9 +1208,10 @@ def train(
     jitters: int = 1,
     input_size: tuple[int, int] | None = None,
     device: str = "cpu",
+    deep_widths: dict | None = None,
 ) -> dict:
     """Render, train both nets on ``device``, export to ONNX and write ``recognizer.json``;
-    returns the metadata."""
+    returns the metadata. ``deep_widths``: the nets' widths (``DEEP_WIDTHS``)."""
     import torch
 
     torch.set_num_threads(1)
@@ -1177,7 +1231,8 @@ def train(
     deadline = time.time() + 60 * minutes if minutes else None
     log(f"data ready: {len(loc_data)} frames, {len(crops)} crops ({time.time() - t_start:.0f}s)")
 
-    localizer, classifier = build_nets(tiny)
+    widths = {**DEEP_WIDTHS, **(deep_widths or {})}
+    localizer, classifier = build_nets(tiny, widths)
     # The two nets train side by side in two single-threaded processes: on a small shared CPU,
     # one thread per process beats two threads per process (no OpenMP spin-wait collapse).
     job, queue = start_forked(
@@ -1213,6 +1268,7 @@ def train(
             "jitters": jitters,
             "seed": seed,
             "tiny": tiny,
+            **({"deep_widths": widths} if widths != DEEP_WIDTHS else {}),
             "device": device,
             "crops": int(len(crops)),
             "seconds": round(time.time() - t_start),
@@ -1343,8 +1399,9 @@ def augmentation_ablation(
         }
         progress(f"arm {arm}: {result['arms'][arm]['test']}")
     if reference:
-        net = build_nets()[1]
-        net.load_state_dict(torch.load(Path(reference) / CHECKPOINTS / "classifier.pt"))
+        meta, ckpts = _trained_model(Path(reference), "to compare with")
+        net = build_nets(**model_shape(meta))[1]
+        net.load_state_dict(torch.load(ckpts / "classifier.pt"))
         result["reference"] = {
             "model": str(reference),
             "test": {name: score_crops(net, *crop_set[:2]) for name, crop_set in test.items()},
@@ -1605,6 +1662,7 @@ def finetune_localizer(
     lr: float = 1e-3,
     threads: int = 1,
     tiny: bool = False,
+    deep_widths: dict | None = None,
     stage: int = 0,
     back_scenes: int = 0,
     workers: int = 1,
@@ -1643,7 +1701,7 @@ def finetune_localizer(
             recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
         )
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
-    net, _ = build_nets(tiny)
+    net, _ = build_nets(tiny, deep_widths)
     rng = np.random.default_rng((seed + 7, stage))
     return _train_until(
         train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes, device, batch
@@ -1667,6 +1725,7 @@ def finetune_classifier(
     proposal_threshold: float = 0.15,
     peak_spacing: float = 0.0,
     tiny: bool = False,
+    deep_widths: dict | None = None,
     stage: int = 0,
     workers: int = 1,
     device: str = "cpu",
@@ -1710,7 +1769,7 @@ def finetune_classifier(
             recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
         )
         log(f"{len(data[0])} crops ({cascade} at proposed boxes)")
-    _, net = build_nets(tiny)
+    _, net = build_nets(tiny, deep_widths)
     rng = np.random.default_rng((seed + 11, stage))
     ckpt, history = _train_until(
         train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes, device, batch
@@ -1721,13 +1780,13 @@ def finetune_classifier(
 def _train_until(
     train_net, net, init, data, rng, lr, checkpoint: Path, minutes: float, device="cpu", batch=None
 ):
-    """Load ``init`` into ``net``, train it on ``device`` for ``minutes`` of wall-clock time,
-    keep the weights in ``checkpoint`` and the loss per epoch beside it; returns (checkpoint,
-    losses)."""
+    """Load ``init`` into ``net`` (grown to its widths: ``grown_state``), train it on
+    ``device`` for ``minutes`` of wall-clock time, keep the weights in ``checkpoint`` and the
+    loss per epoch beside it; returns (checkpoint, losses)."""
     import torch
 
     if init:
-        net.load_state_dict(torch.load(init, map_location="cpu"))
+        net.load_state_dict(grown_state(torch.load(init, map_location="cpu"), net))
     history = train_net(
         net,
         data,
@@ -1744,14 +1803,15 @@ def _train_until(
 
 
 def export_trained(
-    out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict, tiny: bool = False
+    out, localizer_ckpt, classifier_ckpt, settings: Settings, training: dict
 ) -> dict:
     """Export two checkpoints to ONNX and write ``recognizer.json`` (used when the nets were
-    trained in separate runs, e.g. a localizer fine-tuned at a finer input size)."""
+    trained in separate runs, e.g. a localizer fine-tuned at a finer input size); ``training``
+    says the nets' shape (``model_shape``)."""
     import torch
 
     out = Path(out)
-    localizer, classifier = build_nets(tiny)
+    localizer, classifier = build_nets(**model_shape({"training": training}))
     localizer.load_state_dict(torch.load(localizer_ckpt))
     classifier.load_state_dict(torch.load(classifier_ckpt))
     loc_name, cls_name = export_onnx(localizer, classifier, out, settings)
@@ -1800,8 +1860,7 @@ def reexport(
     out.mkdir(parents=True, exist_ok=True)
     loc, cls = ckpts / "localizer.pt", ckpts / "classifier.pt"
     settings = Settings.from_dict(old.get("settings", {}))
-    tiny = bool(old.get("training", {}).get("tiny"))
-    meta = export_trained(out, loc, cls, settings, old.get("training", {}), tiny=tiny)
+    meta = export_trained(out, loc, cls, settings, old.get("training", {}))
     _keep_checkpoints(out, loc, cls)
     meta |= quantize(out, decks)  # "quantization" and "float_nets"
     import onnxruntime
@@ -1847,6 +1906,7 @@ def resume(
     classifier_only: bool = False,
     lens_scenes: int = 0,
     restyle_scenes: int = 0,
+    deep_widths: dict | None = None,
 ) -> dict:
     """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
     localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
@@ -1865,11 +1925,26 @@ def resume(
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
     ``lr_scale``: multiplies both nets' learning rates (``RESUME_LR``), e.g. to fine-tune a
     model trained with a GPU's larger batches on a CPU's smaller ones.
+    ``deep_widths``: the nets grow to these widths (``DEEP_WIDTHS``; ``grown_state``) before
+    training; a net not named keeps its width, and none can shrink.
     """
     if localizer_only and classifier_only:
         raise ValueError("train the localizer only or the classifier only, not both")
     start, out = Path(start), Path(out)
+    from companion.recognizer import RecognizerError
+
     old, ckpts = _trained_model(start, "to resume from")
+    shape = model_shape(old)
+    widths = {**shape["deep_widths"], **(deep_widths or {})}
+    for net, width in widths.items():
+        if width < shape["deep_widths"][net]:
+            raise RecognizerError(
+                f"The {net} of {start} is {shape['deep_widths'][net]:g} wide; a net can grow "
+                f"but not shrink (asked for {width:g})."
+            )
+    grown = {n: w for n, w in widths.items() if w != shape["deep_widths"][n]}
+    if (localizer_only and "classifier" in grown) or (classifier_only and "localizer" in grown):
+        raise RecognizerError("Only a net that trains in this stage can grow.")
     settings = Settings.from_dict(old.get("settings", {}))
     if input_size:
         settings = replace(settings, input_width=input_size[0], input_height=input_size[1])
@@ -1888,7 +1963,8 @@ def resume(
         scene_size=scene_size,
         cache=cache,
         threads=1,
-        tiny=bool(old.get("training", {}).get("tiny")),
+        tiny=shape["tiny"],
+        deep_widths=widths,
         # each stage shuffles and augments the same scenes differently
         stage=len(old.get("training", {}).get("stages", [])) + 1,
         workers=workers,
@@ -1933,6 +2009,8 @@ def resume(
             lrs["classifier"],
         )
     training = dict(old.get("training", {}))
+    if widths != DEEP_WIDTHS or "deep_widths" in training:
+        training["deep_widths"] = widths
     stage = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
         "resumed_from": str(start),
@@ -1952,6 +2030,7 @@ def resume(
         "crops": crops,
         "seconds": round(time.time() - t_start),
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
+        **({"grown_to": grown} if grown else {}),
     }
     from companion import synth  # the extra scenes' ranges, as rendered
 
@@ -1983,7 +2062,7 @@ def resume(
             },
         }
     training["stages"] = [*training.get("stages", []), stage]
-    meta = export_trained(out, loc_ckpt, cls_ckpt, settings, training, tiny=common["tiny"])
+    meta = export_trained(out, loc_ckpt, cls_ckpt, settings, training)
     _keep_checkpoints(out, loc_ckpt, cls_ckpt)
     shutil.rmtree(work, ignore_errors=True)
     meta |= quantize(out, decks)  # "quantization" and "float_nets"

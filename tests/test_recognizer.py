@@ -1819,11 +1819,15 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
             **only,
         )
 
-    # a third stage trains the localizer alone, also on scenes rich in face-down cards
+    # a third stage trains the localizer alone, also on scenes rich in face-down cards, after
+    # growing its low-resolution layers half as wide again
     kept = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
-    third = one_net_stage(4, 4, localizer_only=True)
+    third = one_net_stage(4, 4, localizer_only=True, deep_widths={"localizer": 1.5})
     stage = third["training"]["stages"][-1]
     assert stage["nets"] == "localizer" and stage["crops"] == 0
+    assert stage["grown_to"] == {"localizer": 1.5}
+    assert third["training"]["deep_widths"] == {"localizer": 1.5, "classifier": 1.0}
+    assert "deep_widths" not in resumed["training"]
     assert stage["learning_rates"] == {
         "localizer": training.RESUME_LR["localizer"],
         "classifier": None,
@@ -1841,9 +1845,13 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     # a fourth trains the classifier alone, on crops of both kinds of scenes
     kept = (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes()
     old_classifier = (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes()
-    fourth = one_net_stage(3, 5, classifier_only=True, lens_scenes=2, restyle_scenes=1)
+    fourth = one_net_stage(
+        3, 5, classifier_only=True, lens_scenes=2, restyle_scenes=1, deep_widths={"classifier": 2}
+    )
     stage = fourth["training"]["stages"][-1]
-    assert stage["nets"] == "classifier"
+    assert stage["nets"] == "classifier" and stage["grown_to"] == {"classifier": 2}
+    # the localizer keeps the width it grew to in the stage before
+    assert fourth["training"]["deep_widths"] == {"localizer": 1.5, "classifier": 2}
     assert stage["lens_scenes"]["scenes"] == 2
     assert "scene_seed(25," in stage["lens_scenes"]["scene_seeds"]
     assert stage["lens_scenes"]["config"]["p_lens"] == 1.0
@@ -1859,6 +1867,15 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert stage["losses"]["classifier_ce"] and stage["losses"]["localizer_heat"] is None
     assert (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes() == kept
     assert (tmp_path / "resumed" / "checkpoints" / "classifier.pt").read_bytes() != old_classifier
+    wide = Recognizer.load(tmp_path / "resumed")
+    assert wide.detect(scene.image).quads.ndim == 3
+    # the grown nets export again from their checkpoints at their own widths; none shrinks
+    training.reexport(
+        tmp_path / "resumed", tmp_path / "wide", [str(SHARED_DECKS / "traditional-ngs")]
+    )
+    assert Recognizer.load(tmp_path / "wide").detect(scene.image).quads.ndim == 3
+    with pytest.raises(RecognizerError, match="grow but not shrink"):
+        one_net_stage(3, 6, deep_widths={"localizer": 1.25})
     # the crops of the face-down scenes are in the stage: more than the 3 scenes alone give
     recipe = training.SampleRecipe(
         decks=(str(SHARED_DECKS / "traditional-ngs"),),
@@ -2128,6 +2145,62 @@ def test_stage_samples_do_not_depend_on_the_number_of_workers(tmp_path, monkeypa
     history = train_localizer(build_nets(tiny=True)[0], two[0], 1, np.random.default_rng(0))
     assert len(history) == 1 and np.isfinite(history[0])
     assert two[0] == [None] * 8
+
+
+def test_grown_nets_compute_what_the_narrow_ones_did_and_can_still_learn():
+    torch = pytest.importorskip("torch")
+    from companion.training import build_nets, grown_state
+
+    narrow = build_nets(tiny=True)
+    for net in narrow:  # batch-norm statistics of their own, not the fresh ones
+        net.train()
+        net(torch.rand(4, 3, 64, 96) if net is narrow[0] else torch.rand(4, 3, 80, 48))
+    wide = build_nets(tiny=True, deep_widths={"localizer": 2.0, "classifier": 1.5})
+    image, crops = torch.rand(2, 3, 64, 96), torch.rand(3, 3, 80, 48)
+    for old, new, x in zip(narrow, wide, (image, crops), strict=True):
+        assert sum(p.numel() for p in new.parameters()) > sum(p.numel() for p in old.parameters())
+        new.load_state_dict(grown_state(old.state_dict(), new))
+        old.eval(), new.eval()
+        with torch.no_grad():
+            for a, b in zip(old(x), new(x), strict=True):
+                assert torch.allclose(a, b, atol=1e-5), (a - b).abs().max()
+    # the new channels are not dead: one step of training reaches the weights reading them
+    loc = wide[0]
+    before = loc.merge16[0].weight.detach().clone()
+    assert before[:, 32:].abs().sum() == 0  # 32 channels in the tiny net, 64 once grown
+    loc.train()
+    heat, reg = loc(image)
+    (heat.mean() + reg.pow(2).mean()).backward()
+    torch.optim.SGD(loc.parameters(), lr=0.1).step()
+    assert loc.merge16[0].weight[:, 32:].abs().sum() > 0
+    # a net cannot shrink, nor take another net's weights
+    with pytest.raises(ValueError, match="cannot grow"):
+        grown_state(wide[0].state_dict(), narrow[0])
+    with pytest.raises(ValueError, match="not this net's"):
+        grown_state(wide[1].state_dict(), narrow[0])
+
+
+def test_resume_grows_only_a_net_it_trains(tmp_path):
+    pytest.importorskip("torch")
+    from companion.training import resume
+
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "localizer.pt").write_bytes(b"")
+    meta = {"training": {"deep_widths": {"localizer": 2.0}}}
+    (tmp_path / "recognizer.json").write_text(json.dumps(meta))
+    with pytest.raises(RecognizerError, match="is 2 wide; a net can grow but not shrink"):
+        resume(tmp_path / "out", tmp_path, deep_widths={"localizer": 1.5})
+    with pytest.raises(RecognizerError, match="Only a net that trains"):
+        resume(tmp_path / "out", tmp_path, classifier_only=True, deep_widths={"localizer": 3})
+    with pytest.raises(RecognizerError, match="Only a net that trains"):
+        resume(tmp_path / "out", tmp_path, localizer_only=True, deep_widths={"classifier": 2})
+    assert not (tmp_path / "out").exists()
+    result = CliRunner().invoke(
+        main,
+        ["train", "--resume", str(tmp_path), "--out", str(tmp_path / "o")]
+        + ["--localizer-width", "0.5"],
+    )
+    assert result.exit_code == 2 and "0.5" in result.output and "Traceback" not in result.output
 
 
 def test_train_device_is_checked():
