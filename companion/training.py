@@ -1928,11 +1928,11 @@ def resume(
     ``deep_widths``: the nets grow to these widths (``DEEP_WIDTHS``; ``grown_state``) before
     training; a net not named keeps its width, and none can shrink.
     """
+    from companion.recognizer import RecognizerError
+
     if localizer_only and classifier_only:
         raise ValueError("train the localizer only or the classifier only, not both")
     start, out = Path(start), Path(out)
-    from companion.recognizer import RecognizerError
-
     old, ckpts = _trained_model(start, "to resume from")
     shape = model_shape(old)
     widths = {**shape["deep_widths"], **(deep_widths or {})}
@@ -2009,7 +2009,7 @@ def resume(
             lrs["classifier"],
         )
     training = dict(old.get("training", {}))
-    if widths != DEEP_WIDTHS or "deep_widths" in training:
+    if widths != DEEP_WIDTHS:  # no net shrinks, so a model with widths keeps them
         training["deep_widths"] = widths
     stage = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
