@@ -646,6 +646,8 @@ def bench_command(as_json, model_path, runs, precision):
         f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
         f"({result['cards_detected']} cards)"
     )
+    dot = "with" if result["int8_dot_products"] else "without"
+    click.echo(f"CPU: {result['cpu']} ({dot} int8 dot products)")
     if result["yolo11n_ms_median"] is None:
         click.echo(
             "YOLO11n yardstick: models/yolo11n_yardstick.onnx missing (companion train --yardstick)."

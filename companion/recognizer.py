@@ -70,6 +70,14 @@ PRECISIONS = ("auto", "int8", "float")
 INT8_DOT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8"}  # x86 flags in /proc/cpuinfo
 
 
+def _cpuinfo() -> str:
+    """The text of /proc/cpuinfo; empty where there is none."""
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
 def int8_is_fast(cpu_flags: str | None = None, machine: str | None = None) -> bool:
     """Whether this CPU multiplies int8 vectors natively (x86 VNNI or AMX, Arm dotprod), where
     the int8 nets run faster than the float ones. Without (plain AVX2) onnxruntime's int8
@@ -77,14 +85,20 @@ def int8_is_fast(cpu_flags: str | None = None, machine: str | None = None) -> bo
     text of /proc/cpuinfo (read when None; empty where there is none)."""
     machine = (machine or platform.machine()).lower()
     if cpu_flags is None:
-        try:
-            cpu_flags = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpu_flags = ""
+        cpu_flags = _cpuinfo()
     flags = set(re.findall(r"[a-z0-9_]+", cpu_flags.lower()))
     if machine in ("arm64", "aarch64"):
         return "asimddp" in flags or sys.platform == "darwin"  # every Apple chip has dotprod
     return bool(flags & INT8_DOT_FLAGS)
+
+
+def cpu_name(cpuinfo: str | None = None) -> str:
+    """What CPU this is, for speed figures: /proc/cpuinfo's model name (``cpuinfo``: that
+    file's text, read when None), else what the platform says."""
+    if cpuinfo is None:
+        cpuinfo = _cpuinfo()
+    found = re.search(r"^(?:model name|Model|Hardware)\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    return found.group(1).strip() if found else platform.processor() or platform.machine()
 
 
 class RecognizerError(CompanionError):
@@ -1755,6 +1769,10 @@ def benchmark(
         "frame": f"{frame.shape[1]}x{frame.shape[0]}",
         "cards_detected": len(det),
         "nets": recognizer.precision,  # int8 or float
+        # the ratio to the yardstick depends on the CPU kind far more than on the run
+        # (models/README.md, "Speed"): say which kind this was
+        "cpu": cpu_name(),
+        "int8_dot_products": int8_is_fast(),
         "yolo11n_ms_median": round(float(np.median(ytimes)), 2) if ytimes else None,
         "load_average_1min": round(os.getloadavg()[0], 2),
     }

@@ -1219,6 +1219,40 @@ def test_cli_detect_bad_files(tmp_path):
     assert "junk.jpg" in result.stderr
 
 
+@needs_model
+def test_cli_bench_keeps_its_json_contract_and_names_the_cpu():
+    # issue 3's contract (scripts read these keys), and the CPU kind the figures belong to
+    result = CliRunner().invoke(main, ["bench", "--json", "--runs", "5", "--nets", "float"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert {"ms_median", "ms_p95", "yolo11n_ms_median"} <= out.keys()
+    assert 0 < out["ms_median"] <= out["ms_p95"]
+    assert out["yolo11n_ms_median"] > 0
+    assert out["speedup_vs_yolo11n"] == round(out["yolo11n_ms_median"] / out["ms_median"], 2)
+    assert (out["threads"], out["frame"], out["nets"]) == (2, "1280x720", "float")
+    assert out["cards_detected"] >= 20
+    assert isinstance(out["cpu"], str) and out["cpu"]
+    assert isinstance(out["int8_dot_products"], bool)
+    text = CliRunner().invoke(main, ["bench", "--runs", "5"])
+    assert text.exit_code == 0, text.output
+    assert f"CPU: {out['cpu']} (with" in text.output  # "with" or "without" int8 dot products
+    bad = CliRunner().invoke(main, ["bench", "--runs", "5", "--nets", "fp16"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_cpu_name_reads_the_model_name():
+    from companion.recognizer import cpu_name
+
+    x86 = (
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: avx2\n"
+    )
+    assert cpu_name(x86) == "AMD EPYC 7B13"
+    assert cpu_name("processor\t: 0\nBogoMIPS\t: 50.00\nModel\t\t: Raspberry Pi 5\n") == (
+        "Raspberry Pi 5"
+    )
+    assert cpu_name("")  # no /proc/cpuinfo: what the platform says, never empty
+
+
 # --------------------------------------------------------------------------------------------
 # The committed model on held-out scenes
 # --------------------------------------------------------------------------------------------
