@@ -98,7 +98,9 @@ def cpu_name(cpuinfo: str | None = None) -> str:
     if cpuinfo is None:
         cpuinfo = _cpuinfo()
     found = re.search(r"^(?:model name|Model|Hardware)\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
-    return found.group(1).strip() if found else platform.processor() or platform.machine()
+    if found:
+        return found.group(1).strip()
+    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 class RecognizerError(CompanionError):
