@@ -444,14 +444,22 @@ def crop_points_to_image(matrices: np.ndarray, points: np.ndarray) -> np.ndarray
     return np.stack([(d * px - b * py) / det, (a * py - c * px) / det], axis=-1).astype(np.float32)
 
 
-def crop_card(bgr: np.ndarray, matrix: np.ndarray, settings: Settings) -> np.ndarray:
-    return cv2.warpAffine(
+def crop_card(
+    bgr: np.ndarray, matrix: np.ndarray, settings: Settings, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The crop ``matrix`` cuts from the frame; ``out``: a C-contiguous uint8 array of the
+    crop's shape to cut it into."""
+    cut = cv2.warpAffine(
         bgr,
         matrix,
         (settings.crop_width, settings.crop_height),
+        dst=out,
         flags=cv2.INTER_AREA,
         borderMode=cv2.BORDER_REPLICATE,
     )
+    if out is not None and cut is not out:  # OpenCV could not write into it: copy, or raise
+        out[...] = cut
+    return cut
 
 
 def crop_targets(
@@ -883,7 +891,11 @@ class Recognizer:
         return accept_probability(acceptance_features(probs, flip, quads, heat), self.settings)
 
     def _classify(self, image, matrices):
-        crops = np.stack([crop_card(image, m, self.settings) for m in matrices])
+        st = self.settings
+        # cut straight into one batch: stacking a list of crops copies every crop again
+        crops = np.empty((len(matrices), st.crop_height, st.crop_width, 3), np.uint8)
+        for crop, matrix in zip(crops, matrices, strict=True):
+            crop_card(image, matrix, st, out=crop)
         out = self.classifier.run(None, {"crop": net_input(self.classifier, crops)})
         if self.looks is not None:
             self.looks.append((self._corner_quads(matrices, out[2]), out[0]))
@@ -969,7 +981,7 @@ def _session(path: Path, threads: int):
 
 
 def _as_bgr(image) -> np.ndarray | None:
-    """Accept BGR, BGRA or grey uint8 arrays; None/empty -> None."""
+    """Accept BGR, BGRA, grey or grey-and-alpha uint8 arrays; None/empty -> None."""
     if image is None:
         return None
     image = np.asarray(image)
@@ -981,8 +993,8 @@ def _as_bgr(image) -> np.ndarray | None:
         return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
     if image.shape[2] == 4:
         return cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
-    if image.shape[2] == 1:
-        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    if image.shape[2] <= 2:  # grey, or grey and alpha: the grey
+        return cv2.cvtColor(np.ascontiguousarray(image[..., 0]), cv2.COLOR_GRAY2BGR)
     return image[..., :3]
 
 

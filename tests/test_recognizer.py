@@ -1191,11 +1191,23 @@ def test_read_image_errors(tmp_path):
 
 
 @needs_model
+def test_grey_frames_with_or_without_alpha_read_alike(recognizer):
+    grey = cv2.cvtColor(bench_scene()[0], cv2.COLOR_BGR2GRAY)
+    plain = recognizer.detect(grey)
+    assert len(plain) >= 10  # the cards still read in grey
+    for frame in (grey[..., None], np.dstack([grey, np.full_like(grey, 255)])):
+        det = recognizer.detect(frame)
+        assert np.array_equal(det.class_ids, plain.class_ids)
+        assert np.array_equal(det.quads, plain.quads)
+
+
+@needs_model
 def test_blank_and_degenerate_frames_give_no_cards(recognizer):
     assert len(recognizer.detect(np.full((720, 1280, 3), 128, np.uint8))) == 0
     assert len(recognizer.detect(np.zeros((0, 0, 3), np.uint8))) == 0
     assert len(recognizer.detect(None)) == 0
     assert len(recognizer.detect(np.full((4, 4), 200, np.uint8))) == 0
+    assert len(recognizer.detect(np.full((360, 640, 2), 128, np.uint8))) == 0
     huge = np.full((6000, 9000, 3), 90, np.uint8)  # downscaled inside, quads stay in its pixels
     assert len(recognizer.detect(huge)) == 0
 
