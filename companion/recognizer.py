@@ -989,12 +989,12 @@ def _as_bgr(image) -> np.ndarray | None:
         return None
     if image.dtype != np.uint8:
         image = np.clip(image, 0, 255).astype(np.uint8)
+    if image.ndim == 3 and image.shape[2] <= 2:  # grey, or grey and alpha: the grey
+        image = image[..., 0]
     if image.ndim == 2:
-        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+        return cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_GRAY2BGR)
     if image.shape[2] == 4:
         return cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
-    if image.shape[2] <= 2:  # grey, or grey and alpha: the grey
-        return cv2.cvtColor(np.ascontiguousarray(image[..., 0]), cv2.COLOR_GRAY2BGR)
     return image[..., :3]
 
 
@@ -1775,6 +1775,7 @@ def benchmark(
             t0 = time.perf_counter()
             sess.run(None, {name: x})
             ytimes.append((time.perf_counter() - t0) * 1000)
+    cpuinfo = _cpuinfo()
     result = {
         "ms_median": round(float(np.median(times)), 2),
         "ms_p95": round(float(np.percentile(times, 95)), 2),
@@ -1785,8 +1786,8 @@ def benchmark(
         "nets": recognizer.precision,  # int8 or float
         # the ratio to the yardstick depends on the CPU kind far more than on the run
         # (models/README.md, "Speed"): say which kind this was
-        "cpu": cpu_name(),
-        "int8_dot_products": int8_is_fast(),
+        "cpu": cpu_name(cpuinfo),
+        "int8_dot_products": int8_is_fast(cpuinfo),
         "yolo11n_ms_median": round(float(np.median(ytimes)), 2) if ytimes else None,
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
