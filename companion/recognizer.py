@@ -28,9 +28,13 @@ fit, ``Settings.accept_trees``; both fitted by ``companion fit-acceptance``), an
 rule's probability, not the name's sureness, says which of two first looks at one card goes on,
 which of two overlapping crops NMS keeps and which claimant of a card's name keeps it.
 
-Each net comes twice: int8, and float (``float_nets`` in the metadata). ``Recognizer.load``
-takes int8 where the CPU has int8 dot products (x86 VNNI or AMX, Arm dotprod), float elsewhere:
-on plain AVX2 the int8 nets are the slower ones (``int8_is_fast``).
+The nets come in three sets (``Recognizer.load``'s ``precision``, ``--nets``): ``int8``, both
+nets quantized, for CPUs with int8 dot products (x86 VNNI or AMX, Arm dotprod; ``int8_is_fast``);
+``float`` (``float_nets`` in the metadata); and ``avx2`` (``avx2_nets``), the float localizer
+with a classifier quantized to 7-bit weights, for x86 CPUs without int8 dot products. There
+8-bit weights saturate onnxruntime's int8 sums (a loss of recall) and the int8 localizer is no
+faster than the float one, while the 7-bit classifier cannot saturate and runs a quarter faster
+than the float one (models/README.md, "Speed"). ``auto`` picks the set made for this CPU.
 
 No torch here: training (``companion/training.py``) shares only the geometry helpers below.
 Detector interface (Frigate style): ``Recognizer.load(path).detect(bgr) -> Detections``.
@@ -66,7 +70,8 @@ MAX_HOT_CELLS = 384  # with peak_spacing, the hottest cells looked at
 DISTINCT_SPACING = 0.25  # two crops whose cards' centres are this close saw the same card
 SPOT_FLOOR = 0.3  # a second-chance crop less sure than this at first gets no second look
 FREE_SPACING = 0.5  # second chances look only this far (in short sides) from found cards
-PRECISIONS = ("auto", "int8", "float")
+PRECISIONS = ("auto", "int8", "float", "avx2")
+NET_SETS = {"float": "float_nets", "avx2": "avx2_nets"}  # metadata keys of the other sets
 INT8_DOT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8"}  # x86 flags in /proc/cpuinfo
 
 
@@ -101,6 +106,21 @@ def cpu_name(cpuinfo: str | None = None) -> str:
     if found:
         return found.group(1).strip()
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def auto_nets(available, cpu_flags: str | None = None, machine: str | None = None) -> str:
+    """Which of a model's sets of nets (``available``: names among PRECISIONS) suits this CPU:
+    int8 where it has int8 dot products; else the avx2 set on x86 (float localizer, 7-bit
+    classifier), else float; int8 where the model has nothing else. ``cpu_flags`` and
+    ``machine`` as for ``int8_is_fast``."""
+    machine = (machine or platform.machine()).lower()
+    if int8_is_fast(cpu_flags, machine):
+        order = ("int8", "avx2", "float")
+    elif machine in ("x86_64", "amd64", "i686", "x86"):
+        order = ("avx2", "float", "int8")
+    else:  # the 7-bit classifier is made for x86's int8 kernels
+        order = ("float", "int8", "avx2")
+    return next(name for name in order if name in available)
 
 
 class RecognizerError(CompanionError):
@@ -686,7 +706,7 @@ class Recognizer:
         self.classifier = classifier
         self.settings = settings
         self.metadata = metadata or {}
-        self.precision = precision  # which of the model's nets run: "int8" or "float"
+        self.precision = precision  # which of the model's sets of nets run (PRECISIONS)
         # a list while eval wants every crop looked at: (quads, probs) per classifier run,
         # for ``missed_card_kinds``
         self.looks: list | None = None
@@ -699,8 +719,8 @@ class Recognizer:
         cls, path: str | Path | None = None, threads: int = 2, precision: str = "auto"
     ) -> Recognizer:
         """The model of a metadata JSON file; ``precision``: "int8", "float" (the model's
-        ``float_nets``) or "auto" (int8 where ``int8_is_fast``, else float when there are
-        float nets)."""
+        ``float_nets``), "avx2" (its ``avx2_nets``) or "auto" (``auto_nets``: the set made for
+        this CPU among those the model has)."""
         if precision not in PRECISIONS:
             raise RecognizerError(
                 f"precision is one of {', '.join(PRECISIONS)}, not {precision!r}."
@@ -713,11 +733,9 @@ class Recognizer:
         try:
             meta = json.loads(path.read_text())
             settings = Settings.from_dict(meta.get("settings", {}))
-            nets = {"int8": meta}
-            if meta.get("float_nets"):
-                nets["float"] = meta["float_nets"]
+            nets = {"int8": meta} | {k: meta[key] for k, key in NET_SETS.items() if meta.get(key)}
             if precision == "auto":
-                precision = "int8" if int8_is_fast() or "float" not in nets else "float"
+                precision = auto_nets(nets)
             if precision not in nets:
                 raise RecognizerError(f"The model {path} has no {precision} nets.")
             loc_path = path.parent / nets[precision]["localizer"]

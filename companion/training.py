@@ -2121,45 +2121,15 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
     per-channel weights), keeping the float ones beside them (``float_nets``), calibrated on
     ``frames`` synthetic frames of the training decks and the crops the localizer proposes on
     them. About 1.4x faster on a CPU with int8 dot products, for the same accuracy; slower and
-    a little less accurate on one without (measured in models/README.md). Returns the metadata
-    it added: ``quantization`` (what it did) and ``float_nets`` (the float files' names)."""
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
+    a little less accurate on one without (measured in models/README.md). Then adds the nets for
+    x86 CPUs without int8 dot products (``quantize_avx2``). Returns the metadata it added:
+    ``quantization`` (what it did), ``float_nets`` and ``avx2_nets`` (the files' names)."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from companion import synth
-    from companion.recognizer import Recognizer, crop_matrices, decode_heatmap
-
     out = Path(out)
-    rec = Recognizer.load(out, threads=1, precision="int8")  # still the float nets here
-    st = rec.settings
-    config = synth.SceneConfig(decks=tuple(str(deck_dir(d)) for d in decks))
-    images, crops = [], []
-    for i in range(frames):
-        scene = synth.render_scene(synth.scene_seed(seed, i), config)
-        image = scene.image
-        boxed, scale = letterbox(image, st)
-        images.append(boxed[None])
-        heat, reg = rec.localizer.run(None, {"image": boxed[None]})
-        boxes = decode_heatmap(heat, reg, st)
-        boxes[:, :4] /= scale
-        # the crops the classifier sees: first looks at proposed boxes, second looks at cards
-        true_boxes = [quad_to_rbox(np.float32(lab.quad)) for lab in scene.labels]
-        boxes = np.concatenate([boxes[:, :5], np.float32(true_boxes).reshape(-1, 5)])
-        if len(boxes):
-            crops.append(np.stack([crop_card(image, m, st) for m in crop_matrices(boxes, st)]))
-
-    class Feed(CalibrationDataReader):
-        def __init__(self, name, batches):
-            self.batches = iter([{name: b} for b in batches])
-
-        def get_next(self):
-            return next(self.batches, None)
-
+    # run as "int8": the model's own nets, still the float ones here
+    images, crops = _calibration(out, "int8", decks, seed, frames)
     meta = json.loads((out / "recognizer.json").read_text())
     folded, float_folded, float_nets = [], [], {}
     for key, name, batches in (("localizer", "image", images), ("classifier", "crop", crops)):
@@ -2175,7 +2145,7 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
         quantize_static(
             str(prepared),
             str(path),
-            Feed(name, batches),
+            _Feed(name, batches),
             quant_format=QuantFormat.QDQ,
             per_channel=True,
             activation_type=QuantType.QUInt8,
@@ -2188,15 +2158,149 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
         "int8": "static QDQ, per-channel int8 weights, uint8 activations",
         "input_folded": folded,
         "float_input_folded": float_folded,
-        "calibration": f"{frames} frames synth.scene_seed({seed}, 0..{frames - 1}) of "
-        + ", ".join(Path(d).name for d in decks)
-        + f" and {sum(len(c) for c in crops)} crops of them (proposed boxes and true cards)",
+        "calibration": _calibration_note(decks, seed, frames, crops),
     }
-    added = {"quantization": done, "float_nets": float_nets}
-    meta |= added
+    meta |= {"quantization": done, "float_nets": float_nets}
     (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
     log(f"quantized the nets in {out} to int8")
+    added = quantize_avx2(out, crops)
+    return {"quantization": done | added["quantization"], "float_nets": float_nets} | {
+        "avx2_nets": added["avx2_nets"]
+    }
+
+
+def _Feed(name: str, batches):
+    """Calibration batches for onnxruntime's quantizer: the net's input ``name`` fed each of
+    ``batches`` in turn (a CalibrationDataReader, made here: onnxruntime.quantization loads
+    only when a net is quantized)."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Feed(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{name: b} for b in batches])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    return Feed()
+
+
+def _calibration(out: Path, precision: str, decks, seed: int, frames: int):
+    """Calibration data for quantizing the nets of ``out`` (run as ``precision``): ``frames``
+    letterboxed frames (1,H,W,3) of the training decks, and per frame the crops the classifier
+    sees there: first looks at the proposed boxes, second looks at the true cards."""
+    from companion import synth
+    from companion.recognizer import Recognizer, crop_matrices, decode_heatmap
+
+    rec = Recognizer.load(out, threads=1, precision=precision)
+    st = rec.settings
+    config = synth.SceneConfig(decks=tuple(str(deck_dir(d)) for d in decks))
+    images, crops = [], []
+    for i in range(frames):
+        scene = synth.render_scene(synth.scene_seed(seed, i), config)
+        image = scene.image
+        boxed, scale = letterbox(image, st)
+        images.append(boxed[None])
+        heat, reg = rec.localizer.run(None, {"image": boxed[None]})
+        boxes = decode_heatmap(heat, reg, st)
+        boxes[:, :4] /= scale
+        true_boxes = [quad_to_rbox(np.float32(lab.quad)) for lab in scene.labels]
+        boxes = np.concatenate([boxes[:, :5], np.float32(true_boxes).reshape(-1, 5)])
+        if len(boxes):
+            crops.append(np.stack([crop_card(image, m, st) for m in crop_matrices(boxes, st)]))
+    return images, crops
+
+
+def _calibration_note(decks, seed: int, frames: int, crops) -> str:
+    return (
+        f"{frames} frames synth.scene_seed({seed}, 0..{frames - 1}) of "
+        + ", ".join(Path(d).name for d in decks)
+        + f" and {sum(len(c) for c in crops)} crops of them (proposed boxes and true cards)"
+    )
+
+
+AVX2_CLASSIFIER = "classifier.avx2.onnx"
+
+
+def quantize_avx2(out: str | Path, crops) -> dict:
+    """Add the nets for x86 CPUs without int8 dot products to the model in ``out``, whose
+    float nets are made (``quantize``): the float localizer, and the float classifier quantized
+    with 7-bit weights (``reduce_range``), calibrated on ``crops`` (a list of (N,H,W,3) uint8
+    batches). onnxruntime's int8 convolutions there sum pairs of uint8 x int8 products in 16
+    bits, which 8-bit weights overflow (0.44 points of recall lost) and 7-bit ones cannot. The
+    first convolution (3 input channels: slower in int8 than in float) and the heads (cheap;
+    their outputs stay exact floats) stay float. The classifier then runs about a quarter
+    faster than the float one, for about 0.07 points of recall (models/README.md, "Speed"); the
+    int8 localizer is no faster than the float one there, so the float one serves. Returns the
+    metadata it added: ``avx2_nets`` and ``quantization`` (its ``avx2`` note)."""
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = Path(out)
+    meta = json.loads((out / "recognizer.json").read_text())
+    float_nets = meta["float_nets"]
+    prepared = out / "classifier.avx2.prepared.onnx"
+    quant_pre_process(str(out / float_nets["classifier"]), str(prepared), skip_symbolic_shape=True)
+    kept_float = float_ends(onnx.load(str(prepared)))
+    quantize_static(
+        str(prepared),
+        str(out / AVX2_CLASSIFIER),
+        _Feed("crop", crops),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        # weights within -64..64: two products with uint8 pixels sum to at most 32,640, which
+        # 16 bits hold
+        reduce_range=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        nodes_to_exclude=kept_float,
+    )
+    prepared.unlink()
+    added = {
+        "avx2_nets": {"localizer": float_nets["localizer"], "classifier": AVX2_CLASSIFIER},
+        "quantization": {
+            "avx2": "the float localizer; the classifier static QDQ, per-channel 7-bit int8 "
+            "weights (reduce_range: -64..64), uint8 activations, its first convolution and heads float "
+            f"({', '.join(kept_float)})",
+        },
+    }
+    meta["quantization"] = meta.get("quantization", {}) | added["quantization"]
+    meta["avx2_nets"] = added["avx2_nets"]
+    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"added the avx2 nets to {out}")
     return added
+
+
+def add_avx2_nets(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:
+    """``quantize_avx2`` for a model quantized before the avx2 nets existed, calibrated as
+    ``quantize`` does (the crops the float nets propose on the same frames)."""
+    _, crops = _calibration(Path(out), "float", decks, seed, frames)
+    return quantize_avx2(out, crops)
+
+
+def float_ends(model) -> list[str]:
+    """Names of the nodes of an ONNX classifier that the avx2 classifier keeps float: the first
+    convolution, the heads (Gemms whose outputs are the net's or feed only its Softmax or
+    Sigmoid) and those."""
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    users: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            users.setdefault(name, []).append(node.op_type)
+    first = next(n.name for n in graph.node if n.op_type == "Conv")
+    ends = [n.name for n in graph.node if n.op_type in ("Softmax", "Sigmoid")]
+    heads = [
+        n.name
+        for n in graph.node
+        if n.op_type == "Gemm"
+        and all(
+            o in outputs or (users.get(o) and set(users[o]) <= {"Softmax", "Sigmoid"})
+            for o in n.output
+        )
+    ]
+    return [first, *heads, *ends]
 
 
 FOLD_TOLERANCE = 0.05  # mean folded-output change, as a fraction of each output's spread

@@ -44,6 +44,7 @@ from companion.recognizer import (
     annotate,
     bench_scene,
     cool_peaks,
+    crop_card,
     crop_matrix,
     crop_targets,
     decode_heatmap,
@@ -443,6 +444,32 @@ def test_int8_nets_are_taken_where_the_cpu_has_int8_dot_products():
     assert not int8_is_fast("", "x86_64")  # no /proc/cpuinfo: float
 
 
+def test_auto_takes_the_set_of_nets_made_for_the_cpu():
+    from companion.recognizer import auto_nets
+
+    avx2, vnni = "flags\t\t: fpu sse2 avx avx2 fma", "flags\t\t: avx2 avx512_vnni"
+    every = ("int8", "float", "avx2")
+    assert auto_nets(every, vnni, "x86_64") == "int8"
+    assert auto_nets(every, avx2, "x86_64") == "avx2"
+    assert auto_nets(every, "Features\t: fp asimd", "aarch64") == "float"  # 7-bit: x86 only
+    assert auto_nets(every, "Features\t: fp asimd asimddp", "aarch64") == "int8"
+    # older models: what they have
+    assert auto_nets(("int8", "float"), avx2, "x86_64") == "float"
+    assert auto_nets(("int8",), avx2, "x86_64") == "int8"
+    assert auto_nets(("int8",), "Features\t: fp asimd", "aarch64") == "int8"
+
+
+def test_the_nets_option_offers_every_set():
+    from companion.cli import precision_option
+    from companion.recognizer import PRECISIONS
+
+    @precision_option
+    def command(precision):
+        return precision
+
+    assert list(command.__click_params__[0].type.choices) == list(PRECISIONS)
+
+
 def test_load_picks_the_nets_asked_for(tmp_path):
     import shutil
 
@@ -450,6 +477,7 @@ def test_load_picks_the_nets_asked_for(tmp_path):
         shutil.copyfile(DEFAULT_MODEL.parent / name, tmp_path / name)
     meta = json.loads((tmp_path / "recognizer.json").read_text())
     meta.pop("float_nets", None)
+    meta.pop("avx2_nets", None)
     (tmp_path / "recognizer.json").write_text(json.dumps(meta))
     # a model with int8 nets only runs them whatever the CPU
     assert Recognizer.load(tmp_path / "recognizer.json").precision == "int8"
@@ -457,10 +485,10 @@ def test_load_picks_the_nets_asked_for(tmp_path):
         Recognizer.load(tmp_path / "recognizer.json", precision="float")
     with pytest.raises(RecognizerError, match="precision is one of"):
         Recognizer.load(tmp_path / "recognizer.json", precision="fp16")
-    # the committed model has both, and both find the cards of a scene
+    # the committed model has all three sets, and each finds the cards of a scene
     frame, labels = bench_scene()
     found = {}
-    for nets in ("int8", "float"):
+    for nets in ("int8", "float", "avx2"):
         rec = Recognizer.load(DEFAULT_MODEL, precision=nets)
         assert rec.precision == nets
         found[nets] = len(rec.detect(frame))
@@ -477,10 +505,51 @@ def test_the_committed_nets_read_the_pixels_with_no_conversion_chain():
     assert meta["quantization"]["input_folded"] == ["localizer", "classifier"]
     assert meta["quantization"]["float_input_folded"] == ["localizer", "classifier"]
     for key in ("localizer", "classifier"):
-        for name in (meta[key], meta["float_nets"][key]):
+        for name in (meta[key], meta["float_nets"][key], meta["avx2_nets"][key]):
             ops = {n.op_type for n in onnx.load(str(DEFAULT_MODEL.parent / name)).graph.node}
             # BGR to RGB was a Gather, the 1/255 a Mul: neither is used anywhere else
             assert not ops & {"Gather", "Mul"}, (name, ops)
+
+
+def test_the_committed_avx2_classifier_has_7_bit_weights_and_reads_as_the_float_one():
+    # 8-bit weights overflow onnxruntime's 16-bit sums on CPUs without int8 dot products
+    # (models/README.md, "Speed"): 7-bit ones cannot, and the classifier's ends stay float
+    pytest.importorskip("onnx")
+    import onnx
+    from onnx import numpy_helper
+
+    from companion.training import float_ends
+
+    meta = json.loads(DEFAULT_MODEL.read_text())
+    nets = meta["avx2_nets"]
+    assert nets["localizer"] == meta["float_nets"]["localizer"]
+    model = onnx.load(str(DEFAULT_MODEL.parent / nets["classifier"]))
+    weights = [
+        numpy_helper.to_array(i)
+        for i in model.graph.initializer
+        if i.data_type == onnx.TensorProto.INT8 and numpy_helper.to_array(i).size > 64
+    ]
+    assert len(weights) >= 6  # the quantized convolutions and the first dense layer
+    # two products of a uint8 pixel and a weight: 2 x 255 x 64 = 32,640 fits in 16 bits
+    assert all(-64 <= w.min() and w.max() <= 64 for w in weights)
+    # the first convolution reads the float pixels and float weights, no DequantizeLinear
+    made_by = {o: n.op_type for n in model.graph.node for o in n.output}
+    first = next(n for n in model.graph.node if n.op_type == "Conv")
+    assert made_by[first.input[0]] == "Cast" and first.input[1] not in made_by
+    float_net = onnx.load(str(DEFAULT_MODEL.parent / meta["float_nets"]["classifier"]))
+    assert set(float_ends(float_net)) <= {n.name for n in model.graph.node if n.op_type in (
+        "Conv", "Gemm", "Softmax", "Sigmoid")}  # fmt: skip
+    # on the crops of a scene, it names the cards as the float classifier does
+    frame, _ = bench_scene()
+    rec = {k: Recognizer.load(DEFAULT_MODEL, precision=k) for k in ("float", "avx2")}
+    st = rec["float"].settings
+    det = rec["float"].detect(frame)
+    crops = np.stack([crop_card(frame, crop_matrix(*quad_to_rbox(q), st), st) for q in det.quads])
+    (p_float, _, c_float), (p_avx2, _, c_avx2) = (
+        r.classifier.run(None, {"crop": crops}) for r in rec.values()
+    )
+    assert (p_float.argmax(axis=1) == p_avx2.argmax(axis=1)).all()
+    assert np.abs(p_float - p_avx2).max() < 0.1 and np.abs(c_float - c_avx2).max() < 0.05
 
 
 def _hot_and_lukewarm(min_confidence: float):
@@ -1317,16 +1386,23 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
 
 
 def committed_model_copy(folder, float_nets: bool = True):
-    """A copy of the committed model in ``folder`` (its int8 nets, and its float ones unless
-    ``float_nets`` is false), to change or record into: the folder."""
+    """A copy of the committed model in ``folder`` (its int8 nets, and its float and avx2 sets
+    unless ``float_nets`` is false: then its metadata names the int8 nets alone), to change or
+    record into: the folder."""
     import shutil
 
     folder.mkdir()
+    meta = json.loads(DEFAULT_MODEL.read_text())
     names = ["recognizer.json", "localizer.onnx", "classifier.onnx"]
     if float_nets:
-        names += json.loads(DEFAULT_MODEL.read_text()).get("float_nets", {}).values()
-    for name in names:
+        for key in ("float_nets", "avx2_nets"):
+            names += meta.get(key, {}).values()
+    for name in set(names):
         shutil.copy(DEFAULT_MODEL.parent / name, folder / name)
+    if not float_nets:
+        for key in ("float_nets", "avx2_nets"):
+            meta.pop(key, None)
+        (folder / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
     return folder
 
 
@@ -1377,6 +1453,7 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     model = committed_model_copy(tmp_path / "model", float_nets=False)
     meta = json.loads(DEFAULT_MODEL.read_text())
     meta.pop("float_nets", None)
+    meta.pop("avx2_nets", None)
     meta["settings"].pop("accept_weights", None)  # a model fitted before the rule existed
     meta["settings"].pop("accept_trees", None)
     (model / "recognizer.json").write_text(json.dumps(meta))
@@ -1761,7 +1838,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
         "classifier": "classifier.float.onnx",
     }
     as_float = Recognizer.load(tmp_path / "recognizer.json", precision="float")
-    assert as_float.precision == "float" and rec.precision in ("int8", "float")
+    assert as_float.precision == "float" and rec.precision in ("int8", "float", "avx2")
     float_det = as_float.detect(scene.image)
     assert float_det.quads.shape == (len(float_det), 4, 2)
     float_ops = {n.op_type for n in onnx.load(str(tmp_path / "localizer.float.onnx")).graph.node}
@@ -1774,6 +1851,33 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
         ops = [n.op_type for n in onnx.load(str(tmp_path / name)).graph.node]
         assert ops[:3] == ["Transpose", "Cast", "Conv"], ops[:4]
         assert not fold_float_input_conversion(tmp_path / name)
+
+    # the avx2 set: the float localizer, a classifier with 7-bit weights whose ends stay float
+    from onnx import numpy_helper
+
+    from companion.training import float_ends
+
+    assert meta["avx2_nets"] == {
+        "localizer": "localizer.float.onnx",
+        "classifier": "classifier.avx2.onnx",
+    }
+    avx2_model = onnx.load(str(tmp_path / "classifier.avx2.onnx"))
+    avx2_nodes = {n.name: n.op_type for n in avx2_model.graph.node}
+    assert "QLinearConv" in avx2_nodes.values() or "QuantizeLinear" in avx2_nodes.values()
+    kept = float_ends(onnx.load(str(tmp_path / "classifier.float.onnx")))
+    assert len(kept) == 6 and all(avx2_nodes.get(name) for name in kept)
+    assert [avx2_nodes[name] for name in kept] == ["Conv", "Gemm", "Gemm", "Gemm", "Softmax",
+                                                    "Sigmoid"]  # fmt: skip
+    int8_weights = [
+        numpy_helper.to_array(i)
+        for i in avx2_model.graph.initializer
+        if i.data_type == onnx.TensorProto.INT8
+    ]
+    assert int8_weights and all(-64 <= w.min() and w.max() <= 64 for w in int8_weights)
+    as_avx2 = Recognizer.load(tmp_path / "recognizer.json", precision="avx2")
+    avx2_det = as_avx2.detect(scene.image)
+    assert avx2_det.quads.shape == (len(avx2_det), 4, 2)
+    assert "avx2" in meta["quantization"]
 
     # int8 export: the first convolution reads the uint8 pixels, its conversion chain is gone
     # (fold_input_conversion only rewrites a file whose outputs stay bit-identical)
@@ -1838,6 +1942,8 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert again["quantization"]["float_input_folded"] == ["localizer", "classifier"]
     assert again["export"]["from"] == str(tmp_path / "resumed") and again["metrics"] == {}
     assert again["float_nets"] == meta["float_nets"] == resumed["float_nets"]
+    assert again["avx2_nets"] == meta["avx2_nets"] == resumed["avx2_nets"]
+    assert (tmp_path / "again" / "classifier.avx2.onnx").is_file()
     assert (tmp_path / "again" / "classifier.float.onnx").is_file()
     assert (tmp_path / "again" / "checkpoints" / "classifier.pt").is_file()
     redo = Recognizer.load(tmp_path / "again").detect(scene.image)
