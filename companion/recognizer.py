@@ -1801,7 +1801,7 @@ def benchmark(
         "threads": threads,
         "frame": f"{frame.shape[1]}x{frame.shape[0]}",
         "cards_detected": len(det),
-        "nets": recognizer.precision,  # int8 or float
+        "nets": recognizer.precision,  # int8, float or avx2
         # the ratio to the yardstick depends on the CPU kind far more than on the run
         # (models/README.md, "Speed"): say which kind this was
         "cpu": cpu_name(cpuinfo),

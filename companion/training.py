@@ -2160,13 +2160,16 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
         "float_input_folded": float_folded,
         "calibration": _calibration_note(decks, seed, frames, crops),
     }
-    meta |= {"quantization": done, "float_nets": float_nets}
-    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
-    log(f"quantized the nets in {out} to int8")
-    added = quantize_avx2(out, crops)
-    return {"quantization": done | added["quantization"], "float_nets": float_nets} | {
-        "avx2_nets": added["avx2_nets"]
+    avx2 = quantize_avx2(out, float_nets, crops)
+    added = {
+        "quantization": done | avx2["quantization"],
+        "float_nets": float_nets,
+        "avx2_nets": avx2["avx2_nets"],
     }
+    meta |= added
+    (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"quantized the nets in {out}: int8, and the avx2 set")
+    return added
 
 
 def _Feed(name: str, batches):
@@ -2222,24 +2225,22 @@ def _calibration_note(decks, seed: int, frames: int, crops) -> str:
 AVX2_CLASSIFIER = "classifier.avx2.onnx"
 
 
-def quantize_avx2(out: str | Path, crops) -> dict:
-    """Add the nets for x86 CPUs without int8 dot products to the model in ``out``, whose
-    float nets are made (``quantize``): the float localizer, and the float classifier quantized
-    with 7-bit weights (``reduce_range``), calibrated on ``crops`` (a list of (N,H,W,3) uint8
-    batches). onnxruntime's int8 convolutions there sum pairs of uint8 x int8 products in 16
-    bits, which 8-bit weights overflow (0.44 points of recall lost) and 7-bit ones cannot. The
-    first convolution (3 input channels: slower in int8 than in float) and the heads (cheap;
+def quantize_avx2(out: str | Path, float_nets: dict, crops) -> dict:
+    """Make the classifier of the nets for x86 CPUs without int8 dot products in ``out``: the
+    float classifier (``float_nets``: the float files' names, as ``quantize`` keeps them)
+    quantized with 7-bit weights (``reduce_range``), calibrated on ``crops`` (a list of (N,H,W,3)
+    uint8 batches). onnxruntime's int8 convolutions there sum pairs of uint8 x int8 products in
+    16 bits, which 8-bit weights overflow (0.44 points of recall lost) and 7-bit ones cannot.
+    The first convolution (3 input channels: slower in int8 than in float) and the heads (cheap;
     their outputs stay exact floats) stay float. The classifier then runs about a quarter
     faster than the float one, for about 0.07 points of recall (models/README.md, "Speed"); the
     int8 localizer is no faster than the float one there, so the float one serves. Returns the
-    metadata it added: ``avx2_nets`` and ``quantization`` (its ``avx2`` note)."""
+    metadata to add: ``avx2_nets`` and ``quantization`` (its ``avx2`` note)."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     out = Path(out)
-    meta = json.loads((out / "recognizer.json").read_text())
-    float_nets = meta["float_nets"]
     prepared = out / "classifier.avx2.prepared.onnx"
     quant_pre_process(str(out / float_nets["classifier"]), str(prepared), skip_symbolic_shape=True)
     kept_float = float_ends(onnx.load(str(prepared)))
@@ -2257,14 +2258,24 @@ def quantize_avx2(out: str | Path, crops) -> dict:
         nodes_to_exclude=kept_float,
     )
     prepared.unlink()
-    added = {
+    return {
         "avx2_nets": {"localizer": float_nets["localizer"], "classifier": AVX2_CLASSIFIER},
         "quantization": {
             "avx2": "the float localizer; the classifier static QDQ, per-channel 7-bit int8 "
-            "weights (reduce_range: -64..64), uint8 activations, its first convolution and heads float "
-            f"({', '.join(kept_float)})",
+            "weights (reduce_range: -64..64), uint8 activations, its first convolution and "
+            f"heads float ({', '.join(kept_float)})",
         },
     }
+
+
+def add_avx2_nets(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:
+    """``quantize_avx2`` for a model quantized before the avx2 nets existed, calibrated as
+    ``quantize`` does (the crops the float nets propose on the same frames), and the set
+    written into its metadata. Returns what it added there."""
+    out = Path(out)
+    _, crops = _calibration(out, "float", decks, seed, frames)
+    meta = json.loads((out / "recognizer.json").read_text())
+    added = quantize_avx2(out, meta["float_nets"], crops)
     meta["quantization"] = meta.get("quantization", {}) | added["quantization"]
     meta["avx2_nets"] = added["avx2_nets"]
     (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -2272,43 +2283,35 @@ def quantize_avx2(out: str | Path, crops) -> dict:
     return added
 
 
-def add_avx2_nets(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 24) -> dict:
-    """``quantize_avx2`` for a model quantized before the avx2 nets existed, calibrated as
-    ``quantize`` does (the crops the float nets propose on the same frames)."""
-    _, crops = _calibration(Path(out), "float", decks, seed, frames)
-    return quantize_avx2(out, crops)
-
-
 def float_ends(model) -> list[str]:
     """Names of the nodes of an ONNX classifier that the avx2 classifier keeps float: the first
     convolution, the heads (Gemms whose outputs are the net's or feed only its Softmax or
     Sigmoid) and those."""
-    graph = model.graph
-    outputs = {o.name for o in graph.output}
-    users: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            users.setdefault(name, []).append(node.op_type)
-    first = next(n.name for n in graph.node if n.op_type == "Conv")
-    ends = [n.name for n in graph.node if n.op_type in ("Softmax", "Sigmoid")]
-    heads = [
-        n.name
-        for n in graph.node
-        if n.op_type == "Gemm"
-        and all(
-            o in outputs or (users.get(o) and set(users[o]) <= {"Softmax", "Sigmoid"})
-            for o in n.output
+    graph = _Graph(model)
+    outputs = {o.name for o in graph.graph.output}
+    ends = {"Softmax", "Sigmoid"}
+
+    def head(node) -> bool:
+        return node.op_type == "Gemm" and all(
+            o in outputs or (graph.users.get(o) and {u.op_type for u in graph.users[o]} <= ends)
+            for o in node.output
         )
+
+    nodes = graph.graph.node
+    first = next(n.name for n in nodes if n.op_type == "Conv")
+    return [
+        first,
+        *(n.name for n in nodes if head(n)),
+        *(n.name for n in nodes if n.op_type in ends),
     ]
-    return [first, *heads, *ends]
 
 
 FOLD_TOLERANCE = 0.05  # mean folded-output change, as a fraction of each output's spread
 
 
 class _Graph:
-    """An ONNX graph indexed for the input-conversion folds: who makes and who reads each
-    value, and the value of a stored constant."""
+    """An ONNX graph indexed for the input-conversion folds and ``float_ends``: who makes and
+    who reads each value, and the value of a stored constant."""
 
     def __init__(self, model):
         self.model, self.graph = model, model.graph

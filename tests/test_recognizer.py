@@ -471,20 +471,13 @@ def test_the_nets_option_offers_every_set():
 
 
 def test_load_picks_the_nets_asked_for(tmp_path):
-    import shutil
-
-    for name in ("recognizer.json", "localizer.onnx", "classifier.onnx"):
-        shutil.copyfile(DEFAULT_MODEL.parent / name, tmp_path / name)
-    meta = json.loads((tmp_path / "recognizer.json").read_text())
-    meta.pop("float_nets", None)
-    meta.pop("avx2_nets", None)
-    (tmp_path / "recognizer.json").write_text(json.dumps(meta))
+    int8_only = committed_model_copy(tmp_path / "model", float_nets=False) / "recognizer.json"
     # a model with int8 nets only runs them whatever the CPU
-    assert Recognizer.load(tmp_path / "recognizer.json").precision == "int8"
+    assert Recognizer.load(int8_only).precision == "int8"
     with pytest.raises(RecognizerError, match="no float nets"):
-        Recognizer.load(tmp_path / "recognizer.json", precision="float")
+        Recognizer.load(int8_only, precision="float")
     with pytest.raises(RecognizerError, match="precision is one of"):
-        Recognizer.load(tmp_path / "recognizer.json", precision="fp16")
+        Recognizer.load(int8_only, precision="fp16")
     # the committed model has all three sets, and each finds the cards of a scene
     frame, labels = bench_scene()
     found = {}
@@ -511,12 +504,23 @@ def test_the_committed_nets_read_the_pixels_with_no_conversion_chain():
             assert not ops & {"Gather", "Mul"}, (name, ops)
 
 
+def int8_initializers(model) -> list[np.ndarray]:
+    """The int8 tensors stored in an ONNX model: quantized weights and their zero points."""
+    import onnx
+    from onnx import numpy_helper
+
+    return [
+        numpy_helper.to_array(i)
+        for i in model.graph.initializer
+        if i.data_type == onnx.TensorProto.INT8
+    ]
+
+
 def test_the_committed_avx2_classifier_has_7_bit_weights_and_reads_as_the_float_one():
     # 8-bit weights overflow onnxruntime's 16-bit sums on CPUs without int8 dot products
     # (models/README.md, "Speed"): 7-bit ones cannot, and the classifier's ends stay float
     pytest.importorskip("onnx")
     import onnx
-    from onnx import numpy_helper
 
     from companion.training import float_ends
 
@@ -524,11 +528,7 @@ def test_the_committed_avx2_classifier_has_7_bit_weights_and_reads_as_the_float_
     nets = meta["avx2_nets"]
     assert nets["localizer"] == meta["float_nets"]["localizer"]
     model = onnx.load(str(DEFAULT_MODEL.parent / nets["classifier"]))
-    weights = [
-        numpy_helper.to_array(i)
-        for i in model.graph.initializer
-        if i.data_type == onnx.TensorProto.INT8 and numpy_helper.to_array(i).size > 64
-    ]
+    weights = [w for w in int8_initializers(model) if w.size > 64]
     assert len(weights) >= 6  # the quantized convolutions and the first dense layer
     # two products of a uint8 pixel and a weight: 2 x 255 x 64 = 32,640 fits in 16 bits
     assert all(-64 <= w.min() and w.max() <= 64 for w in weights)
@@ -1451,9 +1451,7 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     from companion.recognizer import ACCEPT_FEATURES
 
     model = committed_model_copy(tmp_path / "model", float_nets=False)
-    meta = json.loads(DEFAULT_MODEL.read_text())
-    meta.pop("float_nets", None)
-    meta.pop("avx2_nets", None)
+    meta = json.loads((model / "recognizer.json").read_text())
     meta["settings"].pop("accept_weights", None)  # a model fitted before the rule existed
     meta["settings"].pop("accept_trees", None)
     (model / "recognizer.json").write_text(json.dumps(meta))
@@ -1853,7 +1851,6 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
         assert not fold_float_input_conversion(tmp_path / name)
 
     # the avx2 set: the float localizer, a classifier with 7-bit weights whose ends stay float
-    from onnx import numpy_helper
 
     from companion.training import float_ends
 
@@ -1868,11 +1865,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert len(kept) == 6 and all(avx2_nodes.get(name) for name in kept)
     assert [avx2_nodes[name] for name in kept] == ["Conv", "Gemm", "Gemm", "Gemm", "Softmax",
                                                     "Sigmoid"]  # fmt: skip
-    int8_weights = [
-        numpy_helper.to_array(i)
-        for i in avx2_model.graph.initializer
-        if i.data_type == onnx.TensorProto.INT8
-    ]
+    int8_weights = int8_initializers(avx2_model)
     assert int8_weights and all(-64 <= w.min() and w.max() <= 64 for w in int8_weights)
     as_avx2 = Recognizer.load(tmp_path / "recognizer.json", precision="avx2")
     avx2_det = as_avx2.detect(scene.image)
