@@ -740,6 +740,8 @@ class Recognizer:
                 raise RecognizerError(f"The model {path} has no {precision} nets.")
             loc_path = path.parent / nets[precision]["localizer"]
             cls_path = path.parent / nets[precision]["classifier"]
+        except RecognizerError:  # already one sentence: a set the model lacks, bad settings
+            raise
         except (ValueError, KeyError, TypeError) as exc:
             raise RecognizerError(f"The model metadata {path} is unreadable ({exc}).") from None
         localizer, classifier = _session(loc_path, threads), _session(cls_path, threads)
