@@ -79,7 +79,6 @@ RESUME_LR = {"localizer": 7e-4, "classifier": 1e-3}
 BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: never the same scenes
 LENS_SCENES_SEED_OFFSET = 20  # ...and the "lens" scenes dataset seed + this
 RESTYLE_SCENES_SEED_OFFSET = 30  # ...and the "restyle" scenes dataset seed + this
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
 # on unseen scenes of training decks for the committed model (its "training.settings_chosen").
 # The one-hour `train` measured 67.2 % recall and 1.94 false cards per image on the held-out
@@ -119,10 +118,14 @@ class SceneData:
 
 
 def deck_dir(name: str) -> Path:
+    """A deck folder, or a deck's name in the shared folder (``synth.find_shared_dir``: ``../shared``
+    or ``$COMPANION_SHARED``, as on a device machine that carries the decks in the checkout)."""
+    from companion import synth
+
     path = Path(name)
     if path.is_dir():
         return path
-    return SHARED / "decks" / name
+    return synth.find_shared_dir() / "decks" / name
 
 
 def render(seed: int, decks, width: int, height: int, variant: str = "") -> SceneData:

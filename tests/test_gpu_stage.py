@@ -1,0 +1,139 @@
+"""models/gpu-stage.sh: a training stage sized for a lent GPU machine's device time, run here on
+the CPU with a handful of scenes through the same three steps (prepare, device, finish)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from companion import synth
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "models" / "gpu-stage.sh"
+SHARED = synth.find_shared_dir()
+pytestmark = pytest.mark.skipif(
+    not (SHARED / "decks").is_dir() or shutil.which("bash") is None,
+    reason="reference decks (../shared/decks) or bash not available",
+)
+
+
+def run_script(*args, env=None, cwd=None, script=SCRIPT):
+    full_env = {**os.environ, "PYTHON": sys.executable, **(env or {})}
+    return subprocess.run(
+        ["bash", str(script), *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+def test_prepare_copies_the_training_decks_into_an_ignored_shared_folder(tmp_path):
+    (tmp_path / "models").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "models" / SCRIPT.name)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+
+    def prepare():
+        return run_script(
+            "prepare",
+            env={"COMPANION_SHARED": str(SHARED)},
+            script=tmp_path / "models" / SCRIPT.name,
+        )
+
+    result = prepare()
+    assert result.returncode == 0, result.stdout + result.stderr
+    decks = sorted(p.name for p in (tmp_path / "shared" / "decks").iterdir())
+    # the held-out deck stays behind: the stage trains on the three training decks only
+    assert decks == ["hwatu-korean", "modern-mantia", "traditional-ngs"]
+    assert (tmp_path / "shared" / "backgrounds").is_dir()
+    assert "/shared/" in (tmp_path / ".git" / "info" / "exclude").read_text().splitlines()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True
+    ).stdout
+    assert "shared" not in status and "models/" in status  # shared/ is ignored, not committed
+    # twice: the exclusion is not written again
+    assert prepare().returncode == 0
+    assert (tmp_path / ".git" / "info" / "exclude").read_text().count("/shared/") == 1
+
+
+def test_a_stage_runs_detached_is_collected_then_exported_fitted_and_paired(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    work, sent = tmp_path / "work", tmp_path / "sent"
+    stage = {
+        "STAGE_WORK": str(work),
+        "OUT": str(sent),
+        "STAGE_SCENES": "4",
+        "STAGE_LENS": "2",
+        "STAGE_BACKS": "2",
+        "STAGE_MINUTES": "0.1",
+        "STAGE_WORKERS": "2",
+        "STAGE_DEVICE": "cpu",
+        "STAGE_SEED": "1981",
+    }
+    # the first call returns before the stage ends: it says so, and sends the log back
+    first = run_script("device", "0", env=stage)
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert "still running" in first.stdout and (sent / "stage.log").is_file()
+    pid = (work / "pid").read_text().strip()
+    # the next call starts nothing new: it waits on the same stage, then sends the model back
+    second = run_script("device", "300", env=stage)
+    assert second.returncode == 0, second.stdout + second.stderr + (sent / "stage.log").read_text()
+    assert (work / "pid").read_text().strip() == pid
+    assert "stage finished" in second.stdout
+    meta = json.loads((sent / "recognizer.json").read_text())
+    last = meta["training"]["stages"][-1]
+    assert last["resumed_from"] == "models" and last["device"] == "cpu"
+    assert last["scenes"] == 4 and last["lens_scenes"]["scenes"] == 2
+    assert "synth.scene_seed(1981," in last["scene_seeds"]
+    assert (sent / "localizer.pt").is_file() and (sent / "classifier.pt").is_file()
+    # a call after the end sends the same files back at once
+    assert run_script("device", "300", env=stage).returncode == 0
+
+    out = tmp_path / "stage"
+    finish = run_script(
+        "finish",
+        str(sent),
+        str(out),
+        "1982",
+        env={"FINISH_RULE_N": "30", "FINISH_TREES": "5", "FINISH_EVAL_N": "3"},
+        cwd=tmp_path,
+    )
+    assert finish.returncode == 0, finish.stdout + finish.stderr
+    exported = json.loads((out / "recognizer.json").read_text())
+    assert exported["training"]["stages"][-1] == last  # the stage's record is kept
+    assert exported["settings"]["accept_above"] == 0.775 and exported["settings"]["accept_trees"]
+    evals = sorted(p.name for p in out.glob("eval-*.json"))
+    assert evals == [
+        "eval-hwatu-korean-1984.json",
+        "eval-modern-mantia-1983.json",
+        "eval-traditional-ngs-1982.json",
+    ]
+    paired = json.loads((out / evals[0]).read_text())
+    assert paired["images"] == 3 and "difference" in paired["against"]
+    assert "| pooled |" in finish.stdout
+
+    # nothing sent back: a clear message, no export
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = run_script("finish", str(empty), str(tmp_path / "none"), "1985")
+    assert nothing.returncode == 2 and "neither recognizer.json" in nothing.stdout
+    assert not (tmp_path / "none").exists()
+
+
+def test_training_finds_decks_where_companion_shared_points(tmp_path, monkeypatch):
+    # on a device machine the decks travel inside the checkout, not in ../shared
+    from companion.training import deck_dir
+
+    (tmp_path / "decks" / "some-deck").mkdir(parents=True)
+    monkeypatch.setenv("COMPANION_SHARED", str(tmp_path))
+    assert deck_dir("some-deck") == tmp_path / "decks" / "some-deck"
+    monkeypatch.delenv("COMPANION_SHARED")
+    beside_repo = ROOT.parent / "shared" / "decks" / "some-deck"
+    assert deck_dir("some-deck") == beside_repo
+    assert deck_dir(str(tmp_path / "decks" / "some-deck")) == tmp_path / "decks" / "some-deck"
