@@ -727,63 +727,85 @@ def grown_state(old: dict, net) -> dict:
     return out
 
 
+def to_device(array: np.ndarray, device):
+    """A host array as a tensor on ``device``. On a GPU it goes through pinned memory without
+    waiting: a copy from ordinary host memory first waits for all the work queued on the GPU,
+    so the host could not queue a training step's kernels ahead of them."""
+    import torch
+
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if torch.device(device).type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
 def augment(x, rng: np.random.Generator, glare: bool = True):
     """Photometric augmentation of a float batch (N,3,H,W) RGB in 0..1 (vectorised: it runs on
-    every training step and must cost far less than the step itself)."""
+    every training step and must cost far less than the step itself). Every random number is
+    drawn on the host first, in the order of the steps, and sent to the batch's device in one
+    copy (``to_device``)."""
     import torch
     import torch.nn.functional as F
 
     n, _, h, w = x.shape
     dev = x.device
-
-    def tensor(a):  # host-drawn parameters, on the batch's device
-        return torch.from_numpy(np.asarray(a, np.float32)).to(dev)
+    none = np.zeros(0)
 
     # one colour matrix per sample: white balance (warm lamps to cold daylight), brightness,
     # saturation; then contrast around the sample's mean
     warmth = rng.normal(0, 0.12, n)
     gains = np.stack([1 + warmth, np.ones(n), 1 - warmth], 1) * np.exp(rng.normal(0, 0.05, (n, 3)))
     gains *= np.exp(rng.normal(0, 0.25, (n, 1)))
-    sat = np.clip(rng.normal(1, 0.25, n), 0.2, 1.6)
-    grey = np.full((3, 3), 1 / 3)
-    mats = np.stack(
-        [(sat[i] * np.eye(3) + (1 - sat[i]) * grey) * gains[i][:, None] for i in range(n)]
-    )
-    x = torch.einsum("nij,njhw->nihw", tensor(mats), x)
-    contrast = tensor(np.exp(rng.normal(0, 0.2, n))).view(n, 1, 1, 1)
-    mean = x.mean(dim=(1, 2, 3), keepdim=True)
-    x = ((x - mean) * contrast + mean).clamp_(0, 1)
+    sat = np.clip(rng.normal(1, 0.25, n), 0.2, 1.6)[:, None, None]
+    mats = (sat * np.eye(3) + (1 - sat) * np.full((3, 3), 1 / 3)) * gains[:, :, None]
+    contrast = np.exp(rng.normal(0, 0.2, n))
     # gamma on a share of samples (pow is the costliest op here)
-    sel = np.flatnonzero(rng.random(n) < 0.4)
-    if len(sel):
-        gamma = tensor(np.exp(rng.normal(0, 0.25, len(sel))))
-        idx = torch.from_numpy(sel).to(dev)
+    gamma_at = np.flatnonzero(rng.random(n) < 0.4)
+    gamma = np.exp(rng.normal(0, 0.25, len(gamma_at))) if len(gamma_at) else none
+    # glare: soft bright elliptic blobs (centre, radius, strength)
+    glare_at = np.flatnonzero(rng.random(n) < 0.3) if glare else np.zeros(0, np.int64)
+    k = len(glare_at)
+    blobs = none
+    if k:
+        blobs = np.concatenate(
+            [
+                rng.uniform(-0.1, 1.1, k),
+                rng.uniform(-0.1, 1.1, k),
+                rng.uniform(0.05, 0.35, k),
+                rng.uniform(0.3, 0.9, k),
+            ]
+        )
+    # blur / low resolution: down- and up-sample a share of samples
+    blur_at = np.flatnonzero(rng.random(n) < 0.35)
+    factor = rng.uniform(0.35, 0.8) if len(blur_at) else 1.0
+    noise = rng.uniform(0, 0.04, n)  # sensor noise
+    parts = [mats.reshape(-1), contrast, gamma_at, gamma, glare_at, blobs, blur_at, noise]
+    # float32 holds the sample indices exactly (a batch is far below 2**24)
+    drawn = to_device(np.concatenate(parts).astype(np.float32), dev)
+    mats, contrast, gamma_at, gamma, glare_at, blobs, blur_at, noise = torch.split(
+        drawn, [len(p) for p in parts]
+    )
+
+    x = torch.einsum("nij,njhw->nihw", mats.view(n, 3, 3), x)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = ((x - mean) * contrast.view(n, 1, 1, 1) + mean).clamp_(0, 1)
+    if len(gamma_at):
+        idx = gamma_at.long()
         x[idx] = x[idx].clamp_min(1e-3) ** gamma.view(-1, 1, 1, 1)
-    # glare: soft bright elliptic blobs
-    sel = np.flatnonzero(rng.random(n) < 0.3) if glare else []
-    if len(sel):
-        k = len(sel)
+    if k:
         yy = torch.linspace(0, 1, h, device=dev).view(1, h, 1)
         xx = torch.linspace(0, 1, w, device=dev).view(1, 1, w)
-        cx = tensor(rng.uniform(-0.1, 1.1, k)).view(k, 1, 1)
-        cy = tensor(rng.uniform(-0.1, 1.1, k)).view(k, 1, 1)
-        r = tensor(rng.uniform(0.05, 0.35, k)).view(k, 1, 1)
-        st = tensor(rng.uniform(0.3, 0.9, k)).view(k, 1, 1)
+        cx, cy, r, st = (v.view(k, 1, 1) for v in blobs.view(4, k))
         blob = st * torch.exp(-((xx - cx) ** 2 + ((yy - cy) * h / w) ** 2) / (2 * r * r))
-        idx = torch.from_numpy(sel).to(dev)
+        idx = glare_at.long()
         x[idx] = x[idx] + blob[:, None] * (1 - x[idx])
-    # blur / low resolution: down- and up-sample a share of samples
-    sel = np.flatnonzero(rng.random(n) < 0.35)
-    if len(sel):
-        f = rng.uniform(0.35, 0.8)
-        idx = torch.from_numpy(sel).to(dev)
+    if len(blur_at):
+        idx = blur_at.long()
         small = F.interpolate(
-            x[idx], scale_factor=f, mode="bilinear", align_corners=False, antialias=True
+            x[idx], scale_factor=factor, mode="bilinear", align_corners=False, antialias=True
         )
         x[idx] = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False)
-    # sensor noise
-    noise = tensor(rng.uniform(0, 0.04, n)).view(n, 1, 1, 1)
-    x = x + torch.randn_like(x) * noise
+    x = x + torch.randn_like(x) * noise.view(n, 1, 1, 1)
     return x.clamp_(0, 1)
 
 
@@ -943,7 +965,7 @@ def train_localizer(
     heat, weight = heat[:, None], weight[:, None]
 
     def batch_loss(idx):
-        idx = torch.from_numpy(idx).to(device)
+        idx = to_device(idx, device)
         x = augment(_as_input(images[idx], device), rng)
         h, r, mk, wt = heat[idx], reg[idx], mask[idx], weight[idx]
         # 180-degree rotation keeps every target meaningful: centres move, angles don't
@@ -1002,7 +1024,7 @@ def train_classifier(
     back = class_id(BACK)
 
     def batch_loss(idx):
-        idx = torch.from_numpy(idx).to(device)
+        idx = to_device(idx, device)
         x = _as_input(crops_t[idx], device)
         if photometric:
             x = augment(x, rng)

@@ -1,5 +1,6 @@
 """models/gpu-stage.sh: a training stage sized for a lent GPU machine's device time, run here on
-the CPU with a handful of scenes through the same three steps (prepare, device, finish)."""
+the CPU with a handful of scenes through the same three steps (prepare, device, finish); and
+what makes such a stage's minutes count (one host-to-device copy of the augmentation a step)."""
 
 import json
 import os
@@ -137,3 +138,27 @@ def test_training_finds_decks_where_companion_shared_points(tmp_path, monkeypatc
     beside_repo = ROOT.parent / "shared" / "decks" / "some-deck"
     assert deck_dir("some-deck") == beside_repo
     assert deck_dir(str(tmp_path / "decks" / "some-deck")) == tmp_path / "decks" / "some-deck"
+
+
+def test_augment_sends_its_random_numbers_in_one_copy_and_repeats_for_a_seed(monkeypatch):
+    # on a GPU each copy from host memory waits for the work queued before it: one per step
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from companion import training
+
+    sent = []
+    real = training.to_device
+    monkeypatch.setattr(training, "to_device", lambda a, d: sent.append(a.shape) or real(a, d))
+    x = torch.rand(64, 3, 80, 48, generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(5)
+    first = training.augment(x.clone(), np.random.default_rng(7))
+    assert len(sent) == 1 and sent[0][0] > 64 * 9  # the colour matrices and more, at once
+    torch.manual_seed(5)
+    again = training.augment(x.clone(), np.random.default_rng(7))
+    assert torch.equal(first, again)
+    assert first.shape == x.shape and 0 <= first.min() and first.max() <= 1
+    assert not torch.equal(first, x)  # it did change the pixels
+    # a batch of one that draws no gamma, glare or blur still works
+    one = training.augment(torch.rand(1, 3, 8, 8), np.random.default_rng(0), glare=False)
+    assert one.shape == (1, 3, 8, 8)
