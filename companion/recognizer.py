@@ -482,6 +482,15 @@ def crop_card(
     return cut
 
 
+def crop_cards(bgr: np.ndarray, matrices: np.ndarray, settings: Settings) -> np.ndarray:
+    """The crops (N,H,W,3) that ``matrices`` (N,2,3) cut from the frame, cut straight into one
+    batch: stacking a list of crops would copy every crop again."""
+    crops = np.empty((len(matrices), settings.crop_height, settings.crop_width, 3), np.uint8)
+    for crop, matrix in zip(crops, matrices, strict=True):
+        crop_card(bgr, matrix, settings, out=crop)
+    return crops
+
+
 def crop_targets(
     quad: np.ndarray, matrix: np.ndarray, settings: Settings
 ) -> tuple[int, np.ndarray]:
@@ -911,11 +920,7 @@ class Recognizer:
         return accept_probability(acceptance_features(probs, flip, quads, heat), self.settings)
 
     def _classify(self, image, matrices):
-        st = self.settings
-        # cut straight into one batch: stacking a list of crops copies every crop again
-        crops = np.empty((len(matrices), st.crop_height, st.crop_width, 3), np.uint8)
-        for crop, matrix in zip(crops, matrices, strict=True):
-            crop_card(image, matrix, st, out=crop)
+        crops = crop_cards(image, matrices, self.settings)
         out = self.classifier.run(None, {"crop": net_input(self.classifier, crops)})
         if self.looks is not None:
             self.looks.append((self._corner_quads(matrices, out[2]), out[0]))

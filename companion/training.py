@@ -42,6 +42,7 @@ from companion.recognizer import (
     NONE_ID,
     Settings,
     crop_card,
+    crop_cards,
     crop_matrix,
     crop_targets,
     letterbox,
@@ -2235,7 +2236,7 @@ def _calibration(out: Path, precision: str, decks, seed: int, frames: int):
         true_boxes = [quad_to_rbox(np.float32(lab.quad)) for lab in scene.labels]
         boxes = np.concatenate([boxes[:, :5], np.float32(true_boxes).reshape(-1, 5)])
         if len(boxes):
-            crops.append(np.stack([crop_card(image, m, st) for m in crop_matrices(boxes, st)]))
+            crops.append(crop_cards(image, crop_matrices(boxes, st), st))
     return images, crops
 
 

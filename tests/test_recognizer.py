@@ -45,6 +45,8 @@ from companion.recognizer import (
     bench_scene,
     cool_peaks,
     crop_card,
+    crop_cards,
+    crop_matrices,
     crop_matrix,
     crop_targets,
     decode_heatmap,
@@ -55,6 +57,7 @@ from companion.recognizer import (
     missed_card_kinds,
     neighbour_boxes,
     quad_to_rbox,
+    quads_to_rboxes,
     read_image,
     row_boxes,
     spaced,
@@ -545,7 +548,9 @@ def test_the_committed_avx2_classifier_has_7_bit_weights_and_reads_as_the_float_
     rec = {k: Recognizer.load(DEFAULT_MODEL, precision=k) for k in ("float", "avx2")}
     st = rec["float"].settings
     det = rec["float"].detect(frame)
-    crops = np.stack([crop_card(frame, crop_matrix(*quad_to_rbox(q), st), st) for q in det.quads])
+    matrices = crop_matrices(quads_to_rboxes(det.quads), st)
+    crops = crop_cards(frame, matrices, st)
+    assert np.array_equal(crops, np.stack([crop_card(frame, m, st) for m in matrices]))
     (p_float, _, c_float), (p_avx2, _, c_avx2) = (
         r.classifier.run(None, {"crop": crops}) for r in rec.values()
     )
