@@ -28,6 +28,10 @@ usage() {
 	exit 2
 }
 
+train_decks() { # the decks a stage trains on: training.TRAIN_DECKS, never the held-out deck
+	"$python" -c 'from companion.training import TRAIN_DECKS; print(*TRAIN_DECKS)'
+}
+
 alive() { # the process lives and is no zombie (its state, after the name in /proc/PID/stat)
 	local stat
 	stat=$(cat "/proc/$1/stat" 2>/dev/null) && stat=${stat##*) } && [ "${stat:0:1}" != Z ]
@@ -38,7 +42,9 @@ prepare() {
 	[ -d "$shared/decks" ] || { echo "no decks in $shared: set COMPANION_SHARED"; exit 2; }
 	mkdir -p shared/decks .git/info
 	grep -qx '/shared/' .git/info/exclude 2>/dev/null || echo '/shared/' >>.git/info/exclude
-	for deck in traditional-ngs modern-mantia hwatu-korean; do
+	local decks
+	decks=$(train_decks) || exit 2
+	for deck in $decks; do
 		cp -r "$shared/decks/$deck" shared/decks/
 	done
 	cp -r "$shared/backgrounds" shared/
@@ -124,7 +130,7 @@ finish() {
 		--seed "${FINISH_RULE_SEED:-300}" --n "${FINISH_RULE_N:-1500}" --trees "${FINISH_TREES:-100}" \
 		--above "${FINISH_ABOVE:-0.775}"
 	local s=$seed
-	for deck in traditional-ngs modern-mantia hwatu-korean; do
+	for deck in $(train_decks); do
 		"$python" -m companion.cli eval --deck "$deck" --seed "$s" --n "${FINISH_EVAL_N:-600}" \
 			--workers 2 --model "$out/recognizer.json" --against models --json >"$out/eval-$deck-$s.json"
 		s=$((s + 1))
