@@ -764,7 +764,7 @@ def augment(x, rng: np.random.Generator, glare: bool = True):
     gamma_at = np.flatnonzero(rng.random(n) < 0.4)
     gamma = np.exp(rng.normal(0, 0.25, len(gamma_at))) if len(gamma_at) else none
     # glare: soft bright elliptic blobs (centre, radius, strength)
-    glare_at = np.flatnonzero(rng.random(n) < 0.3) if glare else np.zeros(0, np.int64)
+    glare_at = np.flatnonzero(rng.random(n) < 0.3) if glare else none
     k = len(glare_at)
     blobs = none
     if k:
