@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # One training stage on a lent GPU machine, sized for its device time (15 minutes a session, the
-# start included; 10 minutes a command), in three steps (models/README.md, "The next stage"):
+# start included; 10 minutes a command), in four steps (models/README.md, "The next stage"):
 #
 #   models/gpu-stage.sh prepare              here: the training decks and backgrounds into an
 #                                            ignored shared/ of the checkout, which travels
 #   models/gpu-stage.sh device [WAIT_S]      there (the device tool's command): start the stage
 #                                            once, wait on it up to WAIT_S seconds (default 540),
 #                                            and send back what it has made so far ($OUT)
+#   models/gpu-stage.sh anneal [MINUTES [WAIT_S]]  there, the next call on the same machine: the
+#                                            stage's nets on for MINUTES more (default 2.8) at 0.3
+#                                            times the learning rate, on the same cached scenes
+#                                            (waits up to WAIT_S, default 300)
 #   models/gpu-stage.sh finish FILES OUT SEED  here: export the nets sent back (FILES) into OUT,
 #                                            fit the acceptance rule, and pair them with the
-#                                            committed model on fresh scenes of the training
-#                                            decks (seeds SEED, SEED+1, SEED+2)
+#                                            committed model, and with a control (its nets, the
+#                                            rule fitted again here: OUT.control), on fresh
+#                                            scenes of the training decks (seeds SEED to SEED+2)
 #
-# A second `device` call on the same warm machine starts nothing: it waits on the same stage.
-# The stage (environment, with their defaults): STAGE_SEED=23, STAGE_SCENES=12000 plain scenes,
-# STAGE_LENS=3000 through a lens, STAGE_BACKS=1000 rich in face-down cards, STAGE_MINUTES=6 of
-# training, STAGE_WORKERS=15, STAGE_DEVICE=cuda, STAGE_EXTRA (more `companion train` options,
-# e.g. "--localizer-width 2" or "--lr-scale 0.5"), STAGE_WORK=/tmp/gpu-stage (its folder).
+# A second `device` (or `anneal`) call on the same warm machine starts nothing: it waits on the
+# same run. Measured on an H200 (2026-11-26, seed 23): `device` returned after 462 s (503 s of
+# device time with the start), `anneal` after 227 s (741 s in all).
+# The stage (environment, with their defaults): STAGE_SEED=24, STAGE_SCENES=12000 plain scenes,
+# STAGE_LENS=3000 through a lens, STAGE_BACKS=1000 rich in face-down cards, STAGE_MINUTES=5.5 of
+# training, STAGE_WORKERS=15, STAGE_DEVICE=cuda, STAGE_EXTRA (more `companion train` options for
+# the stage, e.g. "--localizer-width 2" or "--lr-scale 0.5"), ANNEAL_LR_SCALE=0.3,
+# STAGE_WORK=/tmp/gpu-stage (its folder); for `finish`, FINISH_CONTROL=0 skips the control.
 set -u
 called_from=$PWD
 cd "$(dirname "$0")/.."
@@ -24,7 +32,7 @@ here=$PWD
 python=${PYTHON:-python3}
 
 usage() {
-	sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 }
 
@@ -53,52 +61,73 @@ prepare() {
 	echo "  plus shared/; remove shared/ once the stage is back (rm -r shared)"
 }
 
-device() {
-	local wait_s=${1:-540}
+# start `companion train --resume FROM --out OUT ...` once, detached (its pid in PIDFILE: a
+# second call starts nothing and waits on the same run), wait on it up to WAIT_S seconds, and
+# send back to $OUT its log (LOG), a GPU and host memory sample every 30 s, and once it has ended
+# recognizer.json and both checkpoints; until then, the last whole epoch's weights (*.partial.pt)
+run_detached() {
+	local wait_s=$1 pidfile=$2 log=$3 from=$4 out=$5
+	shift 5
+	local what=${log%.log} # "stage" or "anneal", in the messages
 	local work=${STAGE_WORK:-/tmp/gpu-stage}
 	local sent=${OUT:-$work/sent}
 	mkdir -p "$work" "$sent"
 	# the decks travel in the checkout's shared/; else ../shared or $COMPANION_SHARED as usual
 	[ -d shared/decks ] && export COMPANION_SHARED=$here/shared
 	export PYTHONUNBUFFERED=1
-	if [ ! -f "$work/pid" ]; then
-		# shellcheck disable=SC2086  # STAGE_EXTRA is a list of options
-		setsid nohup "$python" -m companion.cli train --resume models/ --out "$work/out" \
+	if [ ! -f "$pidfile" ]; then
+		setsid nohup "$python" -m companion.cli train --resume "$from" --out "$out" \
 			--scenes "${STAGE_SCENES:-12000}" --lens-scenes "${STAGE_LENS:-3000}" \
-			--back-scenes "${STAGE_BACKS:-1000}" --seed "${STAGE_SEED:-23}" \
-			--minutes "${STAGE_MINUTES:-6}" --cache "$work/cache" --workers "${STAGE_WORKERS:-15}" \
-			--device "${STAGE_DEVICE:-cuda}" ${STAGE_EXTRA:-} >"$work/stage.log" 2>&1 </dev/null &
-		echo $! >"$work/pid"
-		# what the stage holds, every 30 s while it runs: GPU memory and load, host memory
-		setsid nohup bash -c "while [ -e /proc/$(cat "$work/pid") ]; do { date +%T; nvidia-smi --query-gpu=memory.used,utilization.gpu \
+			--back-scenes "${STAGE_BACKS:-1000}" --seed "${STAGE_SEED:-24}" \
+			--cache "$work/cache" --workers "${STAGE_WORKERS:-15}" \
+			--device "${STAGE_DEVICE:-cuda}" "$@" >"$work/$log" 2>&1 </dev/null &
+		echo $! >"$pidfile"
+		setsid nohup bash -c "while [ -e /proc/$(cat "$pidfile") ]; do { date +%T; nvidia-smi --query-gpu=memory.used,utilization.gpu \
 			--format=csv,noheader 2>/dev/null; free -g | sed -n 2p; } >>'$work/usage.log'; sleep 30; done" \
 			>/dev/null 2>&1 </dev/null &
-		echo "stage started (pid $(cat "$work/pid")), log in $work/stage.log"
+		echo "$what started (pid $(cat "$pidfile")), log in $work/$log"
 	fi
 	local pid end=$((SECONDS + wait_s))
-	pid=$(cat "$work/pid")
+	pid=$(cat "$pidfile")
 	while alive "$pid" && [ "$SECONDS" -lt "$end" ]; do sleep 2; done
-	cp "$work/stage.log" "$sent/" 2>/dev/null
+	cp "$work/$log" "$sent/" 2>/dev/null
 	cp "$work/usage.log" "$sent/" 2>/dev/null
 	if alive "$pid"; then
-		# the last whole epoch's weights, should no later call come to collect the stage
+		# the last whole epoch's weights, should no later call come to collect the run
 		for net in localizer classifier; do
-			cp "$work/out/resume-work/$net.ckpt" "$sent/$net.partial.pt" 2>/dev/null
+			cp "$out/resume-work/$net.ckpt" "$sent/$net.partial.pt" 2>/dev/null
 		done
-		echo "stage still running after ${wait_s}s: call 'models/gpu-stage.sh device' again to wait on"
-		tail -n 3 "$work/stage.log"
+		echo "$what still running after ${wait_s}s: call the same command again to wait on it"
+		tail -n 3 "$work/$log"
 		return 3
 	fi
-	if [ -f "$work/out/recognizer.json" ] && [ -f "$work/out/checkpoints/classifier.pt" ]; then
-		cp "$work/out/recognizer.json" "$work/out/checkpoints/localizer.pt" \
-			"$work/out/checkpoints/classifier.pt" "$sent/"
-		echo "stage finished: recognizer.json and both checkpoints sent back"
-		tail -n 3 "$work/stage.log"
+	if [ -f "$out/recognizer.json" ] && [ -f "$out/checkpoints/classifier.pt" ]; then
+		cp "$out/recognizer.json" "$out/checkpoints/localizer.pt" "$out/checkpoints/classifier.pt" \
+			"$sent/"
+		echo "$what finished: recognizer.json and both checkpoints sent back"
+		tail -n 3 "$work/$log"
 		return 0
 	fi
-	echo "the stage ended without a model; the end of its log:"
-	tail -n 20 "$work/stage.log"
+	echo "the $what ended without a model; the end of its log:"
+	tail -n 20 "$work/$log"
 	return 1
+}
+
+device() { # the stage: both nets from the committed model, on fresh scenes
+	local work=${STAGE_WORK:-/tmp/gpu-stage}
+	# shellcheck disable=SC2086  # STAGE_EXTRA is a list of options
+	run_detached "${1:-540}" "$work/pid" stage.log models/ "$work/out" \
+		--minutes "${STAGE_MINUTES:-5.5}" ${STAGE_EXTRA:-}
+}
+
+anneal() { # the stage's nets on for a few minutes more at a lower learning rate, same scenes
+	local work=${STAGE_WORK:-/tmp/gpu-stage}
+	if [ ! -f "$work/out/recognizer.json" ] || { [ -f "$work/pid" ] && alive "$(cat "$work/pid")"; }; then
+		echo "no finished stage in $work/out: run 'models/gpu-stage.sh device' until it says finished"
+		return 2
+	fi
+	run_detached "${2:-300}" "$work/anneal.pid" anneal.log "$work/out" "$work/anneal" \
+		--minutes "${1:-2.8}" --lr-scale "${ANNEAL_LR_SCALE:-0.3}"
 }
 
 finish() {
@@ -129,39 +158,80 @@ finish() {
 	"$python" -m companion.cli fit-acceptance --model "$out/recognizer.json" \
 		--seed "${FINISH_RULE_SEED:-300}" --n "${FINISH_RULE_N:-1500}" --trees "${FINISH_TREES:-100}" \
 		--above "${FINISH_ABOVE:-0.775}"
+	local control=$out.control
+	if [ "${FINISH_CONTROL:-1}" != 0 ]; then
+		# the committed nets with their rule fitted again the same way, on this machine: the rule
+		# fitted to the nets that run gives part of any gain by itself (0.10 points on 2026-11-26),
+		# so the stage's gain over this control is the nets' own
+		rm -rf "$control"
+		mkdir -p "$control"
+		cp models/recognizer.json models/*.onnx "$control/"
+		"$python" -m companion.cli fit-acceptance --model "$control/recognizer.json" \
+			--seed "${FINISH_RULE_SEED:-300}" --n "${FINISH_RULE_N:-1500}" \
+			--trees "${FINISH_TREES:-100}" --above "${FINISH_ABOVE:-0.775}"
+	fi
 	local s=$seed
 	for deck in $(train_decks); do
 		"$python" -m companion.cli eval --deck "$deck" --seed "$s" --n "${FINISH_EVAL_N:-600}" \
 			--workers 2 --model "$out/recognizer.json" --against models --json >"$out/eval-$deck-$s.json"
+		if [ "${FINISH_CONTROL:-1}" != 0 ]; then
+			"$python" -m companion.cli eval --deck "$deck" --seed "$s" --n "${FINISH_EVAL_N:-600}" \
+				--workers 2 --model "$out/recognizer.json" --against "$control" --json \
+				>"$out/control-$deck-$s.json"
+		fi
 		s=$((s + 1))
 	done
 	"$python" - "$out" <<'EOF'
 import json, pathlib, sys
 
-runs = sorted(pathlib.Path(sys.argv[1]).glob("eval-*.json"))
-rows = [json.loads(p.read_text()) for p in runs]
-print("| deck, seed | cards | stage: recall, false cards / image | committed | recall difference (95 % interval) |")
-print("|---|---|---|---|---|")
-found = need = fp = other_found = other_fp = images = 0
-for r in rows:
-    a = r["against"]
+out = pathlib.Path(sys.argv[1])
+pairs = []  # (the stage against the committed model, the stage against the control or None)
+for path in sorted(out.glob("eval-*.json")):
+    control = path.with_name("control-" + path.name[len("eval-"):])
+    pairs.append((json.loads(path.read_text()),
+                  json.loads(control.read_text()) if control.is_file() else None))
+
+
+def pair(a):
     low, high = a["intervals"]["recall"] or (float("nan"), float("nan"))
-    print(f"| {r['deck']} {r['seed']} | {r['labels']:,} | {100 * r['recall']:.2f} %, "
-          f"{r['false_positives_per_image']:.3f} | {100 * a['recall']:.2f} %, "
-          f"{a['false_positives_per_image']:.3f} | {100 * a['difference']['recall']:+.2f} points "
-          f"({100 * low:+.2f} to {100 * high:+.2f}) |")
-    need += r["labels"]; found += round(r["recall"] * r["labels"])
-    other_found += round(a["recall"] * r["labels"]); images += r["images"]
-    fp += r["false_positives"]; other_fp += a["false_positives"]
+    return (f"{100 * a['recall']:.2f} %, {a['false_positives_per_image']:.3f} | "
+            f"{100 * a['difference']['recall']:+.2f} points ({100 * low:+.2f} to {100 * high:+.2f})")
+
+
+with_control = all(c for _, c in pairs) and bool(pairs)
+print("| deck, seed | cards | stage: recall, false cards / image | committed | recall difference "
+      "(95 % interval) |" + (" control: committed nets, rule fitted again | recall difference |"
+                            if with_control else ""))
+print("|---|---|---|---|---|" + ("---|---|" if with_control else ""))
+need = images = 0
+found = {"stage": 0, "committed": 0, "control": 0}
+fps = dict.fromkeys(found, 0)
+for r, c in pairs:
+    row = (f"| {r['deck']} {r['seed']} | {r['labels']:,} | {100 * r['recall']:.2f} %, "
+           f"{r['false_positives_per_image']:.3f} | {pair(r['against'])} |")
+    print(row + (f" {pair(c['against'])} |" if with_control else ""))
+    need += r["labels"]
+    images += r["images"]
+    for name, run in (("stage", r), ("committed", r["against"]), ("control", (c or {}).get("against"))):
+        if run:
+            found[name] += round(run["recall"] * r["labels"])
+            fps[name] += run["false_positives"]
+
+
+def pooled(name):
+    return f"{100 * found[name] / need:.2f} %, {fps[name] / images:.3f}"
+
+
 if need:
-    print(f"| pooled | {need:,} | {100 * found / need:.2f} %, {fp / images:.3f} | "
-          f"{100 * other_found / need:.2f} %, {other_fp / images:.3f} | |")
+    print(f"| pooled | {need:,} | {pooled('stage')} | {pooled('committed')} | |"
+          + (f" {pooled('control')} | |" if with_control else ""))
 EOF
 }
 
 case "${1:-}" in
 prepare) prepare ;;
 device) shift; device "$@" ;;
+anneal) shift; anneal "$@" ;;
 finish) shift; finish "$@" ;;
 *) usage ;;
 esac

@@ -1,5 +1,5 @@
 """models/gpu-stage.sh: a training stage sized for a lent GPU machine's device time, run here on
-the CPU with a handful of scenes through the same three steps (prepare, device, finish); and
+the CPU with a handful of scenes through the same four steps (prepare, device, anneal, finish); and
 what makes such a stage's minutes count (one host-to-device copy of the augmentation a step)."""
 
 import json
@@ -62,7 +62,7 @@ def test_prepare_copies_the_training_decks_into_an_ignored_shared_folder(tmp_pat
     assert (tmp_path / ".git" / "info" / "exclude").read_text().count("/shared/") == 1
 
 
-def test_a_stage_runs_detached_is_collected_then_exported_fitted_and_paired(tmp_path):
+def test_a_stage_runs_detached_is_collected_annealed_then_exported_fitted_and_paired(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     work, sent = tmp_path / "work", tmp_path / "sent"
@@ -77,11 +77,17 @@ def test_a_stage_runs_detached_is_collected_then_exported_fitted_and_paired(tmp_
         "STAGE_DEVICE": "cpu",
         "STAGE_SEED": "1981",
     }
+    # no stage yet: nothing to anneal, and nothing started
+    early = run_script("anneal", "0.1", "300", env=stage)
+    assert early.returncode == 2 and "no finished stage" in early.stdout
+    assert not (work / "anneal.pid").exists()
     # the first call returns before the stage ends: it says so, and sends the log back
     first = run_script("device", "0", env=stage)
     assert first.returncode == 3, first.stdout + first.stderr
     assert "still running" in first.stdout and (sent / "stage.log").is_file()
     pid = (work / "pid").read_text().strip()
+    # while it runs (it trains 6 s at least, then exports) there is still nothing to anneal
+    assert run_script("anneal", "0.1", "300", env=stage).returncode == 2
     # the next call starts nothing new: it waits on the same stage, then sends the model back
     second = run_script("device", "300", env=stage)
     assert second.returncode == 0, second.stdout + second.stderr + (sent / "stage.log").read_text()
@@ -96,10 +102,23 @@ def test_a_stage_runs_detached_is_collected_then_exported_fitted_and_paired(tmp_
     # a call after the end sends the same files back at once
     assert run_script("device", "300", env=stage).returncode == 0
 
+    # the next call: the stage's nets on, on the same scenes, at 0.3 times the learning rate
+    annealed = tmp_path / "annealed"
+    anneal = run_script("anneal", "0.1", "300", env={**stage, "OUT": str(annealed)})
+    assert anneal.returncode == 0, anneal.stdout + anneal.stderr
+    assert (annealed / "anneal.log").is_file() and (annealed / "classifier.pt").is_file()
+    on = json.loads((annealed / "recognizer.json").read_text())["training"]["stages"]
+    assert on[-2] == last and on[-1]["resumed_from"] == str(work / "out")
+    assert on[-1]["scene_seeds"] == last["scene_seeds"] and on[-1]["minutes"] == 0.1
+    for net in ("localizer", "classifier"):
+        rate = last["learning_rates"][net]
+        assert on[-1]["learning_rates"][net] == pytest.approx(0.3 * rate)
+
     out = tmp_path / "stage"
+    committed = (ROOT / "models" / "recognizer.json").read_bytes()
     finish = run_script(
         "finish",
-        str(sent),
+        str(annealed),
         str(out),
         "1982",
         env={"FINISH_RULE_N": "30", "FINISH_TREES": "5", "FINISH_EVAL_N": "3"},
@@ -107,7 +126,7 @@ def test_a_stage_runs_detached_is_collected_then_exported_fitted_and_paired(tmp_
     )
     assert finish.returncode == 0, finish.stdout + finish.stderr
     exported = json.loads((out / "recognizer.json").read_text())
-    assert exported["training"]["stages"][-1] == last  # the stage's record is kept
+    assert exported["training"]["stages"][-2:] == on[-2:]  # both runs' records are kept
     assert exported["settings"]["accept_above"] == 0.775 and exported["settings"]["accept_trees"]
     evals = sorted(p.name for p in out.glob("eval-*.json"))
     assert evals == [
@@ -117,7 +136,16 @@ def test_a_stage_runs_detached_is_collected_then_exported_fitted_and_paired(tmp_
     ]
     paired = json.loads((out / evals[0]).read_text())
     assert paired["images"] == 3 and "difference" in paired["against"]
-    assert "| pooled |" in finish.stdout
+    # ...and with a control: the committed nets, their rule fitted again the same way
+    control = json.loads((tmp_path / "stage.control" / "recognizer.json").read_text())
+    assert control["localizer"] == json.loads(committed)["localizer"]
+    assert control["training"]["acceptance"]["scenes_per_deck"] == 30
+    assert (ROOT / "models" / "recognizer.json").read_bytes() == committed  # left as it was
+    assert sorted(p.name for p in out.glob("control-*.json")) == [
+        "control-" + name[len("eval-") :] for name in evals
+    ]
+    pooled = next(line for line in finish.stdout.splitlines() if line.startswith("| pooled |"))
+    assert pooled.count("%") == 3  # the stage, the committed model, the control
 
     # nothing sent back: a clear message, no export
     empty = tmp_path / "empty"
