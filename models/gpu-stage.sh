@@ -30,6 +30,7 @@ called_from=$PWD
 cd "$(dirname "$0")/.."
 here=$PWD
 python=${PYTHON:-python3}
+work=${STAGE_WORK:-/tmp/gpu-stage} # on the device: the stage's scenes, runs and logs
 
 usage() {
 	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
@@ -69,7 +70,6 @@ run_detached() {
 	local wait_s=$1 pidfile=$2 log=$3 from=$4 out=$5
 	shift 5
 	local what=${log%.log} # "stage" or "anneal", in the messages
-	local work=${STAGE_WORK:-/tmp/gpu-stage}
 	local sent=${OUT:-$work/sent}
 	mkdir -p "$work" "$sent"
 	# the decks travel in the checkout's shared/; else ../shared or $COMPANION_SHARED as usual
@@ -114,20 +114,28 @@ run_detached() {
 }
 
 device() { # the stage: both nets from the committed model, on fresh scenes
-	local work=${STAGE_WORK:-/tmp/gpu-stage}
 	# shellcheck disable=SC2086  # STAGE_EXTRA is a list of options
 	run_detached "${1:-540}" "$work/pid" stage.log models/ "$work/out" \
 		--minutes "${STAGE_MINUTES:-5.5}" ${STAGE_EXTRA:-}
 }
 
 anneal() { # the stage's nets on for a few minutes more at a lower learning rate, same scenes
-	local work=${STAGE_WORK:-/tmp/gpu-stage}
 	if [ ! -f "$work/out/recognizer.json" ] || { [ -f "$work/pid" ] && alive "$(cat "$work/pid")"; }; then
 		echo "no finished stage in $work/out: run 'models/gpu-stage.sh device' until it says finished"
 		return 2
 	fi
 	run_detached "${2:-300}" "$work/anneal.pid" anneal.log "$work/out" "$work/anneal" \
 		--minutes "${1:-2.8}" --lr-scale "${ANNEAL_LR_SCALE:-0.3}"
+}
+
+fit_rule() { # the acceptance rule of the model MODEL_JSON, fitted again as the committed one was
+	"$python" -m companion.cli fit-acceptance --model "$1" --seed "${FINISH_RULE_SEED:-300}" \
+		--n "${FINISH_RULE_N:-1500}" --trees "${FINISH_TREES:-100}" --above "${FINISH_ABOVE:-0.775}"
+}
+
+pair() { # MODEL_JSON against the model in DIR on fresh scenes of DECK, seed SEED: pair M DIR DECK SEED
+	"$python" -m companion.cli eval --deck "$3" --seed "$4" --n "${FINISH_EVAL_N:-600}" --workers 2 \
+		--model "$1" --against "$2" --json
 }
 
 finish() {
@@ -155,29 +163,22 @@ finish() {
 		exit 2
 	fi
 	"$python" -m companion.cli train --export-from "$from" --out "$out"
-	"$python" -m companion.cli fit-acceptance --model "$out/recognizer.json" \
-		--seed "${FINISH_RULE_SEED:-300}" --n "${FINISH_RULE_N:-1500}" --trees "${FINISH_TREES:-100}" \
-		--above "${FINISH_ABOVE:-0.775}"
-	local control=$out.control
-	if [ "${FINISH_CONTROL:-1}" != 0 ]; then
+	fit_rule "$out/recognizer.json"
+	local control=$out.control with_control=${FINISH_CONTROL:-1}
+	if [ "$with_control" != 0 ]; then
 		# the committed nets with their rule fitted again the same way, on this machine: the rule
 		# fitted to the nets that run gives part of any gain by itself (0.10 points on 2026-11-26),
 		# so the stage's gain over this control is the nets' own
 		rm -rf "$control"
 		mkdir -p "$control"
 		cp models/recognizer.json models/*.onnx "$control/"
-		"$python" -m companion.cli fit-acceptance --model "$control/recognizer.json" \
-			--seed "${FINISH_RULE_SEED:-300}" --n "${FINISH_RULE_N:-1500}" \
-			--trees "${FINISH_TREES:-100}" --above "${FINISH_ABOVE:-0.775}"
+		fit_rule "$control/recognizer.json"
 	fi
 	local s=$seed
 	for deck in $(train_decks); do
-		"$python" -m companion.cli eval --deck "$deck" --seed "$s" --n "${FINISH_EVAL_N:-600}" \
-			--workers 2 --model "$out/recognizer.json" --against models --json >"$out/eval-$deck-$s.json"
-		if [ "${FINISH_CONTROL:-1}" != 0 ]; then
-			"$python" -m companion.cli eval --deck "$deck" --seed "$s" --n "${FINISH_EVAL_N:-600}" \
-				--workers 2 --model "$out/recognizer.json" --against "$control" --json \
-				>"$out/control-$deck-$s.json"
+		pair "$out/recognizer.json" models "$deck" "$s" >"$out/eval-$deck-$s.json"
+		if [ "$with_control" != 0 ]; then
+			pair "$out/recognizer.json" "$control" "$deck" "$s" >"$out/control-$deck-$s.json"
 		fi
 		s=$((s + 1))
 	done
