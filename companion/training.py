@@ -2186,7 +2186,8 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
         "float_input_folded": float_folded,
         "calibration": _calibration_note(decks, seed, frames, crops),
     }
-    avx2 = quantize_avx2(out, float_nets, crops)
+    width = model_shape(meta)["deep_widths"]["localizer"]
+    avx2 = quantize_avx2(out, float_nets, crops, images=images, localizer_width=width)
     added = {
         "quantization": done | avx2["quantization"],
         "float_nets": float_nets,
@@ -2249,9 +2250,55 @@ def _calibration_note(decks, seed: int, frames: int, crops) -> str:
 
 
 AVX2_CLASSIFIER = "classifier.avx2.onnx"
+AVX2_LOCALIZER = "localizer.avx2.onnx"
+# The localizer's layers at strides 16 and 32, and the two that bring them back up: few pixels
+# and many channels, where 7-bit int8 convolutions pay on AVX2. At the finer strides the
+# traffic of quantizing and dequantizing large activations costs what the int8 sums save.
+LOCALIZER_DEEP_LAYERS = ("s16", "s32", "lat16", "merge16")
 
 
-def quantize_avx2(out: str | Path, float_nets: dict, crops) -> dict:
+def deep_convs(model) -> list[str]:
+    """Names of the convolutions of an ONNX localizer in ``LOCALIZER_DEEP_LAYERS`` (torch's
+    exporter names each node by the module path: ``/net/s16/s16.0/s16.0.0/Conv``); none for
+    another net, or where an exporter names nodes otherwise."""
+    prefixes = tuple(f"/net/{layer}/" for layer in LOCALIZER_DEEP_LAYERS)
+    return [n.name for n in model.graph.node if n.op_type == "Conv" and n.name.startswith(prefixes)]
+
+
+def quantize_deep_localizer(source: str | Path, target: str | Path, images) -> int:
+    """Write the float localizer ``source`` to ``target`` with its ``deep_convs`` quantized, 7-bit
+    weights as the avx2 classifier's (``quantize_avx2``), the rest float, calibrated on
+    ``images`` (a list of (1,H,W,3) uint8 letterboxed frames). Returns how many convolutions
+    were quantized; with none found nothing is written and 0 is returned."""
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    target = Path(target)
+    prepared = target.with_suffix(".prepared.onnx")
+    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+    try:
+        convs = deep_convs(onnx.load(str(prepared)))
+        if convs and images:
+            quantize_static(
+                str(prepared),
+                str(target),
+                _Feed("image", images),
+                quant_format=QuantFormat.QDQ,
+                per_channel=True,
+                reduce_range=True,
+                activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8,
+                nodes_to_quantize=convs,
+            )
+    finally:
+        prepared.unlink(missing_ok=True)
+    return len(convs) if convs and images else 0
+
+
+def quantize_avx2(
+    out: str | Path, float_nets: dict, crops, images=(), localizer_width: float = 1.0
+) -> dict:
     """Make the classifier of the nets for x86 CPUs without int8 dot products in ``out``: the
     float classifier (``float_nets``: the float files' names, as ``quantize`` keeps them)
     quantized with 7-bit weights (``reduce_range``), calibrated on ``crops`` (a list of (N,H,W,3)
@@ -2260,8 +2307,12 @@ def quantize_avx2(out: str | Path, float_nets: dict, crops) -> dict:
     The first convolution (3 input channels: slower in int8 than in float) and the heads (cheap;
     their outputs stay exact floats) stay float. The classifier then runs about a quarter
     faster than the float one, for about 0.07 points of recall (models/README.md, "Speed"); the
-    int8 localizer is no faster than the float one there, so the float one serves. Returns the
-    metadata to add: ``avx2_nets`` and ``quantization`` (its ``avx2`` note)."""
+    int8 localizer is no faster than the float one there, so the float one serves, unless its
+    low-resolution layers were grown (``localizer_width`` > 1): then those layers get 7-bit
+    weights (``quantize_deep_localizer``, calibrated on ``images``), which takes back about half
+    of what growing them costs there (models/JOURNAL.md, "A grown localizer on AVX2"). At the
+    standard width that saves nothing. Returns the metadata to add: ``avx2_nets`` and
+    ``quantization`` (its ``avx2`` note)."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -2284,10 +2335,21 @@ def quantize_avx2(out: str | Path, float_nets: dict, crops) -> dict:
         nodes_to_exclude=kept_float,
     )
     prepared.unlink()
+    localizer, localizer_note = float_nets["localizer"], "the float localizer"
+    (out / AVX2_LOCALIZER).unlink(missing_ok=True)  # a grown model's, from an earlier export
+    if localizer_width > 1:
+        deep = quantize_deep_localizer(out / float_nets["localizer"], out / AVX2_LOCALIZER, images)
+        if deep:
+            localizer = AVX2_LOCALIZER
+            localizer_note = (
+                f"the localizer with 7-bit int8 weights in its {deep} convolutions of "
+                f"{', '.join(LOCALIZER_DEEP_LAYERS)} (grown {localizer_width:g} wide), the rest "
+                "float"
+            )
     return {
-        "avx2_nets": {"localizer": float_nets["localizer"], "classifier": AVX2_CLASSIFIER},
+        "avx2_nets": {"localizer": localizer, "classifier": AVX2_CLASSIFIER},
         "quantization": {
-            "avx2": "the float localizer; the classifier static QDQ, per-channel 7-bit int8 "
+            "avx2": f"{localizer_note}; the classifier static QDQ, per-channel 7-bit int8 "
             "weights (reduce_range: -64..64), uint8 activations, its first convolution and "
             f"heads float ({', '.join(kept_float)})",
         },
@@ -2299,9 +2361,10 @@ def add_avx2_nets(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: i
     ``quantize`` does (the crops the float nets propose on the same frames), and the set
     written into its metadata. Returns what it added there."""
     out = Path(out)
-    _, crops = _calibration(out, "float", decks, seed, frames)
+    images, crops = _calibration(out, "float", decks, seed, frames)
     meta = json.loads((out / "recognizer.json").read_text())
-    added = quantize_avx2(out, meta["float_nets"], crops)
+    width = model_shape(meta)["deep_widths"]["localizer"]
+    added = quantize_avx2(out, meta["float_nets"], crops, images=images, localizer_width=width)
     meta["quantization"] = meta.get("quantization", {}) | added["quantization"]
     meta["avx2_nets"] = added["avx2_nets"]
     (out / "recognizer.json").write_text(json.dumps(meta, indent=2) + "\n")

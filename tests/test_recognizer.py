@@ -1992,6 +1992,14 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert len(third["training"]["stages"]) == len(resumed["training"]["stages"]) + 1
     det = Recognizer.load(tmp_path / "resumed").detect(scene.image)
     assert det.quads.shape == (len(det), 4, 2)
+    # grown, the localizer of the avx2 set has 7-bit weights in its low-resolution layers
+    assert third["avx2_nets"] == {
+        "localizer": "localizer.avx2.onnx",
+        "classifier": "classifier.avx2.onnx",
+    }
+    assert "7 convolutions of s16, s32, lat16, merge16" in third["quantization"]["avx2"]
+    det = Recognizer.load(tmp_path / "resumed", precision="avx2").detect(scene.image)
+    assert det.quads.shape == (len(det), 4, 2)
 
     # a fourth trains the classifier alone, on crops of both kinds of scenes
     kept = (tmp_path / "resumed" / "checkpoints" / "localizer.pt").read_bytes()
@@ -2329,6 +2337,65 @@ def test_grown_nets_compute_what_the_narrow_ones_did_and_can_still_learn():
         grown_state(wide[0].state_dict(), narrow[0])
     with pytest.raises(ValueError, match="not this net's"):
         grown_state(wide[1].state_dict(), narrow[0])
+
+
+def test_a_grown_localizer_on_avx2_cpus_has_7_bit_deep_layers_and_finds_the_same_cards(tmp_path):
+    # grown 2 wide, the committed localizer computes what it did (grown_state); its avx2
+    # version quantizes only the stride-16 and -32 layers, which takes back half of what
+    # growing them costs on CPUs without int8 dot products (models/JOURNAL.md)
+    torch = pytest.importorskip("torch")
+    import onnx
+
+    from companion import training
+    from companion.recognizer import bench_scene
+
+    meta = json.loads(DEFAULT_MODEL.read_text())
+    settings = Settings.from_dict(meta["settings"])
+    localizer, classifier = training.build_nets(deep_widths={"localizer": 2.0})
+    checkpoints = DEFAULT_MODEL.parent / "checkpoints"
+    old = torch.load(checkpoints / "localizer.pt", map_location="cpu")
+    localizer.load_state_dict(training.grown_state(old, localizer))
+    classifier.load_state_dict(torch.load(checkpoints / "classifier.pt", map_location="cpu"))
+    training.export_onnx(localizer, classifier, tmp_path, settings)
+    frame, _ = bench_scene()
+    boxed, _ = letterbox(frame, settings)
+    assert training.fold_float_input_conversion(tmp_path / "localizer.onnx", boxed[None])
+
+    float_model = onnx.load(str(tmp_path / "localizer.onnx"))
+    deep = training.deep_convs(float_model)
+    assert len(deep) == 7
+    assert {name.split("/")[2] for name in deep} == {"s16", "s32", "lat16", "merge16"}
+    assert not training.deep_convs(onnx.load(str(tmp_path / "classifier.onnx")))
+    quantized = tmp_path / "localizer.avx2.onnx"
+    images = [boxed[None], letterbox(np.ascontiguousarray(frame[:, ::-1]), settings)[0][None]]
+    assert training.quantize_deep_localizer(tmp_path / "localizer.onnx", quantized, images) == 7
+    model = onnx.load(str(quantized))
+    weights = [w for w in int8_initializers(model) if w.ndim == 4]  # not the zero points
+    assert len(weights) == 7 and all(-64 <= w.min() and w.max() <= 64 for w in weights)
+    made_by = {o: n.op_type for n in model.graph.node for o in n.output}
+    first = next(n for n in model.graph.node if n.op_type == "Conv")
+    assert made_by[first.input[0]] == "Cast" and first.input[1] not in made_by  # float there
+
+    # the committed nets with this localizer find the committed avx2 nets' cards
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in {*meta["avx2_nets"].values(), meta["localizer"], meta["classifier"]}:
+        (folder / name).write_bytes((DEFAULT_MODEL.parent / name).read_bytes())
+    quantized.replace(folder / "localizer.avx2.onnx")
+    grown = {**meta, "avx2_nets": {**meta["avx2_nets"], "localizer": "localizer.avx2.onnx"}}
+    (folder / "recognizer.json").write_text(json.dumps(grown))
+    ours = Recognizer.load(folder, precision="avx2").detect(frame)
+    theirs = Recognizer.load(DEFAULT_MODEL, precision="avx2").detect(frame)
+    assert len(theirs) >= 20
+    assert sorted(ours.class_ids.tolist()) == sorted(theirs.class_ids.tolist())
+    # a net without those layers' names is left alone: nothing written
+    assert (
+        training.quantize_deep_localizer(
+            tmp_path / "classifier.onnx", tmp_path / "none.onnx", images
+        )
+        == 0
+    )
+    assert not (tmp_path / "none.onnx").exists()
 
 
 def test_resume_grows_only_a_net_it_trains(tmp_path):
