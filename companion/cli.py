@@ -782,6 +782,20 @@ def bench_command(as_json, model_path, runs, precision):
     "machine's torch and onnxruntime (for nets trained on another machine).",
 )
 @click.option(
+    "--average-with",
+    "average_with",
+    type=click.Path(file_okay=False, exists=True),
+    help="With --export-from: export the average of that model's nets and this model's "
+    "(the same shape; usually a stage trained on from it), weight by weight.",
+)
+@click.option(
+    "--average-share",
+    default=0.5,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="With --average-with: that model's share of the average.",
+)
+@click.option(
     "--yardstick",
     is_flag=True,
     help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
@@ -810,6 +824,8 @@ def train_command(
     workers,
     device,
     export_from,
+    average_with,
+    average_share,
     yardstick,
 ):
     """Train the recognizer on synthetic scenes and export it to ONNX (needs the 'train' extra)."""
@@ -826,8 +842,17 @@ def train_command(
     names = _deck_names(decks) or list(training.TRAIN_DECKS)
     deck_dirs = [_resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
+    if average_with and not export_from:
+        fail("--average-with averages two models' nets on export: add --export-from DIR.")
     if export_from:
-        training.reexport(export_from, out_dir, deck_dirs, command=command)
+        training.reexport(
+            export_from,
+            out_dir,
+            deck_dirs,
+            command=command,
+            average_with=average_with,
+            share=average_share,
+        )
         click.echo(f"Wrote {out_dir}/recognizer.json.")
         return
     device = training.resolve_device(device)

@@ -1875,27 +1875,88 @@ def _trained_model(start: Path, purpose: str) -> tuple[dict, Path]:
         raise RecognizerError(f"The model metadata {meta_path} is unreadable.") from None
 
 
+def average_weights(first: dict, second: dict, share: float) -> dict:
+    """Two state dicts of one net averaged tensor by tensor, ``share`` of ``second``: weights and
+    batch-norm statistics; counters (``num_batches_tracked``) are ``second``'s. ValueError
+    where the nets differ."""
+    if first.keys() != second.keys() or any(first[k].shape != second[k].shape for k in first):
+        raise ValueError("the two models' nets differ in shape")
+    return {
+        k: (1 - share) * a + share * second[k] if a.is_floating_point() else second[k]
+        for k, a in first.items()
+    }
+
+
 def reexport(
-    start: str | Path, out: str | Path, decks=TRAIN_DECKS, command: str | None = None
+    start: str | Path,
+    out: str | Path,
+    decks=TRAIN_DECKS,
+    command: str | None = None,
+    average_with: str | Path | None = None,
+    share: float = 0.5,
 ) -> dict:
     """Export the checkpoints of the model in ``start`` to ONNX and int8 again, in ``out``,
     with this machine's torch and onnxruntime; the settings and training history are kept. For nets trained elsewhere: a GPU machine's other versions may leave the input
-    conversion unfolded (``quantize``), which costs speed at every frame."""
+    conversion unfolded (``quantize``), which costs speed at every frame.
+
+    ``average_with``: another model of the same shape, usually a stage trained on from
+    ``start``; both nets are then the average of the two models' weights, ``share`` of
+    ``average_with``'s (``average_weights``), and the history gains that model's stages after
+    ``start``'s and a last one saying so. Two nets fine-tuned apart from one start often find a
+    wider, better-placed minimum between them than either (models/JOURNAL.md, "Stage fourteen
+    averaged with stage thirteen")."""
+    import torch
+
+    from companion.recognizer import RecognizerError
+
     start, out = Path(start), Path(out)
     old, ckpts = _trained_model(start, "to export")
+    if average_with is not None:
+        other, other_ckpts = _trained_model(Path(average_with), "to average with")
+        if model_shape(other) != model_shape(old):
+            raise RecognizerError(f"{average_with}'s nets are not {start}'s shape: no average.")
+        if not 0 < share < 1:
+            raise RecognizerError(f"The share of {average_with} is between 0 and 1, not {share}.")
     out.mkdir(parents=True, exist_ok=True)
     loc, cls = ckpts / "localizer.pt", ckpts / "classifier.pt"
     settings = Settings.from_dict(old.get("settings", {}))
-    meta = export_trained(out, loc, cls, settings, old.get("training", {}))
+    training = old.get("training", {})
+    if average_with is not None:
+        averaged = out / "averaged"
+        averaged.mkdir(exist_ok=True)
+        for name in ("localizer.pt", "classifier.pt"):
+            mine = torch.load(ckpts / name, map_location="cpu")
+            theirs = torch.load(other_ckpts / name, map_location="cpu")
+            torch.save(average_weights(mine, theirs, share), averaged / name)
+        loc, cls = averaged / "localizer.pt", averaged / "classifier.pt"
+        ours = training.get("stages", [])
+        theirs = other.get("training", {}).get("stages", [])
+        added = theirs[len(ours) :] if theirs[: len(ours)] == ours else theirs
+        training = dict(training)
+        training["stages"] = [
+            *ours,
+            *added,
+            {
+                "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+                "nets": "both",
+                "averaged": {"with": str(average_with), "share": share, "from": str(start)},
+                "note": f"the stages above from {len(ours) + 1} on were trained apart from "
+                f"the nets of {start}; these nets are the average of the two ({share:g} of "
+                "the later)",
+            },
+        ]
+    meta = export_trained(out, loc, cls, settings, training)
     _keep_checkpoints(out, loc, cls)
+    if average_with is not None:
+        shutil.rmtree(out / "averaged", ignore_errors=True)
     meta |= quantize(out, decks)  # "quantization" and "float_nets"
     import onnxruntime
-    import torch
 
     # metrics start empty: other int8 files are measured again ('companion eval --record')
     meta["export"] = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
         "from": str(start),
+        **({"averaged_with": str(average_with), "share": share} if average_with else {}),
         "torch": torch.__version__,
         "onnxruntime": onnxruntime.__version__,
     }

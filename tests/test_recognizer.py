@@ -1943,6 +1943,42 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert again["float_nets"] == meta["float_nets"] == resumed["float_nets"]
     assert again["avx2_nets"] == meta["avx2_nets"] == resumed["avx2_nets"]
     assert (tmp_path / "again" / "classifier.avx2.onnx").is_file()
+
+    # two models of one shape export as the average of their weights: the first model and the
+    # stage trained on from it, half and half
+    import torch
+
+    args = ["train", "--export-from", str(tmp_path), "--out", str(tmp_path / "mean")]
+    decks = ["--decks", str(SHARED_DECKS / "traditional-ngs")]
+    result = runner.invoke(main, [*args, *decks, "--average-with", str(tmp_path / "resumed")])
+    assert result.exit_code == 0, result.output
+    mean = json.loads((tmp_path / "mean" / "recognizer.json").read_text())
+    first = json.loads((tmp_path / "recognizer.json").read_text())
+    assert mean["settings"] == first["settings"]
+    stages = mean["training"]["stages"]
+    assert stages[:-1] == [*first["training"].get("stages", []), resumed["training"]["stages"][-1]]
+    assert stages[-1]["averaged"] == {
+        "with": str(tmp_path / "resumed"),
+        "share": 0.5,
+        "from": str(tmp_path),
+    }
+    assert mean["export"]["averaged_with"] == str(tmp_path / "resumed")
+    assert not (tmp_path / "mean" / "averaged").exists()
+    for net in ("localizer", "classifier"):
+        a, b, m = (
+            torch.load(folder / "checkpoints" / f"{net}.pt")
+            for folder in (tmp_path, tmp_path / "resumed", tmp_path / "mean")
+        )
+        assert any(not torch.equal(a[k], b[k]) for k in a)
+        for k in a:
+            if a[k].is_floating_point():
+                assert torch.allclose(m[k], (a[k] + b[k]) / 2), k
+    det = Recognizer.load(tmp_path / "mean").detect(scene.image)
+    assert det.quads.shape == (len(det), 4, 2)
+    result = runner.invoke(main, ["train", "--average-with", str(tmp_path / "resumed")])
+    assert result.exit_code == 2 and "add --export-from" in result.output
+    result = runner.invoke(main, [*args, "--average-with", str(tmp_path), "--average-share", "1"])
+    assert result.exit_code == 2
     assert (tmp_path / "again" / "classifier.float.onnx").is_file()
     assert (tmp_path / "again" / "checkpoints" / "classifier.pt").is_file()
     redo = Recognizer.load(tmp_path / "again").detect(scene.image)
@@ -2396,6 +2432,34 @@ def test_a_grown_localizer_on_avx2_cpus_has_7_bit_deep_layers_and_finds_the_same
         == 0
     )
     assert not (tmp_path / "none.onnx").exists()
+
+
+def test_average_weights_takes_its_share_of_each_tensor_and_refuses_other_shapes(tmp_path):
+    torch = pytest.importorskip("torch")
+    from companion.training import average_weights, build_nets, reexport
+
+    narrow, wide = build_nets(tiny=True)[0], build_nets(tiny=True, deep_widths={"localizer": 2})[0]
+    a = narrow.state_dict()
+    b = {k: v + 1 if v.is_floating_point() else v + 7 for k, v in a.items()}
+    mean = average_weights(a, b, 0.25)
+    for k, v in a.items():
+        if v.is_floating_point():
+            assert torch.allclose(mean[k], v + 0.25), k
+        else:  # batch counters are the later model's
+            assert torch.equal(mean[k], b[k])
+    with pytest.raises(ValueError, match="differ in shape"):
+        average_weights(a, wide.state_dict(), 0.5)
+    # models of two shapes are refused before anything is written
+    for name, width in (("one", 1.0), ("two", 2.0)):
+        (tmp_path / name / "checkpoints").mkdir(parents=True)
+        (tmp_path / name / "checkpoints" / "localizer.pt").write_bytes(b"")
+        training = {"deep_widths": {"localizer": width}} if width != 1.0 else {}
+        (tmp_path / name / "recognizer.json").write_text(json.dumps({"training": training}))
+    with pytest.raises(RecognizerError, match="not .* shape"):
+        reexport(tmp_path / "one", tmp_path / "out", average_with=tmp_path / "two")
+    with pytest.raises(RecognizerError, match="between 0 and 1"):
+        reexport(tmp_path / "one", tmp_path / "out", average_with=tmp_path / "one", share=1.5)
+    assert not (tmp_path / "out").exists()
 
 
 def test_resume_grows_only_a_net_it_trains(tmp_path):
