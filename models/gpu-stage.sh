@@ -15,7 +15,10 @@
 #                                            fit the acceptance rule, and pair them with the
 #                                            committed model, and with a control (its nets, the
 #                                            rule fitted again here: OUT.control), on fresh
-#                                            scenes of the training decks (seeds SEED to SEED+2)
+#                                            scenes of the training decks (seeds SEED to SEED+2);
+#                                            then the same for the average of the stage's nets
+#                                            and the committed ones (OUT.mean), against the
+#                                            control (or the committed model)
 #
 # A second `device` (or `anneal`) call on the same warm machine starts nothing: it waits on the
 # same run. Measured on an H200 (2026-11-26, seed 23): `device` returned after 462 s (503 s of
@@ -24,7 +27,8 @@
 # STAGE_LENS=3000 through a lens, STAGE_BACKS=1000 rich in face-down cards, STAGE_MINUTES=5.5 of
 # training, STAGE_WORKERS=15, STAGE_DEVICE=cuda, STAGE_EXTRA (more `companion train` options for
 # the stage, e.g. "--localizer-width 2" or "--lr-scale 0.5"), ANNEAL_LR_SCALE=0.3,
-# STAGE_WORK=/tmp/gpu-stage (its folder); for `finish`, FINISH_CONTROL=0 skips the control.
+# STAGE_WORK=/tmp/gpu-stage (its folder); for `finish`, FINISH_CONTROL=0 skips the control and
+# FINISH_AVERAGE=0 the average.
 set -u
 called_from=$PWD
 cd "$(dirname "$0")/.."
@@ -33,7 +37,7 @@ python=${PYTHON:-python3}
 work=${STAGE_WORK:-/tmp/gpu-stage} # on the device: the stage's scenes, runs and logs
 
 usage() {
-	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 }
 
@@ -174,11 +178,29 @@ finish() {
 		cp models/recognizer.json models/*.onnx "$control/"
 		fit_rule "$control/recognizer.json"
 	fi
-	local s=$seed
+	local mean=$out.mean
+	if [ "${FINISH_AVERAGE:-1}" != 0 ]; then
+		# the stage's nets averaged with the ones it started from, weight by weight: stage
+		# fourteen alone changed nothing, averaged it was kept (models/JOURNAL.md, 2026-11-26)
+		rm -rf "$mean"
+		if "$python" -m companion.cli train --export-from models --average-with "$out" --out "$mean"; then
+			fit_rule "$mean/recognizer.json"
+		else
+			echo "no average: the stage's nets are not the committed ones' shape"
+			mean=
+		fi
+	else
+		mean=
+	fi
+	local s=$seed against=models
+	[ "$with_control" != 0 ] && against=$control
 	for deck in $(train_decks); do
 		pair "$out/recognizer.json" models "$deck" "$s" >"$out/eval-$deck-$s.json"
 		if [ "$with_control" != 0 ]; then
 			pair "$out/recognizer.json" "$control" "$deck" "$s" >"$out/control-$deck-$s.json"
+		fi
+		if [ -n "$mean" ]; then
+			pair "$mean/recognizer.json" "$against" "$deck" "$s" >"$out/mean-$deck-$s.json"
 		fi
 		s=$((s + 1))
 	done
@@ -226,6 +248,26 @@ def pooled(name):
 if need:
     print(f"| pooled | {need:,} | {pooled('stage')} | {pooled('committed')} | |"
           + (f" {pooled('control')} | |" if with_control else ""))
+
+means = [json.loads(p.read_text()) for p in sorted(out.glob("mean-*.json"))]
+if means:
+    base = "control" if with_control else "committed"
+    print(f"\nThe stage averaged with the committed nets ({out}.mean), against the {base}:\n")
+    print(f"| deck, seed | cards | average: recall, false cards / image | {base} | recall "
+          "difference (95 % interval) |")
+    print("|---|---|---|---|---|")
+    need = images = found_mean = found_base = fp_mean = fp_base = 0
+    for r in means:
+        print(f"| {r['deck']} {r['seed']} | {r['labels']:,} | {100 * r['recall']:.2f} %, "
+              f"{r['false_positives_per_image']:.3f} | {pair(r['against'])} |")
+        need += r["labels"]
+        images += r["images"]
+        found_mean += round(r["recall"] * r["labels"])
+        found_base += round(r["against"]["recall"] * r["labels"])
+        fp_mean += r["false_positives"]
+        fp_base += r["against"]["false_positives"]
+    print(f"| pooled | {need:,} | {100 * found_mean / need:.2f} %, {fp_mean / images:.3f} | "
+          f"{100 * found_base / need:.2f} %, {fp_base / images:.3f} | |")
 EOF
 }
 

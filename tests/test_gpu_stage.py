@@ -144,8 +144,24 @@ def test_a_stage_runs_detached_is_collected_annealed_then_exported_fitted_and_pa
     assert sorted(p.name for p in out.glob("control-*.json")) == [
         "control-" + name[len("eval-") :] for name in evals
     ]
-    pooled = next(line for line in finish.stdout.splitlines() if line.startswith("| pooled |"))
-    assert pooled.count("%") == 3  # the stage, the committed model, the control
+    pooled = [line for line in finish.stdout.splitlines() if line.startswith("| pooled |")]
+    assert pooled[0].count("%") == 3  # the stage, the committed model, the control
+    # ...and the stage averaged with the committed nets, its rule fitted again, against the control
+    mean = json.loads((tmp_path / "stage.mean" / "recognizer.json").read_text())
+    assert mean["export"]["averaged_with"] == str(out)
+    assert mean["training"]["stages"][-3:-1] == on[-2:]
+    assert mean["training"]["stages"][-1]["averaged"]["share"] == 0.5
+    assert mean["training"]["acceptance"]["scenes_per_deck"] == 30
+    assert sorted(p.name for p in out.glob("mean-*.json")) == [
+        "mean-" + name[len("eval-") :] for name in evals
+    ]
+    averaged = json.loads((out / "mean-hwatu-korean-1984.json").read_text())
+    assert averaged["images"] == 3 and "difference" in averaged["against"]
+    assert (
+        "averaged with the committed nets" in finish.stdout
+        and "against the control" in finish.stdout
+    )
+    assert len(pooled) == 2 and pooled[1].count("%") == 2
 
     # nothing sent back: a clear message, no export
     empty = tmp_path / "empty"
