@@ -1887,6 +1887,24 @@ def average_weights(first: dict, second: dict, share: float) -> dict:
     }
 
 
+def _averaged_history(
+    training: dict, other: dict, start: Path, average_with, share: float, command: str
+) -> dict:
+    """``training`` (the start model's history) with the stages the model ``other`` (its
+    metadata) has beyond it, and a last one naming the average of the two."""
+    ours = training.get("stages", [])
+    theirs = other.get("training", {}).get("stages", [])
+    added = theirs[len(ours) :] if theirs[: len(ours)] == ours else theirs
+    averaged = {
+        "command": command,
+        "nets": "both",
+        "averaged": {"with": str(average_with), "share": share, "from": str(start)},
+        "note": f"the stages above from {len(ours) + 1} on were trained apart from the nets of "
+        f"{start}; these nets are the average of the two ({share:g} of the later)",
+    }
+    return {**training, "stages": [*ours, *added, averaged]}
+
+
 def reexport(
     start: str | Path,
     out: str | Path,
@@ -1910,6 +1928,7 @@ def reexport(
     from companion.recognizer import RecognizerError
 
     start, out = Path(start), Path(out)
+    command = command or " ".join(shlex.quote(a) for a in sys.argv)
     old, ckpts = _trained_model(start, "to export")
     if average_with is not None:
         other, other_ckpts = _trained_model(Path(average_with), "to average with")
@@ -1918,43 +1937,27 @@ def reexport(
         if not 0 < share < 1:
             raise RecognizerError(f"The share of {average_with} is between 0 and 1, not {share}.")
     out.mkdir(parents=True, exist_ok=True)
-    loc, cls = ckpts / "localizer.pt", ckpts / "classifier.pt"
     settings = Settings.from_dict(old.get("settings", {}))
     training = old.get("training", {})
-    if average_with is not None:
-        averaged = out / "averaged"
-        averaged.mkdir(exist_ok=True)
-        for name in ("localizer.pt", "classifier.pt"):
-            mine = torch.load(ckpts / name, map_location="cpu")
-            theirs = torch.load(other_ckpts / name, map_location="cpu")
-            torch.save(average_weights(mine, theirs, share), averaged / name)
-        loc, cls = averaged / "localizer.pt", averaged / "classifier.pt"
-        ours = training.get("stages", [])
-        theirs = other.get("training", {}).get("stages", [])
-        added = theirs[len(ours) :] if theirs[: len(ours)] == ours else theirs
-        training = dict(training)
-        training["stages"] = [
-            *ours,
-            *added,
-            {
-                "command": command or " ".join(shlex.quote(a) for a in sys.argv),
-                "nets": "both",
-                "averaged": {"with": str(average_with), "share": share, "from": str(start)},
-                "note": f"the stages above from {len(ours) + 1} on were trained apart from "
-                f"the nets of {start}; these nets are the average of the two ({share:g} of "
-                "the later)",
-            },
-        ]
-    meta = export_trained(out, loc, cls, settings, training)
-    _keep_checkpoints(out, loc, cls)
-    if average_with is not None:
-        shutil.rmtree(out / "averaged", ignore_errors=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        if average_with is not None:
+            # averaged in a scratch folder: exported in place (--out the start), the start's
+            # checkpoints stay as they were until the export has been made
+            for name in ("localizer.pt", "classifier.pt"):
+                mine = torch.load(ckpts / name, map_location="cpu")
+                theirs = torch.load(other_ckpts / name, map_location="cpu")
+                torch.save(average_weights(mine, theirs, share), Path(scratch) / name)
+            ckpts = Path(scratch)
+            training = _averaged_history(training, other, start, average_with, share, command)
+        loc, cls = ckpts / "localizer.pt", ckpts / "classifier.pt"
+        meta = export_trained(out, loc, cls, settings, training)
+        _keep_checkpoints(out, loc, cls)
     meta |= quantize(out, decks)  # "quantization" and "float_nets"
     import onnxruntime
 
     # metrics start empty: other int8 files are measured again ('companion eval --record')
     meta["export"] = {
-        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "command": command,
         "from": str(start),
         **({"averaged_with": str(average_with), "share": share} if average_with else {}),
         "torch": torch.__version__,
@@ -2326,35 +2329,50 @@ def deep_convs(model) -> list[str]:
     return [n.name for n in model.graph.node if n.op_type == "Conv" and n.name.startswith(prefixes)]
 
 
-def quantize_deep_localizer(source: str | Path, target: str | Path, images) -> int:
-    """Write the float localizer ``source`` to ``target`` with its ``deep_convs`` quantized, 7-bit
-    weights as the avx2 classifier's (``quantize_avx2``), the rest float, calibrated on
-    ``images`` (a list of (1,H,W,3) uint8 letterboxed frames). Returns how many convolutions
-    were quantized; with none found nothing is written and 0 is returned."""
+def _quantize_7bit(source: Path, target: Path, input_name: str, batches, pick) -> dict | None:
+    """Write the float ONNX net ``source`` to ``target`` as static QDQ with per-channel 7-bit
+    int8 weights (``reduce_range``: weights within -64..64, so two products with uint8 pixels sum
+    to at most 32,640, which onnxruntime's 16-bit sums on AVX2 hold) and uint8 activations,
+    calibrated on ``batches`` fed to its input ``input_name``. ``pick`` (the prepared ONNX model
+    -> ``quantize_static``'s node arguments, e.g. ``{"nodes_to_exclude": [...]}``, or None to
+    write nothing) chooses the nodes. Returns what ``pick`` returned."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    target = Path(target)
-    prepared = target.with_suffix(".prepared.onnx")
+    prepared = Path(target).with_suffix(".prepared.onnx")
     quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
     try:
-        convs = deep_convs(onnx.load(str(prepared)))
-        if convs and images:
+        nodes = pick(onnx.load(str(prepared)))
+        if nodes is not None:
             quantize_static(
                 str(prepared),
                 str(target),
-                _Feed("image", images),
+                _Feed(input_name, batches),
                 quant_format=QuantFormat.QDQ,
                 per_channel=True,
                 reduce_range=True,
                 activation_type=QuantType.QUInt8,
                 weight_type=QuantType.QInt8,
-                nodes_to_quantize=convs,
+                **nodes,
             )
     finally:
         prepared.unlink(missing_ok=True)
-    return len(convs) if convs and images else 0
+    return nodes
+
+
+def quantize_deep_localizer(source: str | Path, target: str | Path, images) -> int:
+    """Write the float localizer ``source`` to ``target`` with its ``deep_convs`` quantized, 7-bit
+    weights as the avx2 classifier's (``quantize_avx2``), the rest float, calibrated on
+    ``images`` (a list of (1,H,W,3) uint8 letterboxed frames). Returns how many convolutions
+    were quantized; with none found nothing is written and 0 is returned."""
+
+    def pick(model):
+        convs = deep_convs(model)
+        return {"nodes_to_quantize": convs} if convs and images else None
+
+    nodes = _quantize_7bit(Path(source), Path(target), "image", images, pick)
+    return len(nodes["nodes_to_quantize"]) if nodes else 0
 
 
 def quantize_avx2(
@@ -2374,28 +2392,14 @@ def quantize_avx2(
     of what growing them costs there (models/JOURNAL.md, "A grown localizer on AVX2"). At the
     standard width that saves nothing. Returns the metadata to add: ``avx2_nets`` and
     ``quantization`` (its ``avx2`` note)."""
-    import onnx
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
     out = Path(out)
-    prepared = out / "classifier.avx2.prepared.onnx"
-    quant_pre_process(str(out / float_nets["classifier"]), str(prepared), skip_symbolic_shape=True)
-    kept_float = float_ends(onnx.load(str(prepared)))
-    quantize_static(
-        str(prepared),
-        str(out / AVX2_CLASSIFIER),
-        _Feed("crop", crops),
-        quant_format=QuantFormat.QDQ,
-        per_channel=True,
-        # weights within -64..64: two products with uint8 pixels sum to at most 32,640, which
-        # 16 bits hold
-        reduce_range=True,
-        activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QInt8,
-        nodes_to_exclude=kept_float,
-    )
-    prepared.unlink()
+    kept_float = _quantize_7bit(
+        out / float_nets["classifier"],
+        out / AVX2_CLASSIFIER,
+        "crop",
+        crops,
+        lambda model: {"nodes_to_exclude": float_ends(model)},
+    )["nodes_to_exclude"]
     localizer, localizer_note = float_nets["localizer"], "the float localizer"
     (out / AVX2_LOCALIZER).unlink(missing_ok=True)  # a grown model's, from an earlier export
     if localizer_width > 1:

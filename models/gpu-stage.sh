@@ -178,19 +178,18 @@ finish() {
 		cp models/recognizer.json models/*.onnx "$control/"
 		fit_rule "$control/recognizer.json"
 	fi
-	local mean=$out.mean
+	local mean=
 	if [ "${FINISH_AVERAGE:-1}" != 0 ]; then
-		# the stage's nets averaged with the ones it started from, weight by weight: stage
-		# fourteen alone changed nothing, averaged it was kept (models/JOURNAL.md, 2026-11-26)
-		rm -rf "$mean"
-		if "$python" -m companion.cli train --export-from models --average-with "$out" --out "$mean"; then
+		# the stage's nets averaged with the ones they started from, weight by weight: stage
+		# fourteen alone changed nothing, averaged it found a quarter point more on the held-out
+		# deck (models/JOURNAL.md, 2026-11-26; not kept for the bench frame's speed)
+		rm -rf "$out.mean"
+		if "$python" -m companion.cli train --export-from models --average-with "$out" --out "$out.mean"; then
+			mean=$out.mean
 			fit_rule "$mean/recognizer.json"
 		else
 			echo "no average: the stage's nets are not the committed ones' shape"
-			mean=
 		fi
-	else
-		mean=
 	fi
 	local s=$seed against=models
 	[ "$with_control" != 0 ] && against=$control
@@ -221,33 +220,38 @@ def pair(a):
             f"{100 * a['difference']['recall']:+.2f} points ({100 * low:+.2f} to {100 * high:+.2f})")
 
 
+class Pool:
+    """Cards found and false cards of named models over paired runs, for the pooled row."""
+
+    def __init__(self, *names):
+        self.need = self.images = 0
+        self.found, self.fps = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+
+    def add(self, run, **models):  # run: one eval's JSON; models: name -> its figures
+        self.need += run["labels"]
+        self.images += run["images"]
+        for name, figures in models.items():
+            self.found[name] += round(figures["recall"] * run["labels"])
+            self.fps[name] += figures["false_positives"]
+
+    def __getitem__(self, name):
+        return f"{100 * self.found[name] / self.need:.2f} %, {self.fps[name] / self.images:.3f}"
+
+
 with_control = all(c for _, c in pairs) and bool(pairs)
 print("| deck, seed | cards | stage: recall, false cards / image | committed | recall difference "
       "(95 % interval) |" + (" control: committed nets, rule fitted again | recall difference |"
                             if with_control else ""))
 print("|---|---|---|---|---|" + ("---|---|" if with_control else ""))
-need = images = 0
-found = {"stage": 0, "committed": 0, "control": 0}
-fps = dict.fromkeys(found, 0)
+pool = Pool("stage", "committed", "control")
 for r, c in pairs:
     row = (f"| {r['deck']} {r['seed']} | {r['labels']:,} | {100 * r['recall']:.2f} %, "
            f"{r['false_positives_per_image']:.3f} | {pair(r['against'])} |")
     print(row + (f" {pair(c['against'])} |" if with_control else ""))
-    need += r["labels"]
-    images += r["images"]
-    for name, run in (("stage", r), ("committed", r["against"]), ("control", (c or {}).get("against"))):
-        if run:
-            found[name] += round(run["recall"] * r["labels"])
-            fps[name] += run["false_positives"]
-
-
-def pooled(name):
-    return f"{100 * found[name] / need:.2f} %, {fps[name] / images:.3f}"
-
-
-if need:
-    print(f"| pooled | {need:,} | {pooled('stage')} | {pooled('committed')} | |"
-          + (f" {pooled('control')} | |" if with_control else ""))
+    pool.add(r, stage=r, committed=r["against"], **({"control": c["against"]} if c else {}))
+if pool.need:
+    print(f"| pooled | {pool.need:,} | {pool['stage']} | {pool['committed']} | |"
+          + (f" {pool['control']} | |" if with_control else ""))
 
 means = [json.loads(p.read_text()) for p in sorted(out.glob("mean-*.json"))]
 if means:
@@ -256,18 +260,12 @@ if means:
     print(f"| deck, seed | cards | average: recall, false cards / image | {base} | recall "
           "difference (95 % interval) |")
     print("|---|---|---|---|---|")
-    need = images = found_mean = found_base = fp_mean = fp_base = 0
+    pool = Pool("average", base)
     for r in means:
         print(f"| {r['deck']} {r['seed']} | {r['labels']:,} | {100 * r['recall']:.2f} %, "
               f"{r['false_positives_per_image']:.3f} | {pair(r['against'])} |")
-        need += r["labels"]
-        images += r["images"]
-        found_mean += round(r["recall"] * r["labels"])
-        found_base += round(r["against"]["recall"] * r["labels"])
-        fp_mean += r["false_positives"]
-        fp_base += r["against"]["false_positives"]
-    print(f"| pooled | {need:,} | {100 * found_mean / need:.2f} %, {fp_mean / images:.3f} | "
-          f"{100 * found_base / need:.2f} %, {fp_base / images:.3f} | |")
+        pool.add(r, average=r, **{base: r["against"]})
+    print(f"| pooled | {pool.need:,} | {pool['average']} | {pool[base]} | |")
 EOF
 }
 
