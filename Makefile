@@ -1,22 +1,33 @@
-# The two commands of the README. Each installs what it needs, so both work on a fresh machine.
+# The two commands of the README. Each makes its own virtual environment (.venv) and installs
+# the versions locked in constraints.txt, so a new machine gets what CI saw.
 PYTHON ?= python3
-PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
+VENV ?= .venv
+PY = $(VENV)/bin/python
+PIP = $(PY) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test setup setup-test browser lint
+.PHONY: demo test setup setup-test browser lint wheel-check lock
 
 ## make demo: install the companion and open a scripted demo match at http://127.0.0.1:5000
 demo: setup
-	$(PYTHON) -m companion.cli demo
+	$(PY) -m companion.cli demo
 
 ## make test: install everything the tests need (Chromium included) and run the whole suite
 test: setup-test
-	$(PYTHON) -m pytest -q
+	$(PY) -m pytest -q
 
-setup:
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+setup: $(PY)
 	$(PIP) -e .
 
-setup-test: browser
+setup-test: browser $(PY)
 	$(PIP) -e '.[test,train]'
+
+## make wheel-check: build the wheel, install it in a clean environment away from the
+## checkout, serve its main page and detect cards with it
+wheel-check: $(PY)
+	bash .ci/wheel-check $(PYTHON)
 
 # Browser tests drive Debian's Chromium, and one summary test reads the PDF back with poppler's
 # pdftotext; install them when we are allowed to (root) and they are missing.
@@ -29,5 +40,12 @@ browser:
 	  else echo "warning: chromium, chromedriver or pdftotext missing and not root; their tests will be skipped"; fi; \
 	fi
 
-lint:
-	$(PYTHON) -m ruff check companion tests
+lint: $(PY)
+	$(PY) -m ruff check companion tests
+
+## make lock: write constraints.txt again from a fresh environment with every extra installed
+lock:
+	rm -rf /tmp/companion-lock && $(PYTHON) -m venv /tmp/companion-lock
+	/tmp/companion-lock/bin/pip install -q -e '.[test,train]' build
+	/tmp/companion-lock/bin/pip freeze --exclude-editable | grep -v -E '^(cuda|nvidia|triton)' > constraints.txt.new
+	mv constraints.txt.new constraints.txt

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from companion import CompanionError
+from companion.resources import package_path
 
-DEMO_SCRIPT = Path(__file__).resolve().parents[1] / "data" / "demo-match.json"
+DEMO_SCRIPT = package_path("data", "demo-match.json")
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,9 @@ from companion.detections import (
     distances2,
     final_cards,
 )
+from companion.resources import package_path
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = package_path("models")  # the runtime nets ship inside the package
 DEFAULT_MODEL = MODELS_DIR / "recognizer.json"
 NONE_ID = len(CLASSES)  # the classifier's extra "not a card" output
 MAX_SIDE = 4096  # larger frames are downscaled first: crops never need more detail

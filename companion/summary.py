@@ -1,8 +1,8 @@
 """The match summary: the round ledger and final outcome, as text, printable HTML or PDF.
 
 ``build_summary(state, info)`` turns the engine's replay into a ``MatchSummary`` (plain
-values, no engine objects); the renderers only format that. The HTML (``web/templates/
-summary.html`` with ``web/static/summary.css`` inlined, so a saved file stands alone) is also
+values, no engine objects); the renderers only format that. The HTML (``companion/web/templates/
+summary.html`` with ``companion/web/static/summary.css`` inlined, so a saved file stands alone) is also
 what the tablet's summary page serves. PDF: headless Chromium's print of that HTML when
 ``/usr/bin/chromium`` (or another chromium) exists, else a small built-in PDF writer.
 """
@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from companion import CompanionError
+from companion.resources import package_path
 
-WEB_DIR = Path(__file__).resolve().parents[1] / "web"
+WEB_DIR = package_path("web")
 TEMPLATE_NAME = "summary.html"
 CSS_PATH = WEB_DIR / "static" / "summary.css"
 FORMATS = ("text", "html", "pdf", "json")

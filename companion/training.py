@@ -870,13 +870,15 @@ def _fit(
     step, t0 = 0, time.time()
     history = []
     epochs = 10_000 if deadline else epochs  # with a deadline, the clock ends training
+    # At least one step runs, whatever the clock says: a busy machine can spend a short
+    # deadline on data preparation, and a stage must still leave a checkpoint to resume from.
     for epoch in range(epochs):
-        if schedule.done(step):
+        if step and schedule.done(step):
             break
         order = rng.permutation(n)
         sums, steps = None, 0
         for b in range(steps_per_epoch):
-            if deadline and schedule.done(step):
+            if deadline and step and schedule.done(step):
                 break
             for group in opt.param_groups:
                 group["lr"] = schedule.lr(step)
@@ -1218,7 +1220,7 @@ def _localizer_job(net, data, epochs, seed, out, deadline, device, queue):
 
 
 def train(
-    out: str | Path = "models",
+    out: str | Path = "companion/models",
     decks=TRAIN_DECKS,
     scenes: int = 3000,
     epochs: int = 12,
@@ -1620,7 +1622,7 @@ def build_yolo11n(num_classes: int = 80):
     return YOLO11n()
 
 
-def export_yardstick(out_dir="models", size: int = 640) -> Path:
+def export_yardstick(out_dir="companion/models", size: int = 640) -> Path:
     """Export the YOLO11n-shaped net with weights generated in-graph (a few kB on disk).
 
     Every weight tensor becomes ``ConstantOfShape(1/fan_in)``: onnxruntime folds these at
@@ -1676,7 +1678,7 @@ def export_yardstick(out_dir="models", size: int = 640) -> Path:
 
 
 def finetune_localizer(
-    out="models",
+    out="companion/models",
     init=None,
     scenes: int = 2400,
     seed: int = 1,
@@ -1735,7 +1737,7 @@ def finetune_localizer(
 
 
 def finetune_classifier(
-    out="models",
+    out="companion/models",
     init=None,
     localizer=None,
     scenes: int = 2400,
@@ -1978,7 +1980,7 @@ def _finetune_localizer_job(kwargs, queue):
 
 def resume(
     out: str | Path,
-    start: str | Path = "models",
+    start: str | Path = "companion/models",
     decks=TRAIN_DECKS,
     scenes: int = 2400,
     seed: int = 1,

@@ -119,7 +119,7 @@ run_detached() {
 
 device() { # the stage: both nets from the committed model, on fresh scenes
 	# shellcheck disable=SC2086  # STAGE_EXTRA is a list of options
-	run_detached "${1:-540}" "$work/pid" stage.log models/ "$work/out" \
+	run_detached "${1:-540}" "$work/pid" stage.log companion/models/ "$work/out" \
 		--minutes "${STAGE_MINUTES:-5.5}" ${STAGE_EXTRA:-}
 }
 
@@ -159,7 +159,7 @@ finish() {
 		# stage's own entry is missing: write it into recognizer.json by hand if it is kept)
 		echo "no recognizer.json in $files: exporting the partial checkpoints"
 		mkdir -p "$from/checkpoints"
-		cp models/recognizer.json "$from/"
+		cp companion/models/recognizer.json "$from/"
 		cp "$files/localizer.partial.pt" "$from/checkpoints/localizer.pt"
 		cp "$files/classifier.partial.pt" "$from/checkpoints/classifier.pt"
 	else
@@ -175,7 +175,7 @@ finish() {
 		# so the stage's gain over this control is the nets' own
 		rm -rf "$control"
 		mkdir -p "$control"
-		cp models/recognizer.json models/*.onnx "$control/"
+		cp companion/models/recognizer.json companion/models/*.onnx "$control/"
 		fit_rule "$control/recognizer.json"
 	fi
 	local mean=
@@ -184,17 +184,17 @@ finish() {
 		# fourteen alone changed nothing, averaged it found a quarter point more on the held-out
 		# deck (models/JOURNAL.md, 2026-11-26; not kept for the bench frame's speed)
 		rm -rf "$out.mean"
-		if "$python" -m companion.cli train --export-from models --average-with "$out" --out "$out.mean"; then
+		if "$python" -m companion.cli train --export-from companion/models --average-with "$out" --out "$out.mean"; then
 			mean=$out.mean
 			fit_rule "$mean/recognizer.json"
 		else
 			echo "no average: the stage's nets are not the committed ones' shape"
 		fi
 	fi
-	local s=$seed against=models
+	local s=$seed against=companion/models
 	[ "$with_control" != 0 ] && against=$control
 	for deck in $(train_decks); do
-		pair "$out/recognizer.json" models "$deck" "$s" >"$out/eval-$deck-$s.json"
+		pair "$out/recognizer.json" companion/models "$deck" "$s" >"$out/eval-$deck-$s.json"
 		if [ "$with_control" != 0 ]; then
 			pair "$out/recognizer.json" "$control" "$deck" "$s" >"$out/control-$deck-$s.json"
 		fi

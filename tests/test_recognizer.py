@@ -2551,7 +2551,7 @@ def test_cli_augmentation_ablation_trains_three_arms_on_the_same_layouts():
                 "--tiny",
                 "--json",
                 "--reference",
-                str(Path(__file__).resolve().parents[1] / "models"),
+                str(Path(__file__).resolve().parents[1] / "companion" / "models"),
             ],
         )
         .stdout

@@ -930,10 +930,10 @@ def test_summary_page_is_the_printable_summary(client, post, match_id):
 
 
 def test_vendored_htmx_is_served_and_matches_its_record(client):
-    record = (ROOT / "web/static/vendor/VENDORED.md").read_text()
+    record = (ROOT / "companion/web/static/vendor/VENDORED.md").read_text()
     body = client.get("/static/vendor/htmx-2.0.11.min.js").data
     assert hashlib.sha256(body).hexdigest() in record
-    assert (ROOT / "web/static/vendor/htmx-LICENSE.txt").exists()
+    assert (ROOT / "companion/web/static/vendor/htmx-LICENSE.txt").exists()
     assert client.get("/static/app.js").status_code == 200
     assert client.get("/static/app.css").status_code == 200
 

@@ -45,15 +45,31 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-from pathlib import Path
 
 from flask import Flask
 
 from companion import CompanionError
+from companion.resources import package_path
 
-WEB_DIR = Path(__file__).resolve().parents[2] / "web"
+WEB_DIR = package_path("web")  # templates/ and static/ ship inside the package
 LOOPBACK_NAMES = {"localhost", "ip6-localhost", "ip6-loopback"}
-LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "::1", "[::1]"]
+
+
+def host_name(host_header: str) -> str:
+    """The name in a ``Host`` header, without its port or IPv6 brackets, lower-cased.
+
+    Werkzeug's own ``TRUSTED_HOSTS`` check cuts a bracketed IPv6 entry at its first colon, so
+    ``[::1]`` never matches: the name is taken apart here instead."""
+    host = (host_header or "").strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def url_host(host: str) -> str:
+    """``host`` as it is written in a URL: an IPv6 address goes in brackets."""
+    host = host.strip("[]")
+    return f"[{host}]" if ":" in host else host
 
 
 def is_loopback(host: str) -> bool:
@@ -134,10 +150,10 @@ def serve(app: Flask, host: str = "127.0.0.1", port: int = 5000, *, ready=None) 
         raise CompanionError(
             f"Serving on {host} lets other machines in: give a join code or make it read-only."
         )
-    if is_loopback(host) and not app.config.get("TRUSTED_HOSTS"):
+    if is_loopback(host):
         # Only this machine can connect: also refuse pages that reach it under another name
         # (DNS rebinding), so that no web site can drive the app through a local browser.
-        app.config["TRUSTED_HOSTS"] = LOOPBACK_HOSTS
+        app.config["LOOPBACK_ONLY"] = True
     _check_port_free(host, port)
     try:
         server = make_server(host, port, app, threaded=True)
@@ -183,22 +199,47 @@ def _check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def lan_address(host: str) -> str:
-    """The address LAN tablets should type: ``host`` itself, or for a wildcard bind this
-    machine's first non-loopback IPv4 address found from its name (no traffic is sent)."""
+def interface_addresses() -> list[str]:
+    """This machine's IPv4 addresses, read from its network interfaces (Linux), then from its
+    host name; no traffic is sent. Loopback and link-local addresses are left out."""
     import socket
 
+    found = []
+    try:
+        import fcntl
+        import struct
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            for _, name in socket.if_nameindex():
+                try:
+                    packed = fcntl.ioctl(
+                        probe.fileno(), 0x8915, struct.pack("256s", name[:15].encode())
+                    )  # SIOCGIFADDR
+                except OSError:  # an interface with no IPv4 address
+                    continue
+                found.append(socket.inet_ntoa(packed[20:24]))
+    except (ImportError, OSError, AttributeError):  # not Linux
+        pass
+    try:
+        found += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
+    except OSError:
+        pass
+    usable = []
+    for address in found:
+        ip = ipaddress.ip_address(address)
+        if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified) and address not in usable:
+            usable.append(address)
+    # A home LAN's private address first: that is where the tablet is.
+    return sorted(usable, key=lambda a: not ipaddress.ip_address(a).is_private)
+
+
+def lan_address(host: str) -> str:
+    """The address LAN tablets should type: ``host`` itself, or for a wildcard bind this
+    machine's LAN address (a numeric one: a tablet often cannot resolve the machine's name)."""
     if host not in ("0.0.0.0", "::", ""):
         return host
-    try:
-        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
-    except OSError:
-        infos = []
-    for info in infos:
-        address = info[4][0]
-        if not ipaddress.ip_address(address).is_loopback:
-            return address
-    return socket.gethostname()
+    addresses = interface_addresses()
+    return addresses[0] if addresses else "127.0.0.1"
 
 
 def qr_text(data: str) -> str:

@@ -10,6 +10,7 @@ from flask import current_app, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
+from companion.web import host_name, is_loopback
 from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
 
 
@@ -71,6 +72,11 @@ def init_app(app) -> None:
     @app.errorhandler(CompanionError)
     def companion_error(exc):
         return error_response(str(exc), _status_for(exc))
+
+    @app.before_request
+    def refuse_other_host_names():
+        if app.config.get("LOOPBACK_ONLY") and not is_loopback(host_name(request.host)):
+            return untrusted_host(None)
 
     @app.errorhandler(SecurityError)
     def untrusted_host(exc):
@@ -139,7 +145,7 @@ ROLE_LABELS = {
     "swallow": "Swallow",
     "lightning": "Lightning",
 }
-# The icon drawn on a tile (symbols in web/templates/_icons.html).
+# The icon drawn on a tile (symbols in companion/web/templates/_icons.html).
 ROLE_ICONS = {
     "crane": "bird",
     "curtain": "curtain",

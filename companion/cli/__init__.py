@@ -665,7 +665,7 @@ def bench_command(as_json, model_path, runs, precision):
 @click.option(
     "--out",
     "out_dir",
-    default="models",
+    default="companion/models",
     show_default=True,
     type=click.Path(file_okay=False),
     help="Folder for the ONNX files and recognizer.json.",
@@ -1136,12 +1136,12 @@ def serve_command(db, host, port, read_only):
 
     lan = not web.is_loopback(host)
     join_code = web.new_join_code() if lan and not read_only else None
-    public_url = f"http://{web.lan_address(host)}:{port}" if lan else None
+    public_url = f"http://{web.url_host(web.lan_address(host))}:{port}" if lan else None
     app = web.create_app(db, join_code=join_code, read_only=read_only, public_url=public_url)
 
     def on_ready(server):
         shown_host = web.lan_address(host) if lan else host
-        url = f"http://{shown_host}:{server.server_port}/"
+        url = f"http://{web.url_host(shown_host)}:{server.server_port}/"
         click.echo(f"Hanafuda Companion: open {url}  (Ctrl+C to stop)")
         if join_code:
             join_url = f"{url}join?code={join_code}"
@@ -1154,5 +1154,5 @@ def serve_command(db, host, port, read_only):
     web.serve(app, host, port, ready=on_ready)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
+# Each area with commands of its own keeps them in a module of this package, registered on
+# ``main`` when imported here.

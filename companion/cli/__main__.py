@@ -1,0 +1,5 @@
+"""``python -m companion.cli``: the same as the ``companion`` command."""
+
+from companion.cli import main
+
+main()
