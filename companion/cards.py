@@ -347,43 +347,99 @@ class Deck:
         return [c for c in self.cards if role in c.roles]
 
     @classmethod
-    def load(cls, name_or_path: str | Path) -> Deck:
-        """A deck by built-in name (``standard``, ``ferme-florale``) or TOML file path."""
-        path = Path(name_or_path)
-        if not path.suffix:
-            if str(name_or_path) == "standard":
+    def load(
+        cls, name_or_path: str | Path, *, folder: str | Path | None = None, _chain: tuple = ()
+    ) -> Deck:
+        """A deck by built-in name (``standard``, ``ferme-florale``) or TOML file path.
+
+        ``folder``: the folder of the file that names this deck (a rule file, or a deck file
+        naming its ``base``): a path is then read relative to it and must stay inside it, so
+        that a shared rule file cannot make the program read files elsewhere."""
+        text = str(name_or_path)
+        if _BUILTIN_NAME.fullmatch(text):
+            if text == "standard":
                 return STANDARD_DECK
-            path = DECKS_DIR / f"{name_or_path}.toml"
+            path = DECKS_DIR / f"{text}.toml"
+            if not path.is_file():
+                known = ", ".join(
+                    sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))])
+                )
+                raise CardError(f"No deck {text!r}: known decks are {known}, or give a .toml path.")
+        elif folder is not None:
+            home = Path(folder).resolve()
+            path = (home / text).resolve()
+            if not path.is_relative_to(home) and not path.is_relative_to(DECKS_DIR.resolve()):
+                raise CardError(
+                    f"The deck file {text!r} is outside its own folder: name a built-in deck "
+                    "or a .toml file beside the file that names it."
+                )
+        else:
+            path = Path(text)
         if not path.exists():
             known = ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
-            raise CardError(
-                f"No deck {str(name_or_path)!r}: known decks are {known}, or give a .toml path."
-            )
+            raise CardError(f"No deck {text!r}: known decks are {known}, or give a .toml path.")
+        key = path.resolve()
+        if key in _chain:
+            raise CardError(f"The deck file {path.name} is based on itself (through its base).")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "it is not UTF-8 text"
+            raise CardError(f"The deck file {path.name} cannot be read: {reason}.") from None
+        try:
+            data = tomllib.loads(source)
         except tomllib.TOMLDecodeError as exc:
             raise CardError(f"Deck file {path} is not valid TOML: {exc}.") from None
-        return cls.from_dict(data, default_name=path.stem)
+        except RecursionError:
+            raise CardError(f"The deck file {path.name} is nested too deeply to read.") from None
+        return cls.from_dict(
+            data, default_name=path.stem, folder=path.parent, _chain=(*_chain, key)
+        )
 
     @classmethod
-    def from_dict(cls, data: dict, default_name: str = "custom") -> Deck:
+    def from_dict(
+        cls, data: dict, default_name: str = "custom", *, folder=None, _chain: tuple = ()
+    ) -> Deck:
         base = data.get("base", "standard")
+        if not isinstance(base, str):
+            raise CardError(f"In the deck file {default_name}: base must be a deck name or file.")
         if base != "standard":
-            base_cards = {c.code: c for c in cls.load(base)}
+            base_cards = {c.code: c for c in cls.load(base, folder=folder, _chain=_chain)}
         else:
             base_cards = {c.code: c for c in _STANDARD_CARDS}
         cards = dict(base_cards)
-        for code, spec in (data.get("cards") or {}).items():
-            card = base_cards[normalize_code(code)]
-            names = {**card.names, **spec.get("names", {})}
-            roles = frozenset(spec["roles"]) if "roles" in spec else card.roles
-            roles = roles | frozenset(spec.get("add_roles", []))
-            cards[card.code] = Card(
-                card.code, card.month, card.index, card.category, card.ribbon, roles, names
-            )
-        return cls(data.get("name", default_name), list(cards.values()), data.get("title", ""))
+        try:
+            name, title = data.get("name", default_name), data.get("title", "")
+            if not isinstance(name, str) or not isinstance(title, str):
+                raise TypeError("name and title are text")
+            for code, spec in dict(data.get("cards") or {}).items():
+                card = base_cards[normalize_code(code)]
+                if not isinstance(spec, dict):
+                    raise TypeError(f"cards.{code} is a table")
+                names = {**card.names, **dict(spec.get("names", {}))}
+                roles = frozenset(_texts(spec["roles"])) if "roles" in spec else card.roles
+                roles = roles | frozenset(_texts(spec.get("add_roles", [])))
+                if not all(isinstance(v, str) for v in names.values()):
+                    raise TypeError("names are text")
+                cards[card.code] = Card(
+                    card.code, card.month, card.index, card.category, card.ribbon, roles, names
+                )
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            raise CardError(
+                f"The deck file {default_name} has a value of the wrong type ({exc}): see "
+                "companion/decks/ferme-florale.toml for the format."
+            ) from None
+        return cls(name, list(cards.values()), title)
 
 
+def _texts(value) -> list[str]:
+    """A list of text values from a deck file (a role list), or TypeError."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("roles are a list of text")
+    return value
+
+
+_BUILTIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _STANDARD_CARDS = _standard_cards()
 STANDARD_DECK = Deck("standard", _STANDARD_CARDS, "Standard Hanafuda (Nintendo design)")
 ALL_CODES = tuple(c.code for c in STANDARD_DECK)

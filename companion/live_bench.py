@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import os
 import queue
 import tempfile
@@ -236,8 +237,8 @@ def run_live_bench(
         raise CompanionError("The number of clients must be between 1 and 200.")
     if not 1 <= events <= 2000:
         raise CompanionError("The number of events must be between 1 and 2000.")
-    if interval < 0:
-        raise CompanionError("The interval must be zero or more seconds.")
+    if not (math.isfinite(interval) and 0 <= interval <= 60):
+        raise CompanionError("The interval must be a number of seconds from 0 to 60.")
     notify = None if external_writer else getattr(live, "notify", None)
     # One request log line per board fetch would drown the figures.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)

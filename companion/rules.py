@@ -22,6 +22,7 @@ from companion import CompanionError
 from companion.cards import Card, CardError, Category, Deck, RibbonKind, normalize_code
 
 RULESETS_DIR = Path(__file__).with_name("rulesets")
+_NO_FOLDER = RULESETS_DIR / "decks-named-by-text"  # never exists: only built-in deck names
 DEFAULT_PRESET = "livret"
 
 _CODE_RE = re.compile(r"^\d{1,2}-\d$")
@@ -226,6 +227,17 @@ _ENUMS = {
     ("match", "winner_by"): ("points", "rounds_won"),
 }
 _INSTANT_WINS = ("teshi", "kuttsuki", "dealt_yaku")
+# What a sane rule file may say: beyond these a value is a typo, and a huge one would make
+# the engine or the page misbehave (a million seats, a factor of zero...).
+MAX_POINTS = 10_000
+_BOUNDS = {
+    ("game", "default_rounds"): (1, 100),
+    ("multipliers", "seven_factor"): (1, 100),
+    ("multipliers", "koi_factor"): (1, 100),
+    ("round", "exhausted_points"): (0, MAX_POINTS),
+    ("round", "instant_win_points"): (0, MAX_POINTS),
+}
+_LIST_BOUNDS = {"players": (1, 6), "rounds": (1, 100)}
 _SECTIONS = {
     "game": GameRules,
     "scoring": ScoringRules,
@@ -320,6 +332,8 @@ class RuleSet:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise RuleError(f"The rule file is not valid TOML: {exc}.") from None
+        except RecursionError:
+            raise RuleError("The rule file is nested too deeply to read.") from None
         if not isinstance(data.setdefault("game", {}), dict):
             raise RuleError("[game] must be a table.")
         data["game"].setdefault("name", default_name)
@@ -498,19 +512,26 @@ class RuleSet:
                     raw[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             sections[section] = raw
 
+        for (section, key), (low, high) in _BOUNDS.items():
+            value = sections[section].get(key)
+            if value is not None and not low <= value <= high:
+                raise RuleError(f"[{section}] {key} = {value} must be between {low} and {high}.")
         game = sections["game"]
         for key in ("players", "rounds"):
+            low, high = _LIST_BOUNDS[key]
             if key in game and (
-                not game[key] or not all(isinstance(n, int) and n > 0 for n in game[key])
+                not game[key]
+                or not all(_is_type(n, int) and low <= n <= high for n in game[key])
             ):
-                raise RuleError(f"[game] {key} must be a list of positive whole numbers.")
+                raise RuleError(f"[game] {key} must be a list of whole numbers from {low} to {high}.")
         deal = {}
         for count, sizes in dict(game.get("deal", {"2": (8, 8)})).items():
             if not (
                 str(count).isdigit()
                 and isinstance(sizes, list | tuple)
                 and len(sizes) == 2
-                and all(isinstance(n, int) and n > 0 for n in sizes)
+                and all(_is_type(n, int) and n > 0 for n in sizes)
+                and sum(sizes) <= 48
             ):
                 raise RuleError(
                     '[game] deal looks like { "2" = [8, 8], "3" = [7, 6] } (hand, field).'
@@ -524,10 +545,9 @@ class RuleSet:
                 f"{list(self.game.rounds)}."
             )
         try:
-            deck_ref = self.game.deck
-            if self._base_dir and Path(deck_ref).suffix == ".toml":
-                deck_ref = self._base_dir / deck_ref
-            self.deck = Deck.load(deck_ref)
+            # A deck file is read beside the rule file and never outside it; a rule set with
+            # no folder (a stored match's text) names only built-in decks.
+            self.deck = Deck.load(self.game.deck, folder=self._base_dir or _NO_FOLDER)
         except CardError as exc:
             raise RuleError(f"Rule set {self.game.name!r}: {exc}") from None
 
@@ -544,9 +564,10 @@ class RuleSet:
         scoring["dual_roles"] = tuple(duals)
         values = dict(ScoringRules().card_values)
         for key, value in dict(scoring.get("card_values", {})).items():
-            if key not in _CATEGORIES or not isinstance(value, int) or value < 0:
+            if key not in _CATEGORIES or not _is_type(value, int) or not 0 <= value <= MAX_POINTS:
                 raise RuleError(
-                    "[scoring] card_values maps bright/animal/ribbon/chaff to whole numbers."
+                    "[scoring] card_values maps bright/animal/ribbon/chaff to whole numbers "
+                    f"from 0 to {MAX_POINTS}."
                 )
             values[key] = value
         scoring["card_values"] = values
@@ -570,6 +591,8 @@ class RuleSet:
         self.round = RoundRules(**rnd)
         self.match = MatchRules(**sections["match"])
         self.yaku = self._build_yaku(data.get("yaku", []))
+        if self.scoring.cards_count_once:
+            _check_search_bound(self)
 
     @property
     def dual_categories(self) -> dict[str, frozenset[str]]:
@@ -630,9 +653,9 @@ class RuleSet:
             kind = raw["kind"]
             if kind not in ("count", "set", "bonus"):
                 raise RuleError(f"{where}: kind must be count, set or bonus.")
-            for key in ("points", "min", "per_extra"):
-                if key in raw and (not isinstance(raw[key], int) or raw[key] < 0):
-                    raise RuleError(f"{where}: {key} must be a whole number of at least 0.")
+            for key, high in (("points", MAX_POINTS), ("min", 48), ("per_extra", MAX_POINTS)):
+                if key in raw and (not _is_type(raw[key], int) or not 0 <= raw[key] <= high):
+                    raise RuleError(f"{where}: {key} must be a whole number from 0 to {high}.")
             for key in ("require", "cards", "replaces"):
                 if key in raw and not isinstance(raw[key], list):
                     raise RuleError(f"{where}: {key} must be a list.")
@@ -686,6 +709,26 @@ _TYPE_WORDS = {
     tuple: "a list",
     dict: "a table",
 }
+
+
+_SEARCH_CHECKED: dict = {}  # (rule text, options) -> None, or the sentence refusing it
+
+
+def _check_search_bound(rules: RuleSet) -> None:
+    """Refuse a rule set whose best-assignment scoring would explode (once per text)."""
+    from companion.scoring import ScoringTooCostly, search_cost
+
+    key = (rules.source_text, tuple(sorted(rules.active_options.items())), rules.deck.name)
+    if key not in _SEARCH_CHECKED:
+        try:
+            search_cost(rules)
+            _SEARCH_CHECKED[key] = None
+        except ScoringTooCostly as exc:
+            _SEARCH_CHECKED[key] = str(exc)
+        if len(_SEARCH_CHECKED) > 256:
+            _SEARCH_CHECKED.pop(next(iter(_SEARCH_CHECKED)))
+    if _SEARCH_CHECKED[key]:
+        raise RuleError(_SEARCH_CHECKED[key])
 
 
 def _field_type(f) -> type | None:

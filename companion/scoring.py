@@ -308,7 +308,43 @@ def _conflict_tokens(specs: list[YakuSpec]) -> list[frozenset]:
     return tokens
 
 
+# How many ways of using the cards the best-assignment search may weigh for one hand. The
+# presets need a few thousand at most; a rule file that needs more (a yaku naming all 48
+# cards beside a count yaku of any 5, say) would take minutes and gigabytes: it is refused.
+SEARCH_BUDGET = 200_000
+
+
+class ScoringTooCostly(CompanionError):
+    """The rule set's yaku leave too many ways to share the cards out to search them all."""
+
+
+def _too_costly() -> ScoringTooCostly:
+    return ScoringTooCostly(
+        "The yaku of this rule file leave too many ways to share the cards out "
+        f"(over {SEARCH_BUDGET:,} with cards counting once); make its count yaku less general."
+    )
+
+
+def search_cost(rules: RuleSet) -> int:
+    """How many ways the search weighs for the worst hand it is tried on (the whole deck),
+    or raises ScoringTooCostly past the budget."""
+    _SEARCH_WORK[0] = 0
+    score_yaku(rules, list(rules.deck))
+    return _SEARCH_WORK[0]
+
+
+_SEARCH_WORK = [0]  # ways weighed since the last search_cost (one counter: a rough bound)
+
+
 def _solve_component(specs, cards, dual, order) -> list[YakuScore]:
+    work = [0]
+
+    def spend(n: int = 1) -> None:
+        work[0] += n
+        _SEARCH_WORK[0] += n
+        if work[0] > SEARCH_BUDGET:
+            raise _too_costly()
+
     # Search order: set yaku first, growing count yaku last, so that the last yaku can simply
     # take every card left (no choice to explore).
     specs = sorted(specs, key=lambda y: (y.kind == "count" and y.per_extra > 0, order[y.id]))
@@ -356,6 +392,7 @@ def _solve_component(specs, cards, dual, order) -> list[YakuScore]:
                     yield from take_required(k + 1, tuple(nxt))
 
         def distribute(need, used, eligible):
+            spend()
             if need == 0:
                 yield used
                 return
@@ -380,6 +417,7 @@ def _solve_component(specs, cards, dual, order) -> list[YakuScore]:
                     # Nobody after this yaku wants the class: taking all of it is best.
                     ranges.append(range(room, room + 1) if ci not in later[i] else range(room + 1))
                 for ks in itertools.product(*ranges):
+                    spend()
                     used = list(core)
                     for ci, k in zip(extra_classes, ks, strict=True):
                         used[ci] += k

@@ -201,6 +201,7 @@ class MatchStore:
         self._lock = threading.RLock()
         self._cache: dict[int, tuple[int, Any]] = {}  # match_id -> (last seq, MatchState)
         self._events: dict[int, list[StoredEvent]] = {}  # match_id -> parsed log, seq order
+        self.damaged: str | None = None  # what the integrity check found: no writes then
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -222,7 +223,11 @@ class MatchStore:
                 store = cls(sqlite_utils.Database(conn))
             else:
                 path = Path(target).expanduser()
-                if path.is_dir():
+                try:
+                    is_dir = path.is_dir()
+                except OSError as exc:  # a folder this user cannot read
+                    raise StoreError(f"Cannot open the database {path}: {exc.strerror}.") from None
+                if is_dir:
                     raise StoreError(f"The database path {path} is a folder, not a file.")
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +243,11 @@ class MatchStore:
             with self._lock:
                 on_disk = bool(self.db.execute("PRAGMA database_list").fetchone()[2])
                 if on_disk:
+                    problem = self._integrity_problem()
+                    if problem:
+                        # Read what can be read; never write into a damaged file.
+                        self.damaged = problem
+                        return
                     self.db.enable_wal()
                     with self.db.ensure_autocommit_on():
                         # FULL: an acknowledged event survives power loss too, not just kill -9.
@@ -247,6 +257,33 @@ class MatchStore:
         except sqlite3.DatabaseError as exc:
             where = self.path or "the database"
             raise StoreError(f"{where} is not a usable match database ({exc}).") from exc
+
+    def _integrity_problem(self) -> str | None:
+        """What SQLite's quick check finds wrong with the file (None when it is sound)."""
+        try:
+            rows = self.db.execute("PRAGMA quick_check(3)").fetchall()
+        except sqlite3.DatabaseError as exc:  # not even its pages can be walked: refuse it
+            where = self.path or "the database"
+            raise StoreError(
+                f"{where} is not a usable match database: it fails its integrity check "
+                f"({_short(exc)}); nothing is written to it."
+            ) from None
+        found = [str(r[0]) for r in rows if r and r[0] != "ok"]
+        return "; ".join(found)[:200] if found else None
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """A read under the lock; a damaged row or page is a StoreError, not a traceback."""
+        with self._lock:
+            try:
+                yield
+            except CompanionError:
+                raise
+            except (sqlite3.DatabaseError, UnicodeDecodeError, ValueError, TypeError) as exc:
+                where = self.path or "the database"
+                raise StoreError(
+                    f"{where} cannot be read ({_short(exc)}): it is damaged; restore a backup."
+                ) from None
 
     def close(self) -> None:
         with self._lock:
@@ -264,6 +301,12 @@ class MatchStore:
         cannot interleave with another process's (a deferred transaction would fail its
         read-to-write upgrade instead of waiting)."""
         with self._lock:
+            if self.damaged:
+                where = self.path or "the database"
+                raise StoreError(
+                    f"{where} fails its integrity check ({self.damaged}); nothing is written "
+                    "to it: restore a backup or start a new database."
+                )
             conn = self.db.conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -283,6 +326,10 @@ class MatchStore:
             except sqlite3.OperationalError as exc:
                 raise StoreError(
                     f"The database cannot be written now ({exc}); nothing was recorded."
+                ) from None
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                raise StoreError(
+                    f"The database is damaged ({_short(exc)}); nothing was recorded."
                 ) from None
 
     # -- matches ------------------------------------------------------------------------------
@@ -342,25 +389,25 @@ class MatchStore:
 
     def get_match(self, match_id: int | str) -> MatchInfo:
         match_id = _match_id(match_id)
-        with self._lock:
+        with self._reading():
             rows = list(self.db["matches"].rows_where("id = ?", [match_id]))
-        if not rows:
-            raise UnknownMatchError(f"There is no match {match_id} in this database.")
-        return _match_info(rows[0])
+            if not rows:
+                raise UnknownMatchError(f"There is no match {match_id} in this database.")
+            return _match_info(rows[0])
 
     def matches(self) -> list[MatchInfo]:
         """Every match, the most recent first."""
-        with self._lock:
+        with self._reading():
             rows = list(self.db["matches"].rows_where(order_by="id desc"))
-        return [_match_info(row) for row in rows]
+            return [_match_info(row) for row in rows]
 
     def latest_match(self) -> MatchInfo:
         """The most recently created match (UnknownMatchError when there is none)."""
-        with self._lock:
+        with self._reading():
             rows = list(self.db["matches"].rows_where(order_by="id desc", limit=1))
-        if not rows:
-            raise UnknownMatchError("There are no matches in this database yet.")
-        return _match_info(rows[0])
+            if not rows:
+                raise UnknownMatchError("There are no matches in this database yet.")
+            return _match_info(rows[0])
 
     def resolve_match(self, match: int | str | None) -> MatchInfo:
         """A match id given by a user, or the most recent match when None."""
@@ -370,7 +417,7 @@ class MatchStore:
 
     def last_seq(self, match_id: int | str) -> int:
         match_id = _match_id(match_id)
-        with self._lock:
+        with self._reading():
             row = self.db.execute(
                 "SELECT last_seq FROM matches WHERE id = ?", [match_id]
             ).fetchone()
@@ -384,7 +431,7 @@ class MatchStore:
         Parsed rows are kept per match and only the new ones are read: the log is append-only
         with seqs 1..N, so the cache can only grow (every page view of the log reads this)."""
         match_id = _match_id(match_id)
-        with self._lock:
+        with self._reading():
             last = self.last_seq(match_id)  # UnknownMatchError
             cached = self._events.get(match_id, [])
             if len(cached) > last:  # pragma: no cover - only if the file was rewritten
@@ -407,7 +454,7 @@ class MatchStore:
         from companion import engine
 
         match_id = _match_id(match_id)
-        with self._lock:
+        with self._reading():
             last = self.last_seq(match_id)
             cached = self._cache.get(match_id)
             if cached and cached[0] == last:
@@ -472,7 +519,7 @@ class MatchStore:
                 ).fetchone()
                 if first is not None:
                     seq, text, created, rid = first
-                    return StoredEvent(seq, engine.Event.from_dict(json.loads(text)), created, rid)
+                    return StoredEvent(seq, _parse_event(match_id, seq, text), created, rid)
             if expected_seq is not None and expected_seq != last:
                 raise StaleEventError(
                     "The match changed since this page was loaded; reload and try again.",
@@ -506,10 +553,10 @@ class MatchStore:
             return cached[1]
         start, state = cached if cached and cached[0] < last else (0, None)
         rows = conn.execute(
-            "SELECT event FROM events WHERE match_id = ? AND seq > ? ORDER BY seq",
+            "SELECT seq, event FROM events WHERE match_id = ? AND seq > ? ORDER BY seq",
             [match_id, start],
         ).fetchall()
-        events = [engine.Event.from_dict(json.loads(text)) for (text,) in rows]
+        events = [_parse_event(match_id, seq, text) for seq, text in rows]
         if state is None:
             return engine.replay(events)
         for event in events:
@@ -536,11 +583,21 @@ def _parse_event(match_id: int, seq: int, text: str):
         ) from None
 
 
+MAX_MATCH_ID = 2**63 - 1  # SQLite's largest integer
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).split("\n")[0][:120] or type(exc).__name__
+
+
 def _match_id(value: int | str) -> int:
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        raise UnknownMatchError(f"{value!r} is not a match number.") from None
+    text = str(value).strip()
+    shown = text if len(text) <= 24 else text[:20] + "..."
+    if not (text.isascii() and text.isdigit()):
+        raise UnknownMatchError(f"{shown!r} is not a match number.")
+    if len(text) > 19 or not 1 <= int(text) <= MAX_MATCH_ID:
+        raise UnknownMatchError(f"There is no match {shown} in this database.")
+    return int(text)
 
 
 def _event_json(event) -> str:

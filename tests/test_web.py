@@ -815,21 +815,20 @@ def test_serve_on_a_port_in_use_is_one_sentence(store):
 
 
 def test_loopback_server_refuses_other_host_names(store, monkeypatch):
-    from werkzeug import serving
+    from companion import web
 
     app = create_app(store, testing=True)
 
     class Server:
         server_port = 0
-        daemon_threads = False
+
+        def __init__(self, *args, **kwargs):
+            pass
 
         def serve_forever(self, poll_interval=0.5):
             pass
 
-        def server_close(self):
-            pass
-
-    monkeypatch.setattr(serving, "make_server", lambda *a, **k: Server())
+    monkeypatch.setattr(web, "Server", Server)
     serve(app, "127.0.0.1", 0)  # returns at once: the fake server serves nothing
     client = app.test_client()
     for host in ["127.0.0.1:5000", "localhost:5000", "[::1]:5000"]:

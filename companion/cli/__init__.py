@@ -16,10 +16,25 @@ import click
 
 from companion import CompanionError, __version__
 
+_BIDI_CONTROLS = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
+
+
+def terminal_safe(text: str, keep: str = "\n") -> str:
+    """``text`` with control characters (ESC, BEL, NUL... and bidi overrides) written as
+    ``\\x1b``-style escapes, so that a name typed on the tablet cannot drive the terminal."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in keep or not (code < 0x20 or 0x7F <= code < 0xA0 or code in _BIDI_CONTROLS):
+            out.append(ch)
+        else:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
 
 def fail(message: str) -> None:
     """Print one sentence to stderr and exit with code 2 (bad input)."""
-    click.echo(f"Error: {message}", err=True)
+    click.echo(f"Error: {terminal_safe(str(message), keep='')}", err=True)
     sys.exit(2)
 
 
@@ -80,6 +95,9 @@ rule_option_flag = click.option(
 )
 
 
+MAX_KOI_CALLS = 24  # one per turn at most: a round has 24 turns between two players
+
+
 @main.command("score")
 @click.option("--rules", "rules_name", default="livret", show_default=True, help=RULES_OPTION_HELP)
 @click.option("--cards", required=True, help="Captured cards: codes or names, comma-separated.")
@@ -93,13 +111,13 @@ def score_command(rules_name, cards, koi, opponent_koi, field_brights, option_pa
     """Score captured cards: yaku, base points, multipliers and total."""
     from companion.scoring import score_hand
 
-    for flag, value in (
-        ("--koi", koi),
-        ("--opponent-koi", opponent_koi),
-        ("--field-brights", field_brights),
+    for flag, value, most in (
+        ("--koi", koi, MAX_KOI_CALLS),
+        ("--opponent-koi", opponent_koi, MAX_KOI_CALLS),
+        ("--field-brights", field_brights, 5),
     ):
-        if value < 0:
-            fail(f"{flag} must be 0 or more, not {value}.")
+        if not 0 <= value <= most:
+            fail(f"{flag} must be 0 to {most}, not {value}.")
     rules = load_rules(rules_name, option_pairs)
     captured = rules.deck.parse_list(cards)
     hand = score_hand(
@@ -335,6 +353,11 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
 
     from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
 
+    if annotate_dir:
+        try:
+            Path(annotate_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(f"Cannot write annotated images to {annotate_dir}: {exc.strerror}.")
     recognizer = Recognizer.load(model_path, threads=threads, precision=precision)
     results, read_any = [], False
     for path in images:
@@ -347,10 +370,9 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, precision
         det = recognizer.detect(image)
         results.append({"image": path, "detections": det.to_json()})
         if annotate_dir:
-            out = Path(annotate_dir)
-            out.mkdir(parents=True, exist_ok=True)
-            target = out / (Path(path).stem + ".annotated.png")
-            cv2.imwrite(str(target), annotate(image, det))
+            target = Path(annotate_dir) / (Path(path).stem + ".annotated.png")
+            if not cv2.imwrite(str(target), annotate(image, det)):
+                fail(f"Cannot write the annotated image {target}.")
         if not as_json:
             click.echo(f"{path}: {len(det)} card(s)")
             for d in det.to_json():
@@ -999,9 +1021,20 @@ def open_store_for_reading(db):
     error rather than a new empty database."""
     from companion.store import MatchStore, StoreError
 
-    if db is not None and str(db) != ":memory:" and not Path(db).expanduser().exists():
+    try:
+        missing = db is not None and str(db) != ":memory:" and not Path(db).expanduser().exists()
+    except OSError as exc:  # a folder this user cannot read
+        raise StoreError(f"Cannot open the database {db}: {exc.strerror}.") from None
+    if missing:
         raise StoreError(f"There is no database at {db}.")
     return MatchStore.open(db)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError as exc:
+        raise CompanionError(f"Cannot open the database {path}: {exc.strerror}.") from None
 
 
 @main.command("matches")
@@ -1012,7 +1045,7 @@ def matches_command(db, as_json):
     """List the matches kept in the database, the most recent first."""
     from companion.store import default_db_path
 
-    if db is None and not default_db_path().exists():
+    if db is None and not _exists(default_db_path()):
         infos = []
     else:
         with open_store_for_reading(db) as store:
@@ -1026,8 +1059,9 @@ def matches_command(db, as_json):
     click.echo(f"{'ID':>4}  {'Match':<32} {'Rules':<14} {'Rounds':>6} {'Events':>6}  Status")
     for info in infos:
         status = "finished" if info.finished else "in progress"
+        label = terminal_safe(info.label, keep="")[:32]
         click.echo(
-            f"{info.id:>4}  {info.label[:32]:<32} {info.rules[:14]:<14} {info.rounds:>6}"
+            f"{info.id:>4}  {label:<32} {info.rules[:14]:<14} {info.rounds:>6}"
             f" {info.last_seq:>6}  {status}"
         )
 
@@ -1051,6 +1085,8 @@ def summary_command(match, fmt, db, out):
 
     with open_store_for_reading(db) as store:
         data = render(summary_from_store(store, match), fmt)
+    if fmt == "text":  # the other formats escape names themselves (HTML, JSON, PDF strings)
+        data = terminal_safe(data.decode("utf-8"), keep="\n\t").encode("utf-8")
     if out:
         try:
             with open(out, "wb") as handle:

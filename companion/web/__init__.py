@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import threading
 
 from flask import Flask
 
@@ -140,12 +141,87 @@ def create_app(
     return app
 
 
-def serve(app: Flask, host: str = "127.0.0.1", port: int = 5000, *, ready=None) -> None:
-    """Serve ``app`` with a threaded werkzeug server (one thread per connection, so that
-    live streams do not block other requests) until interrupted. ``ready(server)`` is called
-    once the socket is bound (tests and ``demo`` use it to learn the port or to stop it)."""
-    from werkzeug.serving import make_server
+# Live streams hold a worker thread each for as long as they last: enough threads for a
+# table's tablets and the benchmark's 20 followers, with room left for page requests.
+SERVER_THREADS = 48
+CHANNEL_TIMEOUT = 30  # seconds an idle or half-sent connection is kept before it is dropped
 
+
+class Server:
+    """A waitress server (production WSGI: requests are read whole before a worker thread
+    sees them, idle and half-sent connections are dropped after ``channel_timeout``) with the
+    small interface ``serve``'s callers use: ``server_port``, ``shutdown()``."""
+
+    software = "waitress"
+
+    def __init__(self, app, host, port, *, threads=SERVER_THREADS, channel_timeout=None):
+        from waitress.server import create_server
+
+        timeout = CHANNEL_TIMEOUT if channel_timeout is None else channel_timeout
+        self._server = create_server(
+            app,
+            host=host.strip("[]"),
+            port=port,
+            threads=threads,
+            channel_timeout=timeout,
+            cleanup_interval=max(1, min(30, timeout // 2 or 1)),
+            connection_limit=max(100, 4 * threads),
+            ident="hanafuda-companion",
+            clear_untrusted_proxy_headers=True,
+            asyncore_use_poll=True,
+        )
+        self.software = f"waitress {_waitress_version()}"
+        self.server_port = self._server.effective_port
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+
+    def serve_forever(self, poll_interval: float = 0.2) -> None:
+        server = self._server
+        try:
+            while not self._stop.is_set():
+                server.asyncore.loop(
+                    timeout=poll_interval, map=server._map, use_poll=True, count=1
+                )
+        finally:
+            for channel in list(server._map.values()):
+                try:
+                    channel.handle_close()
+                except Exception:  # noqa: BLE001 - closing down: nothing left to tell
+                    pass
+            server.task_dispatcher.shutdown(cancel_pending=True, timeout=1)
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop serving (from another thread) and wait until the loop has ended."""
+        self._stop.set()
+        self._server.pull_trigger()  # wake the loop now rather than at its next poll
+        self._stopped.wait(5)
+
+    def server_close(self) -> None:
+        self._stop.set()
+
+
+def _waitress_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("waitress")
+    except PackageNotFoundError:  # pragma: no cover
+        return ""
+
+
+def serve(
+    app: Flask,
+    host: str = "127.0.0.1",
+    port: int = 5000,
+    *,
+    ready=None,
+    threads: int = SERVER_THREADS,
+    channel_timeout: int | None = None,
+) -> None:
+    """Serve ``app`` with waitress (a production WSGI server) until interrupted.
+    ``ready(server)`` is called once the socket is bound (tests and ``demo`` use it to learn
+    the port, ``server.server_port``, or to stop it, ``server.shutdown()``)."""
     if not is_loopback(host) and not (app.config.get("JOIN_CODE") or app.config.get("READ_ONLY")):
         raise CompanionError(
             f"Serving on {host} lets other machines in: give a join code or make it read-only."
@@ -156,23 +232,20 @@ def serve(app: Flask, host: str = "127.0.0.1", port: int = 5000, *, ready=None) 
         app.config["LOOPBACK_ONLY"] = True
     _check_port_free(host, port)
     try:
-        server = make_server(host, port, app, threaded=True)
-    except (OSError, SystemExit) as exc:  # werkzeug exits on a port in use
+        server = Server(app, host, port, threads=threads, channel_timeout=channel_timeout)
+    except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "the address is in use or not this machine's"
         raise CompanionError(f"Cannot listen on {host}:{port}: {reason}.") from None
-    server.daemon_threads = True
     if ready is not None:
         ready(server)
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:  # pragma: no cover - the normal way to stop it
         pass
-    finally:
-        server.server_close()
 
 
 def _check_port_free(host: str, port: int) -> None:
-    """One clear sentence for a port already taken (werkzeug would print and exit)."""
+    """One clear sentence for a port already taken."""
     import socket
 
     if port == 0:
@@ -183,7 +256,7 @@ def _check_port_free(host: str, port: int) -> None:
         raise CompanionError(f"Cannot listen on {host}: no such address on this machine.") from None
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug does
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress does
         try:
             probe.bind(address)
         except OSError as exc:

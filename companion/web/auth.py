@@ -4,6 +4,7 @@ read-only mode. Checked for every POST before any view runs."""
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 import threading
 import time
@@ -20,6 +21,14 @@ _failed_joins: dict[str, list[float]] = {}
 _failed_lock = threading.Lock()
 
 
+def same_secret(sent, expected) -> bool:
+    """A constant-time comparison of two texts of any characters (``hmac.compare_digest``
+    refuses non-ASCII ``str``, so both are compared as UTF-8 bytes)."""
+    return hmac.compare_digest(
+        str(sent).encode("utf-8", "surrogatepass"), str(expected).encode("utf-8", "surrogatepass")
+    )
+
+
 def csrf_token() -> str:
     token = session.get("csrf")
     if not token:
@@ -29,7 +38,7 @@ def csrf_token() -> str:
 
 def joined() -> bool:
     code = current_app.config.get("JOIN_CODE")
-    return not code or hmac.compare_digest(str(session.get("joined", "")), code)
+    return not code or same_secret(session.get("joined", ""), code)
 
 
 def can_change() -> bool:
@@ -39,7 +48,7 @@ def can_change() -> bool:
 def _check_csrf() -> None:
     sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token") or ""
     expected = session.get("csrf") or ""
-    if not expected or not hmac.compare_digest(str(sent), str(expected)):
+    if not expected or not same_secret(sent, expected):
         raise WebError(
             "This form has expired or did not come from this page; reload and try again.", 400
         )
@@ -59,6 +68,18 @@ def init_app(app) -> None:
         return None
 
 
+# A path of this site: one slash, then printable ASCII with no backslash. Browsers drop tabs
+# and newlines and read a backslash as a slash, so "/\t/evil" or "/\\evil" would leave the site.
+_OWN_PAGE = re.compile(r"/(?![/\\])[!-\[\]-~]*")
+
+
+def own_page(target: str | None) -> str | None:
+    """``target`` if it is a page of this site (a path), else None: never another host."""
+    if not target or not _OWN_PAGE.fullmatch(target):
+        return None
+    return target
+
+
 def _too_many_failures(addr: str) -> bool:
     now = time.monotonic()
     with _failed_lock:
@@ -75,9 +96,7 @@ def _record_failure(addr: str) -> None:
 @bp.route("/join", methods=["GET", "POST"])
 def join():
     code = current_app.config.get("JOIN_CODE")
-    next_url = request.values.get("next") or url_for("matches.index")
-    if not next_url.startswith("/") or next_url.startswith("//"):
-        next_url = url_for("matches.index")  # only our own pages
+    next_url = own_page(request.values.get("next")) or url_for("matches.index")
     if request.method == "GET":
         return render(
             "join.html",
@@ -94,7 +113,7 @@ def join():
     sent = (request.form.get("code") or "").strip()
     if not sent:
         raise WebError("Type the join code shown on the server.", 400)
-    if not hmac.compare_digest(sent, code):
+    if not same_secret(sent, code):
         _record_failure(addr)
         raise WebError("That join code is wrong; it is the 6 digits shown on the server.", 403)
     session["joined"] = code

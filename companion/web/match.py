@@ -226,10 +226,10 @@ def _int_field(form, name: str, what: str) -> int:
     raw = form.get(name)
     if raw is None or str(raw).strip() == "":
         raise WebError(f"The request is missing {what} ({name}).", 400)
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400) from None
+    number = views.whole_number(raw)
+    if number is None:
+        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400)
+    return number
 
 
 def _card_field(form, name: str, deck) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, redirect, request, url_for
 
 from companion import CompanionError
-from companion.web.views import WebError, is_htmx, render, store, team_label
+from companion.web.views import WebError, is_htmx, render, store, team_label, whole_number
 
 bp = Blueprint("matches", __name__)
 
@@ -108,9 +108,8 @@ def setup_context(rules, values) -> dict:
     playing = rules.with_options(chosen)
     teams = bool(playing.match.teams)
     seats = 4 if teams else max(min(max(playing.players), 3), 2)
-    rounds = str(values.get("rounds") or "")
-    rounds = int(rounds) if rounds.isdigit() else playing.default_rounds
-    oya = str(values.get("oya") or "1")
+    rounds = whole_number(values.get("rounds")) or playing.default_rounds
+    oya = whole_number(values.get("oya")) or 1
     return {
         "rules": playing,
         "chosen": chosen,
@@ -121,7 +120,7 @@ def setup_context(rules, values) -> dict:
         "team_names": [" ".join((values.get(f"team_{i}") or "").split()) for i in (1, 2)],
         "placeholders": PLACEHOLDERS,
         "rounds_chosen": rounds if rounds in playing.rounds else playing.default_rounds,
-        "oya_chosen": int(oya) if oya.isdigit() and 1 <= int(oya) <= seats else 1,
+        "oya_chosen": oya if 1 <= oya <= seats else 1,
     }
 
 
@@ -188,17 +187,17 @@ def create():
         players, teams = _teams_from_form(form, names)
     else:
         players, teams = _players_from_form(names, playing), None
-    try:
-        rounds = int(form.get("rounds") or rules.default_rounds)
-    except ValueError:
-        raise WebError("The number of rounds must be 6 or 12.", 400) from None
+    rounds = whole_number(form.get("rounds") or rules.default_rounds)
+    if rounds is None:
+        allowed = " or ".join(str(n) for n in playing.rounds)
+        raise WebError(f"The number of rounds must be {allowed}.", 400)
     if rounds not in tuple(playing.rounds):
         allowed = " or ".join(str(n) for n in playing.rounds)
         raise WebError(f"The {rules.name} rules play {allowed} rounds, not {rounds}.", 400)
-    oya_field = (form.get("oya") or "1").strip()
-    if not oya_field.isdigit() or not 1 <= int(oya_field) <= len(names):
+    oya_seat = whole_number(form.get("oya") or "1")
+    if oya_seat is None or not 1 <= oya_seat <= len(names):
         raise WebError("Choose which player is Oya (the first dealer).", 400)
-    oya = names[int(oya_field) - 1]  # with teams, a member: the engine seats his team as Oya
+    oya = names[oya_seat - 1]  # with teams, a member: the engine seats his team as Oya
     title = " ".join((form.get("title") or "").split())[:80] or None
     match_id = store().create_match(
         players=players,

@@ -10,8 +10,8 @@ from flask import current_app, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
-from companion.web import host_name, is_loopback
 from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.web import host_name, is_loopback
 
 
 class WebError(CompanionError):
@@ -35,6 +35,16 @@ def render(template: str, fragment: str | None = None, **context):
     if fragment and is_htmx():
         return render_template(fragment, **context)
     return render_template(template, **context)
+
+
+def whole_number(text, digits: int = 9) -> int | None:
+    """``text`` as a whole number written in ASCII digits (an optional minus sign, at most
+    ``digits`` of them), else None: "²", "٣" or 5000 digits are not numbers a form sends."""
+    text = str(text if text is not None else "").strip()
+    body = text[1:] if text.startswith("-") else text
+    if not (body.isascii() and body.isdigit() and len(body) <= digits):
+        return None
+    return int(text)
 
 
 def new_request_id() -> str:
