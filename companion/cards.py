@@ -171,7 +171,9 @@ _SPECIAL = {
     "12-1": (Category.BRIGHT, None, "phoenix", "Phoenix", "Kiri ni Hō-ō", "Phénix"),
 }
 
-_CODE_RE = re.compile(r"^\s*(\d{1,2})\s*[-_/.]\s*(\d)\s*$")
+# A card code as people write it ("08-1", "8-1", "8 / 1"): the one pattern every module uses.
+CODE_RE = re.compile(r"^\s*(\d{1,2})\s*[-_/.]\s*(\d)\s*$")
+_CODE_RE = CODE_RE  # the older private name
 
 
 def _fold(text: str) -> str:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
-from companion.cards import _CODE_RE, Card, CardError, Category, normalize_code
+from companion.cards import CODE_RE, Card, CardError, Category, normalize_code
 
 __all__ = [
     "IllegalEvent",
@@ -104,7 +104,7 @@ def _card_text(value, what: str = "card") -> str:
     """A card code (normalized, ``8-1`` -> ``08-1``) or a card name resolved later by the deck."""
     if not isinstance(value, str) or not value.strip():
         raise IllegalEvent(f"The {what} must be a card code like '08-1', not {value!r}.")
-    if _CODE_RE.match(value):
+    if CODE_RE.match(value):
         try:
             return normalize_code(value)
         except CardError as exc:

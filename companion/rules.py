@@ -9,6 +9,7 @@ switch with a default that patches the rule set when it is on. The format is doc
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
@@ -19,13 +20,12 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 from companion import CompanionError
-from companion.cards import Card, CardError, Category, Deck, RibbonKind, normalize_code
+from companion.cards import CODE_RE, Card, CardError, Category, Deck, RibbonKind, normalize_code
 
 RULESETS_DIR = Path(__file__).with_name("rulesets")
 _NO_FOLDER = RULESETS_DIR / "decks-named-by-text"  # never exists: only built-in deck names
 DEFAULT_PRESET = "livret"
 
-_CODE_RE = re.compile(r"^\d{1,2}-\d$")
 
 
 class RuleError(CompanionError):
@@ -99,7 +99,12 @@ def _plural(category: str) -> str:
 
 def item_matches(item: str, card: Card) -> bool:
     """A set member is a card code (``09-1``) or a role (``sake_cup``)."""
-    return card.code == item if _CODE_RE.match(item) else item in card.roles
+    return card.code == _as_code(item) if CODE_RE.match(item) else item in card.roles
+
+
+@functools.lru_cache(maxsize=1024)
+def _as_code(item: str) -> str:
+    return normalize_code(item)  # "8-1" -> "08-1" (checked when the rule file was read)
 
 
 # --------------------------------------------------------------------------------------------
@@ -602,7 +607,7 @@ class RuleSet:
     def _check_item(self, item, where: str) -> None:
         if not isinstance(item, str):
             raise RuleError(f"{where}: {item!r} is not a card code or role name.")
-        if _CODE_RE.match(item):
+        if CODE_RE.match(item):
             try:
                 normalize_code(item)
             except CardError as exc:

@@ -117,6 +117,12 @@ def score_yaku(rules: RuleSet, cards) -> YakuReport:
     return YakuReport(chosen, sum(s.points for s in chosen))
 
 
+# The counts a hand is scored with: a round has at most 24 turns between two players (one Koi
+# call each at most), and a deck has 5 brights.
+MAX_KOI_CALLS = 24
+MAX_FIELD_BRIGHTS = 5
+
+
 def score_hand(
     rules: RuleSet, cards, *, koi_own: int = 0, koi_opponent: int = 0, field_brights: int = 0
 ) -> HandScore:
@@ -128,8 +134,10 @@ def score_hand(
     ):
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise ScoringError(f"{label} must be a whole number of at least 0, not {n!r}.")
-    if field_brights > 5:
-        raise ScoringError(f"field_brights is {field_brights}, but a deck has only 5 brights.")
+    if field_brights > MAX_FIELD_BRIGHTS:
+        raise ScoringError(
+            f"field_brights is {field_brights}, but a deck has only {MAX_FIELD_BRIGHTS} brights."
+        )
     report = score_yaku(rules, cards)
     if rules.mode == "card_values":
         checked = _check_cards(rules, cards)

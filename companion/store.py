@@ -24,12 +24,15 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import sqlite_utils
 from sqlite_utils.migrations import Migrations
 
 from companion import CompanionError
+
+if TYPE_CHECKING:  # the engine is imported when first needed: opening a store stays light
+    from companion.engine import Event, MatchState
 
 APP_DIR_NAME = "hanafuda-companion"
 DB_FILE_NAME = "companion.db"
@@ -64,7 +67,7 @@ class StoredEvent:
     """One row of a match's log: the engine event and when/how it was recorded."""
 
     seq: int
-    event: Any  # an engine Event
+    event: Event
     created_at: str
     request_id: str | None = None
 
@@ -199,7 +202,7 @@ class MatchStore:
         # (sqlite3 connections are not safe for concurrent use); other processes are kept
         # apart by SQLite's own locking.
         self._lock = threading.RLock()
-        self._cache: dict[int, tuple[int, Any]] = {}  # match_id -> (last seq, MatchState)
+        self._cache: dict[int, tuple[int, MatchState]] = {}  # match_id -> (last seq, replay)
         self._events: dict[int, list[StoredEvent]] = {}  # match_id -> parsed log, seq order
         self.damaged: str | None = None  # what the integrity check found: no writes then
 
@@ -449,7 +452,7 @@ class MatchStore:
                 self._events[match_id] = cached
             return cached[max(0, int(after_seq)) :]
 
-    def state(self, match_id: int | str):
+    def state(self, match_id: int | str) -> MatchState:
         """The engine's replay of the match (cached by last seq, extended incrementally)."""
         from companion import engine
 
@@ -471,7 +474,7 @@ class MatchStore:
     def append(
         self,
         match_id: int | str,
-        event,
+        event: Event | dict,
         expected_seq: int | None = None,
         request_id: str | None = None,
     ) -> StoredEvent:
@@ -544,7 +547,7 @@ class MatchStore:
         self._cache[match_id] = (seq, new_state)
         return StoredEvent(seq, event, created, request_id)
 
-    def _state_in_transaction(self, conn, match_id: int, last: int):
+    def _state_in_transaction(self, conn, match_id: int, last: int) -> MatchState:
         """The replay up to ``last``, read inside the append's transaction."""
         from companion import engine
 
@@ -569,7 +572,7 @@ class MatchStore:
 # ---------------------------------------------------------------------------------------------
 
 
-def _parse_event(match_id: int, seq: int, text: str):
+def _parse_event(match_id: int, seq: int, text: str) -> Event:
     """A stored row back into an engine event; a row damaged outside the app (or written by a
     newer version) is a StoreError naming it, not a stack trace."""
     from companion import engine

@@ -38,7 +38,7 @@ import numpy as np
 
 from companion import CompanionError
 from companion.cards import ALL_CODES
-from companion.detections import polygon_areas
+from companion.detections import BACK, polygon_areas
 from companion.lens import Lens
 
 # Raised whenever a seed renders other pixels or labels than before (2: sheen and motion blur),
@@ -47,7 +47,6 @@ RENDER_VERSION = 2
 # Hanafuda cards are about 33 x 54 mm.
 CARD_W_MM = 33.0
 CARD_H_MM = 54.0
-BACK = "back"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _CODE_FILE_RE = re.compile(r"^(\d\d)-(\d)$")
 PROCEDURAL_SURFACES = ("wood", "cloth", "felt", "tatami")

@@ -388,7 +388,7 @@ def test_team_events_name_a_player_of_the_match(client, store):
     post = Poster(client, store, match_id)
     post(type="round_started")
     response = post(type="card_captured", player="Zed", card="01-1")
-    assert response.status_code == 400 and "no player 'Zed'" in message(response)
+    assert response.status_code == 400 and "Unknown player 'Zed'" in message(response)
     picker = client.get(f"/matches/{match_id}/picker?player=Zed", headers=HX)
     assert picker.status_code == 400
     assert len(store.events(match_id)) == 2
@@ -460,8 +460,8 @@ def test_picker_for_a_captured_card_offers_replace_and_remove(client, post, matc
 @pytest.mark.parametrize(
     "query, words",
     [
-        ("player=Zed", "no player 'Zed'"),
-        ("player=", "no player ''"),
+        ("player=Zed", "Unknown player 'Zed'"),
+        ("player=", "Unknown player ''"),
         ("player=Aki&card=13-1", "Unknown card code '13-1'"),
         ("player=Ben&card=08-1", "Ben has not captured Full Moon"),
     ],
@@ -563,20 +563,20 @@ def test_board_response_closes_the_picker(client, post):
         ({"type": None}, "does not say what happened"),
         ({"type": "teleport"}, "'teleport' is not something"),
         ({"type": "match_started"}, "not something the page can record"),
-        ({"type": "card_captured", "player": "Zed", "card": "01-1"}, "no player 'Zed'"),
+        ({"type": "card_captured", "player": "Zed", "card": "01-1"}, "Unknown player 'Zed'"),
         ({"type": "card_captured", "card": "01-1"}, "which player"),
         ({"type": "card_captured", "player": "Aki", "card": "13-9"}, "Unknown card code"),
-        ({"type": "card_captured", "player": "Aki", "card": "<script>"}, "Unknown card code"),
+        ({"type": "card_captured", "player": "Aki", "card": "<script>"}, "'<script>'"),
         ({"type": "card_captured", "player": "Aki"}, "missing the card"),
         (
             {"type": "capture_corrected", "player": "Aki", "card": "01-1"},
             "missing the card (new_card)",
         ),
-        ({"type": "hand_declared", "player": "Aki", "kind": "luck"}, "teshi or kuttsuki"),
-        ({"type": "field_brights_set", "count": "9"}, "0 to 5 brights"),
+        ({"type": "hand_declared", "player": "Aki", "kind": "luck"}, "no 'luck' declaration"),
+        ({"type": "field_brights_set", "count": "9"}, "between 0 and 5"),
         ({"type": "field_brights_set", "count": "two"}, "whole number"),
         ({"type": "field_brights_set"}, "missing the number of brights"),
-        ({"type": "round_started", "oya": "Zed"}, "no player 'Zed'"),
+        ({"type": "round_started", "oya": "Zed"}, "still in progress"),
         ({"type": "undo", "expected_seq": None}, "missing the last event"),
         ({"type": "undo", "expected_seq": "x"}, "must be a whole number"),
         ({"type": "undo", "request_id": ""}, "no request id"),
@@ -589,6 +589,30 @@ def test_malformed_events_are_400_and_change_nothing(store, post, match_id, fiel
     assert response.status_code == 400
     assert words in message(response)
     assert types(store, match_id) == before
+
+
+def test_the_oya_of_a_round_is_checked_by_the_engine(store, post, match_id):
+    response = post(type="round_started", oya="Zed")
+    assert response.status_code == 400 and "Unknown player 'Zed'" in message(response)
+    assert post(type="round_started", oya="ben").status_code == 200  # as the engine reads it
+    assert store.state(match_id).oya == "Ben"
+
+
+def test_the_tablet_records_what_the_engine_accepts_a_dealt_yaku(app, store):
+    """ferme-florale allows a complete yaku in the dealt hand: the page offers and records it."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="ferme-florale", oya="Aki")
+    post = Poster(app.test_client(), store, match_id)
+    assert post(type="round_started").status_code == 200
+    page = app.test_client().get(f"/matches/{match_id}").get_data(as_text=True)
+    assert 'value="dealt_yaku"' in page
+    response = post(type="hand_declared", player="Ben", kind="dealt_yaku")
+    assert response.status_code == 200, message(response)
+    assert store.state(match_id).rounds[-1].winner == "Ben"
+    livret = store.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+    post = Poster(app.test_client(), store, livret)
+    post(type="round_started")
+    refused = post(type="hand_declared", player="Ben", kind="dealt_yaku")
+    assert refused.status_code == 400 and "no 'dealt_yaku' declaration" in message(refused)
 
 
 def test_illegal_event_is_refused_by_the_engine(store, post, match_id):

@@ -95,9 +95,6 @@ rule_option_flag = click.option(
 )
 
 
-MAX_KOI_CALLS = 24  # one per turn at most: a round has 24 turns between two players
-
-
 @main.command("score")
 @click.option("--rules", "rules_name", default="livret", show_default=True, help=RULES_OPTION_HELP)
 @click.option("--cards", required=True, help="Captured cards: codes or names, comma-separated.")
@@ -109,12 +106,12 @@ MAX_KOI_CALLS = 24  # one per turn at most: a round has 24 turns between two pla
 @friendly_errors
 def score_command(rules_name, cards, koi, opponent_koi, field_brights, option_pairs, as_json):
     """Score captured cards: yaku, base points, multipliers and total."""
-    from companion.scoring import score_hand
+    from companion.scoring import MAX_FIELD_BRIGHTS, MAX_KOI_CALLS, score_hand
 
     for flag, value, most in (
         ("--koi", koi, MAX_KOI_CALLS),
         ("--opponent-koi", opponent_koi, MAX_KOI_CALLS),
-        ("--field-brights", field_brights, 5),
+        ("--field-brights", field_brights, MAX_FIELD_BRIGHTS),
     ):
         if not 0 <= value <= most:
             fail(f"{flag} must be 0 to {most}, not {value}.")

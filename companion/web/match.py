@@ -8,13 +8,14 @@
     player        a player of the match (the events that name one)
     card          MM-K (captured / corrected / removed card)
     new_card      MM-K (capture_corrected)
-    kind          teshi | kuttsuki (hand_declared)
-    count         0-5 (field_brights_set)
+    kind          teshi | kuttsuki | dealt_yaku, as the rules allow (hand_declared)
+    count         brights in the dealt field (field_brights_set)
     expected_seq  the last seq the page saw (required: a stale one gets 409)
     request_id    one id per button press (required: a resent one records nothing)
 
-The engine validates the event before the store writes it; anything wrong gets a 4xx with one
-sentence and nothing is written.
+This module only reads the form's fields into an event dict; the engine alone decides what is
+valid (``Event.from_dict`` and ``apply``, run by the store before it writes): anything wrong
+gets a 4xx with the engine's sentence and nothing is written.
 """
 
 from __future__ import annotations
@@ -25,50 +26,25 @@ import threading
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
-from companion import CompanionError
+from companion import engine
+from companion.cards import Deck
+from companion.engine import MatchState
+from companion.rules import RuleSet
 from companion.web import views
 from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
-PLAYER_EVENTS = {
-    "card_captured",
-    "capture_corrected",
-    "capture_removed",
-    "koi_called",
-    "stop_called",
-    "hand_declared",
-}
-EVENT_TYPES = PLAYER_EVENTS | {
-    "field_brights_set",
-    "cards_ran_out",
-    "round_started",
-    "redeal",
-    "undo",
-}
-HAND_KINDS = ("teshi", "kuttsuki")
+# What the page records: every engine event but the match's start (the new-match form does it).
+EVENT_TYPES = frozenset(engine.EVENT_TYPES) - {"match_started"}
+PLAYER_EVENTS = frozenset(
+    name for name, kind in engine.EVENT_TYPES.items() if "player" in kind.__dataclass_fields__
+)
 SUMMARY_INLINE_HANDLERS = ("window.print()",)
 SUMMARY_HANDLER_HASHES = " ".join(
     "'sha256-" + base64.b64encode(hashlib.sha256(h.encode()).digest()).decode() + "'"
     for h in SUMMARY_INLINE_HANDLERS
 )
-
-
-def _rules_for(info, state):
-    """The match's own rule set (its deck names the cards)."""
-    rules = getattr(state, "rules", None)
-    if rules is not None:
-        return rules
-    from companion.rules import RuleSet
-
-    try:
-        return RuleSet.load(info.rules).with_options(info.options)
-    except CompanionError:
-        return None
-
-
-def _deck(rules):
-    return getattr(rules, "deck", None)
 
 
 def board_context(match_id: int) -> dict:
@@ -77,30 +53,28 @@ def board_context(match_id: int) -> dict:
     info = st.get_match(match_id)
     stored = st.events(match_id)
     seq = stored[-1].seq if stored else 0
-    state = st.state(match_id)
-    rules = _rules_for(info, state)
-    deck = _deck(rules)
+    state: MatchState = st.state(match_id)
+    rules: RuleSet = state.rules
+    deck: Deck = rules.deck
+    pending = state.pending_decision
+    teams = state.teams or {}
     players = []
-    pending = getattr(state, "pending_decision", None)
-    teams = getattr(state, "teams", None) or {}
     for name in state.players:
-        captures = list(state.captures.get(name, []))
-        hand = state.hands.get(name) if hasattr(state, "hands") else None
+        captures = state.captures.get(name, [])
         players.append(
             {
                 "name": name,
                 "members": tuple(teams.get(name, ())),  # empty unless playing in teams
-                "is_oya": name == getattr(state, "oya", None),
+                "is_oya": name == state.oya,
                 "pending": name == pending,
-                "total": (getattr(state, "totals", {}) or {}).get(name, 0),
+                "total": state.totals.get(name, 0),
                 "groups": views.by_category(captures, deck),
                 "count": len(captures),
-                "hand": hand,
-                "koi": (getattr(state, "koi", {}) or {}).get(name, 0),
-                "card_value": (getattr(state, "card_values", {}) or {}).get(name),
+                "hand": state.hands.get(name),
+                "koi": state.koi.get(name, 0),
+                "card_value": state.card_values.get(name),
             }
         )
-    rounds = list(getattr(state, "rounds", []) or [])
     return {
         "info": info,
         "state": state,
@@ -110,38 +84,29 @@ def board_context(match_id: int) -> dict:
         "players": players,
         "pending": pending,
         "round_open": _round_open(state),
-        "outcome": getattr(state, "outcome", None),
-        "rounds": rounds,
-        "chart": views.chart(list(state.players), rounds),
+        "outcome": state.outcome,
+        "rounds": state.rounds,
+        "chart": views.chart(list(state.players), state.rounds),
         "log": views.log_lines(stored, deck, teams),
-        "warnings": list(getattr(state, "warnings", []) or []),
-        "card_values_mode": getattr(state, "mode", "yaku") == "card_values",
-        "next_round": len(rounds) + 1,
-        "next_oya": getattr(state, "next_oya", None) or state.oya,
+        "warnings": state.warnings,
+        "card_values_mode": state.mode == "card_values",
+        "next_round": len(state.rounds) + 1,
+        "next_oya": state.next_oya or state.oya,
         # What the rules make meaningful: only those one-tap buttons are shown.
-        "instant_wins": tuple(getattr(getattr(rules, "round", None), "instant_wins", HAND_KINDS)),
-        "field_redeal": bool(getattr(getattr(rules, "round", None), "field_redeal", True)),
-        "field_redeal_pairs": bool(
-            getattr(getattr(rules, "round", None), "field_redeal_pairs", True)
-        ),
-        "field_brights_scored": bool(
-            getattr(getattr(rules, "multipliers", None), "field_brights", False)
-        ),
+        "instant_wins": tuple(rules.round.instant_wins),
+        "field_redeal": rules.round.field_redeal,
+        "field_redeal_pairs": rules.round.field_redeal_pairs,
+        "field_brights_scored": rules.multipliers.field_brights,
     }
 
 
-def side_of(state, player: str) -> str:
+def side_of(state: MatchState, player: str) -> str:
     """The scoring side a name in a form stands for: the player, or the team he plays in
     (a member's capture is recorded under his own name and pooled by the engine)."""
-    if player in state.players:
-        return player
-    for team, members in (getattr(state, "teams", None) or {}).items():
-        if player in members:
-            return team
-    raise WebError(f"There is no player {player!r} in this match.", 400)
+    return state.side_of(player)  # IllegalEvent (400) for a name not in the match
 
 
-def _round_open(state) -> bool:
+def _round_open(state: MatchState) -> bool:
     """Whether cards can be captured now (a round is being played)."""
     return bool(state.round_in_progress) and state.outcome is None
 
@@ -232,17 +197,17 @@ def _int_field(form, name: str, what: str) -> int:
     return number
 
 
-def _card_field(form, name: str, deck) -> str:
-    from companion.cards import STANDARD_DECK
-
+def _text_field(form, name: str, what: str) -> str:
     raw = (form.get(name) or "").strip()
     if not raw:
-        raise WebError(f"The request is missing the card ({name}).", 400)
-    return (deck or STANDARD_DECK).card(raw).code  # CardError (400) for an unknown code
+        raise WebError(f"The request is missing {what} ({name}).", 400)
+    return raw
 
 
-def event_from_form(form, state, deck) -> dict:
-    """The engine event a change form describes, checked field by field."""
+def event_from_form(form) -> dict:
+    """The engine event a change form describes: the fields the event type takes, as sent.
+    Whether they make sense (a player of the match, a card of the deck, a declaration the
+    rules allow...) is the engine's to say."""
     kind = (form.get("type") or "").strip()
     if not kind:
         raise WebError("The request does not say what happened (type).", 400)
@@ -253,28 +218,18 @@ def event_from_form(form, state, deck) -> dict:
         player = (form.get("player") or "").strip()
         if not player:
             raise WebError("The request does not say which player (player).", 400)
-        side_of(state, player)  # a player, a team, or a team's member
         event["player"] = player
     if kind in ("card_captured", "capture_corrected", "capture_removed"):
-        event["card"] = _card_field(form, "card", deck)
+        event["card"] = _text_field(form, "card", "the card")
     if kind == "capture_corrected":
-        event["new_card"] = _card_field(form, "new_card", deck)
+        event["new_card"] = _text_field(form, "new_card", "the card")
     if kind == "hand_declared":
-        hand = (form.get("kind") or "").strip()
-        if hand not in HAND_KINDS:
-            raise WebError("A hand declaration is teshi or kuttsuki.", 400)
-        event["kind"] = hand
+        event["kind"] = _text_field(form, "kind", "the kind of hand")
     if kind == "field_brights_set":
-        count = _int_field(form, "count", "the number of brights")
-        if not 0 <= count <= 5:
-            raise WebError("The dealt field holds 0 to 5 brights.", 400)
-        event["count"] = count
+        event["count"] = _int_field(form, "count", "the number of brights")
     if kind == "round_started":
-        oya = (form.get("oya") or "").strip()
-        if oya:  # else the engine picks the one the rules name
-            if oya not in state.players:
-                raise WebError(f"There is no player {oya!r} in this match.", 400)
-            event["oya"] = oya
+        if (form.get("oya") or "").strip():  # else the engine picks the one the rules name
+            event["oya"] = form["oya"].strip()
         if (form.get("field_brights") or "").strip():
             event["field_brights"] = _int_field(form, "field_brights", "the number of brights")
     return event
@@ -282,24 +237,15 @@ def event_from_form(form, state, deck) -> dict:
 
 @bp.post("/events")
 def record(match_id: int):
-    from companion import engine
-
     st = store()
-    info = st.get_match(match_id)  # 404 before anything else
+    st.get_match(match_id)  # 404 before anything else
     form = request.form
     expected_seq = _int_field(form, "expected_seq", "the last event the page saw")
     request_id = (form.get("request_id") or "").strip()
     if not request_id:
         raise WebError("The request has no request id (request_id); reload the page.", 400)
-    state = st.state(match_id)
-    event = event_from_form(form, state, _deck(_rules_for(info, state)))
-    try:
-        event_obj = engine.Event.from_dict(event)
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, CompanionError):
-            raise
-        raise WebError(f"The {event['type']} event is incomplete ({exc}).", 400) from None
-    st.append(match_id, event_obj, expected_seq=expected_seq, request_id=request_id)
+    event = engine.Event.from_dict(event_from_form(form))  # IllegalEvent: 400
+    st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
     from companion.web.live import notify
 
     notify()

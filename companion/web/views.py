@@ -368,9 +368,8 @@ def chart(players, rounds, width=640, height=220, pad=36) -> dict:
     """Polylines of each player's running total after each round (round 0 = start)."""
     running = {p: [0] for p in players}
     for result in rounds:
-        points = getattr(result, "points", {}) or {}
         for p in players:
-            running[p].append(running[p][-1] + int(points.get(p, 0)))
+            running[p].append(running[p][-1] + result.points.get(p, 0))
     values = [v for series in running.values() for v in series]
     lo, hi = min(values + [0]), max(values + [1])
     if hi == lo:
