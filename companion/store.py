@@ -503,12 +503,47 @@ class MatchStore:
             raise CompanionError("A match can only be started once; create a new match instead.")
 
         with self._lock:
-            stored = self._append(match_id, event, expected_seq, request_id)
-        return stored
+            stored = self._append(match_id, [event], expected_seq, request_id)
+        return stored[0]
 
-    def _append(self, match_id, event, expected_seq, request_id) -> StoredEvent:
+    def append_many(
+        self,
+        match_id: int | str,
+        events: list,
+        expected_seq: int | None = None,
+        request_id: str | None = None,
+    ) -> list[StoredEvent]:
+        """Append several events as one change (a turn's two captures): all are recorded, in
+        order, or none. ``request_id`` names the whole change: resent, it records nothing
+        and returns the events first recorded with it."""
         from companion import engine
 
+        events = [engine.Event.from_dict(e) for e in events]
+        if not events:
+            raise CompanionError("There is nothing to record.")
+        if any(e.type == "match_started" for e in events):
+            raise CompanionError("A match can only be started once; create a new match instead.")
+        if len(events) == 1:
+            return [self.append(match_id, events[0], expected_seq, request_id)]
+        match_id = _match_id(match_id)
+        if expected_seq is not None:
+            try:
+                expected_seq = int(expected_seq)
+            except (TypeError, ValueError):
+                raise CompanionError("The expected event number must be a whole number.") from None
+        if request_id is not None and not 1 <= len(str(request_id)) <= MAX_REQUEST_ID_LENGTH - 4:
+            raise CompanionError("The request id must be 1 to 196 characters long.")
+        with self._lock:
+            return self._append(match_id, events, expected_seq, request_id)
+
+    def _append(self, match_id, events, expected_seq, request_id) -> list[StoredEvent]:
+        from companion import engine
+
+        # One request id per row (a UNIQUE index): the change's id, then "#2", "#3"...
+        ids = [
+            None if request_id is None else (request_id if k == 0 else f"{request_id}#{k + 1}")
+            for k in range(len(events))
+        ]
         with self._write() as conn:
             row = conn.execute("SELECT last_seq FROM matches WHERE id = ?", [match_id]).fetchone()
             if row is None:
@@ -522,30 +557,47 @@ class MatchStore:
                 ).fetchone()
                 if first is not None:
                     seq, text, created, rid = first
-                    return StoredEvent(seq, _parse_event(match_id, seq, text), created, rid)
+                    done = [StoredEvent(seq, _parse_event(match_id, seq, text), created, rid)]
+                    for k, later in enumerate(ids[1:], 2):
+                        row = conn.execute(
+                            "SELECT seq, event, created_at FROM events"
+                            " WHERE match_id = ? AND request_id = ?",
+                            [match_id, later],
+                        ).fetchone()
+                        if row is not None:
+                            done.append(
+                                StoredEvent(row[0], _parse_event(match_id, row[0], row[1]),
+                                            row[2], later)
+                            )
+                    return done
             if expected_seq is not None and expected_seq != last:
                 raise StaleEventError(
                     "The match changed since this page was loaded; reload and try again.",
                     expected_seq=expected_seq,
                     last_seq=last,
                 )
-            state = self._state_in_transaction(conn, match_id, last)
-            new_state = engine.apply(state, event)  # IllegalEvent -> rollback, nothing written
-            if event.type != "undo" and new_state.log:
-                event = new_state.log[-1]  # as the engine read it: "moon" -> "08-1"
-            seq = last + 1
+            new_state = self._state_in_transaction(conn, match_id, last)
             created = _now()
-            conn.execute(
-                "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [match_id, seq, event.type, _event_json(event), created, request_id],
-            )
+            stored = []
+            seq = last
+            for event, rid in zip(events, ids, strict=True):
+                # IllegalEvent -> rollback: nothing of the change is written
+                new_state = engine.apply(new_state, event)
+                if event.type != "undo" and new_state.log:
+                    event = new_state.log[-1]  # as the engine read it: "moon" -> "08-1"
+                seq += 1
+                conn.execute(
+                    "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [match_id, seq, event.type, _event_json(event), created, rid],
+                )
+                stored.append(StoredEvent(seq, event, created, rid))
             conn.execute(
                 "UPDATE matches SET last_seq = ?, finished = ? WHERE id = ?",
                 [seq, int(new_state.finished), match_id],
             )
         self._cache[match_id] = (seq, new_state)
-        return StoredEvent(seq, event, created, request_id)
+        return stored
 
     def _state_in_transaction(self, conn, match_id: int, last: int) -> MatchState:
         """The replay up to ``last``, read inside the append's transaction."""

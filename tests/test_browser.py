@@ -121,9 +121,13 @@ class Page:
         action()
         self.wait.until(lambda d: self.seq() > before)
 
-    def pick(self, player: str, code: str) -> None:
+    def pick(self, player: str, *codes: str) -> None:
+        """Open the picker, choose the cards (one tap each), record them with one tap."""
         self.click_text(f"+ Card for {player}")
-        self.change(lambda: self.click(f'#modal button.tile-btn[data-code="{code}"]'))
+        self.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#modal .picker")))
+        for code in codes:
+            self.click(f'#modal button.tile-btn[data-code="{code}"]')
+        self.change(lambda: self.click("#modal button.record"))
         self.wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#modal .picker"))
 
     def text(self, css: str = "#board") -> str:
@@ -237,6 +241,7 @@ def test_errors_show_one_sentence_and_stale_pages_reload(live, browser):
         ".forEach(function (i) { i.value = '2'; });"
     )
     page.click('#modal button.tile-btn[data-code="02-1"]')
+    page.click("#modal button.record")
     flash = page.wait.until(
         EC.visibility_of_element_located((By.CSS_SELECTOR, "#flash .flash-msg"))
     )
@@ -298,3 +303,29 @@ def test_a_team_match_on_the_tablet(live, browser):
     assert mauves.find_elements(By.CSS_SELECTOR, '.tile[data-code="03-1"]')
     assert "Dan captured" in page.text(".log")
     shot(browser, "09-team-board")
+
+
+def test_a_turns_pair_is_one_action_in_the_picker(live, browser):
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Ben")
+    page = Page(browser)
+    browser.get(f"{base}/matches/{match_id}")
+    # The Oya chosen with the match is shown and not asked again before round 1.
+    assert "Ben" in page.text(".status") and "None" not in page.text(".status")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#board select[name=oya]")
+    page.change(lambda: page.click_text("Deal round 1"))
+    page.click_text("+ Card for Aki")
+    page.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#modal .picker")))
+    page.click('#modal button.tile-btn[data-code="03-1"]')
+    page.click('#modal button.tile-btn[data-code="03-4"]')
+    page.click('#modal button.tile-btn[data-code="03-4"]')  # a second tap lets it go
+    page.click('#modal button.tile-btn[data-code="03-3"]')
+    assert page.text("#modal button.record") == "Record 2 cards"
+    before = store.last_seq(match_id)
+    page.change(lambda: page.click("#modal button.record"))
+    after = store.events(match_id)[before:]
+    assert [(s.event.type, s.event.card) for s in after] == [
+        ("card_captured", "03-1"),
+        ("card_captured", "03-3"),
+    ]
+    shot(browser, "pair-in-one-action")

@@ -1178,3 +1178,77 @@ def test_board_fragment_gives_each_fetch_its_own_ids_and_token(app, store, match
     gated = create_app(store, join_code="555555", testing=True).test_client()
     html = gated.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
     assert 'data-seq="3"' in html and "+ Card for" not in html
+
+
+# -- entering a game by hand (issue 69, section 1) -------------------------------------------
+
+
+def test_a_turns_cards_are_recorded_in_one_change(store, post, match_id):
+    post(type="round_started")
+    before = store.last_seq(match_id)
+    response = post(type="card_captured", player="Aki", card=["03-1", "03-3"])
+    assert response.status_code == 200
+    added = store.events(match_id)[before:]
+    assert [(s.event.type, s.event.card) for s in added] == [
+        ("card_captured", "03-1"),
+        ("card_captured", "03-3"),
+    ]
+
+
+def test_a_resent_turn_records_nothing_more(client, store, post, match_id):
+    post(type="round_started")
+    data = {
+        "csrf_token": post.token,
+        "request_id": "turn-1",
+        "expected_seq": store.last_seq(match_id),
+        "type": "card_captured",
+        "player": "Aki",
+        "card": ["03-1", "03-3"],
+    }
+    first = client.post(f"/matches/{match_id}/events", data=data, headers=HX)
+    again = client.post(f"/matches/{match_id}/events", data=data, headers=HX)
+    assert first.status_code == 200 and again.status_code == 200
+    assert types(store, match_id).count("card_captured") == 2
+
+
+def test_a_turn_with_one_bad_card_records_none_of_it(store, post, match_id):
+    post(type="round_started")
+    post(type="card_captured", player="Ben", card="03-3")
+    before = types(store, match_id)
+    response = post(type="card_captured", player="Aki", card=["03-1", "03-3"])  # 03-3 is Ben's
+    assert response.status_code == 400
+    assert types(store, match_id) == before
+
+
+def test_the_picker_chooses_several_cards_and_records_them_together(client, post, match_id):
+    post(type="round_started")
+    html = client.get(f"/matches/{match_id}/picker?player=Aki", headers=HX).get_data(as_text=True)
+    assert 'class="pick-many"' in html and 'button class="btn primary big record"' not in html
+    assert html.count('name="card" value=') == 48  # each tile: a choice (one card without JS)
+    assert "Record</button>" in html
+
+
+def test_a_new_match_shows_its_oya_and_does_not_ask_again(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Ben")
+    html = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    status = html.split('class="status"')[1].split("</section>")[0]
+    assert "None" not in status and "Ben" in status
+    assert 'select name="oya"' not in html and "Ben deals" in html
+
+
+def test_round_ending_taps_ask_once_and_say_what_they_mean(client, post, match_id):
+    post(type="round_started")
+    html = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    for word in ("teshi", "kuttsuki", "The cards ran out"):
+        assert re.search(rf'hx-confirm="[^"]*{word}[^"]*ends the round', html), word
+    assert '<small class="explain">4 pairs in the dealt hand</small>' in html
+
+
+def test_rounds_follow_the_preset_chosen(client):
+    html = client.get(
+        "/new/options", query_string={"rules": "hana-awase", "rounds": "6", "options_for": "livret"}
+    ).get_data(as_text=True)
+    from companion.rules import RuleSet
+
+    default = RuleSet.load("hana-awase").default_rounds
+    assert re.search(rf'name="rounds" value="{default}" checked', html)

@@ -35,6 +35,7 @@ from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
+MAX_CARDS_AT_ONCE = 8  # a turn captures at most 4 cards from the hand's play and 4 from the draw
 # What the page records: every engine event but the match's start (the new-match form does it).
 EVENT_TYPES = frozenset(engine.EVENT_TYPES) - {"match_started"}
 PLAYER_EVENTS = frozenset(
@@ -244,8 +245,17 @@ def record(match_id: int):
     request_id = (form.get("request_id") or "").strip()
     if not request_id:
         raise WebError("The request has no request id (request_id); reload the page.", 400)
-    event = engine.Event.from_dict(event_from_form(form))  # IllegalEvent: 400
-    st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
+    fields = event_from_form(form)
+    cards = [c.strip() for c in form.getlist("card") if c.strip()]
+    if fields["type"] == "card_captured" and len(cards) > 1:
+        # A turn's capture in one tap: the cards of a month taken together, one change.
+        if len(cards) > MAX_CARDS_AT_ONCE:
+            raise WebError(f"At most {MAX_CARDS_AT_ONCE} cards are captured at once.", 400)
+        events = [engine.Event.from_dict({**fields, "card": c}) for c in cards]
+        st.append_many(match_id, events, expected_seq=expected_seq, request_id=request_id)
+    else:
+        event = engine.Event.from_dict(fields)  # IllegalEvent: 400
+        st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
     from companion.web.live import notify
 
     notify()

@@ -108,7 +108,8 @@ def setup_context(rules, values) -> dict:
     playing = rules.with_options(chosen)
     teams = bool(playing.match.teams)
     seats = 4 if teams else max(min(max(playing.players), 3), 2)
-    rounds = whole_number(values.get("rounds")) or playing.default_rounds
+    same_preset = values.get("options_for") == rules.name  # else a new preset: its defaults
+    rounds = (whole_number(values.get("rounds")) if same_preset else None) or playing.default_rounds
     oya = whole_number(values.get("oya")) or 1
     return {
         "rules": playing,

@@ -43,6 +43,47 @@
     if (flash) flash.innerHTML = html;
   }
 
+
+  // The capture picker: a tap chooses a card (a second tap lets it go); "Record" sends the
+  // chosen cards as one change. Without this script each tile records its own card.
+  function pickForm(el) { return el && el.closest ? el.closest("form.pick-many") : null; }
+  function updatePickBar(form) {
+    var chosen = form.querySelectorAll("input[name=card][data-chosen]");
+    var count = form.querySelector(".pick-count");
+    var record = form.querySelector("button.record");
+    if (count) {
+      count.textContent = chosen.length === 0 ? "No card chosen"
+        : chosen.length + (chosen.length === 1 ? " card chosen" : " cards chosen");
+    }
+    if (record) {
+      record.disabled = chosen.length === 0;
+      record.textContent = chosen.length > 1 ? "Record " + chosen.length + " cards" : "Record";
+    }
+  }
+  document.addEventListener("click", function (e) {
+    var tileButton = e.target.closest ? e.target.closest("button.tile-btn[name=card]") : null;
+    var form = pickForm(tileButton);
+    if (!tileButton || !form || tileButton.disabled) return;
+    e.preventDefault();
+    var code = tileButton.value;
+    var existing = form.querySelector('input[name=card][data-chosen][value="' + code + '"]');
+    if (existing) {
+      existing.remove();
+      tileButton.classList.remove("chosen");
+      tileButton.setAttribute("aria-pressed", "false");
+    } else {
+      var input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "card";
+      input.value = code;
+      input.setAttribute("data-chosen", "");
+      form.appendChild(input);
+      tileButton.classList.add("chosen");
+      tileButton.setAttribute("aria-pressed", "true");
+    }
+    updatePickBar(form);
+  });
+
   document.addEventListener("DOMContentLoaded", follow);
 
   // The board was refreshed by someone else's change while the picker is open: refresh the
