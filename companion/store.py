@@ -558,7 +558,7 @@ class MatchStore:
                 if first is not None:
                     seq, text, created, rid = first
                     done = [StoredEvent(seq, _parse_event(match_id, seq, text), created, rid)]
-                    for k, later in enumerate(ids[1:], 2):
+                    for later in ids[1:]:
                         row = conn.execute(
                             "SELECT seq, event, created_at FROM events"
                             " WHERE match_id = ? AND request_id = ?",
