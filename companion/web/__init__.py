@@ -183,12 +183,20 @@ class Server:
                     timeout=poll_interval, map=server._map, use_poll=True, count=1
                 )
         finally:
+            import logging
+
             for channel in list(server._map.values()):
                 try:
-                    channel.handle_close()
+                    channel.close()
                 except Exception:  # noqa: BLE001 - closing down: nothing left to tell
                     pass
-            server.task_dispatcher.shutdown(cancel_pending=True, timeout=1)
+            # Live streams still waiting end at their next write; waitress would log each.
+            quiet = logging.getLogger("waitress")
+            level, quiet.level = quiet.level, logging.ERROR
+            try:
+                server.task_dispatcher.shutdown(cancel_pending=True, timeout=1)
+            finally:
+                quiet.setLevel(level)
             self._stopped.set()
 
     def shutdown(self) -> None:

@@ -114,14 +114,18 @@ def _round_open(state: MatchState) -> bool:
 
 @bp.get("")
 def page(match_id: int):
-    ctx = board_context(match_id)
-    return render_template("match.html", **ctx)
+    # The page around the board needs only the match's name: the board itself is the one
+    # rendered for this seq, so a long match's page costs what a new one's does.
+    board_html = _cached_board_fragment(match_id)
+    return render_template("match.html", info=store().get_match(match_id), board_html=board_html)
 
 
 @bp.get("/board")
 def board(match_id: int):
     if not is_htmx():
-        return render_template("board_page.html", **board_context(match_id))
+        board_html = _cached_board_fragment(match_id)
+        info = store().get_match(match_id)
+        return render_template("board_page.html", info=info, board_html=board_html)
     return _cached_board_fragment(match_id)
 
 
@@ -259,9 +263,8 @@ def record(match_id: int):
     from companion.web.live import notify
 
     notify()
-    if is_htmx():
-        ctx = board_context(match_id)
-        return render_template("_board.html", close_modal=True, **ctx)
+    if is_htmx():  # the new board (rendered once for its seq), and the picker closed
+        return _cached_board_fragment(match_id) + render_template("_close_modal.html")
     return redirect(url_for("match.page", match_id=match_id), 303)
 
 

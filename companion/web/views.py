@@ -334,17 +334,23 @@ class LogLine:
     kind: str
 
 
-def log_lines(stored_events, deck=None, teams=None) -> list[LogLine]:
-    """The whole log, newest first; events taken back by an ``undo`` are marked."""
+LOG_LINES_SHOWN = 60
+
+
+def log_lines(stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN) -> list[LogLine]:
+    """The newest ``limit`` lines of the log, newest first; events taken back by an ``undo``
+    are marked. Only those lines are worded: a long match costs no more to show."""
     undone: set[int] = set()
     live: list[int] = []  # seqs of effective events, in order
     for stored in stored_events:
-        if stored.event.type == "undo":
+        kind = stored.event.type
+        if kind == "undo":
             if live:
                 undone.add(live.pop())
-        elif stored.event.type != "match_started":
+        elif kind != "match_started":
             live.append(stored.seq)
-    lines = [
+    newest = stored_events[::-1][:limit] if limit is not None else stored_events[::-1]
+    return [
         LogLine(
             s.seq,
             (s.created_at or "")[11:19],
@@ -352,9 +358,8 @@ def log_lines(stored_events, deck=None, teams=None) -> list[LogLine]:
             s.seq in undone,
             s.event.type,
         )
-        for s in stored_events
+        for s in newest
     ]
-    return lines[::-1]
 
 
 # ---------------------------------------------------------------------------------------------
