@@ -1189,4 +1189,4 @@ def serve_command(db, host, port, read_only):
 
 # Each area with commands of its own keeps them in a module of this package, registered on
 # ``main`` when imported here.
-from companion.cli import bench  # noqa: E402,F401
+from companion.cli import tablet  # noqa: E402,F401

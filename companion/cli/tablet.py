@@ -1,4 +1,4 @@
-"""Benchmarks of the tablet page: ``companion bench-page``."""
+"""Commands of the tablet page's own: ``companion bench-page``."""
 
 from __future__ import annotations
 
