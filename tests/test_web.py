@@ -1252,3 +1252,16 @@ def test_rounds_follow_the_preset_chosen(client):
 
     default = RuleSet.load("hana-awase").default_rounds
     assert re.search(rf'name="rounds" value="{default}" checked', html)
+
+
+def test_bench_page_times_a_new_and_a_long_match():
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    result = CliRunner().invoke(main, ["bench-page", "--repeat", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert figures["short_events"] == 2 and figures["long_events"] >= 500
+    assert figures["long_rounds"] == 12
+    assert all(figures[k] > 0 for k in ("page_long_ms", "board_long_ms", "event_long_ms"))
