@@ -296,11 +296,13 @@ class _Planner:
                 self.arms.append(ArmSpan(p, self.frame, self.frame + n, at, at))
         self.frame += n
 
-    def _reach(self, player: str, to: tuple[float, float, float] | None) -> None:
+    def _reach(
+        self, player: str, to: tuple[float, float, float] | None, seconds: float | None = None
+    ) -> None:
         """The player's hand goes to ``to`` (None: back off the table)."""
         at = self.hand_at[player] or self._away(player, self._shoulder_u(player))
         end = to if to is not None else self._away(player, self._shoulder_u(player))
-        n = self.cfg.frames(self.cfg.reach_s)
+        n = self.cfg.frames(seconds or self.cfg.reach_s)
         self.arms.append(ArmSpan(player, self.frame, self.frame + n, at, end))
         for p, other in self.hand_at.items():
             if p != player and other is not None:
@@ -531,18 +533,18 @@ class _Planner:
                 cards = order[top : top + want]
                 top += want
                 lie = self.pose[cards[0]]
-                self._reach(oya, (lie.x, lie.y, lie.lift))
+                self._reach(oya, (lie.x, lie.y, lie.lift), seconds=0.2)
                 if target == "field":
                     ends = []
                     for c in cards:
                         slot = slots[len(field_cards)]
                         field_cards.append(c)
                         ends.append(self._field_pose(slot, c))
-                    self._move(cards, ends, oya, seconds=0.45)
+                    self._move(cards, ends, oya, seconds=0.4)
                 else:
                     hands[target].extend(cards)
                     ends = self._off_table(target, cards, float(self.jit.uniform(0.4, 0.6)))
-                    self._move(cards, ends, oya, seconds=0.45, gone=True)
+                    self._move(cards, ends, oya, seconds=0.4, gone=True)
         self._reach(oya, None)
         pile = order[top:]
         return hands, field_cards, pile
@@ -794,9 +796,10 @@ def _line_kernel(dx: float, dy: float) -> np.ndarray | None:
     return kernel / kernel.sum()
 
 
-def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, kernel=None) -> None:
+def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, smear=None) -> None:
     """An arm from ``start`` (off the frame) whose fingers reach ``tip``: synth's hand
-    (``synth._draw_hand``) with its shape given rather than drawn, smeared by ``kernel``."""
+    (``synth._draw_hand``) with its shape given rather than drawn, smeared by ``smear``
+    (dx, dy) pixels when it moves."""
     h, w = img.shape[:2]
     start = np.asarray(start, np.float32)
     tip = np.asarray(tip, np.float32)
@@ -809,7 +812,7 @@ def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, kernel=None
     palm_c = tip - d * 1.9 * s  # fingertips on the card's near edge, its face left to see
     wrist = palm_c - d * 0.75 * s
     key = np.array([wrist, palm_c, tip, start + d * max(0.0, length - 4 * s)])
-    pad = int(1.8 * s) + 4 + (kernel.shape[0] if kernel is not None else 0)
+    pad = int(1.8 * s) + 4 + (int(abs(smear[0]) + abs(smear[1])) if smear is not None else 0)
     x0, y0 = (max(int(v) - pad, 0) for v in key.min(axis=0))
     x1, y1 = (min(int(v) + pad + 1, lim) for v, lim in zip(key.max(axis=0), (w, h), strict=True))
     # The arm runs on to the frame's edge: widen the box along it.
@@ -898,11 +901,14 @@ def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, kernel=None
         sleeve = (along < cuff).astype(np.uint8)
         cloth = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.sleeve])
         cv2.copyTo(cloth, sleeve, colour)
-    colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
-    soft = cv2.blur(m, (3, 3))
-    if kernel is not None:
-        soft = cv2.filter2D(soft, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+    if smear is not None and (kernel := _line_kernel(smear[0] / f, smear[1] / f)) is not None:
+        # A moving arm is smeared: at the reduced scale, where it costs a few per cent.
         colour = cv2.filter2D(colour, -1, kernel, borderType=cv2.BORDER_REPLICATE)
+        soft = cv2.filter2D(small, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        soft = cv2.resize(soft, (mw, mh), interpolation=cv2.INTER_LINEAR)
+    else:
+        soft = cv2.blur(m, (3, 3))
+    colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
     synth._composite(roi, cv2.multiply(colour, cv2.merge([soft] * 3), scale=1 / 255), soft)
 
 
@@ -972,6 +978,19 @@ class _Film:
         self.noise = float(rng.uniform(1.5, 4.5))
         self.exposure = float(rng.uniform(0.15, 0.45))  # shutter open, share of a frame
         self.noise_rng = np.random.default_rng([plan.seed, 22])
+        # Sensor noise as two saturating uint8 banks (plus and minus), cropped at a random
+        # offset each frame: synth's fixed bank, without float maths on the frame.
+        bank = synth._noise_bank(self.h, self.w) * self.noise
+        self.noise_banks = (
+            np.clip(np.round(bank), 0, 255).astype(np.uint8),
+            np.clip(np.round(-bank), 0, 255).astype(np.uint8),
+        )
+        self.lens_maps = None
+        if view.lens is not None:
+            from companion.lens import _bend_maps
+
+            map_x, map_y = _bend_maps(view.lens.k, self.w, self.h)
+            self.lens_maps = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
         self.sprites: dict = {}
 
     # -- cards --------------------------------------------------------------------------------
@@ -1096,20 +1115,19 @@ class _Film:
             x, y, lift = span.point(f, view)
             tip = view.image_point(x, y, lift)
             px, py, pl = span.point(f - 1, view)
-            kernel = _line_kernel(*((tip - view.image_point(px, py, pl)) * self.exposure))
-            _draw_arm(img, self.shoulder[player], tip, self.hand_px, self.looks[player], kernel)
+            smear = (tip - view.image_point(px, py, pl)) * self.exposure
+            _draw_arm(img, self.shoulder[player], tip, self.hand_px, self.looks[player], smear)
             inside = 1.0 - abs(float(tip[1]) / self.h - (1.0 if player == "A" else 0.0))
             arm_share += max(0.0, min(1.0, inside)) * 0.3
-        if view.lens is not None:
-            img, _ = view.lens.bend(img)
+        if self.lens_maps is not None:
+            img = cv2.remap(img, *self.lens_maps, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         img = cv2.multiply(img, self._light(f, arm_share), scale=1 / 128)
         if self.focus > 0.35:
             img = cv2.GaussianBlur(img, (0, 0), self.focus)
-        bank = synth._noise_bank(self.h, self.w)
         oy, ox = (int(v) for v in self.noise_rng.integers(0, 64, 2))
-        return cv2.addWeighted(
-            img, 1.0, bank[oy : oy + self.h, ox : ox + self.w], self.noise, 0.0, dtype=cv2.CV_8U
-        )
+        up, down = self.noise_banks
+        img = cv2.add(img, up[oy : oy + self.h, ox : ox + self.w])
+        return cv2.subtract(img, down[oy : oy + self.h, ox : ox + self.w])
 
 
 # ---------------------------------------------------------------------------------------------
