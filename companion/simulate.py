@@ -977,6 +977,7 @@ class _Film:
         self.focus = float(rng.uniform(0.3, 1.1))
         self.noise = float(rng.uniform(1.5, 4.5))
         self.exposure = float(rng.uniform(0.15, 0.45))  # shutter open, share of a frame
+        self.sheen = self._sheen(np.random.default_rng([plan.seed, 23]))
         self.noise_rng = np.random.default_rng([plan.seed, 22])
         # Sensor noise as two saturating uint8 banks (plus and minus), cropped at a random
         # offset each frame: synth's fixed bank, without float maths on the frame.
@@ -1033,6 +1034,7 @@ class _Film:
 
     def _still(self, resting: dict[str, Pose]) -> np.ndarray:
         img = self.table.copy()
+        cards = None if self.sheen is None else np.zeros((self.h, self.w), np.uint8)
         for code, pose in resting.items():
             key = (code, pose)
             sprite = self.sprites.get(key)
@@ -1040,7 +1042,29 @@ class _Film:
                 sprite = self.sprites[key] = self._sprite(code, pose)
             if sprite is not None:
                 self._draw(img, sprite, 0.0, shadow=pose.lift < 3)
+                if cards is not None:
+                    x0, y0, x1, y1 = sprite.box
+                    roi = cards[y0:y1, x0:x1]
+                    np.maximum(roi, sprite.alpha, out=roi)
+        if cards is not None:  # the lamp's sheen washes out the glossy faces under it
+            amount = cv2.merge([cv2.multiply(self.sheen, cards, scale=1 / 255)] * 3)
+            img = cv2.add(img, cv2.multiply(255 - img, amount, scale=1 / 255))
         return img
+
+    def _sheen(self, rng: np.random.Generator) -> np.ndarray | None:
+        """A lamp's reflection on glossy cards, as synth's sheen: a soft band, fixed in the
+        image (lamp and camera stay put), or None (a matt light)."""
+        if rng.random() >= 0.4:
+            return None
+        w, h = self.w, self.h
+        angle = rng.uniform(0, math.pi)
+        normal = np.array([math.cos(angle), math.sin(angle)], np.float32)
+        mw, mh = max(4, w // 8), max(3, h // 8)
+        ys, xs = np.mgrid[0:mh, 0:mw].astype(np.float32)
+        dist = (xs * 8 - rng.uniform(0, w)) * normal[0] + (ys * 8 - rng.uniform(0, h)) * normal[1]
+        width = rng.uniform(0.12, 0.3) * math.hypot(w, h)
+        band = np.exp(-0.5 * (dist / (0.5 * width)) ** 2) * rng.uniform(0.15, 0.45) * 255
+        return cv2.resize(band.astype(np.float32), (w, h)).astype(np.uint8)
 
     # -- light --------------------------------------------------------------------------------
 
@@ -1203,7 +1227,7 @@ def write_simulation(
     )
     if not writer.isOpened():
         raise SimulateError(f"OpenCV cannot write an mp4v video into {out}.")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         for frame in film.frames():
             writer.write(frame)
@@ -1212,6 +1236,7 @@ def write_simulation(
     finally:
         writer.release()
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     partial.replace(out / VIDEO_NAME)
     truth = truth_of(plan, film.deck_name)
     tmp = out / (TRUTH_NAME + ".partial")
@@ -1223,6 +1248,7 @@ def write_simulation(
         "seconds": round(seconds, 2),
         "seconds_per_round": round(seconds / max(1, len(plan.rounds)), 2),
         "ms_per_frame": round(1000 * seconds / max(1, plan.frames), 1),
+        "cpu_seconds_per_round": round(cpu / max(1, len(plan.rounds)), 2),
     }
 
 
