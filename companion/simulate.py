@@ -619,10 +619,12 @@ class _Planner:
             self._hold(self.cfg.frames(float(self.rng.uniform(0.6, 1.5))))
             left = len(hands[who])
             hand = self.state.hands[who]
-            p_koi = 0.6 * left / 8
+            # Koi is likely early (many cards left to improve with), rare near the end, rarer
+            # with a big hand already, and each Koi makes the next one less likely.
+            p_koi = 0.85 * left / 8
             if hand.total >= 7:
-                p_koi *= 0.4
-            p_koi *= 0.35 ** self.state.koi.get(who, 0)
+                p_koi *= 0.5
+            p_koi *= 0.4 ** self.state.koi.get(who, 0)
             answer = "koi" if left > 0 and self.rng.random() < p_koi else "stop"
             self.decisions.append(
                 {"round": self.rounds[-1].number, "player": who, "answer": answer}
@@ -1075,7 +1077,9 @@ class _Film:
         bright = self.key_bright[k] * (1 - t) + self.key_bright[k + 1] * t
         # Auto exposure opens up a little while a dark arm fills part of the view.
         bright *= 1 + 0.12 * arm_share
-        small = fld * bright * self.gains * 128
+        # ...and auto white balance leans away from the skin's warm tones.
+        gains = self.gains * (1 + 0.04 * arm_share * np.array([1, 0, -1], np.float32))
+        small = fld * bright * gains * 128
         mw, mh = max(4, self.w // 8), max(3, self.h // 8)
         mid = cv2.resize(small, (mw, mh), interpolation=cv2.INTER_CUBIC)
         ys = np.linspace(-1, 1, mh, dtype=np.float32)
