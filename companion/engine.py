@@ -23,7 +23,14 @@ from ``scoring.score_hand``. Where the seeds leave a gap, the engine decides:
   (a new yaku or a raised one). Captures may go on while it is pending (a turn is two captures,
   and the camera lags), but ``cards_ran_out`` waits for it; Stop needs it.
 - Dealt-hand declarations come before the round's first capture and score
-  ``instant_win_points`` flat (no multiplier), paid like any round.
+  ``instant_win_points`` flat (no multiplier), paid like any round. With ``cards`` (the
+  dealt hand) the hand must qualify; ``round.hand_cards = "required"`` makes them compulsory.
+- The round's month (yaku of the month) is the round number (13 is January again) unless
+  ``round_started`` names it.
+- A Koi call sets the yaku baseline *after* rescoring, so values the call itself raises
+  (viewings worth 3 after Koi, the Koi-Koi bonus line) are no new yaku.
+- ``match.bank``: totals start at the bank; the match ends after the round that leaves a
+  player at 0 or below (or after the planned rounds), the tie-break rule applying as usual.
 - ``last_yaku_maker_unless_oya``: since no decision can be left open when the cards run out,
   the last yaku maker is the last player who called Koi. ``oya_scores``: the Oya scores
   ``exhausted_points`` whether or not someone had called Koi.
