@@ -495,6 +495,8 @@ class RuleSet:
                     "own Koi calls add "
                     + ", ".join(f"+{n}" for n in m.koi_bonus)
                     + f", then x2, x3... from call {len(m.koi_bonus) + 1}"
+                    if m.koi_bonus
+                    else "x(1 + own Koi calls)"
                 ),
             }[m.koi]
         )
