@@ -367,6 +367,8 @@ CUMULATIVE = [
     ("nintendo", {}),
     ("livret", {"cards_count_once": False, "triade": True}),
     ("ferme-florale", {"cards_count_once": False}),
+    ("koikoi-japan", {}),
+    ("nintendo", {"tsukifuda": True}),
 ]
 
 
