@@ -141,7 +141,7 @@ class ArmSpan:
     p1: tuple[float, float, float] = (0.0, 0.0, 0.0)
     move: Move | None = None
 
-    def point(self, frame: int, view: TableView) -> tuple[float, float, float]:
+    def point(self, frame: int) -> tuple[float, float, float]:
         if self.move is not None:
             i = len(self.move.cards) - 1
             pose, _ = self.move.pose_at(i, frame)
@@ -249,12 +249,12 @@ _FIELD_COLS = np.linspace(0.19, 0.79, 8)
 _FIELD_ROWS = (0.405, 0.595)
 _PILE_UV = (0.925, 0.50)
 # A's capture rows in image fractions (B's are the same turned half a turn about the centre):
-# (first card's centre u, v, room in cards) by row, filled left to right.
+# the first card's centre (u, v), each row filled to the right with room for all its cards.
 _ROWS_A = {
-    "brights": (0.06, 0.775, 5),
-    "animals": (0.225, 0.775, 9),
-    "ribbons": (0.475, 0.775, 10),
-    "chaff": (0.06, 0.9, 26),
+    "brights": (0.06, 0.775),
+    "animals": (0.225, 0.775),
+    "ribbons": (0.475, 0.775),
+    "chaff": (0.06, 0.9),
 }
 _FAN_STEP = 0.5  # a covered card shows this share of its width
 
@@ -384,7 +384,7 @@ class _Planner:
         )
 
     def _row_pose(self, player: str, row: str, index: int) -> Pose:
-        u0, v, _room = _ROWS_A[row]
+        u0, v = _ROWS_A[row]
         step_mm = _FAN_STEP * synth.CARD_W_MM
         if player == "A":
             x, y = self.view.table_point(u0, v)
@@ -1140,9 +1140,9 @@ class _Film:
             span = arm_at.get((player, f))
             if span is None:
                 continue
-            x, y, lift = span.point(f, view)
+            x, y, lift = span.point(f)
             tip = view.image_point(x, y, lift)
-            px, py, pl = span.point(f - 1, view)
+            px, py, pl = span.point(f - 1)
             smear = (tip - view.image_point(px, py, pl)) * self.exposure
             _draw_arm(img, self.shoulder[player], tip, self.hand_px, self.looks[player], smear)
             inside = 1.0 - abs(float(tip[1]) / self.h - (1.0 if player == "A" else 0.0))
