@@ -953,6 +953,7 @@ class _Film:
             p_procedural_background=0.3,
         )
         self.table, self.surface = synth._table_surface(rng, scene_cfg, view.hom_inv)
+        self.clutter = self._clutter(np.random.default_rng([plan.seed, 24]))
         self.variation = {c: synth._card_variation(rng) for c in ALL_CODES}
         self.back_color = "red" if rng.random() < 0.35 else "black"
         self.back_variant = int(rng.integers(8))
@@ -1052,6 +1053,16 @@ class _Film:
             amount = cv2.merge([cv2.multiply(self.sheen, cards, scale=1 / 255)] * 3)
             img = cv2.add(img, cv2.multiply(255 - img, amount, scale=1 / 255))
         return img
+
+    def _clutter(self, rng: np.random.Generator) -> str | None:
+        """Sometimes a score sheet, a phone or a card box lies at the table's left, beside the
+        field: synth's distractors, in the table surface (nothing is laid on it)."""
+        if rng.random() >= 0.5:
+            return None
+        centre = self.view.table_point(float(rng.uniform(0.03, 0.07)), float(rng.uniform(0.4, 0.6)))
+        idmap = np.full((self.h, self.w), -1, np.int16)
+        art = [synth._face(self.files[c], 128) for c in rng.choice(ALL_CODES, 2, replace=False)]
+        return synth._draw_distractor(rng, self.table, idmap, self.view.hom, centre, art, False)
 
     def _sheen(self, rng: np.random.Generator) -> np.ndarray | None:
         """A lamp's reflection on glossy cards, as synth's sheen: a soft band, fixed in the
