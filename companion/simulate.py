@@ -663,8 +663,9 @@ class _Planner:
         """Play ``card`` (from the hand, or the pile's top) onto the field; take what it
         matches into the player's rows. Returns (card, steady frame) in the order they settle."""
         cfg = self.cfg
+        # One match: take it; three: the fourth takes all of them; two: take the better one.
         matches = [f for f in self.on_field if f[:2] == card[:2]]
-        if len(matches) == 2:  # take the more valuable one
+        if len(matches) == 2:
             matches.sort(key=lambda f: (-_value(f), f))
             matches = matches[:1]
         if matches:
@@ -684,8 +685,6 @@ class _Planner:
         self.on_field.append(card)
         if not matches:
             return []
-        if len(matches) == 1 and sum(1 for f in self.on_field if f[:2] == card[:2]) == 4:
-            matches = [f for f in self.on_field if f[:2] == card[:2] and f != card]
         self._hold(cfg.frames(cfg.pause_s))
         taken = [card, *matches]
         settled = []
