@@ -21,7 +21,14 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     type=click.Path(file_okay=False),
     help="Folder to write table.mp4 and truth.json into.",
 )
-@click.option("--rounds", default=1, show_default=True, type=click.IntRange(1, 48))
+@click.option(
+    "--rounds",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 48),
+    help="Rounds to play and film, the table cleared between them (the first rounds of the "
+    "shortest match the rule set allows).",
+)
 @click.option("--rules", "rules_name", default="livret", show_default=True, help=RULES_OPTION_HELP)
 @click.option("--width", default=1280, show_default=True, type=click.IntRange(min=160))
 @click.option("--height", default=720, show_default=True, type=click.IntRange(min=90))
