@@ -16,7 +16,7 @@ The table is laid out as ``default_zones(2)`` expects: A's captures along the bo
 along the top, the field in the middle, the draw pile face down at the right; hands are held
 off-camera. Captures lie by category as players lay them: three lines from the field towards
 the player (brights then animals; ribbons; chaff fanned sideways), each line over the one behind
-it so that the top half of every card shows, the newest card on top of its row
+it so that the top 60 % of every card shows, the newest card on top of its row
 (``rows="overlap"``); or side by side in rows fanned sideways, as synth's scenes have them
 (``rows="apart"``).
 """
@@ -76,7 +76,7 @@ class SimConfig:
     pause_s: float = 0.3  # between the steps of a turn
     p_distractor: float = 0.15  # per turn: an arm crosses the table without playing
     backgrounds: tuple[str, ...] = ()  # texture folders/files; default ../shared/backgrounds
-    rows: str = "overlap"  # how captures lie: "overlap" (top halves show) or "apart"
+    rows: str = "overlap"  # how captures lie: "overlap" (top 60 % shows) or "apart"
 
     def __post_init__(self):
         if self.rows not in ("overlap", "apart"):
@@ -266,12 +266,12 @@ _ROWS_APART = {
     "chaff": (0.06, 0.9),
 }
 # "overlap": three lines from the field towards the player (brights then animals, ribbons,
-# chaff), each nearer line lying over the one behind so that its top half shows; cards side
+# chaff), each nearer line lying over the one behind so that its top 60 % shows; cards side
 # by side (chaff fanned).
 _ROWS_OVERLAP = ("brights", "animals", "ribbons", "chaff")
 _OVERLAP_LINE = {"brights": 2, "animals": 2, "ribbons": 1, "chaff": 0}  # lines before chaff's
 _OVERLAP_UV = (0.05, 0.9)  # the chaff row's first card
-_OVERLAP_SHOW = 0.5  # share of a card's height left to see by the line in front of it
+_OVERLAP_SHOW = 0.62  # share of a card's height left to see by the line in front of it
 _FAN_STEP = 0.5  # a covered card shows this share of its width
 
 
