@@ -52,7 +52,8 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     default="overlap",
     show_default=True,
     help="How captures lie: overlap (lines by category, each over the one behind it, the top "
-    "60 % of every card showing, as players lay them) or apart (rows side by side, as synth renders them).",
+    "60 % of every card showing, as players lay them) or apart (rows side by side, as synth "
+    "renders them).",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @friendly_errors
