@@ -1,0 +1,354 @@
+"""The camera on the tablet (companion/web/camera.py) through Flask's test client, with a fake
+LiveSession that has the interface of docs/LIVE.md and serves small generated JPEGs."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+
+import cv2
+import numpy as np
+import pytest
+
+from companion.live.zones import Zones, default_zones
+from companion.store import MatchStore
+from companion.web import create_app
+
+HX = {"HX-Request": "true"}
+
+
+def jpeg(colour, width=160, height=90, text=None) -> bytes:
+    image = np.zeros((height, width, 3), np.uint8)
+    image[:] = colour
+    if text:
+        cv2.putText(image, text, (4, height // 2), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255))
+    ok, data = cv2.imencode(".jpg", image)
+    assert ok
+    return data.tobytes()
+
+
+class FakeLive:
+    """A LiveSession as the web page sees it (docs/LIVE.md): status, frames, zones, crops."""
+
+    def __init__(self, zone_file, camera="live", frames=True, match_id=None):
+        self.zone_file = zone_file
+        self.zones = default_zones(2)
+        self.camera = camera
+        self.count = 0
+        self.has_frames = frames
+        self.match_id = match_id
+        self.crops: dict[tuple[str, str], bytes] = {}
+        self.lock = threading.Lock()
+
+    def status(self) -> dict:
+        return {
+            "camera": self.camera,
+            "source": "camera:0",
+            "fps": 14.96,
+            "frames": self.count,
+            "match_id": self.match_id,
+            "message": "",
+        }
+
+    def latest_jpeg(self, annotated=True):
+        if not self.has_frames:
+            return None
+        with self.lock:
+            self.count += 1
+            return jpeg((0, 90, 0) if annotated else (90, 0, 0), text=str(self.count))
+
+    def snapshot_jpeg(self):
+        return jpeg((90, 0, 0)) if self.has_frames else None
+
+    def set_zones(self, zones):
+        zones.save(self.zone_file)
+        self.zones = zones
+
+    def crop_jpeg(self, player, card):
+        return self.crops.get((player, card))
+
+
+@pytest.fixture
+def store():
+    st = MatchStore.open(":memory:")
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def fake(tmp_path):
+    return FakeLive(tmp_path / "zones.toml")
+
+
+@pytest.fixture
+def client(store, fake):
+    return create_app(store, testing=True, live=fake).test_client()
+
+
+@pytest.fixture
+def bare(store):
+    """The app served without a camera."""
+    return create_app(store, testing=True).test_client()
+
+
+def csrf(client) -> str:
+    page = client.get("/").get_data(as_text=True)
+    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+
+
+def message(response) -> str:
+    import html
+
+    text = response.get_data(as_text=True)
+    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
+    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Live view, frames, status
+# ---------------------------------------------------------------------------------------------
+
+
+def test_live_view_shows_the_picture_state_and_frame_rate(client, fake, store):
+    fake.match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    page = client.get("/live").get_data(as_text=True)
+    assert 'id="live-frame"' in page and 'src="/live/frame.jpg"' in page
+    assert "15.0" in page and "camera:0" in page  # frame rate and source
+    assert "cam-live" in page
+    assert f'href="/matches/{fake.match_id}"' in page  # back to the match
+    assert 'href="/calibrate"' in page
+    assert "/static/camera.js" in page
+
+
+def test_frames_are_jpegs_annotated_or_plain(client):
+    annotated = client.get("/live/frame.jpg")
+    plain = client.get("/live/frame.jpg?plain=1")
+    for response in (annotated, plain):
+        assert response.status_code == 200
+        assert response.mimetype == "image/jpeg"
+        assert response.headers["Cache-Control"] == "no-store"
+    a = cv2.imdecode(np.frombuffer(annotated.data, np.uint8), cv2.IMREAD_COLOR)
+    p = cv2.imdecode(np.frombuffer(plain.data, np.uint8), cv2.IMREAD_COLOR)
+    assert a.shape == (90, 160, 3)
+    assert a[5, 5, 1] > 60 > a[5, 5, 0]  # the fake's annotated frame is green
+    assert p[5, 5, 0] > 60 > p[5, 5, 1]  # its plain snapshot is blue
+
+
+def test_status_is_the_documented_json(client, fake):
+    fake.camera = "connecting"
+    status = client.get("/live/status").get_json()
+    assert set(status) == {"camera", "source", "fps", "frames", "match_id", "message"}
+    assert status["camera"] == "connecting" and status["fps"] == 15.0
+    assert status["message"] == "Connecting to the camera…"
+
+
+def test_a_lost_camera_says_keep_scoring_by_hand(client, fake):
+    fake.camera = "lost"
+    status = client.get("/live/status").get_json()
+    assert status["message"] == "Camera lost — keep scoring by hand, retrying."
+    page = client.get("/live").get_data(as_text=True)
+    assert "Camera lost — keep scoring by hand, retrying." in page and "cam-lost" in page
+
+
+def test_no_frame_yet_is_503_with_a_sentence(store, tmp_path):
+    client = create_app(store, testing=True, live=FakeLive(tmp_path / "z.toml", frames=False))
+    client = client.test_client()
+    for url in ("/live/frame.jpg", "/live/frame.jpg?plain=1"):
+        response = client.get(url)
+        assert response.status_code == 503
+        assert message(response) == "The camera has not sent a picture yet; try again in a moment."
+
+
+def test_without_a_camera_the_pages_say_so_and_pictures_are_404(bare, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    assert "No camera" in bare.get("/live").get_data(as_text=True)
+    assert "No camera" in bare.get("/calibrate").get_data(as_text=True)
+    status = bare.get("/live/status").get_json()
+    assert status["camera"] == "off" and status["match_id"] is None
+    for url in ("/live/frame.jpg", "/live/stream.mjpg", "/live/crop?player=Aki&card=01-1"):
+        response = bare.get(url)
+        assert response.status_code == 404
+        assert message(response).startswith("No camera")
+    assert 'id="camera-link"' not in bare.get(f"/matches/{match_id}").get_data(as_text=True)
+    token = csrf(bare)
+    response = bare.post("/calibrate", data={"csrf_token": token, "reset": "1"})
+    assert response.status_code == 404
+
+
+def test_the_match_page_links_to_the_camera(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    page = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert 'id="camera-link"' in page and 'href="/live"' in page
+
+
+def test_mjpeg_stream_sends_frames_and_closes_itself(client, fake):
+    response = client.get("/live/stream.mjpg?max_seconds=0.35")
+    assert response.status_code == 200
+    assert response.mimetype == "multipart/x-mixed-replace"
+    body = response.get_data()  # returns: the stream closed itself
+    parts = body.split(b"--frame\r\n")[1:]
+    assert body.endswith(b"--frame--\r\n")
+    frames = [p for p in parts if p.startswith(b"Content-Type: image/jpeg")]
+    assert 2 <= len(frames) <= 5  # a new frame every 0.1 s at most
+    header, data = frames[0].split(b"\r\n\r\n", 1)
+    length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
+    image = cv2.imdecode(np.frombuffer(data[:length], np.uint8), cv2.IMREAD_COLOR)
+    assert image.shape == (90, 160, 3)
+
+
+@pytest.mark.parametrize("value", ["x", "-1", "7200", "nan"])
+def test_mjpeg_stream_bad_max_seconds(client, value):
+    response = client.get(f"/live/stream.mjpg?max_seconds={value}")
+    assert response.status_code == 400 and "max_seconds" in message(response)
+
+
+def test_crop_of_a_flagged_capture(client, fake):
+    fake.crops[("Aki", "03-1")] = jpeg((0, 0, 200), 60, 90)
+    response = client.get("/live/crop?player=Aki&card=03-1")
+    assert response.status_code == 200 and response.mimetype == "image/jpeg"
+    assert response.data == fake.crops[("Aki", "03-1")]
+    missing = client.get("/live/crop?player=Ben&card=03-1")
+    assert missing.status_code == 404
+    assert message(missing) == "The camera kept no picture of 03-1 captured by Ben."
+
+
+@pytest.mark.parametrize(
+    "query, words",
+    [("card=03-1", "player"), ("player=Aki", "card"), ("player=Aki&card=13-1", "13-1")],
+)
+def test_crop_bad_queries(client, query, words):
+    response = client.get(f"/live/crop?{query}")
+    assert response.status_code == 400 and words in message(response)
+
+
+def test_camera_routes_refuse_post_with_405(client):
+    token = csrf(client)
+    for url in ("/live", "/live/frame.jpg", "/live/status", "/live/crop"):
+        assert client.post(url, data={"csrf_token": token}).status_code == 405
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration
+# ---------------------------------------------------------------------------------------------
+
+
+def test_calibration_page_draws_the_zones_over_a_snapshot(client, fake):
+    page = client.get("/calibrate").get_data(as_text=True)
+    assert 'src="/live/frame.jpg?plain=1"' in page
+    for zone in fake.zones:
+        assert f'<polygon class="zone z-{zone.kind}" data-zone="{zone.name}"' in page
+        assert f'name="zone_{zone.name}"' in page
+        assert page.count(f'class="handle z-{zone.kind}" data-zone="{zone.name}"') == len(
+            zone.polygon
+        )
+    assert "/static/calibrate.js" in page
+
+
+def test_calibration_saves_the_dragged_corners_as_toml(client, fake):
+    token = csrf(client)
+    corners = "0.1000,0.2500 0.9000,0.2600 0.8800,0.7000 0.1200,0.6900"
+    response = client.post("/calibrate", data={"csrf_token": token, "zone_field": corners})
+    assert response.status_code == 303 and response.headers["Location"].endswith("saved=saved")
+    saved = Zones.load(fake.zone_file)
+    assert saved["field"].polygon == ((0.1, 0.25), (0.9, 0.26), (0.88, 0.7), (0.12, 0.69))
+    assert saved["captures_A"] == default_zones(2)["captures_A"]  # the others kept
+    assert fake.zones == saved  # applied at once
+    page = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert "The zones are saved" in page and "0.9000,0.2600" in page
+
+
+def test_calibration_answers_json_to_a_script(client, fake):
+    token = csrf(client)
+    response = client.post(
+        "/calibrate",
+        data={"csrf_token": token, "zone_draw_pile": "0.8,0.4 0.95,0.4 0.9,0.6"},
+        headers={"Accept": "application/json"},
+    )
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["saved"] is True
+    assert body["zones"]["zones"]["draw_pile"]["polygon"] == [[0.8, 0.4], [0.95, 0.4], [0.9, 0.6]]
+
+
+def test_calibration_reset_brings_back_the_default_layout(client, fake):
+    token = csrf(client)
+    client.post("/calibrate", data={"csrf_token": token, "zone_field": "0,0 1,0 1,1"})
+    assert fake.zones != default_zones(2)
+    response = client.post("/calibrate", data={"csrf_token": token, "reset": "1"})
+    assert response.status_code == 303
+    assert Zones.load(fake.zone_file) == default_zones(2) == fake.zones
+
+
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        ({}, "no zone corners"),
+        ({"zone_field": "0.1,0.1 0.9,0.1"}, "Field needs at least 3 corners."),
+        ({"zone_field": "0.1,0.1 0.9,0.1 1.2,0.5"}, "from 0 to 1"),
+        ({"zone_field": "0.1,0.1 0.9,0.1 -0.1,0.5"}, "from 0 to 1"),
+        ({"zone_field": "0.1,0.1 0.9,0.1 nan,0.5"}, "from 0 to 1"),
+        ({"zone_field": "0.1,0.1 0.9,0.1 a,b"}, "two numbers"),
+        ({"zone_field": "0.1,0.1,0.2 0.9,0.1 0.5,0.5"}, "two numbers"),
+        ({"zone_captures_C": "0.1,0.1 0.9,0.1 0.5,0.5"}, "no zone 'captures_C'"),
+        ({"zone_kitchen": "0.1,0.1 0.9,0.1 0.5,0.5"}, "no zone 'kitchen'"),
+        # one good zone and one bad: nothing at all is saved
+        (
+            {"zone_field": "0.2,0.2 0.8,0.2 0.5,0.6", "zone_draw_pile": "0.1,0.1"},
+            "Draw pile needs at least 3 corners.",
+        ),
+    ],
+)
+def test_bad_calibration_is_400_and_saves_nothing(client, fake, fields, words):
+    token = csrf(client)
+    response = client.post("/calibrate", data={"csrf_token": token, **fields})
+    assert response.status_code == 400
+    text = message(response)
+    assert words in text and text.endswith(".") and "\n" not in text
+    assert not fake.zone_file.exists()
+    assert fake.zones == default_zones(2)
+
+
+def test_calibration_needs_the_csrf_token(client, fake):
+    client.get("/")
+    response = client.post("/calibrate", data={"zone_field": "0,0 1,0 1,1"})
+    assert response.status_code == 400 and "expired" in message(response)
+    assert not fake.zone_file.exists()
+
+
+def test_calibration_follows_the_join_code_and_read_only_rules(store, tmp_path):
+    fake = FakeLive(tmp_path / "zones.toml")
+    app = create_app(store, testing=True, live=fake, join_code="123456")
+    client = app.test_client()
+    token = csrf(client)
+    page = client.get("/calibrate").get_data(as_text=True)
+    assert 'id="zones-form"' not in page and "enter the join code" in page
+    refused = client.post("/calibrate", data={"csrf_token": token, "reset": "1"})
+    assert refused.status_code == 403 and not fake.zone_file.exists()
+    client.post("/join", data={"csrf_token": token, "code": "123456"})
+    assert client.post("/calibrate", data={"csrf_token": token, "reset": "1"}).status_code == 303
+    assert fake.zone_file.exists()
+
+    read_only = create_app(store, testing=True, live=fake, read_only=True).test_client()
+    token = csrf(read_only)
+    response = read_only.post("/calibrate", data={"csrf_token": token, "zone_field": "0,0 1,0 1,1"})
+    assert response.status_code == 403
+    assert Zones.load(fake.zone_file) == default_zones(2)
+
+
+# ---------------------------------------------------------------------------------------------
+# The event endpoint knows capture_checked
+# ---------------------------------------------------------------------------------------------
+
+
+def test_capture_checked_needs_a_player_and_a_card(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    token = csrf(client)
+    base = {"csrf_token": token, "expected_seq": store.last_seq(match_id), "type": "capture_checked"}
+    for missing, words in [("player", "which player"), ("card", "missing the card")]:
+        data = {**base, "player": "Aki", "card": "03-1", "request_id": uuid.uuid4().hex}
+        del data[missing]
+        response = client.post(f"/matches/{match_id}/events", data=data, headers=HX)
+        assert response.status_code == 400 and words in message(response)
+    assert store.last_seq(match_id) == base["expected_seq"]
