@@ -352,3 +352,88 @@ def test_capture_checked_needs_a_player_and_a_card(client, store):
         response = client.post(f"/matches/{match_id}/events", data=data, headers=HX)
         assert response.status_code == 400 and words in message(response)
     assert store.last_seq(match_id) == base["expected_seq"]
+
+
+@pytest.fixture
+def flagged(store):
+    """A round where the camera read Aki's 03-1 with doubt (its next guesses 03-3, 03-4)."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    store.append(
+        match_id,
+        {
+            "type": "card_captured",
+            "player": "Aki",
+            "card": "03-1",
+            "source": "camera",
+            "confidence": 0.41,
+            "check": True,
+            "alternatives": ["03-3", "03-4"],
+        },
+    )
+    store.append(match_id, {"type": "card_captured", "player": "Ben", "card": "08-1"})
+    return match_id
+
+
+def post_event(client, store, match_id, **fields):
+    data = {
+        "csrf_token": csrf(client),
+        "expected_seq": store.last_seq(match_id),
+        "request_id": uuid.uuid4().hex,
+        **fields,
+    }
+    return client.post(f"/matches/{match_id}/events", data=data, headers=HX)
+
+
+def checks_panel(page: str) -> str:
+    found = re.search(r'<section class="checks".*?</section>', page, re.S)
+    return found.group(0) if found else ""
+
+
+def test_a_doubtful_capture_asks_check_this_card_with_the_camera_crop(client, store, flagged):
+    panel = checks_panel(client.get(f"/matches/{flagged}").get_data(as_text=True))
+    assert "Check this card" in panel and "Aki captured" in panel
+    assert 'src="/live/crop?player=Aki&amp;card=03-1"' in panel
+    assert 'name="type" value="capture_checked"' in panel
+    # the camera's other guesses are one tap each; any other card is two taps via the picker
+    assert re.findall(r'class="btn check-alt" data-code="([^"]+)"', panel) == ["03-3", "03-4"]
+    assert f"/matches/{flagged}/picker?player=Aki&amp;card=03-1" in panel
+    assert 'data-card="08-1"' not in panel  # a confident read asks nothing
+    # the htmx board fragment carries it too
+    fragment = client.get(f"/matches/{flagged}/board", headers=HX).get_data(as_text=True)
+    assert checks_panel(fragment) != ""
+
+
+def test_one_tap_confirms_a_flagged_capture(client, store, flagged):
+    response = post_event(client, store, flagged, type="capture_checked", player="Aki", card="03-1")
+    assert response.status_code == 200
+    assert checks_panel(response.get_data(as_text=True)) == ""
+    state = store.state(flagged)
+    assert state.checks == [] and [c.code for c in state.captures["Aki"]] == ["03-1"]
+    log = client.get(f"/matches/{flagged}").get_data(as_text=True)
+    assert "Aki: Camp Curtain (03-1) checked, right as read" in log
+    assert store.events(flagged)[-1].event.type == "capture_checked"
+    # a card with no open check cannot be "checked"
+    again = post_event(client, store, flagged, type="capture_checked", player="Ben", card="08-1")
+    assert again.status_code == 400 and "no open check" in message(again)
+
+
+def test_one_tap_on_an_alternative_corrects_a_flagged_capture(client, store, flagged):
+    response = post_event(
+        client, store, flagged, type="capture_corrected", player="Aki", card="03-1", new_card="03-4"
+    )
+    assert response.status_code == 200
+    assert checks_panel(response.get_data(as_text=True)) == ""
+    state = store.state(flagged)
+    assert state.checks == [] and [c.code for c in state.captures["Aki"]] == ["03-4"]
+
+
+def test_check_panel_without_a_camera_shows_no_crop(bare, store, flagged):
+    panel = checks_panel(bare.get(f"/matches/{flagged}").get_data(as_text=True))
+    assert "Check this card" in panel and "/live/crop" not in panel
+
+
+def test_read_only_pages_show_the_check_without_buttons(store, flagged, fake):
+    client = create_app(store, testing=True, live=fake, read_only=True).test_client()
+    panel = checks_panel(client.get(f"/matches/{flagged}").get_data(as_text=True))
+    assert "Check this card" in panel and "capture_checked" not in panel
