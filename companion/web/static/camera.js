@@ -25,6 +25,7 @@
   function pollStatus(url) {
     var timer = null;
     function tick() {
+      if (document.hidden) { timer = setTimeout(tick, STATUS_EVERY_MS); return; }
       fetch(url, { cache: "no-store", credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (s) { if (s) showStatus(s); })
@@ -46,6 +47,7 @@
       if (!stopped) timer = setTimeout(load, delay);
     }
     function load() {
+      if (document.hidden) return next(RETRY_MS);  // a sleeping tablet asks for nothing
       var probe = new Image();
       probe.onload = function () {
         if (stopped) return;
