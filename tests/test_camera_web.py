@@ -399,6 +399,10 @@ def test_a_doubtful_capture_asks_check_this_card_with_the_camera_crop(client, st
     assert re.findall(r'class="btn check-alt" data-code="([^"]+)"', panel) == ["03-3", "03-4"]
     assert f"/matches/{flagged}/picker?player=Aki&amp;card=03-1" in panel
     assert 'data-card="08-1"' not in panel  # a confident read asks nothing
+    # a guess someone already holds is not offered
+    store.append(flagged, {"type": "card_captured", "player": "Ben", "card": "03-4"})
+    panel = checks_panel(client.get(f"/matches/{flagged}").get_data(as_text=True))
+    assert re.findall(r'class="btn check-alt" data-code="([^"]+)"', panel) == ["03-3"]
     # the htmx board fragment carries it too
     fragment = client.get(f"/matches/{flagged}/board", headers=HX).get_data(as_text=True)
     assert checks_panel(fragment) != ""
