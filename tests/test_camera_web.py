@@ -441,3 +441,47 @@ def test_read_only_pages_show_the_check_without_buttons(store, flagged, fake):
     client = create_app(store, testing=True, live=fake, read_only=True).test_client()
     panel = checks_panel(client.get(f"/matches/{flagged}").get_data(as_text=True))
     assert "Check this card" in panel and "capture_checked" not in panel
+
+
+# ---------------------------------------------------------------------------------------------
+# Zones proposed from the dealt field (the session's optional field_boxes())
+# ---------------------------------------------------------------------------------------------
+
+
+class DealtCamera(FakeLive):
+    boxes: list = []
+
+    def field_boxes(self):
+        return self.boxes
+
+
+def test_calibration_proposes_zones_from_the_dealt_field(store, tmp_path):
+    from companion.live.layout import zones_from_field
+
+    camera = DealtCamera(tmp_path / "zones.toml")
+    camera.boxes = [(0.2 + 0.08 * i, 0.4 + 0.14 * j, 0.25 + 0.08 * i, 0.52 + 0.14 * j)
+                    for i in range(4) for j in range(2)]
+    client = create_app(store, testing=True, live=camera).test_client()
+    assert 'id="propose-zones"' in client.get("/calibrate").get_data(as_text=True)
+    page = client.get("/calibrate?propose=1").get_data(as_text=True)
+    proposed = zones_from_field(camera.boxes)
+    assert "Zones proposed from the dealt field" in page
+    field_text = " ".join(f"{x:.4f},{y:.4f}" for x, y in proposed["field"].polygon)
+    assert f'name="zone_field" value="{field_text}"' in page
+    assert not camera.zone_file.exists()  # shown, not saved
+    # Saving the page's form stores the proposal.
+    fields = dict(re.findall(r'name="(zone_\w+)" value="([^"]+)"', page))
+    response = client.post("/calibrate", data={"csrf_token": csrf(client), **fields})
+    assert response.status_code == 303
+    saved = Zones.load(camera.zone_file)
+    assert [z.polygon for z in saved] == [proposed[z.name].polygon for z in saved]
+
+    camera.boxes = camera.boxes[:2]
+    page = client.get("/calibrate?propose=1").get_data(as_text=True)
+    assert "sees 2 face-up card(s)" in page and "Zones proposed" not in page
+
+
+def test_a_camera_that_cannot_propose_offers_no_button(client):
+    assert 'id="propose-zones"' not in client.get("/calibrate").get_data(as_text=True)
+    page = client.get("/calibrate?propose=1").get_data(as_text=True)
+    assert "cannot propose zones" in page

@@ -47,7 +47,8 @@ live session the pages say "no camera" and the picture endpoints answer 404::
                                         annotated frames, each new frame once; closes itself
                                         after S seconds (default 300, at most 3600)
     GET  /live/crop?player=P&card=MM-K  the camera's crop of a capture it flagged for a check
-    GET  /calibrate                     the zones drawn over a snapshot; drag their corners
+    GET  /calibrate[?propose=1]         the zones drawn over a snapshot; drag their corners
+                                        (propose=1: zones fitted to the dealt field, unsaved)
     POST /calibrate                     zone_<name>="x,y x,y x,y ..." (3+ corners, 0..1) for any
                                         zones of the layout, or reset=1 for the default layout;
                                         saved to the session's zone file and applied at once

@@ -285,16 +285,39 @@ def default_layout(zones):
     return default_zones(max(2, min(3, len(zones.players))))
 
 
+def proposed_layout(session, zones):
+    """``(zones, note)``: the layout proposed from the dealt field the camera sees (the
+    session's optional ``field_boxes()``), or the current zones and why there is none."""
+    from companion.live.layout import zones_from_field
+
+    field_boxes = getattr(session, "field_boxes", None)
+    if field_boxes is None:
+        return zones, "This camera cannot propose zones; drag the corners instead."
+    try:
+        proposed = zones_from_field(field_boxes(), max(2, min(3, len(zones.players))))
+    except CompanionError as exc:
+        return zones, str(exc)
+    return proposed, None
+
+
 @bp.get("/calibrate")
 def calibrate():
     session = live_session()
     zones = session.zones if session is not None else None
+    proposed = problem = None
+    if zones is not None and request.args.get("propose"):
+        candidate, problem = proposed_layout(session, zones)
+        if problem is None:
+            proposed, zones = True, candidate
     return render_template(
         "calibrate.html",
         status=camera_status(),
         zones=zones_for_page(zones) if zones is not None else [],
         layout=zones.name if zones is not None else None,
         saved=request.args.get("saved"),
+        can_propose=session is not None and hasattr(session, "field_boxes"),
+        proposed=proposed,
+        problem=problem,
     )
 
 
