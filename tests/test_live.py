@@ -164,9 +164,7 @@ def test_a_fanned_capture_row_grows_and_covered_cards_stay():
 
 def test_face_down_cards_are_backs_and_never_arrive():
     scene = dealt_scene()
-    backs = [look("back", 1180, 360 + 4 * i, 0.9) for i in range(3)] + [
-        look("back", 600, 650, 0.9)
-    ]
+    backs = [look("back", 1180, 360 + 4 * i, 0.9) for i in range(3)] + [look("back", 600, 650, 0.9)]
     state = scene.run(6, extra=backs)
     assert state.backs == 4
     assert state.arrivals == {"A": [], "B": []}

@@ -177,9 +177,7 @@ class CaptureDecider:
         if table.hand_since is not None and table.frame - table.hand_since < SETTLE_FRAMES:
             return
         owned = {c.code for cards in match.captures.values() for c in cards}
-        recent = {
-            c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT
-        }
+        recent = {c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT}
         for seat, arrivals in table.arrivals.items():
             player = seats.get(seat)
             if not arrivals or player is None:
@@ -208,9 +206,7 @@ class CaptureDecider:
                 if alts:
                     event["alternatives"] = list(alts)
                 out.events.append(event)
-                out.readings.append(
-                    Reading(a.track, seat, code, conf, check, alts, a.steady_since)
-                )
+                out.readings.append(Reading(a.track, seat, code, conf, check, alts, a.steady_since))
                 owned.add(code)
 
     def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:

@@ -48,6 +48,7 @@ class CaptureRecord:
     event_frame: int
     event_time: float
     check: bool
+    round: int = 0
     crop: np.ndarray | None = field(default=None, repr=False)
 
 
@@ -199,6 +200,7 @@ class LivePipeline:
                             event_frame=frame.index,
                             event_time=frame.time,
                             check=reading.check,
+                            round=state.round_number,
                             crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
                         )
                     )

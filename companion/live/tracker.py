@@ -366,9 +366,8 @@ class TableTracker:
                 if track.code:
                     st.steady_since[track.code] = track.steady_since
         st.field_left = dict(self._field_left)
-        st.cleared = (
-            frame.time - self._last_card_time >= CLEARED_AFTER
-            and not any(t.last_seen == self._updates for t in self.tracks.values())
+        st.cleared = frame.time - self._last_card_time >= CLEARED_AFTER and not any(
+            t.last_seen == self._updates for t in self.tracks.values()
         )
         return st
 
