@@ -47,8 +47,8 @@ class TableCamera(FakeLive):
         if not self.has_frames:
             return None
         with self.lock:
-            self.count += 1
-            return table_jpeg(annotated=annotated, count=self.count)
+            self.served += 1
+            return table_jpeg(annotated=annotated, count=self.frames)
 
     def snapshot_jpeg(self):
         return table_jpeg(annotated=False) if self.has_frames else None
@@ -103,8 +103,8 @@ def test_live_view_follows_the_camera(camera_server, browser):  # noqa: F811
     page.click("#camera-link")
     page.wait.until(lambda d: image_loaded(d, "#live-frame"))
     # The picture is refreshed by itself: the fake numbers its frames.
-    first = camera.count
-    page.wait.until(lambda d: camera.count >= first + 3)
+    first = camera.served
+    page.wait.until(lambda d: camera.served >= first + 3)
     assert page.text("#camera-state [data-field=fps]") == "15.0"
     shown = int(page.text("#camera-state [data-field=frames]"))
     page.wait.until(lambda d: int(page.text("#camera-state [data-field=frames]")) > shown)

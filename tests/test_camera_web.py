@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 
 import cv2
@@ -31,32 +32,42 @@ def jpeg(colour, width=160, height=90, text=None) -> bytes:
 class FakeLive:
     """A LiveSession as the web page sees it (docs/LIVE.md): status, frames, zones, crops."""
 
-    def __init__(self, zone_file, camera="live", frames=True, match_id=None):
+    def __init__(self, zone_file, camera="live", frames=True, match_id=None, fps=15.0):
         self.zone_file = zone_file
         self.zones = default_zones(2)
         self.camera = camera
-        self.count = 0
+        self.served = 0  # pictures encoded for the page
         self.has_frames = frames
         self.match_id = match_id
+        self.fps = fps  # a new camera frame this many times a second (0: one still frame)
+        self.started = time.monotonic()
+        self.proposal = None
         self.crops: dict[tuple[str, str], bytes] = {}
         self.lock = threading.Lock()
+
+    @property
+    def frames(self) -> int:
+        if not self.has_frames:
+            return 0
+        return 1 + int((time.monotonic() - self.started) * self.fps)
 
     def status(self) -> dict:
         return {
             "camera": self.camera,
             "source": "camera:0",
             "fps": 14.96,
-            "frames": self.count,
+            "frames": self.frames,
             "match_id": self.match_id,
             "message": "",
+            "proposal": self.proposal,
         }
 
     def latest_jpeg(self, annotated=True):
         if not self.has_frames:
             return None
         with self.lock:
-            self.count += 1
-            return jpeg((0, 90, 0) if annotated else (90, 0, 0), text=str(self.count))
+            self.served += 1
+            return jpeg((0, 90, 0) if annotated else (90, 0, 0), text=str(self.frames))
 
     def snapshot_jpeg(self):
         return jpeg((90, 0, 0)) if self.has_frames else None
@@ -138,9 +149,14 @@ def test_frames_are_jpegs_annotated_or_plain(client):
 def test_status_is_the_documented_json(client, fake):
     fake.camera = "connecting"
     status = client.get("/live/status").get_json()
-    assert set(status) == {"camera", "source", "fps", "frames", "match_id", "message"}
+    keys = {"camera", "source", "fps", "frames", "match_id", "message", "proposal"}
+    assert set(status) == keys
     assert status["camera"] == "connecting" and status["fps"] == 15.0
-    assert status["message"] == "Connecting to the camera…"
+    assert status["message"] == "Connecting to the camera…" and status["proposal"] is None
+    fake.proposal = {"kind": "redeal", "text": "Four of a month in the field: redeal?"}
+    assert client.get("/live/status").get_json()["proposal"] == fake.proposal
+    fake.camera = "started"  # a state the contract does not name
+    assert client.get("/live/status").get_json()["camera"] == "connecting"
 
 
 def test_a_lost_camera_says_keep_scoring_by_hand(client, fake):
@@ -195,6 +211,14 @@ def test_mjpeg_stream_sends_frames_and_closes_itself(client, fake):
     length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
     image = cv2.imdecode(np.frombuffer(data[:length], np.uint8), cv2.IMREAD_COLOR)
     assert image.shape == (90, 160, 3)
+
+
+def test_mjpeg_stream_encodes_a_frame_only_once(store, tmp_path):
+    still = FakeLive(tmp_path / "zones.toml", fps=0)  # the camera's frame never changes
+    client = create_app(store, testing=True, live=still).test_client()
+    body = client.get("/live/stream.mjpg?max_seconds=0.35").get_data()
+    assert body.count(b"Content-Type: image/jpeg") == 1
+    assert still.served == 1  # looked at 3-4 times, encoded once
 
 
 @pytest.mark.parametrize("value", ["x", "-1", "7200", "nan"])
@@ -485,3 +509,82 @@ def test_a_camera_that_cannot_propose_offers_no_button(client):
     assert 'id="propose-zones"' not in client.get("/calibrate").get_data(as_text=True)
     page = client.get("/calibrate?propose=1").get_data(as_text=True)
     assert "cannot propose zones" in page
+
+
+# ---------------------------------------------------------------------------------------------
+# The pages over the real LiveSession (companion/live/session.py)
+# ---------------------------------------------------------------------------------------------
+
+
+class FieldDetector:
+    """Sees the same eight dealt cards in every frame."""
+
+    def __init__(self, width, height):
+        from companion.detections import Detections, class_id
+
+        codes = ["01-1", "02-3", "03-3", "05-1", "06-2", "08-3", "09-4", "11-2"]
+        quads = []
+        for i in range(len(codes)):
+            cx, cy = width * (0.3 + 0.12 * (i % 4)), height * (0.42 if i < 4 else 0.58)
+            w, h = width * 0.05, height * 0.12
+            quads.append([[cx - w, cy - h], [cx + w, cy - h], [cx + w, cy + h], [cx - w, cy + h]])
+        self.detections = Detections(
+            quads=np.array(quads, np.float32),
+            class_ids=np.array([class_id(c) for c in codes], np.int64),
+            confidence=np.full(len(codes), 0.95, np.float32),
+            alt_ids=np.zeros((len(codes), 0), np.int64),
+            alt_scores=np.zeros((len(codes), 0), np.float32),
+        )
+
+    def detect(self, bgr):
+        return self.detections
+
+
+def test_the_camera_pages_over_a_real_live_session(store, tmp_path):
+    from companion.live.session import LiveSession
+    from companion.live.sources import open_source
+
+    width, height = 320, 180
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(3):
+        image = np.full((height, width, 3), (30, 100 + 20 * i, 30), np.uint8)
+        cv2.imwrite(str(folder / f"{i:03d}.png"), image)
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    session = LiveSession(
+        open_source(str(folder)),
+        FieldDetector(width, height),
+        store,
+        zones_path=tmp_path / "zones.toml",
+        match_id=match_id,
+        realtime=False,
+    )
+    client = create_app(store, testing=True, live=session).test_client()
+    assert client.get("/live/frame.jpg").status_code == 503  # no frame yet
+    while session.step():
+        pass
+    status = client.get("/live/status").get_json()
+    assert status["frames"] == 3 and status["match_id"] == match_id
+    assert status["camera"] in ("live", "ended") and status["message"]
+    for url in ("/live/frame.jpg", "/live/frame.jpg?plain=1"):
+        response = client.get(url)
+        assert response.status_code == 200 and response.mimetype == "image/jpeg"
+        image = cv2.imdecode(np.frombuffer(response.data, np.uint8), cv2.IMREAD_COLOR)
+        assert image.shape == (height, width, 3)
+    annotated = cv2.imdecode(
+        np.frombuffer(client.get("/live/frame.jpg").data, np.uint8), cv2.IMREAD_COLOR
+    )
+    plain = cv2.imdecode(
+        np.frombuffer(client.get("/live/frame.jpg?plain=1").data, np.uint8), cv2.IMREAD_COLOR
+    )
+    assert np.abs(annotated.astype(int) - plain.astype(int)).max() > 100  # outlines drawn
+    page = client.get("/live").get_data(as_text=True)
+    assert f'href="/matches/{match_id}"' in page
+
+    corners = "0.1000,0.3000 0.9000,0.3000 0.9000,0.7000 0.1000,0.7000"
+    response = client.post("/calibrate", data={"csrf_token": csrf(client), "zone_field": corners})
+    assert response.status_code == 303
+    assert session.zones["field"].polygon[0] == (0.1, 0.3)
+    assert Zones.load(tmp_path / "zones.toml") == session.zones
+    missing = client.get("/live/crop?player=Aki&card=01-1")
+    assert missing.status_code == 404

@@ -69,6 +69,7 @@ def camera_status() -> dict:
             "frames": 0,
             "match_id": None,
             "message": NO_CAMERA,
+            "proposal": None,
         }
     raw = dict(session.status() or {})
     camera = raw.get("camera") if raw.get("camera") in STATE_MESSAGES else "connecting"
@@ -84,6 +85,15 @@ def camera_status() -> dict:
         "match_id": raw.get("match_id"),
         "message": str(raw.get("message") or ""),
     }
+    proposal = raw.get("proposal")
+    if isinstance(proposal, dict) and proposal.get("text"):
+        # What the camera suggests (a redeal, the next round): confirmed on the match page.
+        status["proposal"] = {
+            "kind": str(proposal.get("kind") or ""),
+            "text": str(proposal["text"]),
+        }
+    else:
+        status["proposal"] = None
     if camera == "lost":
         status["message"] = LOST  # whatever the source said: the players need to know this
     elif not status["message"]:
@@ -167,11 +177,23 @@ def stream():
     max_seconds = _seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
     plain = request.args.get("plain") in ("1", "true", "yes")
 
+    def frame_number():
+        try:
+            return (session.status() or {}).get("frames")
+        except Exception:  # noqa: BLE001 - a session that cannot say: encode every look
+            return None
+
     def parts():
         deadline = time.monotonic() + max_seconds
-        last = None
+        last = seen = None
         while time.monotonic() < deadline:
+            # Encoding costs the pipeline's CPU: only when the camera has a new frame.
+            number = frame_number()
+            if number is not None and number == seen:
+                time.sleep(min(STREAM_INTERVAL, max(0.0, deadline - time.monotonic())))
+                continue
             data = session.snapshot_jpeg() if plain else session.latest_jpeg(annotated=True)
+            seen = number
             if data and data != last:
                 last = data
                 yield (

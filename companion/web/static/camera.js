@@ -18,6 +18,12 @@
       el.className = el.className.replace(/\bcam-\w+\b/g, "").trim() + " cam-" + s.camera;
       if (el.id === "camera-link") el.title = s.message;
     });
+    // What the camera suggests (a redeal, the next round): the players confirm it on the board.
+    document.querySelectorAll("[data-proposal]").forEach(function (el) {
+      var text = s.proposal && s.proposal.text;
+      el.textContent = text ? "Camera: " + text : "";
+      el.hidden = !text;
+    });
     var view = document.getElementById("live-view");
     if (view) view.dataset.camera = s.camera;
   }
