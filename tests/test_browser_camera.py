@@ -26,6 +26,7 @@ from selenium.webdriver.common.actions import interaction  # noqa: E402
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.actions.pointer_input import PointerInput  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 
 def table_jpeg(width=640, height=360, annotated=True, count=0) -> bytes:
@@ -163,6 +164,10 @@ def test_calibration_by_dragging_corners(camera_server, browser):  # noqa: F811
     actions.perform()
     typed = browser.find_element(By.NAME, "zone_field").get_attribute("value")
     assert typed.split()[1:] == ["0.8500,0.3000", "0.8500,0.7000", "0.1200,0.7000"]
+    # ...and the keyboard nudges the captures' corner down by 2 x 0.005.
+    corner(browser, "captures_A", 0).send_keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN)
+    typed = browser.find_element(By.NAME, "zone_captures_A").get_attribute("value")
+    assert typed.split()[0] == "0.0000,0.7300"
     shot(browser, "22-calibration-dragged")
     page.click("#save-zones")
     page.wait.until(lambda d: d.current_url.endswith("saved=saved"))
@@ -177,7 +182,8 @@ def test_calibration_by_dragging_corners(camera_server, browser):  # noqa: F811
     pile = saved["draw_pile"].polygon
     assert pile[2][0] == pytest.approx(0.99 - 60 / stage["width"], abs=0.004)
     assert pile[2][1] == pytest.approx(0.64, abs=0.002)
-    assert saved["captures_A"] == default["captures_A"]
+    assert saved["captures_A"].polygon[0] == (0.0, 0.73)
+    assert saved["captures_A"].polygon[1:] == default["captures_A"].polygon[1:]
     assert camera.zones == saved
     # The page drew the saved layout back.
     moved = corner(browser, "field", 0).rect

@@ -1,6 +1,7 @@
 // The calibration page: drag each zone's corners over the camera's picture (pointer events:
 // mouse, touch and pen alike). Dragging writes the corners into the form's zone_<name>
-// fields; "Save the zones" posts them. Typed numbers move the corners too.
+// fields; "Save the zones" posts them. Arrow keys nudge a focused corner; typed numbers
+// move the corners too.
 (function () {
   "use strict";
 
@@ -74,6 +75,22 @@
     }
     stage.addEventListener("pointerup", end);
     stage.addEventListener("pointercancel", end);
+
+    // Arrow keys nudge a focused corner (Shift: four times as far), for a fine adjustment.
+    var STEPS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+    stage.addEventListener("keydown", function (e) {
+      var h = e.target.closest(".handle");
+      var step = STEPS[e.key];
+      if (!h || h.disabled || !step) return;
+      e.preventDefault();
+      var size = e.shiftKey ? 0.02 : 0.005;
+      var p = corners[h.dataset.zone][Number(h.dataset.index)];
+      corners[h.dataset.zone][Number(h.dataset.index)] = [
+        clamp(p[0] + step[0] * size), clamp(p[1] + step[1] * size)
+      ];
+      draw(h.dataset.zone);
+      write(h.dataset.zone);
+    });
 
     // Typed corners (the "Corners as numbers" fields) move the drawing when they parse.
     if (form) {
