@@ -10,8 +10,8 @@ from flask import current_app, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
-from companion.web import host_name, is_loopback
 from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.web import host_name, is_loopback
 
 
 class WebError(CompanionError):
