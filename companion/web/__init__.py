@@ -129,7 +129,7 @@ def create_app(
     )
     app.extensions["companion_store"] = store
 
-    from companion.web import auth, live, match, matches, views
+    from companion.web import auth, hanamikoji, live, match, matches, views
 
     views.init_app(app)
     auth.init_app(app)
@@ -137,6 +137,7 @@ def create_app(
     app.register_blueprint(match.bp)
     app.register_blueprint(live.bp)
     app.register_blueprint(auth.bp)
+    app.register_blueprint(hanamikoji.bp)
     return app
 
 
