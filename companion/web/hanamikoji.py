@@ -128,7 +128,9 @@ def board_context(match_id: int) -> dict:
     stored = st.events(match_id)
     state = st.state(match_id)
     names = state.names
-    counts = state.counts
+    last = state.rounds[-1] if state.rounds else None
+    # Once the match is decided the table shows the counts of the round that decided it.
+    counts = last.counts if state.finished and last else state.counts
     totals = {s: counts.total(s) for s in SIDES}
     geishas = []
     for i, g in enumerate(GEISHAS):
@@ -143,7 +145,6 @@ def board_context(match_id: int) -> dict:
             for s in SIDES
         }
         geishas.append({"geisha": g, "cells": cells, "favour": state.favours[i]})
-    last = state.rounds[-1] if state.rounds else None
     return {
         "info": info,
         "state": state,
