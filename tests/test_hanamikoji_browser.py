@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -36,6 +38,17 @@ def test_a_hanamikoji_round_on_the_tablet(live, browser):  # noqa: F811
     assert store.get_match(match_id).game == "hanamikoji"
     assert "Ben" in page.text(".hk-side.far .hk-side-head")  # Ben starts round 1
     assert "starts round 1" in page.text(".hk-side.far .hk-side-head")
+
+    # Another tablet records an item: this page shows it by itself (live updates).
+    time.sleep(0.3)  # let the EventSource connect
+    store.append(match_id, {"type": "items_set", "player": "B", "geisha": "ruri", "count": 1})
+    page.wait.until(
+        lambda d: d.find_elements(
+            By.CSS_SELECTOR, '.hk-cell[data-side="B"][data-geisha="ruri"] .hk-count[data-count="1"]'
+        )
+    )
+    store.append(match_id, {"type": "undo"})
+    page.wait.until(lambda d: page.seq() == 3)
 
     def tap(side, geisha, sign):
         css = f'.hk-cell[data-side="{side}"][data-geisha="{geisha}"] button.hk-{sign}'
