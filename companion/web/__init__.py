@@ -156,7 +156,7 @@ def create_app(
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import auth, camera, match, matches, views
+    from companion.web import auth, camera, hanamikoji, match, matches, views
     from companion.web import live as live_updates  # ``live`` here is the camera session
 
     views.init_app(app)
@@ -166,6 +166,7 @@ def create_app(
     app.register_blueprint(live_updates.bp)
     app.register_blueprint(camera.bp)
     app.register_blueprint(auth.bp)
+    app.register_blueprint(hanamikoji.bp)
     return app
 
 

@@ -143,6 +143,17 @@ def side_of(state, player: str) -> str:
     raise WebError(f"There is no player {player!r} in this match.", 400)
 
 
+@bp.before_request
+def other_game():
+    """A Hanamikoji match has its own page (companion.web.hanamikoji); its summary is here."""
+    match_id = (request.view_args or {}).get("match_id")
+    if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
+        return None
+    if store().game(match_id) == "hanamikoji":
+        return redirect(url_for("hanamikoji.page", match_id=match_id), 303)
+    return None
+
+
 def _round_open(state) -> bool:
     """Whether cards can be captured now (a round is being played)."""
     return bool(state.round_in_progress) and state.outcome is None
