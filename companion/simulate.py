@@ -283,6 +283,7 @@ class _Planner:
         self.seed = seed
         self.rng = np.random.default_rng([seed, 11])  # the game: shuffles, choices, answers
         self.jit = np.random.default_rng([seed, 12])  # how cards lie: offsets and angles
+        self.pace = np.random.default_rng([seed, 14])  # how long players think
         self.view = TableView(np.random.default_rng([seed, 13]), cfg)
         self.frame = 0
         self.moves: list[Move] = []
@@ -483,7 +484,8 @@ class _Planner:
             self._gather(oya)
             hands, field_cards, pile = self._deal(oya, other)
         plan.field = list(field_cards)
-        self._hold(cfg.frames(0.6))
+        # Players look at their hands (off-camera) before the Oya plays.
+        self._hold(cfg.frames(float(self.pace.uniform(2.0, 3.5))))
 
         declared = self._declaration(hands, oya, other)
         if declared:
@@ -632,7 +634,7 @@ class _Planner:
                     frame=due,
                     steady_frame=steady,
                 )
-            self._hold(cfg.frames(cfg.pause_s))
+            self._hold(cfg.frames(cfg.pause_s + float(self.pace.uniform(0.0, 1.2))))
             if self._decide(player, hands):
                 return
         self._hold(cfg.frames(0.5))
