@@ -47,6 +47,7 @@ from companion.recognizer import (
     crop_targets,
     letterbox,
     quad_to_rbox,
+    rbox_quad,
 )
 
 TRAIN_DECKS = ("traditional-ngs", "modern-mantia", "hwatu-korean")
@@ -81,7 +82,7 @@ BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: neve
 LENS_SCENES_SEED_OFFSET = 20  # ...and the "lens" scenes dataset seed + this
 RESTYLE_SCENES_SEED_OFFSET = 30  # ...and the "restyle" scenes dataset seed + this
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
-# on unseen scenes of training decks for the committed model (its "training.settings_chosen").
+# on unseen scenes of training decks for the committed model (models/README.md, "Decoding").
 # The one-hour `train` measured 67.2 % recall and 1.94 false cards per image on the held-out
 # deck with the neutral Settings() decode, 79.2 % and 0.72 with this one (models/README.md).
 # Consistent sizes came later (2026-11-22); on the one-hour model they removed 0.10 to 0.17
@@ -403,15 +404,6 @@ class CropSet:
         )
 
 
-def rbox_quad(cx, cy, w, h, theta) -> np.ndarray:
-    """The four corners (TL,TR,BR,BL) of a rotated box; ``theta`` is its long axis, as in
-    ``quad_to_rbox``."""
-    down = np.array([math.cos(theta), math.sin(theta)]) * h / 2
-    right = np.array([math.sin(theta), -math.cos(theta)]) * w / 2  # as crop_matrix
-    c = np.array([cx, cy])
-    return np.array([c - right - down, c + right - down, c + right + down, c - right + down])
-
-
 def cascade_samples(scene: SceneData, boxes: np.ndarray, st: Settings, rng: np.random.Generator):
     """Crops cut at the boxes a trained localizer really proposes (rows cx,cy,w,h,theta in scene
     pixels), labelled by the card they overlap most.
@@ -480,16 +472,12 @@ _PROPOSERS: dict = {}  # in each worker process: ONNX path -> session, opened on
 
 
 def _proposed_boxes(scene: SceneData, recipe: SampleRecipe) -> np.ndarray:
-    from companion.recognizer import _session, decode_heatmap, net_input
+    from companion.recognizer import localize, open_session
 
     session = _PROPOSERS.get(recipe.proposer)
     if session is None:
-        session = _PROPOSERS[recipe.proposer] = _session(Path(recipe.proposer), 1)
-    boxed, scale = letterbox(scene.image, recipe.propose)
-    heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
-    boxes = decode_heatmap(heat, reg, recipe.propose)
-    boxes[:, :4] /= scale
-    return boxes
+        session = _PROPOSERS[recipe.proposer] = open_session(Path(recipe.proposer), 1)
+    return localize(session, scene.image, recipe.propose).boxes
 
 
 def _scene_samples(job):
@@ -1900,9 +1888,14 @@ def _averaged_history(
     averaged = {
         "command": command,
         "nets": "both",
-        "averaged": {"with": str(average_with), "share": share, "from": str(start)},
-        "note": f"the stages above from {len(ours) + 1} on were trained apart from the nets of "
-        f"{start}; these nets are the average of the two ({share:g} of the later)",
+        # the stages before this one from ``trained_apart_from`` on were trained apart from
+        # the nets of ``from``; these nets are the average of the two
+        "averaged": {
+            "with": str(average_with),
+            "share": share,
+            "from": str(start),
+            "trained_apart_from": len(ours) + 1,
+        },
     }
     return {**training, "stages": [*ours, *added, averaged]}
 
@@ -2281,25 +2274,23 @@ def _Feed(name: str, batches):
     return Feed()
 
 
-def _calibration(out: Path, precision: str, decks, seed: int, frames: int):
-    """Calibration data for quantizing the nets of ``out`` (run as ``precision``): ``frames``
+def _calibration(out: Path, nets: str, decks, seed: int, frames: int):
+    """Calibration data for quantizing the nets of ``out`` (run as ``nets``): ``frames``
     letterboxed frames (1,H,W,3) of the training decks, and per frame the crops the classifier
     sees there: first looks at the proposed boxes, second looks at the true cards."""
     from companion import synth
-    from companion.recognizer import Recognizer, crop_matrices, decode_heatmap
+    from companion.recognizer import Recognizer, crop_matrices, localize
 
-    rec = Recognizer.load(out, threads=1, precision=precision)
+    rec = Recognizer.load(out, threads=1, nets=nets)
     st = rec.settings
     config = synth.SceneConfig(decks=tuple(str(deck_dir(d)) for d in decks))
     images, crops = [], []
     for i in range(frames):
         scene = synth.render_scene(synth.scene_seed(seed, i), config)
         image = scene.image
-        boxed, scale = letterbox(image, st)
-        images.append(boxed[None])
-        heat, reg = rec.localizer.run(None, {"image": boxed[None]})
-        boxes = decode_heatmap(heat, reg, st)
-        boxes[:, :4] /= scale
+        found = localize(rec.localizer, image, st)
+        images.append(found.boxed[None])
+        boxes = found.boxes
         true_boxes = [quad_to_rbox(np.float32(lab.quad)) for lab in scene.labels]
         boxes = np.concatenate([boxes[:, :5], np.float32(true_boxes).reshape(-1, 5)])
         if len(boxes):
@@ -2680,12 +2671,6 @@ def _metadata(loc_name, cls_name, st: Settings, training: dict) -> dict:
         "localizer": loc_name,
         "classifier": cls_name,
         "settings": st.to_dict(),
-        "preprocessing": (
-            "localizer: BGR frame letterboxed (aspect kept, top-left, pad 114) to input size; "
-            "classifier: affine crop of the rotated box enlarged by crop_enlarge, long axis "
-            "down; both fed as uint8 BGR NHWC (the float graphs convert to RGB 0..1 NCHW; "
-            "in the int8 ones the first convolution reads the pixels as they are)"
-        ),
         "training": training,
         "metrics": {},
     }
