@@ -117,7 +117,9 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
     """The summary of a replayed match. ``info``: the store's MatchInfo (id, title, dates);
     ``events``: the stored log, to count corrections (else the state's effective log)."""
     players = [str(p) for p in state.players]
-    running = {p: 0 for p in players}
+    # A bank (koikoi-japan: 30 each) is where the running totals start.
+    bank = getattr(getattr(getattr(state, "rules", None), "match", None), "bank", 0) or 0
+    running = {p: bank for p in players}
     rounds = []
     for result in getattr(state, "rounds", []) or []:
         points = {p: int((result.points or {}).get(p, 0)) for p in players}
