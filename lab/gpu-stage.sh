@@ -173,7 +173,7 @@ finish() {
 	local control=$out.control with_control=${FINISH_CONTROL:-1}
 	if [ "$with_control" != 0 ]; then
 		# the committed nets with their rule fitted again the same way, on this machine: the rule
-		# fitted to the nets that run gives part of any gain by itself (0.10 points on 2026-11-26),
+		# fitted to the nets that run gives part of any gain by itself (0.10 points, measured once),
 		# so the stage's gain over this control is the nets' own
 		rm -rf "$control"
 		mkdir -p "$control"

@@ -487,7 +487,7 @@ def test_load_picks_the_nets_asked_for(tmp_path):
 
 
 def test_the_committed_nets_read_the_pixels_with_no_conversion_chain():
-    # the speed figures in models/README.md rely on it: a re-export that leaves the input
+    # the speed figures of the model card rely on it: a re-export that leaves the input
     # conversion unfolded (as onnxruntime elsewhere may) costs time at every frame
     pytest.importorskip("onnx")
     import onnx

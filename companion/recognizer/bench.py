@@ -67,8 +67,8 @@ def benchmark(
         "frame": f"{frame.shape[1]}x{frame.shape[0]}",
         "cards_detected": len(det),
         "nets": recognizer.nets,  # int8, float or avx2
-        # the ratio to the yardstick depends on the CPU kind far more than on the run
-        # (models/README.md, "Speed"): say which kind this was
+        # the ratio to the yardstick depends on the CPU kind far more than on the run: say
+        # which kind this was
         "cpu": cpu_name(cpuinfo),
         "int8_dot_products": int8_is_fast(cpuinfo),
         "yolo11n_ms_median": round(float(np.median(ytimes)), 2) if ytimes else None,

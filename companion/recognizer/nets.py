@@ -40,7 +40,7 @@ def cpuinfo_text() -> str:
 def int8_is_fast(cpu_flags: str | None = None, machine: str | None = None) -> bool:
     """Whether this CPU multiplies int8 vectors natively (x86 VNNI or AMX, Arm dotprod), where
     the int8 nets run faster than the float ones. Without (plain AVX2) onnxruntime's int8
-    kernels are slower than its float ones (models/README.md, "Speed"). ``cpu_flags``: the
+    kernels are slower than its float ones. ``cpu_flags``: the
     text of /proc/cpuinfo (read when None; empty where there is none)."""
     machine = (machine or platform.machine()).lower()
     if cpu_flags is None:

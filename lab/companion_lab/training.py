@@ -82,10 +82,10 @@ BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: neve
 LENS_SCENES_SEED_OFFSET = 20  # ...and the "lens" scenes dataset seed + this
 RESTYLE_SCENES_SEED_OFFSET = 30  # ...and the "restyle" scenes dataset seed + this
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
-# on unseen scenes of training decks for the committed model (models/README.md, "Decoding").
+# on unseen scenes of training decks for the committed model (the model card, models/README.md).
 # The one-hour `train` measured 67.2 % recall and 1.94 false cards per image on the held-out
-# deck with the neutral Settings() decode, 79.2 % and 0.72 with this one (models/README.md).
-# Consistent sizes came later (2026-11-22); on the one-hour model they removed 0.10 to 0.17
+# deck with the neutral Settings() decode, 79.2 % and 0.72 with this one. Consistent sizes
+# (measured after those figures): on the one-hour model they removed 0.10 to 0.17
 # false cards per image for 0.1 to 0.4 points of recall on four validation sets, and growing
 # small quads to that size 0 to 0.1 more for 0 to 0.2 points. Second chances are left out: on
 # that model's weaker heatmap they added 0.23 to 0.28 false cards per image.
@@ -503,7 +503,7 @@ def _scene_samples(job):
 def _scene_samples_to_file(job):
     """Pool worker: ``_scene_samples`` of a chunk, pickled into a file of the job's folder;
     returns the file's path. A localizer sample is about 2 MB, and messages that large crawl
-    through a pool's pipe (4 MB/s on the 2-core machine of models/README.md, where cutting
+    through a pool's pipe (4 MB/s on a 2-core machine, where cutting
     cached scenes in-process ran 36 times faster than with 2 workers); a file does not."""
     folder, job = job
     fd, path = tempfile.mkstemp(suffix=".pkl", dir=folder)
@@ -593,7 +593,7 @@ def stage_data(
 # stride-16 and stride-32 stages, the classifier's stride-8 and stride-16 layers and its dense
 # layer). Widening there buys capacity cheaply: those layers see few pixels, so doubling them
 # costs the localizer net about 1.2 ms where doubling every layer costs 4, and a whole frame
-# 0.8 ms (int8, 2 threads; models/JOURNAL.md, "Wider nets, and what they cost"). A model keeps
+# 0.8 ms (int8, 2 threads). A model keeps
 # its widths in recognizer.json (training.deep_widths); without them it has the standard ones.
 DEEP_WIDTHS = {"localizer": 1.0, "classifier": 1.0}
 
@@ -919,7 +919,7 @@ def resolve_device(name: str = "auto") -> str:
 def _release_freed_memory() -> None:
     """Hand the memory of freed samples back to the system now. glibc keeps freed blocks of a
     few hundred KB (a sample's targets) in its heap, so moving 8,600 samples into one array
-    each held them twice: 22 GB instead of 16 on the machine of models/README.md."""
+    each held them twice: 22 GB instead of 16 in one training run."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
@@ -1916,8 +1916,7 @@ def reexport(
     ``start``; both nets are then the average of the two models' weights, ``share`` of
     ``average_with``'s (``average_weights``), and the history gains that model's stages after
     ``start``'s and a last one saying so. Two nets fine-tuned apart from one start often find a
-    wider, better-placed minimum between them than either (models/JOURNAL.md, "Stage fourteen
-    averaged with stage thirteen")."""
+    wider, better-placed minimum between them than either."""
     import torch
 
     from companion.recognizer import RecognizerError
@@ -2206,7 +2205,7 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
     per-channel weights), keeping the float ones beside them (``float_nets``), calibrated on
     ``frames`` synthetic frames of the training decks and the crops the localizer proposes on
     them. About 1.4x faster on a CPU with int8 dot products, for the same accuracy; slower and
-    a little less accurate on one without (measured in models/README.md). Then adds the nets for
+    a little less accurate on one without. Then adds the nets for
     x86 CPUs without int8 dot products (``quantize_avx2``). Returns the metadata it added:
     ``quantization`` (what it did), ``float_nets`` and ``avx2_nets`` (the files' names)."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -2378,11 +2377,11 @@ def quantize_avx2(
     16 bits, which 8-bit weights overflow (0.44 points of recall lost) and 7-bit ones cannot.
     The first convolution (3 input channels: slower in int8 than in float) and the heads (cheap;
     their outputs stay exact floats) stay float. The classifier then runs about a quarter
-    faster than the float one, for about 0.07 points of recall (models/README.md, "Speed"); the
+    faster than the float one, for about 0.07 points of recall; the
     int8 localizer is no faster than the float one there, so the float one serves, unless its
     low-resolution layers were grown (``localizer_width`` > 1): then those layers get 7-bit
     weights (``quantize_deep_localizer``, calibrated on ``images``), which takes back about half
-    of what growing them costs there (models/JOURNAL.md, "A grown localizer on AVX2"). At the
+    of what growing them costs there. At the
     standard width that saves nothing. Returns the metadata to add: ``avx2_nets`` and
     ``quantization`` (its ``avx2`` note)."""
     out = Path(out)

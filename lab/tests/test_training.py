@@ -60,7 +60,7 @@ def int8_initializers(model) -> list[np.ndarray]:
 
 def test_the_committed_avx2_classifier_has_7_bit_weights_and_reads_as_the_float_one():
     # 8-bit weights overflow onnxruntime's 16-bit sums on CPUs without int8 dot products
-    # (models/README.md, "Speed"): 7-bit ones cannot, and the classifier's ends stay float
+    # (a loss of recall): 7-bit ones cannot, and the classifier's ends stay float
     pytest.importorskip("onnx")
     import onnx
     from companion_lab.training import float_ends
@@ -348,7 +348,7 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     (model / "recognizer.json").write_text(json.dumps(meta))
     before = DEFAULT_MODEL.read_text()
     args = ["fit-acceptance", "--model", str(model), "--decks", "modern-mantia"]
-    # three scenes where the committed nets make not one false find (seed 3 since stage eleven):
+    # three scenes where the committed nets make not one false find (seed 3):
     # nothing to tell cards from, a clear error
     result = CliRunner().invoke(main, [*args, "--n", "3", "--seed", "3", "--workers", "1"])
     assert result.exit_code != 0 and "needs both real cards and false finds" in result.output
@@ -1009,7 +1009,7 @@ def test_grown_nets_compute_what_the_narrow_ones_did_and_can_still_learn():
 def test_a_grown_localizer_on_avx2_cpus_has_7_bit_deep_layers_and_finds_the_same_cards(tmp_path):
     # grown 2 wide, the committed localizer computes what it did (grown_state); its avx2
     # version quantizes only the stride-16 and -32 layers, which takes back half of what
-    # growing them costs on CPUs without int8 dot products (models/JOURNAL.md)
+    # growing them costs on CPUs without int8 dot products
     torch = pytest.importorskip("torch")
     import onnx
     from companion_lab import training
