@@ -43,10 +43,25 @@ def echo_json(obj) -> None:
 # ``companion --help`` lists the player's commands first, then the vision ones, then any other
 # registered command, then the lab's. Names not registered (yet) are left out.
 HELP_SECTIONS = (
-    ("Playing", ("serve", "demo", "run", "summary", "matches", "replay", "score", "rules",
-                 "hanamikoji", "deck")),
-    ("Cards and camera", ("detect", "eval", "bench", "bench-pipeline", "render", "simulate",
-                          "bench-live")),
+    (
+        "Playing",
+        (
+            "serve",
+            "demo",
+            "run",
+            "summary",
+            "matches",
+            "replay",
+            "score",
+            "rules",
+            "hanamikoji",
+            "deck",
+        ),
+    ),
+    (
+        "Cards and camera",
+        ("detect", "eval", "bench", "bench-pipeline", "render", "simulate", "bench-live"),
+    ),
 )
 # The lab (``lab/``, a distribution of its own) keeps the research commands; ``companion NAME``
 # hands them to it when it is installed, and says how to install it when not.
@@ -267,6 +282,10 @@ def rules_show_command(name_or_file, option_pairs, as_json):
     else:
         click.echo(rules.describe())
 
+
+# The vision commands (detect, eval, bench, render) live in their own module.
+from companion.cli import vision  # noqa: E402,F401
+
 # ---------------------------------------------------------------------------------------------
 # Match store and tablet page: serve, demo, summary, matches, bench-live
 # ---------------------------------------------------------------------------------------------
@@ -436,4 +455,3 @@ def serve_command(db, host, port, read_only):
 
 # Each area with commands of its own keeps them in a module of this package, registered on
 # ``main`` when imported here.
-from companion.cli import vision  # noqa: E402,F401

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 
@@ -274,33 +275,7 @@ def fit_acceptance_command(model_path, decks, seed, n, trees, above, workers, ne
     help="Only (re)build the YOLO11n-shaped speed yardstick ONNX in --out.",
 )
 @friendly_errors
-def train_command(
-    out_dir,
-    decks,
-    scenes,
-    epochs,
-    seed,
-    tiny,
-    minutes,
-    jitters,
-    cache,
-    input_size,
-    resume_dir,
-    localizer_only,
-    classifier_only,
-    back_scenes,
-    lens_scenes,
-    restyle_scenes,
-    lr_scale,
-    localizer_width,
-    classifier_width,
-    workers,
-    device,
-    export_from,
-    average_with,
-    average_share,
-    yardstick,
-):
+def train_command(**options):
     """Train the recognizer on synthetic scenes and export it to ONNX."""
     try:
         import torch  # noqa: F401
@@ -308,82 +283,73 @@ def train_command(
         fail(NEEDS_TORCH)
     from companion_lab import training
 
-    if yardstick:
-        path = training.export_yardstick(out_dir)
+    o = SimpleNamespace(**options)
+    if o.yardstick:
+        path = training.export_yardstick(o.out_dir)
         click.echo(f"Wrote {path}.")
         return
-    names = deck_names(decks) or list(training.TRAIN_DECKS)
+    names = deck_names(o.decks) or list(training.TRAIN_DECKS)
     deck_dirs = [resolve_deck(d) for d in names]
     command = "companion " + " ".join(sys.argv[1:])
-    if average_with and not export_from:
+    if o.average_with and not o.export_from:
         fail("--average-with averages two models' nets on export: add --export-from DIR.")
-    if export_from:
+    if o.export_from:
         training.reexport(
-            export_from,
-            out_dir,
+            o.export_from,
+            o.out_dir,
             deck_dirs,
             command=command,
-            average_with=average_with,
-            share=average_share,
+            average_with=o.average_with,
+            share=o.average_share,
         )
-        click.echo(f"Wrote {out_dir}/recognizer.json.")
+        click.echo(f"Wrote {o.out_dir}/recognizer.json.")
         return
-    device = training.resolve_device(device)
-    extras = localizer_only or classifier_only or back_scenes or lens_scenes or restyle_scenes
-    if (extras or lr_scale != 1.0) and not resume_dir:
+    device = training.resolve_device(o.device)
+    extras = o.localizer_only or o.classifier_only or o.back_scenes or o.lens_scenes
+    if (extras or o.restyle_scenes or o.lr_scale != 1.0) and not o.resume_dir:
         fail(
             "--localizer-only, --classifier-only, --back-scenes, --lens-scenes, "
             "--restyle-scenes and --lr-scale continue a model: add --resume DIR."
         )
-    if localizer_only and classifier_only:
+    if o.localizer_only and o.classifier_only:
         fail("--localizer-only and --classifier-only exclude each other: one net or both.")
     widths = {
         net: width
-        for net, width in (("localizer", localizer_width), ("classifier", classifier_width))
+        for net, width in (("localizer", o.localizer_width), ("classifier", o.classifier_width))
         if width is not None
     }
-    if resume_dir:
+    config = training.TrainConfig(
+        decks=tuple(deck_dirs),
+        scenes=o.scenes,
+        seed=o.seed,
+        epochs=o.epochs,
+        minutes=o.minutes,
+        input_size=o.input_size,
+        cache=o.cache,
+        jitters=o.jitters,
+        back_scenes=o.back_scenes,
+        lens_scenes=o.lens_scenes,
+        restyle_scenes=o.restyle_scenes,
+        workers=o.workers,
+        device=device,
+        deep_widths=widths,
+        tiny=o.tiny,
+        command=command,
+    )
+    if o.resume_dir:
         meta = training.resume(
-            out_dir,
-            resume_dir,
-            decks=deck_dirs,
-            scenes=scenes,
-            seed=seed,
-            minutes=minutes or 60,
-            input_size=input_size,
-            cache=cache,
-            jitters=jitters,
-            command=command,
-            localizer_only=localizer_only,
-            classifier_only=classifier_only,
-            back_scenes=back_scenes,
-            lens_scenes=lens_scenes,
-            restyle_scenes=restyle_scenes,
-            workers=workers,
-            device=device,
-            lr_scale=lr_scale,
-            deep_widths=widths,
+            o.out_dir,
+            o.resume_dir,
+            config,
+            localizer_only=o.localizer_only,
+            classifier_only=o.classifier_only,
+            lr_scale=o.lr_scale,
         )
         seconds = meta["training"]["stages"][-1]["seconds"]
     else:
-        meta = training.train(
-            out_dir,
-            decks=deck_dirs,
-            scenes=scenes,
-            epochs=epochs,
-            seed=seed,
-            tiny=tiny,
-            minutes=minutes,
-            jitters=jitters,
-            cache=cache,
-            command=command,
-            input_size=input_size,
-            workers=workers,
-            device=device,
-            deep_widths=widths,
-        )
+        meta = training.train(o.out_dir, config)
         seconds = meta["training"]["seconds"]
-    click.echo(f"Wrote {out_dir}/recognizer.json ({seconds} s).")
+    click.echo(f"Wrote {o.out_dir}/recognizer.json ({seconds} s).")
 
 
 @main.command("ablate-augmentation")

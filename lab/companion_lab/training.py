@@ -101,6 +101,45 @@ CHOSEN_DECODE = {
 }
 
 
+@dataclass(frozen=True)
+class TrainConfig:
+    """What a training run or a resumed stage learns from, for how long, where, and how wide
+    its nets are (``train``, ``resume``; ``companion-lab train`` builds one from its options)."""
+
+    decks: tuple = TRAIN_DECKS  # deck names in ../shared/decks, or folders
+    scenes: int = 2400  # plain scenes of dataset ``seed``
+    seed: int = 1
+    epochs: int = 12  # passes over the data of a fresh run, when ``minutes`` is None
+    # train until this many minutes have passed (after rendering); a resumed stage: 60 if None
+    minutes: float | None = None
+    input_size: tuple[int, int] | None = None  # localizer input; None: 512x288 or the model's
+    scene_size: tuple[int, int] = (960, 540)
+    cache: str | Path | None = None  # a folder caching rendered scenes between runs
+    jitters: int = 1  # classifier crops per card and scene
+    # extra scenes of a resumed stage: rich in face-down cards, through a lens, restyled faces
+    back_scenes: int = 0
+    lens_scenes: int = 0
+    restyle_scenes: int = 0
+    workers: int = 1  # processes rendering scenes and cutting samples (same data for any number)
+    device: str = "cpu"  # where the nets train: "cpu" or "cuda"
+    deep_widths: dict | None = None  # the nets' widths (``DEEP_WIDTHS``); None: standard
+    tiny: bool = False  # half-width nets, for tests
+    command: str | None = None  # the command recorded in recognizer.json (default: sys.argv)
+
+    def recorded_command(self) -> str:
+        return self.command or " ".join(shlex.quote(a) for a in sys.argv)
+
+
+@dataclass(frozen=True)
+class NetSchedule:
+    """How one net trains in a resumed stage (``finetune_localizer``, ``finetune_classifier``)."""
+
+    lr: float = 1e-3  # peak learning rate
+    batch: int | None = None  # None: the training function's own
+    threads: int = 1  # torch threads
+    stage: int = 0  # the stage's number: each stage shuffles and augments differently
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -547,21 +586,20 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def stage_data(
-    recipe: SampleRecipe,
-    scenes: int,
-    seed: int,
-    workers: int = 1,
-    back_scenes=0,
-    lens_scenes=0,
-    restyle_scenes=0,
-):
+def stage_data(recipe: SampleRecipe, config: TrainConfig):
     """(localizer samples, classifier arrays or None, how many crops came from proposals) of
-    ``scenes`` scenes of dataset ``seed``, of ``back_scenes`` scenes of the "backs" variant
-    (dataset ``seed + BACK_SCENES_SEED_OFFSET``), of ``lens_scenes`` scenes of the "lens"
-    variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``) and of ``restyle_scenes`` scenes of the
-    "restyle" variant (dataset ``seed + RESTYLE_SCENES_SEED_OFFSET``)."""
-    parts = [stage_samples(scenes, seed, recipe, workers)]
+    ``config.scenes`` scenes of dataset ``config.seed``, of its ``back_scenes`` scenes of the
+    "backs" variant (dataset ``seed + BACK_SCENES_SEED_OFFSET``), of its ``lens_scenes`` scenes
+    of the "lens" variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``) and of its
+    ``restyle_scenes`` scenes of the "restyle" variant (dataset
+    ``seed + RESTYLE_SCENES_SEED_OFFSET``), cut by ``config.workers`` processes."""
+    seed, workers = config.seed, config.workers
+    back_scenes, lens_scenes, restyle_scenes = (
+        config.back_scenes,
+        config.lens_scenes,
+        config.restyle_scenes,
+    )
+    parts = [stage_samples(config.scenes, seed, recipe, workers)]
     # The classifier cuts its crops of the "backs" scenes too: it, not only the localizer, was
     # unsure of plain backs (in a scratch trace, 23 of 55 missed backs cut at their true box
     # were named "back" less than half sure). The last number keeps each set's shuffling apart.
@@ -1207,28 +1245,27 @@ def _localizer_job(net, data, epochs, seed, out, deadline, device, queue):
     queue.put(history)
 
 
-def train(
-    out: str | Path = "companion/models",
-    decks=TRAIN_DECKS,
-    scenes: int = 3000,
-    epochs: int = 12,
-    seed: int = 1,
-    tiny: bool = False,
-    scene_size=(960, 540),
-    eval_scenes: int = 200,
-    classifier_epochs: int | None = None,
-    command: str | None = None,
-    cache: str | Path | None = None,
-    workers: int = 2,
-    minutes: float | None = None,
-    jitters: int = 1,
-    input_size: tuple[int, int] | None = None,
-    device: str = "cpu",
-    deep_widths: dict | None = None,
-) -> dict:
-    """Render, train both nets on ``device``, export to ONNX and write ``recognizer.json``;
-    returns the metadata. ``deep_widths``: the nets' widths (``DEEP_WIDTHS``)."""
+def train(out: str | Path = "companion/models", config: TrainConfig | None = None) -> dict:
+    """Render ``config.scenes`` scenes, train both nets from scratch on ``config.device`` for
+    ``config.epochs`` (or ``config.minutes``), export to ONNX and write ``recognizer.json``;
+    returns the metadata."""
     import torch
+
+    config = config or TrainConfig()
+    decks, scenes, seed, epochs, minutes = (
+        config.decks,
+        config.scenes,
+        config.seed,
+        config.epochs,
+        config.minutes,
+    )
+    scene_size, cache, workers, jitters = (
+        config.scene_size,
+        config.cache,
+        config.workers,
+        config.jitters,
+    )
+    input_size, device, tiny = config.input_size, config.device, config.tiny
 
     torch.set_num_threads(1)
     out = Path(out)
@@ -1247,7 +1284,7 @@ def train(
     deadline = time.time() + 60 * minutes if minutes else None
     log(f"data ready: {len(loc_data)} frames, {len(crops)} crops ({time.time() - t_start:.0f}s)")
 
-    widths = {**DEEP_WIDTHS, **(deep_widths or {})}
+    widths = {**DEEP_WIDTHS, **(config.deep_widths or {})}
     localizer, classifier = build_nets(tiny, widths)
     # The two nets train side by side in two single-threaded processes: on a small shared CPU,
     # one thread per process beats two threads per process (no OpenMP spin-wait collapse).
@@ -1258,7 +1295,7 @@ def train(
     ce = train_classifier(
         classifier,
         cls_data,
-        classifier_epochs or epochs,
+        epochs,
         rng,
         checkpoint=out / "classifier.ckpt",
         deadline=deadline,
@@ -1274,7 +1311,7 @@ def train(
         cls_name,
         st,
         {
-            "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+            "command": config.recorded_command(),
             "decks": [Path(d).name for d in decks],
             "scenes": scenes,
             "scene_size": list(scene_size),
@@ -1666,33 +1703,16 @@ def export_yardstick(out_dir="companion/models", size: int = 640) -> Path:
 
 
 def finetune_localizer(
-    out="companion/models",
-    init=None,
-    scenes: int = 2400,
-    seed: int = 1,
-    decks=TRAIN_DECKS,
-    minutes: float = 30,
-    input_size=(512, 288),
-    scene_size=(960, 540),
-    cache=None,
-    lr: float = 1e-3,
-    threads: int = 1,
-    tiny: bool = False,
-    deep_widths: dict | None = None,
-    stage: int = 0,
-    back_scenes: int = 0,
-    workers: int = 1,
-    device: str = "cpu",
-    batch: int = 16,
+    out: str | Path,
+    init: str | Path | None,
+    config: TrainConfig,
+    schedule: NetSchedule = NetSchedule(batch=16),
     data: list | None = None,
-    lens_scenes: int = 0,
-    restyle_scenes: int = 0,
 ) -> tuple[Path, list]:
-    """Continue training a localizer checkpoint at another input size (sharper targets),
-    on ``scenes`` scenes plus ``back_scenes`` scenes of the "backs" variant (and then the
-    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss), ``lens_scenes``
-    of the "lens" variant and ``restyle_scenes`` of the "restyle" variant, or on ``data``
-    already cut (``stage_data``).
+    """Continue training the localizer checkpoint ``init`` for ``config.minutes`` (30 if None)
+    at ``config.input_size`` (512x288 if None), on ``config.scenes`` scenes plus its extra
+    scenes (with "backs" scenes, the centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in
+    the heat loss), or on ``data`` already cut (``stage_data``).
 
     Writes ``localizer.ckpt`` in ``out`` and returns its path and the heat loss per epoch;
     ``export_trained`` turns checkpoints into ONNX.
@@ -1700,78 +1720,63 @@ def finetune_localizer(
     """
     import torch
 
-    torch.set_num_threads(threads)
+    input_size = config.input_size or (512, 288)
+    seed, stage, back_scenes = config.seed, schedule.stage, config.back_scenes
+    torch.set_num_threads(schedule.threads)
     out = Path(out)
     if data is None:
         st = Settings(input_width=input_size[0], input_height=input_size[1])
         recipe = SampleRecipe(
-            decks=tuple(str(d) for d in decks),
-            scene_size=tuple(scene_size),
-            cache=str(cache) if cache else None,
+            decks=tuple(str(d) for d in config.decks),
+            scene_size=tuple(config.scene_size),
+            cache=str(config.cache) if config.cache else None,
             localizer=st,
             # a stage with the extra face-down scenes also weighs face-down centres more
             back_weight=BACK_HEAT_WEIGHT if back_scenes else 1.0,
             key=(seed, stage),
         )
-        data, _, _ = stage_data(
-            recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
-        )
+        data, _, _ = stage_data(recipe, config)
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
-    net, _ = build_nets(tiny, deep_widths)
+    net, _ = build_nets(config.tiny, config.deep_widths)
     rng = np.random.default_rng((seed + 7, stage))
     return _train_until(
-        train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes, device, batch
+        train_localizer, net, init, data, rng, out / "localizer.ckpt", config, schedule
     )
 
 
 def finetune_classifier(
-    out="companion/models",
-    init=None,
-    localizer=None,
-    scenes: int = 2400,
-    seed: int = 1,
-    decks=TRAIN_DECKS,
-    minutes: float = 30,
-    input_size=(768, 448),
-    scene_size=(960, 540),
-    cache=None,
-    lr: float = 1e-3,
-    threads: int = 1,
-    jitters: int = 1,
-    proposal_threshold: float = 0.15,
+    out: str | Path,
+    init: str | Path | None,
+    config: TrainConfig,
+    schedule: NetSchedule = NetSchedule(batch=128),
+    localizer: str | Path | None = None,
     peak_spacing: float = 0.0,
-    tiny: bool = False,
-    deep_widths: dict | None = None,
-    stage: int = 0,
-    workers: int = 1,
-    device: str = "cpu",
-    batch: int = 128,
+    proposal_threshold: float = 0.15,
     data: tuple | None = None,
-    back_scenes: int = 0,
-    lens_scenes: int = 0,
-    restyle_scenes: int = 0,
 ) -> tuple[Path, list, int]:
-    """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
-    ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``),
-    decoded as the model will decode them (``peak_spacing``), on ``scenes`` scenes plus
-    ``back_scenes`` scenes of the "backs" variant, ``lens_scenes`` of the "lens" variant and
-    ``restyle_scenes`` of the "restyle" variant; or on ``data`` already cut.
+    """Continue training the classifier checkpoint ``init`` for ``config.minutes`` (30 if None)
+    on jittered true boxes plus the boxes that the ONNX ``localizer`` (run at
+    ``config.input_size``, 768x448 if None) proposes on the same scenes (``cascade_samples``),
+    decoded as the model will decode them (``peak_spacing``), on ``config.scenes`` scenes plus
+    its extra scenes; or on ``data`` already cut.
 
     Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
     of crops.
     """
     import torch
 
-    torch.set_num_threads(threads)
+    input_size = config.input_size or (768, 448)
+    seed, stage = config.seed, schedule.stage
+    torch.set_num_threads(schedule.threads)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if data is None:
         recipe = SampleRecipe(
-            decks=tuple(str(d) for d in decks),
-            scene_size=tuple(scene_size),
-            cache=str(cache) if cache else None,
+            decks=tuple(str(d) for d in config.decks),
+            scene_size=tuple(config.scene_size),
+            cache=str(config.cache) if config.cache else None,
             classifier=Settings(input_width=input_size[0], input_height=input_size[1]),
-            jitters=jitters,
+            jitters=config.jitters,
             proposer=str(localizer) if localizer else None,
             propose=Settings(
                 input_width=input_size[0],
@@ -1781,38 +1786,37 @@ def finetune_classifier(
             ),
             key=(seed, stage),
         )
-        _, data, cascade = stage_data(
-            recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
-        )
+        _, data, cascade = stage_data(recipe, config)
         log(f"{len(data[0])} crops ({cascade} at proposed boxes)")
-    _, net = build_nets(tiny, deep_widths)
+    _, net = build_nets(config.tiny, config.deep_widths)
     rng = np.random.default_rng((seed + 11, stage))
     ckpt, history = _train_until(
-        train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes, device, batch
+        train_classifier, net, init, data, rng, out / "classifier.ckpt", config, schedule
     )
     return ckpt, history, len(data[0])
 
 
 def _train_until(
-    train_net, net, init, data, rng, lr, checkpoint: Path, minutes: float, device="cpu", batch=None
+    train_net, net, init, data, rng, checkpoint: Path, config: TrainConfig, schedule: NetSchedule
 ):
     """Load ``init`` into ``net`` (grown to its widths: ``grown_state``), train it on
-    ``device`` for ``minutes`` of wall-clock time, keep the weights in ``checkpoint`` and the
-    loss per epoch beside it; returns (checkpoint, losses)."""
+    ``config.device`` for ``config.minutes`` (30 if None) of wall-clock time, keep the weights
+    in ``checkpoint`` and the loss per epoch beside it; returns (checkpoint, losses)."""
     import torch
 
     if init:
         net.load_state_dict(grown_state(torch.load(init, map_location="cpu"), net))
+    minutes = 30 if config.minutes is None else config.minutes
     history = train_net(
         net,
         data,
         1,
         rng,
-        lr=lr,
+        lr=schedule.lr,
         checkpoint=checkpoint,
         deadline=time.time() + 60 * minutes,
-        device=device,
-        **({"batch": batch} if batch else {}),
+        device=config.device,
+        **({"batch": schedule.batch} if schedule.batch else {}),
     )
     checkpoint.with_name(checkpoint.stem + "_history.json").write_text(json.dumps(history))
     return checkpoint, history
@@ -1888,14 +1892,9 @@ def _averaged_history(
     averaged = {
         "command": command,
         "nets": "both",
-        # the stages before this one from ``trained_apart_from`` on were trained apart from
-        # the nets of ``from``; these nets are the average of the two
-        "averaged": {
-            "with": str(average_with),
-            "share": share,
-            "from": str(start),
-            "trained_apart_from": len(ours) + 1,
-        },
+        # the stages above it from ``len(ours) + 1`` on were trained apart from the nets of
+        # ``from``; these nets are the average of the two
+        "averaged": {"with": str(average_with), "share": share, "from": str(start)},
     }
     return {**training, "stages": [*ours, *added, averaged]}
 
@@ -1973,53 +1972,55 @@ def _finetune_localizer_job(kwargs, queue):
 def resume(
     out: str | Path,
     start: str | Path = "companion/models",
-    decks=TRAIN_DECKS,
-    scenes: int = 2400,
-    seed: int = 1,
-    minutes: float = 60,
-    input_size: tuple[int, int] | None = None,
-    scene_size=(960, 540),
-    cache=None,
-    jitters: int = 1,
-    command: str | None = None,
+    config: TrainConfig | None = None,
     localizer_only: bool = False,
-    back_scenes: int = 0,
-    workers: int = 1,
-    device: str = "cpu",
-    lr_scale: float = 1.0,
     classifier_only: bool = False,
-    lens_scenes: int = 0,
-    restyle_scenes: int = 0,
-    deep_widths: dict | None = None,
+    lr_scale: float = 1.0,
 ) -> dict:
-    """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
-    localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
-    the boxes ``start``'s own localizer proposes (``cascade_samples``). Exports to ``out``.
+    """Continue training the model in ``start`` (its ``checkpoints/``) for ``config.minutes``
+    (60 if None): the localizer at ``config.input_size`` (the model's if None) and, side by
+    side, the classifier on jittered true boxes plus the boxes ``start``'s own localizer
+    proposes (``cascade_samples``). Exports to ``out``.
 
     ``localizer_only``: train the localizer alone, on both threads, and keep the classifier;
     ``classifier_only``: the other way round (the classifier is small: on a CPU it sees several
     times as many crops in the same minutes as when it shares the machine with the localizer).
-    ``back_scenes``: both nets also learn from that many scenes rich in face-down cards;
-    ``lens_scenes``: ...and from that many scenes each seen through a lens of its own
+    ``config.back_scenes``: both nets also learn from that many scenes rich in face-down
+    cards; ``lens_scenes``: ...and from that many scenes each seen through a lens of its own
     (``synth.SceneConfig.p_lens``), as a webcam's wide-angle lens bends the table;
     ``restyle_scenes``: ...and from that many scenes whose faces are printed in inks of their
     own (``synth.SceneConfig.p_restyle``), as a deck never seen may be.
-    ``workers``: processes cutting the samples (the scenes are the same for any number).
-    ``device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
+    ``config.device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
     ``lr_scale``: multiplies both nets' learning rates (``RESUME_LR``), e.g. to fine-tune a
     model trained with a GPU's larger batches on a CPU's smaller ones.
-    ``deep_widths``: the nets grow to these widths (``DEEP_WIDTHS``; ``grown_state``) before
-    training; a net not named keeps its width, and none can shrink.
+    ``config.deep_widths``: the nets grow to these widths (``DEEP_WIDTHS``; ``grown_state``)
+    before training; a net not named keeps its width, and none can shrink.
     """
     from companion.recognizer import RecognizerError
+
+    config = config or TrainConfig()
+    if config.minutes is None:
+        config = replace(config, minutes=60)
+    decks, scenes, seed, minutes, device = (
+        config.decks,
+        config.scenes,
+        config.seed,
+        config.minutes,
+        config.device,
+    )
+    back_scenes, lens_scenes, restyle_scenes = (
+        config.back_scenes,
+        config.lens_scenes,
+        config.restyle_scenes,
+    )
 
     if localizer_only and classifier_only:
         raise ValueError("train the localizer only or the classifier only, not both")
     start, out = Path(start), Path(out)
     old, ckpts = _trained_model(start, "to resume from")
     shape = model_shape(old)
-    widths = {**shape["deep_widths"], **(deep_widths or {})}
+    widths = {**shape["deep_widths"], **(config.deep_widths or {})}
     for net, width in widths.items():
         if width < shape["deep_widths"][net]:
             raise RecognizerError(
@@ -2030,73 +2031,46 @@ def resume(
     if (localizer_only and "classifier" in grown) or (classifier_only and "localizer" in grown):
         raise RecognizerError("Only a net that trains in this stage can grow.")
     settings = Settings.from_dict(old.get("settings", {}))
-    if input_size:
-        settings = replace(settings, input_width=input_size[0], input_height=input_size[1])
+    if config.input_size:
+        width, height = config.input_size
+        settings = replace(settings, input_width=width, input_height=height)
     size = (settings.input_width, settings.input_height)
     work = out / "resume-work"
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     batches = GPU_BATCHES if device.startswith("cuda") else CPU_BATCHES
     lrs = {net: lr * lr_scale for net, lr in RESUME_LR.items()}
-    common = dict(
-        scenes=scenes,
-        seed=seed,
-        decks=decks,
-        minutes=minutes,
-        input_size=size,
-        scene_size=scene_size,
-        cache=cache,
-        threads=1,
-        tiny=shape["tiny"],
-        deep_widths=widths,
-        # each stage shuffles and augments the same scenes differently
-        stage=len(old.get("training", {}).get("stages", [])) + 1,
-        workers=workers,
-        device=device,
-        lens_scenes=lens_scenes,
-        restyle_scenes=restyle_scenes,
-    )
-    localizer_job = dict(
-        out=work,
-        init=ckpts / "localizer.pt",
-        lr=lrs["localizer"],
-        back_scenes=back_scenes,
-        batch=batches["localizer"],
-        **common,
-    )
+    stage_config = replace(config, input_size=size, tiny=shape["tiny"], deep_widths=widths)
+    # each stage shuffles and augments the same scenes differently
+    stage_number = len(old.get("training", {}).get("stages", [])) + 1
+    schedules = {
+        net: NetSchedule(lr=lrs[net], batch=batches[net], threads=1, stage=stage_number)
+        for net in ("localizer", "classifier")
+    }
     loc_ckpt = work / "localizer.ckpt"
     if localizer_only:
-        _, heat = finetune_localizer(**{**localizer_job, "threads": 2})
+        schedule = replace(schedules["localizer"], threads=2)
+        _, heat = finetune_localizer(work, ckpts / "localizer.pt", stage_config, schedule)
         cls_ckpt, ce, crops = ckpts / "classifier.pt", None, 0
     elif classifier_only:
         cls_ckpt, ce, crops = finetune_classifier(
             work,
-            init=ckpts / "classifier.pt",
+            ckpts / "classifier.pt",
+            stage_config,
+            replace(schedules["classifier"], threads=2),
             localizer=start / old["localizer"],
-            lr=lrs["classifier"],
-            jitters=jitters,
-            batch=batches["classifier"],
-            back_scenes=back_scenes,
             peak_spacing=settings.peak_spacing,
-            **{**common, "threads": 2},
         )
         loc_ckpt, heat = ckpts / "localizer.pt", None
     else:
         cls_ckpt, ce, crops, heat = _resume_both(
-            start,
-            old,
-            settings,
-            common,
-            localizer_job,
-            jitters,
-            batches["classifier"],
-            lrs["classifier"],
+            start, old, settings, stage_config, schedules, work
         )
     training = dict(old.get("training", {}))
     if widths != DEEP_WIDTHS:  # no net shrinks, so a model with widths keeps them
         training["deep_widths"] = widths
     stage = {
-        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "command": config.recorded_command(),
         "resumed_from": str(start),
         "nets": "localizer" if localizer_only else "classifier" if classifier_only else "both",
         "input_size": list(size),
@@ -2155,7 +2129,12 @@ def resume(
 
 
 def _resume_both(
-    start: Path, old: dict, settings: Settings, common: dict, localizer_job, jitters, batch, lr
+    start: Path,
+    old: dict,
+    settings: Settings,
+    config: TrainConfig,
+    schedules: dict[str, NetSchedule],
+    work: Path,
 ):
     """Both nets side by side, the localizer in a forked process, on samples cut in one pass
     over the scenes. Returns (classifier checkpoint, its losses, crops made, the localizer's
@@ -2163,38 +2142,35 @@ def _resume_both(
     # cut as finetune_localizer and finetune_classifier cut them on their own
     size = dict(input_width=settings.input_width, input_height=settings.input_height)
     recipe = SampleRecipe(
-        decks=tuple(str(d) for d in common["decks"]),
-        scene_size=tuple(common["scene_size"]),
-        cache=str(common["cache"]) if common["cache"] else None,
+        decks=tuple(str(d) for d in config.decks),
+        scene_size=tuple(config.scene_size),
+        cache=str(config.cache) if config.cache else None,
         localizer=Settings(**size),
-        back_weight=BACK_HEAT_WEIGHT if localizer_job["back_scenes"] else 1.0,
+        back_weight=BACK_HEAT_WEIGHT if config.back_scenes else 1.0,
         classifier=Settings(**size),
-        jitters=jitters,
+        jitters=config.jitters,
         proposer=str(start / old["localizer"]),
         propose=Settings(**size, heat_threshold=0.15, peak_spacing=settings.peak_spacing),
-        key=(common["seed"], common["stage"]),
+        key=(config.seed, schedules["localizer"].stage),
     )
-    loc_data, crops, cascade = stage_data(
-        recipe,
-        common["scenes"],
-        common["seed"],
-        common["workers"],
-        localizer_job["back_scenes"],
-        common["lens_scenes"],
-        common["restyle_scenes"],
-    )
+    loc_data, crops, cascade = stage_data(recipe, config)
     log(f"{len(loc_data)} frames, {len(crops[0])} crops ({cascade} at proposed boxes)")
     # fork before torch starts its threads here: its thread pool does not survive a fork
-    job, queue = start_forked(_finetune_localizer_job, {**localizer_job, "data": loc_data})
-    del loc_data
+    localizer_job = dict(
+        out=work,
+        init=start / CHECKPOINTS / "localizer.pt",
+        config=config,
+        schedule=schedules["localizer"],
+        data=loc_data,
+    )
+    job, queue = start_forked(_finetune_localizer_job, localizer_job)
+    del loc_data, localizer_job
     cls_ckpt, ce, n_crops = finetune_classifier(
-        localizer_job["out"],
-        init=start / CHECKPOINTS / "classifier.pt",
-        lr=lr,
-        jitters=jitters,
-        batch=batch,
+        work,
+        start / CHECKPOINTS / "classifier.pt",
+        config,
+        schedules["classifier"],
         data=crops,
-        **common,
     )
     heat = wait_for_report(job, queue, "localizer")
     return cls_ckpt, ce, n_crops, heat

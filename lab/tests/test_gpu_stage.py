@@ -140,7 +140,9 @@ def test_a_stage_runs_detached_is_collected_annealed_then_exported_fitted_and_pa
     control = json.loads((tmp_path / "stage.control" / "recognizer.json").read_text())
     assert control["localizer"] == json.loads(committed)["localizer"]
     assert control["training"]["acceptance"]["scenes_per_deck"] == 30
-    assert (ROOT / "companion" / "models" / "recognizer.json").read_bytes() == committed  # left as it was
+    assert (
+        ROOT / "companion" / "models" / "recognizer.json"
+    ).read_bytes() == committed  # left as it was
     assert sorted(p.name for p in out.glob("control-*.json")) == [
         "control-" + name[len("eval-") :] for name in evals
     ]

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -439,17 +440,20 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     pytest.importorskip("onnx")
     if not SHARED_DECKS.is_dir():
         pytest.skip("../shared/decks missing")
-    from companion_lab.training import train
+    from companion_lab.training import TrainConfig, train
 
     meta = train(
         tmp_path,
-        decks=[str(SHARED_DECKS / "traditional-ngs")],
-        scenes=16,
-        epochs=8,
-        seed=3,
-        tiny=True,
-        scene_size=(640, 360),
-        command="pytest",
+        TrainConfig(
+            decks=(str(SHARED_DECKS / "traditional-ngs"),),
+            scenes=16,
+            epochs=8,
+            seed=3,
+            tiny=True,
+            scene_size=(640, 360),
+            workers=2,
+            command="pytest",
+        ),
     )
     assert meta["classes"] == list(CLASSES)
     from companion_lab.training import CHOSEN_DECODE
@@ -525,7 +529,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
 
     # a second stage resumes from the kept checkpoints at another input size
     from companion_lab import training
-    from companion_lab.training import resume
+    from companion_lab.training import TrainConfig, resume
 
     peaks = []  # the peak learning rates the classifier's schedule (run here) was given
     schedule = training._Schedule
@@ -539,14 +543,16 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     resumed = resume(
         tmp_path / "resumed",
         tmp_path,
-        decks=[str(SHARED_DECKS / "traditional-ngs")],
-        scenes=8,
-        seed=4,
-        minutes=0.1,
-        input_size=(320, 192),
-        scene_size=(640, 360),
-        command="pytest",
-        workers=2,  # the samples are cut in a pool of processes
+        TrainConfig(
+            decks=(str(SHARED_DECKS / "traditional-ngs"),),
+            scenes=8,
+            seed=4,
+            minutes=0.1,
+            input_size=(320, 192),
+            scene_size=(640, 360),
+            command="pytest",
+            workers=2,  # the samples are cut in a pool of processes
+        ),
         lr_scale=0.5,
     )
     assert peaks == [training.RESUME_LR["classifier"] * 0.5]
@@ -624,19 +630,24 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     result = runner.invoke(main, ["train", "--export-from", str(tmp_path / "again")])
     assert result.exit_code == 2 and "unreadable" in result.output
 
-    def one_net_stage(scenes, seed, **only):
+    def one_net_stage(scenes, seed, localizer_only=False, classifier_only=False, **options):
         """A short stage of one net in place, also on as many scenes rich in face-down cards."""
-        return resume(
-            tmp_path / "resumed",
-            tmp_path / "resumed",
-            decks=[str(SHARED_DECKS / "traditional-ngs")],
+        config = TrainConfig(
+            decks=(str(SHARED_DECKS / "traditional-ngs"),),
             scenes=scenes,
             seed=seed,
             minutes=0.1,
             scene_size=(640, 360),
             command="pytest",
             back_scenes=scenes,
-            **only,
+            **options,
+        )
+        return resume(
+            tmp_path / "resumed",
+            tmp_path / "resumed",
+            config,
+            localizer_only=localizer_only,
+            classifier_only=classifier_only,
         )
 
     # a third stage trains the localizer alone, also on scenes rich in face-down cards, after
@@ -711,19 +722,20 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
         classifier=Settings(input_width=768, input_height=448),
         key=(5, 4),
     )
-    plain = training.stage_data(recipe, 3, 5)[1]
-    with_backs = training.stage_data(recipe, 3, 5, back_scenes=3)[1]
+    stage = TrainConfig(scenes=3, seed=5)
+    plain = training.stage_data(recipe, stage)[1]
+    with_backs = training.stage_data(recipe, replace(stage, back_scenes=3))[1]
     assert len(with_backs[0]) > len(plain[0])
     assert (with_backs[1] == class_id("back")).sum() > (plain[1] == class_id("back")).sum()
     # ...and of scenes seen through a lens: the plain crops first, then the lens scenes' own
-    with_lens = training.stage_data(recipe, 3, 5, lens_scenes=2)[1]
+    with_lens = training.stage_data(recipe, replace(stage, lens_scenes=2))[1]
     assert len(with_lens[0]) > len(plain[0])
     assert np.array_equal(with_lens[0][: len(plain[0])], plain[0])
     lens_seed = 5 + training.LENS_SCENES_SEED_OFFSET
     bent = training.render(synth.scene_seed(lens_seed, 0), recipe.decks, 640, 360, "lens")
     assert bent.conditions["lens_k"] != 0.0
     # ...and of scenes printed in inks of their own, after the plain crops too
-    with_style = training.stage_data(recipe, 3, 5, restyle_scenes=2)[1]
+    with_style = training.stage_data(recipe, replace(stage, restyle_scenes=2))[1]
     assert len(with_style[0]) > len(plain[0])
     assert np.array_equal(with_style[0][: len(plain[0])], plain[0])
     styled_seed = 5 + training.RESTYLE_SCENES_SEED_OFFSET
@@ -940,7 +952,13 @@ def test_stage_samples_do_not_depend_on_the_number_of_workers(tmp_path, monkeypa
         pytest.skip("../shared/decks missing")
     import tempfile
 
-    from companion_lab.training import SampleRecipe, build_nets, stage_data, train_localizer
+    from companion_lab.training import (
+        SampleRecipe,
+        TrainConfig,
+        build_nets,
+        stage_data,
+        train_localizer,
+    )
 
     # the workers hand their samples over in files of a temporary folder: none may be left
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -954,8 +972,9 @@ def test_stage_samples_do_not_depend_on_the_number_of_workers(tmp_path, monkeypa
         propose=Settings(input_width=320, input_height=192, heat_threshold=0.15),
         key=(7, 1),
     )
-    one = stage_data(recipe, 6, 5, workers=1, back_scenes=2)
-    two = stage_data(recipe, 6, 5, workers=2, back_scenes=2)
+    config = TrainConfig(scenes=6, seed=5, back_scenes=2)
+    one = stage_data(recipe, replace(config, workers=1))
+    two = stage_data(recipe, replace(config, workers=2))
     assert len(one[0]) == len(two[0]) == 8  # 6 scenes and 2 of the "backs" variant
     for a, b in zip(one[0], two[0], strict=True):
         assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
@@ -963,7 +982,9 @@ def test_stage_samples_do_not_depend_on_the_number_of_workers(tmp_path, monkeypa
     for x, y in zip(one[1], two[1], strict=True):
         assert np.array_equal(x, y)
     # another key, other random streams: other crops from the same scenes
-    other = stage_data(SampleRecipe(**{**recipe.__dict__, "key": (7, 2)}), 6, 5)
+    other = stage_data(
+        SampleRecipe(**{**recipe.__dict__, "key": (7, 2)}), TrainConfig(scenes=6, seed=5)
+    )
     assert not np.array_equal(other[1][0], one[1][0])
     assert list(tmp_path.glob("companion-samples-*")) == []
 
@@ -1095,18 +1116,28 @@ def test_average_weights_takes_its_share_of_each_tensor_and_refuses_other_shapes
 
 def test_resume_grows_only_a_net_it_trains(tmp_path):
     pytest.importorskip("torch")
-    from companion_lab.training import resume
+    from companion_lab.training import TrainConfig, resume
 
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "localizer.pt").write_bytes(b"")
     meta = {"training": {"deep_widths": {"localizer": 2.0}}}
     (tmp_path / "recognizer.json").write_text(json.dumps(meta))
     with pytest.raises(RecognizerError, match="is 2 wide; a net can grow but not shrink"):
-        resume(tmp_path / "out", tmp_path, deep_widths={"localizer": 1.5})
+        resume(tmp_path / "out", tmp_path, TrainConfig(deep_widths={"localizer": 1.5}))
     with pytest.raises(RecognizerError, match="Only a net that trains"):
-        resume(tmp_path / "out", tmp_path, classifier_only=True, deep_widths={"localizer": 3})
+        resume(
+            tmp_path / "out",
+            tmp_path,
+            TrainConfig(deep_widths={"localizer": 3}),
+            classifier_only=True,
+        )
     with pytest.raises(RecognizerError, match="Only a net that trains"):
-        resume(tmp_path / "out", tmp_path, localizer_only=True, deep_widths={"classifier": 2})
+        resume(
+            tmp_path / "out",
+            tmp_path,
+            TrainConfig(deep_widths={"classifier": 2}),
+            localizer_only=True,
+        )
     assert not (tmp_path / "out").exists()
     result = CliRunner().invoke(
         main,
@@ -1181,7 +1212,7 @@ def test_cli_augmentation_ablation_trains_three_arms_on_the_same_layouts():
                 "--tiny",
                 "--json",
                 "--reference",
-                str(Path(__file__).resolve().parents[1] / "companion" / "models"),
+                str(Path(__file__).resolve().parents[2] / "companion" / "models"),
             ],
         )
         .stdout
