@@ -67,6 +67,7 @@ __all__ = [
     "CardCaptured",
     "CaptureCorrected",
     "CaptureRemoved",
+    "CaptureChecked",
     "KoiCalled",
     "StopCalled",
     "HandDeclared",
@@ -331,7 +332,46 @@ class _PlayerEvent(Event):
 
 @dataclass(frozen=True)
 class CardCaptured(_PlayerEvent):
+    """A card taken into a player's captures. The camera adds what scoring ignores: ``source``
+    ("camera"), ``confidence`` (0..1), ``check`` (true: the tablet asks "check this card") and
+    ``alternatives`` (the next likeliest codes, offered first when correcting)."""
+
     type: ClassVar[str] = "card_captured"
+    card: str = _required()
+    source: str | None = None
+    confidence: float | None = None
+    check: bool | None = None
+    alternatives: tuple | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "card", _card_text(self.card))
+        if self.source is not None:
+            object.__setattr__(self, "source", _name(self.source, "capture source"))
+        if self.confidence is not None:
+            value = self.confidence
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise IllegalEvent(f"The confidence must be a number from 0 to 1, not {value!r}.")
+            object.__setattr__(self, "confidence", round(float(value), 4))
+        if self.check is not None and not isinstance(self.check, bool):
+            raise IllegalEvent(f"The check flag must be true or false, not {self.check!r}.")
+        if self.alternatives is not None:
+            alts = self.alternatives
+            if isinstance(alts, str) or not isinstance(alts, list | tuple):
+                raise IllegalEvent("The alternatives must be a list of card codes.")
+            alts = tuple(_card_text(c, "alternative card") for c in alts)
+            object.__setattr__(self, "alternatives", alts or None)
+
+    def describe(self) -> str:
+        flag = " (check it)" if self.check else ""
+        return f"{self.player} captured {self.card}{flag}"
+
+
+@dataclass(frozen=True)
+class CaptureChecked(_PlayerEvent):
+    """A capture flagged for a check was looked at and is right as read."""
+
+    type: ClassVar[str] = "capture_checked"
     card: str = _required()
 
     def __post_init__(self):
@@ -339,7 +379,7 @@ class CardCaptured(_PlayerEvent):
         object.__setattr__(self, "card", _card_text(self.card))
 
     def describe(self) -> str:
-        return f"{self.player} captured {self.card}"
+        return f"{self.player}: {self.card} checked"
 
 
 @dataclass(frozen=True)
@@ -655,6 +695,7 @@ class MatchState:
         self._pending: list[str] = []  # sides owing a Koi/Stop decision, oldest first
         self._baseline: dict[str, dict[str, int]] = {}  # yaku points at the last Koi
         self._owner: dict[str, str] = {}  # card code -> side, this round
+        self._checks: dict[str, dict] = {}  # card code -> open check, this round
         self._hand_keys: dict = {}
         self._previous: MatchState | None = None
 
@@ -696,6 +737,15 @@ class MatchState:
     @property
     def mode(self) -> str:
         return self.rules.mode if self.rules else "yaku"
+
+    @property
+    def checks(self) -> list[dict]:
+        """Captures the camera read with doubt, to be confirmed or corrected on the tablet:
+        ``{"player", "card", "alternatives": [codes]}``, oldest first."""
+        return [
+            {"player": c["player"], "card": c["card"], "alternatives": list(c["alternatives"])}
+            for c in self._checks.values()
+        ]
 
     def members(self, side: str) -> tuple:
         return tuple(self.teams[side]) if self.teams else (side,)
@@ -749,6 +799,7 @@ class MatchState:
             "rounds_won": dict(self.rounds_won),
             "outcome": self.outcome.to_dict() if self.outcome else None,
             "redeals": self.redeals,
+            "checks": self.checks,
             "warnings": list(self.warnings),
             "events": len(self.log),
         }
@@ -796,6 +847,7 @@ class MatchState:
             "rounds_won",
             "_baseline",
             "_owner",
+            "_checks",
             "_hand_keys",
             "options",
         ):
@@ -971,6 +1023,7 @@ def _reset_round(s: MatchState) -> None:
     s.captures = {p: [] for p in s.players}
     s.koi = {p: 0 for p in s.players}
     s._owner = {}
+    s._checks = {}
     s._pending = []
     s._baseline = {}
     s._hand_keys = {}
@@ -1016,7 +1069,25 @@ def _card_captured(s: MatchState, e: CardCaptured):
         raise IllegalEvent(f"{side} {who} {_card_label(s, card)} this round.")
     s.captures[side].append(card)
     s._owner[card.code] = side
+    alternatives = tuple(_resolve_card(s, c).code for c in e.alternatives or ())
+    if e.check:
+        s._checks[card.code] = {"player": side, "card": card.code, "alternatives": alternatives}
     _after_capture_change(s, side)
+    return dataclasses.replace(
+        e,
+        player=s.canonical_name(e.player),
+        card=card.code,
+        alternatives=alternatives or None,
+    )
+
+
+def _capture_checked(s: MatchState, e: CaptureChecked):
+    _need_round(s, "checking captures")
+    side = s.side_of(e.player)
+    card = _held_card(s, side, e.card)
+    if card.code not in s._checks:
+        raise IllegalEvent(f"{_card_label(s, card)} has no open check.")
+    del s._checks[card.code]
     return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
 
 
@@ -1039,6 +1110,7 @@ def _capture_corrected(s: MatchState, e: CaptureCorrected):
         raise IllegalEvent(f"{owner} already holds {_card_label(s, new_card)} this round.")
     caps = s.captures[side]
     caps[caps.index(card)] = new_card
+    s._checks.pop(card.code, None)  # a correction answers the check
     del s._owner[card.code]
     s._owner[new_card.code] = side
     _after_capture_change(s, side)
@@ -1052,6 +1124,7 @@ def _capture_removed(s: MatchState, e: CaptureRemoved):
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     s.captures[side].remove(card)
+    s._checks.pop(card.code, None)
     del s._owner[card.code]
     _after_capture_change(s, side)
     return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
@@ -1212,6 +1285,7 @@ _HANDLERS = {
     "card_captured": _card_captured,
     "capture_corrected": _capture_corrected,
     "capture_removed": _capture_removed,
+    "capture_checked": _capture_checked,
     "koi_called": _koi_called,
     "stop_called": _stop_called,
     "hand_declared": _hand_declared,

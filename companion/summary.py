@@ -188,6 +188,10 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
 def summary_from_store(store, match=None) -> MatchSummary:
     """The summary of match ``match`` (the most recent one when None) in a MatchStore."""
     info = store.resolve_match(match)
+    if getattr(info, "game", "koikoi") == "hanamikoji":
+        from companion import hanamikoji_summary
+
+        return hanamikoji_summary.build_summary(store.state(info.id), info, store.events(info.id))
     return build_summary(store.state(info.id), info, store.events(info.id))
 
 
@@ -351,6 +355,8 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None) -> str:
     ``back_url``: a link back to the match, shown on screen only (the tablet page)."""
     from markupsafe import Markup
 
+    if not isinstance(summary, MatchSummary):  # another game's summary renders itself
+        return summary.render_html(back_url=back_url)
     template = _environment().get_template(TEMPLATE_NAME)
     return template.render(
         s=summary,
@@ -639,6 +645,8 @@ def render(summary: MatchSummary, fmt: str) -> bytes:
     """The summary in ``fmt`` (text, html, pdf, json) as bytes ready to write."""
     import json
 
+    if not isinstance(summary, MatchSummary):  # another game's summary renders itself
+        return summary.render(fmt)
     if fmt == "text":
         return render_text(summary).encode("utf-8")
     if fmt == "html":

@@ -90,6 +90,16 @@ SAMPLE_EVENTS = [
     {"type": "round_started", "oya": "Aiko", "field_brights": 2, "field": ["01-1", "08-1"]},
     {"type": "round_started"},
     {"type": "card_captured", "player": "Aiko", "card": "08-1"},
+    {
+        "type": "card_captured",
+        "player": "Aiko",
+        "card": "08-3",
+        "source": "camera",
+        "confidence": 0.42,
+        "check": True,
+        "alternatives": ["08-4", "09-3"],
+    },
+    {"type": "capture_checked", "player": "Aiko", "card": "08-3"},
     {"type": "capture_corrected", "player": "Aiko", "card": "08-2", "new_card": "08-3"},
     {"type": "capture_removed", "player": "Ben", "card": "12-4"},
     {"type": "koi_called", "player": "Ben"},
@@ -903,6 +913,81 @@ def test_whole_match_replays_to_the_expected_results(path):
     # The whole log round-trips through JSON and replays to the same state.
     again = replay([json.loads(json.dumps(e.to_dict())) for e in state.log])
     assert signature(again) == signature(state)
+
+
+# -- camera checks -----------------------------------------------------------------------------
+
+
+def _camera_round(*events):
+    return replay(
+        [
+            {"type": "match_started", "players": ["A", "B"], "rules": "livret", "rounds": 6},
+            {"type": "round_started"},
+            *events,
+        ]
+    )
+
+
+def _flagged(card, alternatives=("08-4",)):
+    return {
+        "type": "card_captured",
+        "player": "A",
+        "card": card,
+        "source": "camera",
+        "confidence": 0.3,
+        "check": True,
+        "alternatives": list(alternatives),
+    }
+
+
+def test_a_flagged_capture_opens_a_check_that_scoring_ignores():
+    plain = _camera_round({"type": "card_captured", "player": "A", "card": "08-3"})
+    flagged = _camera_round(_flagged("08-3"))
+    assert flagged.checks == [{"player": "A", "card": "08-3", "alternatives": ["08-4"]}]
+    assert flagged.to_dict()["checks"] == flagged.checks
+    assert plain.checks == []
+    assert flagged.hands["A"].to_dict() == plain.hands["A"].to_dict()
+
+
+def test_capture_checked_closes_the_check_without_changing_the_score():
+    flagged = _camera_round(_flagged("08-3"))
+    checked = apply(flagged, {"type": "capture_checked", "player": "A", "card": "08-3"})
+    assert checked.checks == []
+    assert [c.code for c in checked.captures["A"]] == ["08-3"]
+    with pytest.raises(IllegalEvent, match="no open check"):
+        apply(checked, {"type": "capture_checked", "player": "A", "card": "08-3"})
+    assert apply(checked, {"type": "undo"}).checks == flagged.checks
+
+
+def test_a_correction_or_a_removal_answers_the_check():
+    flagged = _camera_round(_flagged("08-3"), _flagged("09-4", ("09-3",)))
+    fixed = apply(
+        flagged, {"type": "capture_corrected", "player": "A", "card": "08-3", "new_card": "08-1"}
+    )
+    assert [c["card"] for c in fixed.checks] == ["09-4"]
+    removed = apply(fixed, {"type": "capture_removed", "player": "A", "card": "09-4"})
+    assert removed.checks == []
+
+
+def test_checks_are_cleared_by_the_next_round():
+    state = _camera_round(_flagged("08-3"), {"type": "cards_ran_out"})
+    assert len(state.checks) == 1
+    assert apply(state, {"type": "round_started"}).checks == []
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("confidence", 1.5), ("confidence", "high"), ("check", "yes"), ("alternatives", "08-4")],
+)
+def test_camera_fields_are_validated(field, value):
+    data = {"type": "card_captured", "player": "A", "card": "08-3", field: value}
+    with pytest.raises(IllegalEvent):
+        Event.from_dict(data)
+
+
+def test_plain_captures_keep_their_old_json():
+    event = Event.from_dict({"type": "card_captured", "player": "A", "card": "08-3"})
+    assert event.to_dict() == {"type": "card_captured", "player": "A", "card": "08-3"}
 
 
 # -- rule-format features the engine reads (issue 71) -------------------------------------------

@@ -40,7 +40,9 @@ PRESETS = [
 
 
 def load_case_files() -> dict[str, dict]:
-    return {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in CASES_DIR.glob("*.toml")}
+    files = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in CASES_DIR.glob("*.toml")}
+    # Rule-set cases only: hanamikoji.toml is another game (tests/test_hanamikoji.py).
+    return {name: data for name, data in files.items() if "preset" in data}
 
 
 CASE_FILES = load_case_files()
