@@ -283,6 +283,14 @@ def rules_show_command(name_or_file, option_pairs, as_json):
         click.echo(rules.describe())
 
 
+# The recognizer's model, for every command that runs it (vision, live).
+model_option = click.option(
+    "--model",
+    "model_path",
+    type=click.Path(),
+    help="Model metadata JSON or its folder (default: the committed model, companion/models).",
+)
+
 # The vision commands (detect, eval, bench, render) live in their own module.
 from companion.cli import vision  # noqa: E402,F401
 

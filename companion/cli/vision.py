@@ -12,14 +12,8 @@ from pathlib import Path
 import click
 
 from companion import CompanionError
-from companion.cli import echo_json, fail, friendly_errors, main, pct
+from companion.cli import echo_json, fail, friendly_errors, main, model_option, pct
 
-model_option = click.option(
-    "--model",
-    "model_path",
-    type=click.Path(),
-    help="Model metadata JSON (default: models/recognizer.json).",
-)
 tiny_option = click.option(
     "--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs)."
 )
