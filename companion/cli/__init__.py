@@ -292,7 +292,7 @@ model_option = click.option(
 )
 
 # The vision commands (detect, eval, bench, render) live in their own module.
-from companion.cli import vision  # noqa: E402,F401
+import companion.cli.vision  # noqa: E402,F401
 
 # ---------------------------------------------------------------------------------------------
 # Match store and tablet page: serve, demo, summary, matches, bench-live
