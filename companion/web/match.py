@@ -2,11 +2,12 @@
 
 ``POST /matches/<id>/events`` takes form fields (or htmx ``hx-vals``):
 
-    type          card_captured | capture_corrected | capture_removed | koi_called | stop_called
+    type          card_captured | capture_checked | capture_corrected | capture_removed
+                  | koi_called | stop_called
                   | hand_declared | field_brights_set | cards_ran_out | round_started | redeal
                   | undo
     player        a player of the match (the events that name one)
-    card          MM-K (captured / corrected / removed card)
+    card          MM-K (captured / checked / corrected / removed card)
     new_card      MM-K (capture_corrected)
     kind          teshi | kuttsuki | dealt_yaku, as the rules allow (hand_declared)
     count         brights in the dealt field (field_brights_set)
@@ -105,6 +106,17 @@ def side_of(state: MatchState, player: str) -> str:
     """The scoring side a name in a form stands for: the player, or the team he plays in
     (a member's capture is recorded under his own name and pooled by the engine)."""
     return state.side_of(player)  # IllegalEvent (400) for a name not in the match
+
+
+@bp.before_request
+def other_game():
+    """A Hanamikoji match has its own page (companion.web.hanamikoji); its summary is here."""
+    match_id = (request.view_args or {}).get("match_id")
+    if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
+        return None
+    if store().game(match_id) == "hanamikoji":
+        return redirect(url_for("hanamikoji.page", match_id=match_id), 303)
+    return None
 
 
 def _round_open(state: MatchState) -> bool:
@@ -224,7 +236,7 @@ def event_from_form(form) -> dict:
         if not player:
             raise WebError("The request does not say which player (player).", 400)
         event["player"] = player
-    if kind in ("card_captured", "capture_corrected", "capture_removed"):
+    if kind in ("card_captured", "capture_checked", "capture_corrected", "capture_removed"):
         event["card"] = _text_field(form, "card", "the card")
     if kind == "capture_corrected":
         event["new_card"] = _text_field(form, "new_card", "the card")

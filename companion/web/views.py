@@ -303,6 +303,8 @@ def describe(event, deck=None, teams=None) -> str:
         return text
     if kind == "card_captured":
         return f"{player} captured {_card_name(d.get('card'), deck)}"
+    if kind == "capture_checked":
+        return f"{player}: {_card_name(d.get('card'), deck)} checked, right as read"
     if kind == "capture_corrected":
         return (
             f"{player}: {_card_name(d.get('card'), deck)} corrected to "

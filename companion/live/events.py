@@ -1,0 +1,265 @@
+"""Capture decisions: stable table state in, engine events out, using the game's own structure.
+
+A capture brings two cards of one month into a capture area together (four when the fourth
+card of a month takes three). So the steady new cards of a capture area are decided as a
+group once the hand has left: among each card's likeliest codes, the group takes the joint
+reading that is likeliest while pairing by month (distinct codes, none already captured; a
+card that just left the field is likelier). A card whose reading stays doubtful, or a group
+whose months cannot pair, is flagged (``check``) for the tablet.
+
+The rest of a round's life: a dealt field seen on a clear table opens a round
+(``round_started`` with the field read; four of a month in it makes the engine propose a
+redeal); a table without backs for a while ends it (``cards_ran_out``); a cleared table
+after a round proposes the next one. Koi and Stop stay the players' taps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from companion.cards import Card, Category
+from companion.live.tracker import TableState
+
+SETTLE_FRAMES = 2  # frames without a hand before a group is decided
+PARTNER_WAIT = 0.8  # seconds an odd group waits for the rest of its capture
+CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
+UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
+FIELD_BONUS = math.log(4.0)  # a card that just left the field is this much likelier
+FIELD_RECENT = 60  # frames during which a card that left the field counts as just left
+DEAL_STEADY = 1.0  # seconds the dealt field lies still before the round is opened
+RAN_OUT_AFTER = 2.0  # seconds without backs in view (after some were) before cards ran out
+MAX_COMBOS = 20000
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One card of a decided group: its code, how sure, and whether to ask."""
+
+    track: int
+    seat: str
+    code: str
+    confidence: float
+    check: bool
+    alternatives: tuple
+    steady_since: int
+
+
+@dataclass
+class Proposal:
+    kind: str  # "redeal" | "next_round"
+    text: str
+
+
+@dataclass
+class DeciderOutput:
+    events: list = field(default_factory=list)  # engine event dicts
+    readings: list = field(default_factory=list)  # Reading per card_captured, same order
+    cleared: bool = False  # the table was cleared after a finished round: forget it
+
+
+def _month(code: str) -> int:
+    return int(code[:2])
+
+
+def _equivalent(code: str) -> tuple:
+    """Codes scoring never tells apart share a key: the plain chaff of one month (not the
+    lightning 11-4 nor the coloured 12-2 chaff, which some rule sets score)."""
+    card = Card.from_code(code)
+    if card.category is Category.CHAFF and code not in ("11-4", "12-2"):
+        return (card.month, "chaff")
+    return (code,)
+
+
+def pairs_up(codes) -> bool:
+    """Whether a group of captured cards can be whole captures: each month two or four."""
+    return all(n in (2, 4) for n in Counter(_month(c) for c in codes).values())
+
+
+def resolve_group(arrivals, owned=(), field_left=None, field_now=()) -> list[tuple]:
+    """The group's reading: [(code, confidence, check, alternatives)] in arrival order.
+
+    ``owned``: codes already captured this round (impossible); ``field_left``: codes that
+    just left the field (likelier); ``field_now``: codes lying steadily on the field (unlikelier).
+    """
+    owned = set(owned)
+    field_left = set(field_left or ())
+    field_now = set(field_now)
+    n = len(arrivals)
+    k = 5 if n <= 4 else 3 if n <= 6 else 2
+    options = []
+    for a in arrivals:
+        opts = []
+        for code, p in a.candidates:
+            if code in owned:
+                continue
+            score = math.log(max(p, 1e-9))
+            if code in field_left:
+                score += FIELD_BONUS
+            if code in field_now:
+                score -= FIELD_BONUS
+            opts.append((score, code))
+        opts.sort(reverse=True)
+        options.append(opts[:k] or [(math.log(1e-9), a.candidates[0][0])])
+    best_valid, best_any = None, None
+    count = 0
+    for combo in itertools.product(*options):
+        count += 1
+        if count > MAX_COMBOS:
+            break
+        codes = [c for _, c in combo]
+        if len(set(codes)) != n:
+            continue
+        score = sum(s for s, _ in combo)
+        if best_any is None or score > best_any[0]:
+            best_any = (score, codes)
+        if pairs_up(codes) and (best_valid is None or score > best_valid[0]):
+            best_valid = (score, codes)
+    paired = best_valid is not None
+    chosen = (best_valid or best_any or (0.0, [o[0][1] for o in options]))[1]
+    out = []
+    for i, (a, code) in enumerate(zip(arrivals, chosen, strict=True)):
+        probs = dict(a.candidates)
+        others = chosen[:i] + chosen[i + 1 :]
+        # the readings this card could have with the others as chosen: free codes, and when
+        # the group pairs, only those keeping it paired (the pair rule is near certain)
+        possible = [
+            c
+            for c, _ in a.candidates
+            if c not in owned
+            and c not in others
+            and (not paired or c == code or pairs_up([*others, c]))
+        ]
+        key = _equivalent(code)
+        same = sum(probs[c] for c in possible if _equivalent(c) == key)
+        total = sum(probs[c] for c in possible) or 1.0
+        confidence = min(1.0, same / total) if paired else min(1.0, same)
+        alternatives = tuple(c for c, _ in a.candidates if c != code and c not in owned)[:3]
+        check = confidence < CHECK_BELOW or probs.get(code, 0.0) < UNLIKELY or not paired
+        out.append((code, confidence, check, alternatives))
+    return out
+
+
+class CaptureDecider:
+    """``decider.step(table, match) -> DeciderOutput``: the events a table state calls for.
+
+    ``seats`` maps the layout's seat labels to the match's players (seat order by default).
+    """
+
+    def __init__(self, players_per_deal: dict | None = None):
+        self._odd_since: dict[str, float] = {}
+        self._deal_since: float | None = None
+        self._deal_codes: tuple = ()
+        self._backs_seen = False
+        self._no_backs_since: float | None = None
+        self.proposal: Proposal | None = None
+        self._round_seen = False  # the current round's table has been watched
+
+    def step(self, table: TableState, match, seats: dict) -> DeciderOutput:
+        out = DeciderOutput()
+        if match is None or not match.started or match.finished:
+            return out
+        if match.round_in_progress:
+            self.proposal = self._redeal_proposal(match)
+            self._captures(table, match, seats, out)
+            self._ran_out(table, match, out)
+        else:
+            self._between_rounds(table, match, out)
+        return out
+
+    # -- during a round ----------------------------------------------------------------------
+
+    def _captures(self, table: TableState, match, seats: dict, out: DeciderOutput) -> None:
+        if table.hand_present:
+            return
+        if table.hand_since is not None and table.frame - table.hand_since < SETTLE_FRAMES:
+            return
+        owned = {c.code for cards in match.captures.values() for c in cards}
+        recent = {c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT}
+        for seat, arrivals in table.arrivals.items():
+            player = seats.get(seat)
+            if not arrivals or player is None:
+                self._odd_since.pop(seat, None)
+                continue
+            newest = max(a.steady_since for a in arrivals)
+            if table.frame - newest < SETTLE_FRAMES:
+                continue
+            if len(arrivals) % 2:
+                since = self._odd_since.setdefault(seat, table.time)
+                if table.time - since < PARTNER_WAIT:
+                    continue
+            self._odd_since.pop(seat, None)
+            ordered = sorted(arrivals, key=lambda a: (a.steady_since, a.track))
+            readings = resolve_group(ordered, owned, recent, table.field)
+            for a, (code, conf, check, alts) in zip(ordered, readings, strict=True):
+                event = {
+                    "type": "card_captured",
+                    "player": player,
+                    "card": code,
+                    "source": "camera",
+                    "confidence": round(conf, 3),
+                }
+                if check:
+                    event["check"] = True
+                if alts:
+                    event["alternatives"] = list(alts)
+                out.events.append(event)
+                out.readings.append(Reading(a.track, seat, code, conf, check, alts, a.steady_since))
+                owned.add(code)
+
+    def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:
+        if table.backs > 0:
+            self._backs_seen = True
+            self._no_backs_since = None
+            return
+        if table.hand_present or any(table.arrivals.values()):
+            self._no_backs_since = None
+            return
+        if not self._backs_seen:
+            return
+        if self._no_backs_since is None:
+            self._no_backs_since = table.time
+        done = table.time - self._no_backs_since >= RAN_OUT_AFTER
+        if (done or table.cleared) and not match.pending_decision:
+            out.events.append({"type": "cards_ran_out"})
+            self._backs_seen = False
+            self._no_backs_since = None
+
+    def _redeal_proposal(self, match) -> Proposal | None:
+        if any("redeal" in w for w in match.warnings):
+            return Proposal("redeal", next(w for w in match.warnings if "redeal" in w))
+        return None
+
+    # -- between rounds -----------------------------------------------------------------------
+
+    def _between_rounds(self, table: TableState, match, out: DeciderOutput) -> None:
+        if match.rounds and any(table.captures.values()):
+            # the finished round's cards still lie there: wait for the table to be cleared
+            if table.cleared:
+                out.cleared = True
+                self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
+            return
+        if match.rounds and self.proposal is None and table.cleared:
+            self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
+        deal = _deal_size(match)
+        field_cards = tuple(sorted(table.field))
+        clear_captures = not any(table.arrivals.values())
+        if table.hand_present or len(field_cards) < deal or not clear_captures:
+            self._deal_since = None
+            return
+        if field_cards != self._deal_codes:
+            self._deal_codes, self._deal_since = field_cards, table.time
+            return
+        if table.time - (self._deal_since or table.time) < DEAL_STEADY:
+            return
+        out.events.append({"type": "round_started", "field": list(field_cards)})
+        self.proposal = None
+        self._backs_seen = table.backs > 0
+        self._no_backs_since = None
+        self._deal_since = None
+
+
+def _deal_size(match) -> int:
+    return 6 if len(match.players) >= 3 else 8

@@ -1,0 +1,230 @@
+"""The live pipeline: frames in, engine events in the store out.
+
+    pipeline = LivePipeline(Recognizer.load(), default_zones(2), store, match_id)
+    for frame in source:
+        pipeline.process(frame)      # -> list[StoredEvent] appended for this frame
+
+Motion gating (as Frigate does): each frame is shrunk to a small grey picture and compared
+with the previous one and with the last one the detector saw. The detector runs only when
+something changed since its last look, for a few frames after motion stops (so a card put
+down is seen steadily at once), and at least every ``refresh`` frames; while a hand sweeps
+over the table it looks at every other frame only. The rest of the time the table's state
+stands as it was.
+
+The store is the truth: corrections, removals and undos made on the tablet are read back
+(by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
+the round and a removed one is never brought back.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from companion.detections import Detections
+from companion.engine import IllegalEvent
+from companion.live.events import CaptureDecider
+from companion.live.tracker import HAND_MOTION, TableState, TableTracker
+from companion.live.zones import Zones
+
+MOTION_SIZE = (160, 90)
+PIXEL_CHANGE = 14  # grey levels (0..255) a small-picture pixel must change by to count
+CHANGED = 0.0015  # fraction of small-picture pixels changed since the detector's last look
+SETTLE_AFTER_MOTION = 6  # frames the detector keeps looking after motion stops
+REFRESH = 10  # the detector looks at least every this many frames
+
+
+@dataclass
+class CaptureRecord:
+    """When a capture was decided, for latency figures and the tablet's crops."""
+
+    player: str
+    card: str
+    seq: int
+    steady_frame: int
+    event_frame: int
+    event_time: float
+    check: bool
+    round: int = 0
+    crop: np.ndarray | None = field(default=None, repr=False)
+
+
+class LivePipeline:
+    """Ties detector, tracker and decider to one match of a store (see docs/LIVE.md)."""
+
+    def __init__(
+        self,
+        detector,
+        zones: Zones,
+        store,
+        match_id: int | None,
+        seats: dict | None = None,
+        *,
+        window: int = 6,
+        refresh: int = REFRESH,
+    ):
+        self.detector = detector
+        self.zones = zones
+        self.store = store
+        self.match_id = match_id
+        self._seats = seats
+        self.tracker = TableTracker(zones, window=window)
+        self.decider = CaptureDecider()
+        self.refresh = refresh
+        self.table: TableState = self.tracker.state
+        self.detections = Detections.empty()
+        self.frames = 0
+        self.detected_frames = 0
+        self.captures: list[CaptureRecord] = []
+        self.errors: list[str] = []
+        self._lock = threading.RLock()
+        self._seen_seq = 0
+        self._prev_small: np.ndarray | None = None
+        self._detected_small: np.ndarray | None = None
+        self._since_detect = 10**9
+        self._since_motion = 10**9
+        self._match_state = None
+
+    # -- reading the match ---------------------------------------------------------------------
+
+    def set_match(self, match_id: int | None) -> None:
+        with self._lock:
+            if match_id != self.match_id:
+                self.match_id = match_id
+                self._seen_seq = 0
+                self.tracker.reset_round()
+                self.decider = CaptureDecider()
+
+    def seats(self, state) -> dict:
+        """Seat label -> player name: the given mapping, else the layout's seats in order."""
+        if self._seats:
+            return dict(self._seats)
+        return dict(zip(self.zones.players, state.players, strict=False))
+
+    def _sync(self):
+        """Read the match back; apply the tablet's corrections to the tracker."""
+        if self.match_id is None:
+            return None
+        events = self.store.events(self.match_id, after_seq=self._seen_seq)
+        state = self._match_state
+        if events or state is None:
+            state = self.store.state(self.match_id)
+            for stored in events:
+                self._seen_seq = max(self._seen_seq, stored.seq)
+                e = stored.event
+                if e.type == "capture_corrected":
+                    self.tracker.rename(e.card, e.new_card)
+                    for record in self.captures:
+                        if record.card == e.card:
+                            record.card = e.new_card
+                elif e.type == "redeal":
+                    self.tracker.reset_round()
+            # whatever the tablet removed or undid is never brought back
+            held = {c.code for cards in state.captures.values() for c in cards}
+            if state.round_in_progress:
+                for code in list(self.tracker.registered()):
+                    if code not in held:
+                        self.tracker.forget(code)
+            self._match_state = state
+        return state
+
+    # -- one frame ---------------------------------------------------------------------------
+
+    def motion(self, image: np.ndarray) -> tuple[float, float]:
+        """(fraction moved since the previous frame, fraction changed since the detector's
+        last look), on a small blurred grey copy."""
+        grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
+        small = cv2.resize(grey, MOTION_SIZE, interpolation=cv2.INTER_AREA)
+        small = cv2.GaussianBlur(small, (3, 3), 0)
+        moved = changed = 1.0
+        if self._prev_small is not None:
+            moved = float(np.mean(cv2.absdiff(small, self._prev_small) > PIXEL_CHANGE))
+        if self._detected_small is not None:
+            changed = float(np.mean(cv2.absdiff(small, self._detected_small) > PIXEL_CHANGE))
+        self._prev_small = small
+        self._last_small = small
+        return moved, changed
+
+    def should_detect(self, moved: float, changed: float) -> bool:
+        if moved >= HAND_MOTION and self._since_detect < 2:
+            return False  # a hand sweeping: every other frame is enough, nothing settles
+        return (
+            changed >= CHANGED
+            or self._since_motion <= SETTLE_AFTER_MOTION
+            or self._since_detect >= self.refresh
+        )
+
+    def process(self, frame) -> list:
+        """Run one frame through; returns the StoredEvents it appended."""
+        with self._lock:
+            self.frames += 1
+            moved, changed = self.motion(frame.image)
+            self._since_motion = 0 if moved >= CHANGED else self._since_motion + 1
+            self._since_detect += 1
+            self.last_frame = frame
+            if not self.should_detect(moved, changed):
+                return []
+            self.detections = self.detector.detect(frame.image)
+            self.detected_frames += 1
+            self._since_detect = 0
+            self._detected_small = self._last_small
+            self.table = self.tracker.update(self.detections, frame, motion=moved)
+            state = self._sync()
+            if state is None:
+                return []
+            out = self.decider.step(self.table, state, self.seats(state))
+            if out.cleared:
+                self.tracker.reset_round()
+            appended = []
+            readings = iter(out.readings)
+            for event in out.events:
+                reading = next(readings) if event["type"] == "card_captured" else None
+                try:
+                    stored = self.store.append(self.match_id, event)
+                except IllegalEvent as exc:  # the tablet got there first, or the round ended
+                    self.errors.append(str(exc))
+                    continue
+                appended.append(stored)
+                self._seen_seq = stored.seq
+                if reading is not None:
+                    self.tracker.register(reading.track, reading.seat, reading.code)
+                    self.captures.append(
+                        CaptureRecord(
+                            player=event["player"],
+                            card=reading.code,
+                            seq=stored.seq,
+                            steady_frame=reading.steady_since,
+                            event_frame=frame.index,
+                            event_time=frame.time,
+                            check=reading.check,
+                            round=state.round_number,
+                            crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
+                        )
+                    )
+            if appended:
+                self._match_state = self.store.state(self.match_id)
+            return appended
+
+    @property
+    def proposal(self):
+        return self.decider.proposal
+
+    def crop(self, player: str, card: str) -> np.ndarray | None:
+        """The camera's picture of a capture (the latest record of that player and card)."""
+        for record in reversed(self.captures):
+            if record.card == card and record.player.casefold() == player.casefold():
+                return record.crop
+        return None
+
+
+def _crop(image: np.ndarray, quad: np.ndarray, margin: float = 0.15) -> np.ndarray:
+    """The card's bounding box with a margin, as pixels (a copy)."""
+    h, w = image.shape[:2]
+    lo, hi = quad.min(axis=0), quad.max(axis=0)
+    pad = (hi - lo) * margin
+    x0, y0 = np.maximum((lo - pad).astype(int), 0)
+    x1, y1 = np.minimum((hi + pad).astype(int) + 1, [w, h])
+    return image[y0:y1, x0:x1].copy()

@@ -1,0 +1,360 @@
+"""Replay a recorded table through the real pipeline, and score it against a truth file.
+
+    report = replay_video("table.mp4", detector, truth=load_truth("truth.json"))
+    report.rounds_exact, report.rounds_total, report.to_dict()
+
+The match lives in an in-memory store. Koi/Stop answers come from the truth file's
+``decisions`` in order, as a tablet's taps would (the next unused answer of that round and
+player); without one (or when it has none left for that player), a player stops at his first
+yaku. No correction is ever made, so ``rounds_exact`` counts rounds scored right by the camera
+alone. ``bench_pipeline`` times the same loop (frames per second, per-frame times, and the
+latency from a card lying steady to its event). The truth format is in docs/LIVE.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from companion import CompanionError
+from companion.engine import apply
+from companion.live.pipeline import LivePipeline
+from companion.live.sources import VideoFileSource
+from companion.live.zones import Zones, default_zones
+from companion.store import MatchStore
+
+
+class TruthError(CompanionError):
+    """A truth file that cannot be used (one sentence)."""
+
+
+def load_truth(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        truth = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TruthError(f"Cannot read the truth file {path} ({exc}).") from None
+    if not isinstance(truth, dict) or not str(truth.get("format", "")).startswith(
+        "companion-simulation/"
+    ):
+        raise TruthError(f"{path} is not a companion-simulation truth file.")
+    return truth
+
+
+@dataclass
+class RoundReport:
+    round: int
+    captures: dict  # player -> codes
+    points: dict
+    checks: list  # codes flagged for a check
+    truth_points: dict | None = None
+    truth_captures: dict | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.truth_points is not None and self.points == self.truth_points
+
+    def to_dict(self) -> dict:
+        data = {
+            "round": self.round,
+            "captures": self.captures,
+            "points": self.points,
+            "checks": self.checks,
+        }
+        if self.truth_points is not None:
+            data["truth_points"] = self.truth_points
+            data["exact"] = self.exact
+        return data
+
+
+@dataclass
+class ReplayReport:
+    rounds: list = field(default_factory=list)
+    frames: int = 0
+    detected_frames: int = 0
+    seconds: float = 0.0
+    frame_ms: list = field(default_factory=list)
+    truth: bool = False
+    rounds_total: int = 0
+    captures_missed: int = 0
+    captures_added: int = 0
+    captures_misnamed: int = 0
+    flagged_wrong: int = 0
+    unflagged_wrong: int = 0
+    steady_to_event_frames: list = field(default_factory=list)
+    steady_to_event_ms: list = field(default_factory=list)
+    wrong: list = field(default_factory=list)  # (round, player, code, flagged) of wrong captures
+    fps_video: float = 10.0
+
+    @property
+    def rounds_exact(self) -> int:
+        return sum(1 for r in self.rounds if r.exact)
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds else 0.0
+
+    def to_dict(self) -> dict:
+        data = {
+            "rounds": [r.to_dict() for r in self.rounds],
+            "frames": self.frames,
+            "detected_frames": self.detected_frames,
+        }
+        if self.truth:
+            data.update(
+                rounds_exact=self.rounds_exact,
+                rounds_total=self.rounds_total,
+                captures_missed=self.captures_missed,
+                captures_added=self.captures_added,
+                captures_misnamed=self.captures_misnamed,
+                flagged_wrong=self.flagged_wrong,
+                unflagged_wrong=self.unflagged_wrong,
+                steady_to_event_frames=self.steady_to_event_frames,
+            )
+        return data
+
+    def text(self) -> str:
+        lines = []
+        for r in self.rounds:
+            caps = "; ".join(f"{p}: {' '.join(c) or '-'}" for p, c in r.captures.items())
+            pts = ", ".join(f"{p} {n:+d}" for p, n in r.points.items())
+            line = f"Round {r.round}: {pts}  [{caps}]"
+            if r.checks:
+                line += f"  check: {' '.join(r.checks)}"
+            if r.truth_points is not None:
+                line += "  exact" if r.exact else f"  (truth {r.truth_points})"
+            lines.append(line)
+        if not self.rounds:
+            lines.append("No round was played.")
+        if self.truth:
+            lines.append(
+                f"{self.rounds_exact}/{self.rounds_total} rounds exact; captures missed "
+                f"{self.captures_missed}, added {self.captures_added}, misnamed "
+                f"{self.captures_misnamed}; wrong captures flagged {self.flagged_wrong}, "
+                f"not flagged {self.unflagged_wrong}"
+            )
+        return "\n".join(lines)
+
+
+def _match_setup(truth: dict | None) -> dict:
+    setup = {"players": ["A", "B"], "rules": "livret", "rounds": None, "oya": None}
+    if truth:
+        setup["players"] = list(truth.get("players") or setup["players"])
+        setup["rules"] = truth.get("rules") or "livret"
+        for item in truth.get("events", []):
+            event = item.get("event", {})
+            if event.get("type") == "match_started":
+                setup["rounds"] = event.get("rounds")
+                setup["oya"] = event.get("oya")
+                setup["options"] = event.get("options")
+                break
+    return setup
+
+
+class _Answers:
+    """Koi/Stop as the tablet's taps: the truth's answers in order, else stop."""
+
+    def __init__(self, truth: dict | None):
+        self.left = list((truth or {}).get("decisions", []))
+
+    def answer(self, round_number: int, player: str) -> str:
+        for i, d in enumerate(self.left):
+            if d.get("round") == round_number and d.get("player") == player:
+                del self.left[i]
+                return d.get("answer", "stop")
+        return "stop"
+
+
+def replay_video(
+    video: str | Path,
+    detector,
+    *,
+    zones: Zones | None = None,
+    truth: dict | None = None,
+    limit: int | None = None,
+) -> ReplayReport:
+    """Run the pipeline over every frame of ``video`` (as fast as the machine goes)."""
+    source = VideoFileSource(video)
+    if zones is None:
+        zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
+    zones = zones or default_zones(2)
+    setup = _match_setup(truth)
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(
+        players=setup["players"],
+        rules=setup["rules"],
+        rounds=setup["rounds"],
+        oya=setup["oya"],
+        options=setup.get("options"),
+    )
+    pipeline = LivePipeline(detector, zones, store, match_id)
+    answers = _Answers(truth)
+    report = ReplayReport(truth=truth is not None, fps_video=source.fps)
+    event_ms: dict[int, float] = {}
+    start = time.perf_counter()
+    with source:
+        for frame in source:
+            t0 = time.perf_counter()
+            appended = pipeline.process(frame)
+            state = store.state(match_id) if appended else None
+            while state is not None and state.pending_decision and state.round_in_progress:
+                player = state.pending_decision
+                kind = answers.answer(state.round_number, player)
+                event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
+                store.append(match_id, event)
+                state = store.state(match_id)
+            ms = (time.perf_counter() - t0) * 1000
+            report.frame_ms.append(ms)
+            if appended:
+                event_ms[frame.index] = ms
+            if limit is not None and frame.index + 1 >= limit:
+                break
+    report.seconds = time.perf_counter() - start
+    report.frames = pipeline.frames
+    report.detected_frames = pipeline.detected_frames
+    _rounds(report, store, match_id, pipeline)
+    if truth:
+        _compare(report, truth, pipeline, event_ms)
+    return report
+
+
+def _rounds(report: ReplayReport, store, match_id, pipeline) -> None:
+    """Per finished round: the captures as they stood when it ended, its points, its checks."""
+    state = None
+    for stored in store.events(match_id):
+        before = state
+        state = apply(state, stored.event)
+        if before is not None and len(state.rounds) > len(before.rounds):
+            result = state.rounds[-1]
+            report.rounds.append(
+                RoundReport(
+                    round=result.number,
+                    captures={p: [c.code for c in cs] for p, cs in before.captures.items()},
+                    points=dict(result.points),
+                    checks=[c["card"] for c in before.checks],
+                )
+            )
+    if state is not None and state.round_in_progress:  # the video ended mid-round
+        report.rounds.append(
+            RoundReport(
+                round=state.round_number,
+                captures={p: [c.code for c in cs] for p, cs in state.captures.items()},
+                points={p: 0 for p in state.players},
+                checks=[c["card"] for c in state.checks],
+            )
+        )
+
+
+def _compare(report: ReplayReport, truth: dict, pipeline, event_ms: dict) -> None:
+    truth_rounds = truth.get("rounds", [])
+    report.rounds_total = len(truth_rounds)
+    ours = {r.round: r for r in report.rounds}
+    flagged = {(rec.round, rec.player, rec.card): rec.check for rec in pipeline.captures}
+    for tr in truth_rounds:
+        number = tr["round"]
+        mine = ours.get(number)
+        if mine is None:
+            mine = RoundReport(number, {}, {}, [])
+            report.rounds.append(mine)
+        mine.truth_points = dict(tr.get("points", {}))
+        mine.truth_captures = {p: list(c) for p, c in tr.get("captures", {}).items()}
+        for player, codes in mine.truth_captures.items():
+            got = mine.captures.get(player, [])
+            missed = [c for c in codes if c not in got]
+            added = [c for c in got if c not in codes]
+            misnamed = min(len(missed), len(added))
+            report.captures_misnamed += misnamed
+            report.captures_missed += len(missed) - misnamed
+            report.captures_added += len(added) - misnamed
+            for code in added:
+                was_flagged = bool(flagged.get((number, player, code)))
+                report.wrong.append((number, player, code, was_flagged))
+                if was_flagged:
+                    report.flagged_wrong += 1
+                else:
+                    report.unflagged_wrong += 1
+    report.rounds.sort(key=lambda r: r.round)
+    # steady -> event, for the truth's captures the pipeline named right
+    first_frames = [
+        (tr["round"], tr.get("first_frame", 0), tr.get("last_frame")) for tr in truth_rounds
+    ]
+    records = {(rec.round, rec.player, rec.card): rec for rec in pipeline.captures}
+    for item in truth.get("events", []):
+        event = item.get("event", {})
+        if event.get("type") != "card_captured" or "steady_frame" not in item:
+            continue
+        number = next(
+            (
+                n
+                for n, lo, hi in first_frames
+                if lo <= item["frame"] and (hi is None or item["frame"] <= hi)
+            ),
+            None,
+        )
+        rec = records.get((number, event.get("player"), event.get("card")))
+        if rec is None:
+            continue
+        frames = rec.event_frame - int(item["steady_frame"])
+        report.steady_to_event_frames.append(frames)
+        report.steady_to_event_ms.append(
+            frames * 1000.0 / report.fps_video + event_ms.get(rec.event_frame, 0.0)
+        )
+
+
+def percentile(values, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+BENCH_DECK = "traditional-scan"  # held out from training
+BENCH_SEED = 4242
+
+
+def simulate(out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, rounds: int = 1):
+    """Render a simulated table with ``companion simulate`` (its command line is the stable
+    contract); returns (video path, truth path)."""
+    import subprocess
+    import sys
+
+    from companion import synth
+
+    deck_path = Path(deck) if Path(deck).is_dir() else synth.find_shared_dir() / "decks" / deck
+    cmd = [
+        sys.executable, "-m", "companion.cli", "simulate", "--deck", str(deck_path),
+        "--seed", str(seed), "--out", str(out_dir), "--rounds", str(rounds),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise CompanionError(f"Cannot render a simulated table ({last}).")
+    return out_dir / "table.mp4", out_dir / "truth.json"
+
+
+def bench_pipeline(detector, *, video=None, frames: int = 600) -> dict:
+    """The whole pipeline's speed on a 1280x720 simulated video (decoding included): frames
+    per second, the median milliseconds per frame, and the 95th percentile of the time from
+    a card lying steady in a capture area to its event (video time plus that frame's work)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
+        if video is None:
+            video, truth_path = simulate(Path(tmp))
+        else:
+            video = Path(video)
+            truth_path = video.with_name("truth.json")
+        truth = load_truth(truth_path) if Path(truth_path).is_file() else None
+        report = replay_video(video, detector, truth=truth, limit=frames)
+    p95 = percentile(report.steady_to_event_ms, 95)
+    return {
+        "video": Path(video).name,
+        "frames": report.frames,
+        "detected_frames": report.detected_frames,
+        "fps": round(report.fps, 2),
+        "ms_per_frame_median": round(float(np.median(report.frame_ms)), 2),
+        "ms_per_frame_p95": round(float(np.percentile(report.frame_ms, 95)), 2),
+        "steady_to_event_ms_p95": None if p95 is None else round(p95, 1),
+        "steady_to_event_frames": report.steady_to_event_frames,
+    }

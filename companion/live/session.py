@@ -1,0 +1,208 @@
+"""The live session: a frame source and the pipeline in a background thread, as the web page
+sees them (``app.extensions["companion_live"]``; the contract is in docs/LIVE.md).
+
+    session = LiveSession(open_source("camera:0"), Recognizer.load(), store, zones_path=...)
+    session.start()
+    session.status()          # camera state, fps, frames, match id, a message
+    session.latest_jpeg()     # the last frame, cards outlined and named, zones drawn
+    session.crop_jpeg("Aki", "08-3")
+    session.stop()
+
+The session follows ``match_id`` when given, else the most recent unfinished match of the
+store (looked up again every second, so a match started on the tablet is picked up). While
+the camera is lost the tally goes on by hand; frames resume within 5 s of it coming back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from companion.live.pipeline import LivePipeline
+from companion.live.zones import Zones, default_zones
+
+JPEG_QUALITY = 80
+MATCH_LOOKUP_EVERY = 1.0  # seconds
+
+
+def encode_jpeg(image: np.ndarray | None, quality: int = JPEG_QUALITY) -> bytes | None:
+    if image is None or image.size == 0:
+        return None
+    ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    return data.tobytes() if ok else None
+
+
+def draw_zones(image: np.ndarray, zones: Zones) -> np.ndarray:
+    """Zone outlines and names over a copy of the image."""
+    out = image.copy()
+    h, w = out.shape[:2]
+    for zone in zones:
+        pts = zone.pixels(w, h).round().astype(np.int32)
+        colour = (255, 200, 0) if zone.kind == "captures" else (200, 200, 200)
+        cv2.polylines(out, [pts], True, colour, 2, cv2.LINE_AA)
+        x, y = pts.min(axis=0)
+        cv2.putText(
+            out, zone.name, (int(x) + 6, int(y) + 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, colour, 2
+        )
+    return out
+
+
+class LiveSession:
+    """Owns a frame source and a ``LivePipeline``; thread-safe readers for the web page."""
+
+    def __init__(
+        self,
+        source,
+        detector,
+        store,
+        *,
+        zones: Zones | None = None,
+        zones_path: str | Path | None = None,
+        match_id: int | None = None,
+        realtime: bool = True,
+    ):
+        self.source = source
+        self.detector = detector
+        self.store = store
+        self.zones_path = Path(zones_path) if zones_path else None
+        if zones is None:
+            if self.zones_path and self.zones_path.is_file():
+                zones = Zones.load(self.zones_path)
+            else:
+                zones = default_zones(2)
+        self._fixed_match = match_id
+        self.pipeline = LivePipeline(detector, zones, store, match_id)
+        self.realtime = realtime  # a recording plays at its own pace (as a camera would)
+        self._lock = threading.Lock()
+        self._frame = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._times: list[float] = []
+        self._looked_up = 0.0
+        self.message = "Starting."
+
+    # -- the web page's side ------------------------------------------------------------------
+
+    @property
+    def zones(self) -> Zones:
+        return self.pipeline.zones
+
+    def set_zones(self, zones: Zones) -> None:
+        """Use a new layout now and keep it in the session's zone file (when it has one)."""
+        if self.zones_path:
+            zones.save(self.zones_path)
+        with self._lock:
+            self.pipeline.zones = zones
+            self.pipeline.tracker.zones = zones
+
+    def status(self) -> dict:
+        state = getattr(self.source, "state", "off")
+        times = self._times[-30:]
+        fps = 0.0
+        if len(times) >= 2 and times[-1] > times[0]:
+            fps = (len(times) - 1) / (times[-1] - times[0])
+        proposal = self.pipeline.proposal
+        return {
+            "camera": state if state in ("connecting", "live", "lost", "ended") else "off",
+            "source": self.source.describe() if self.source else "none",
+            "fps": round(fps, 1),
+            "frames": self.pipeline.frames,
+            "match_id": self.pipeline.match_id,
+            "message": self._message(state),
+            "proposal": None
+            if proposal is None
+            else {"kind": proposal.kind, "text": proposal.text},
+        }
+
+    def _message(self, state: str) -> str:
+        if state == "lost":
+            return "The camera is lost: keep score by hand, it reconnects by itself."
+        if state == "connecting":
+            return "Connecting to the camera."
+        if state == "ended":
+            return "The recording has ended."
+        if self.pipeline.match_id is None:
+            return "Start a match on the tablet: the camera follows the latest one."
+        return self.message
+
+    def latest_jpeg(self, annotated: bool = True) -> bytes | None:
+        with self._lock:
+            frame, det = self._frame, self.pipeline.detections
+        if frame is None:
+            return None
+        image = frame.image
+        if annotated:
+            from companion.recognizer import annotate
+
+            image = draw_zones(annotate(image, det) if len(det) else image, self.zones)
+        return encode_jpeg(image)
+
+    def snapshot_jpeg(self) -> bytes | None:
+        return self.latest_jpeg(annotated=False)
+
+    def crop_jpeg(self, player: str, card: str) -> bytes | None:
+        return encode_jpeg(self.pipeline.crop(player, card))
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def start(self) -> LiveSession:
+        self._thread = threading.Thread(target=self.run, name="companion-live", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.source.close()
+
+    def _follow_latest_match(self) -> None:
+        now = time.monotonic()
+        if self._fixed_match is not None or now - self._looked_up < MATCH_LOOKUP_EVERY:
+            return
+        self._looked_up = now
+        match_id = None
+        for info in self.store.matches():
+            if not info.finished:
+                match_id = info.id
+                break
+        self.pipeline.set_match(match_id)
+
+    def step(self) -> bool:
+        """Read and process one frame; False when there was none."""
+        self._follow_latest_match()
+        frame = self.source.read()
+        if frame is None:
+            return False
+        self.pipeline.process(frame)
+        with self._lock:
+            self._frame = frame
+        self._times.append(time.monotonic())
+        del self._times[:-60]
+        self.message = f"Following match {self.pipeline.match_id}."
+        return True
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while not self._stopping.is_set():
+            if self.source.state == "ended":
+                self.message = "The recording has ended."
+                self._stopping.wait(0.5)
+                continue
+            try:
+                got = self.step()
+            except Exception as exc:  # keep the tally alive: a frame that breaks is skipped
+                self.message = f"A frame could not be processed ({type(exc).__name__})."
+                got = False
+            if not got:
+                self._stopping.wait(0.05)
+                continue
+            if self.realtime and getattr(self.source, "finite", False):
+                due = start + self._frame.time
+                delay = due - time.monotonic()
+                if delay > 0:
+                    self._stopping.wait(delay)

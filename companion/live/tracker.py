@@ -1,0 +1,379 @@
+"""Stable table state: which card lies where, steadily, from one frame's detections to the next.
+
+Each of the 48 cards exists once, so a card's code ends up as its track; but a single frame can
+misname a card, so detections are first followed by position (quad overlap) into physical
+tracks, each fusing its class scores over the last ``window`` looks (the mean of
+log-probabilities built from the detector's top class and alternatives: a fused score, not a
+vote of top-1 guesses), and only then are codes handed out, one physical card per code.
+
+What the game guarantees, the tracker keeps:
+- A card counts in a zone once seen there in most of the last ``window`` looks at a still
+  position (``steady``).
+- A capture area only grows during a round: a registered capture is never dropped when it
+  vanishes (the next card of its fanned row covers it); its code is fixed when it is
+  registered (fully visible, on top) and only a tablet correction changes it.
+- A hand or arm over the table (much motion, or several steady cards vanishing at once)
+  freezes the state: nothing is added or removed while it is there.
+- Face-down cards (the draw pile, a hand laid on the table) are counted as backs, never
+  tracked as cards, so they never become captures.
+
+Registration (which steady arrival becomes which capture) is the ``CaptureDecider``'s call
+(``companion/live/events.py``); the tracker only offers arrivals and remembers decisions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from companion.cards import ALL_CODES
+from companion.detections import BACK_ID, CLASSES, Detections, iou_matrix
+from companion.live.zones import CAPTURES, FIELD, Zones
+
+N_CODES = len(ALL_CODES)
+FLOOR = 1e-4  # the least probability one look gives a class: one bad look never rules it out
+SAME_CARD_IOU = 0.55  # a fanned row's next card overlaps the one below by about 0.5
+SAME_NAME_DISTANCE = 0.45  # same top class: same card if the centres are this close (card heights)
+MOVED = 0.2  # a track whose centre moves this far (card heights) is in a hand, not lying
+HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or an arm
+VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
+CLEARED_AFTER = 1.5  # seconds without a face-up card in view: the table was cleared
+DOUBTFUL_BELOW = 0.8
+
+
+@dataclass
+class Track:
+    """One physical card followed over frames."""
+
+    id: int
+    quad: np.ndarray
+    zone: str | None
+    born: int  # update number
+    anchor: np.ndarray  # centre where it came to rest
+    looks: deque  # per-look log-probability vectors (N_CODES,), the last ``window``
+    hits: deque  # per update since birth: seen or not (bool), the last ``window``
+    last_seen: int = 0  # update number
+    last_seen_frame: int = 0
+    steady_since: int | None = None  # frame index
+    registered: str | None = None  # code, once a capture
+    seat: str | None = None
+    pinned: bool = False  # corrected on the tablet: the code is the player's
+    ignored: bool = False  # removed on the tablet: never offered again
+    code: str | None = None  # the code handed out this update
+
+    @property
+    def center(self) -> np.ndarray:
+        return self.quad.mean(axis=0)
+
+    @property
+    def height(self) -> float:
+        q = self.quad
+        return float(max(np.linalg.norm(q[0] - q[3]), np.linalg.norm(q[1] - q[2]), 1.0))
+
+    def posterior(self) -> np.ndarray:
+        """Fused probability over the 48 codes (geometric mean of the looks, normalised)."""
+        if not self.looks:
+            return np.full(N_CODES, 1.0 / N_CODES)
+        mean = np.mean(np.stack(self.looks), axis=0)
+        p = np.exp(mean - mean.max())
+        return p / p.sum()
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A steady, not yet registered card in a capture area, as the decider sees it."""
+
+    track: int
+    seat: str
+    candidates: tuple  # ((code, probability), ...) likeliest first
+    steady_since: int  # frame index
+    quad: np.ndarray = dataclasses.field(compare=False, repr=False)
+
+
+@dataclass
+class TableState:
+    """The table as it stands after a frame (see docs/LIVE.md)."""
+
+    frame: int = 0
+    time: float = 0.0
+    field: list = dataclasses.field(default_factory=list)
+    # seat -> codes, in the order they settled
+    captures: dict = dataclasses.field(default_factory=dict)
+    steady_since: dict = dataclasses.field(default_factory=dict)  # code -> frame index
+    doubtful: dict = dataclasses.field(default_factory=dict)  # code -> [(code, probability)]
+    backs: int = 0
+    hand_present: bool = False
+    arrivals: dict = dataclasses.field(default_factory=dict)  # seat -> [Arrival]
+    field_left: dict = dataclasses.field(default_factory=dict)  # code -> frame it left the field
+    cleared: bool = False  # no face-up card in view for a while
+    quads: dict = dataclasses.field(default_factory=dict)  # code -> quad (pixels), cards in view
+    hand_since: int | None = None  # frame index the hand was last seen (None: never)
+
+
+def look_vector(det: Detections, i: int) -> np.ndarray:
+    """One detection's log-probabilities over the 48 codes: its top class and alternatives,
+    the rest of the mass spread evenly over the others, floored at ``FLOOR``."""
+    p = np.zeros(N_CODES, np.float64)
+    mass = 0.0
+    cid = int(det.class_ids[i])
+    if cid < N_CODES:
+        p[cid] = float(det.confidence[i])
+        mass += p[cid]
+    for a, s in zip(det.alt_ids[i], det.alt_scores[i], strict=False):
+        if a < N_CODES and p[a] == 0:
+            p[a] = float(s)
+            mass += float(s)
+    rest = max(1.0 - mass, 0.0)
+    empty = p == 0
+    if empty.any():
+        p[empty] = rest / empty.sum()
+    return np.log(np.maximum(p, FLOOR))
+
+
+class TableTracker:
+    """``tracker.update(detections, frame) -> TableState``; see the module docstring."""
+
+    def __init__(self, zones: Zones, window: int = 6, steady: int = 4):
+        self.zones = zones
+        self.window = window
+        self.steady_looks = min(steady, window)
+        self.tracks: dict[int, Track] = {}
+        self._next_id = 1
+        self._updates = 0
+        self._order: list[int] = []  # registered track ids, in registration order
+        self._backs: deque = deque(maxlen=3)
+        self._last_card_time = 0.0
+        self._hand_frame: int | None = None
+        self._hand_until = -1  # update number until which the hand counts as present
+        self._field_left: dict[str, int] = {}
+        self.state = TableState()
+
+    # -- the tablet and the decider ----------------------------------------------------------
+
+    def register(self, track_id: int, seat: str, code: str) -> None:
+        track = self.tracks[track_id]
+        track.registered, track.seat = code, seat
+        self._order.append(track_id)
+
+    def registered(self) -> dict[str, Track]:
+        """code -> track, of the registered captures still counted."""
+        return {
+            self.tracks[t].registered: self.tracks[t]
+            for t in self._order
+            if t in self.tracks and not self.tracks[t].ignored
+        }
+
+    def rename(self, code: str, new_code: str) -> bool:
+        """A tablet correction: the physical card registered as ``code`` is ``new_code`` for
+        the rest of the round. False when no registered card had that code."""
+        track = self.registered().get(code)
+        if track is None:
+            return False
+        track.registered, track.pinned = new_code, True
+        return True
+
+    def forget(self, code: str) -> bool:
+        """A capture removed (or undone) on the tablet: its card is never offered again."""
+        track = self.registered().get(code)
+        if track is None:
+            return False
+        track.ignored = True
+        return True
+
+    def adopt(self, track_id: int, seat: str, code: str) -> None:
+        """Register a card the tablet already recorded (typed by hand): no event needed."""
+        self.register(track_id, seat, code)
+
+    def reset_round(self) -> None:
+        """A new round: everything forgotten (the table was cleared)."""
+        self.tracks.clear()
+        self._order.clear()
+        self._field_left.clear()
+
+    # -- one frame -----------------------------------------------------------------------------
+
+    def update(self, det: Detections, frame, motion: float = 0.0) -> TableState:
+        """Fold one frame's detections in. ``frame`` has ``index``, ``time`` and ``image`` (or
+        ``size``); ``motion``: the fraction of the (downscaled) frame that moved since the
+        previous one (a hand or an arm moves much of it)."""
+        self._updates += 1
+        u = self._updates
+        width, height = _frame_size(frame)
+        cards = det[det.class_ids != BACK_ID] if len(det) else det
+        backs = int(np.sum(det.class_ids == BACK_ID)) if len(det) else 0
+        self._backs.append(backs)
+        matched = self._associate(cards, u, frame.index)
+        for track in self.tracks.values():
+            track.hits.append(track.id in matched)
+        occluded = self._occluded(matched)
+        if motion >= HAND_MOTION or occluded:
+            self._hand_until = u + 1  # and the next look too: the hand is only just leaving
+            self._hand_frame = frame.index
+        hand = u <= self._hand_until
+        for i in range(len(cards)):
+            if i not in matched.values():
+                self._new_track(cards, i, u, frame.index)
+        for track in self.tracks.values():
+            c = track.center
+            track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
+        self._settle(u, frame.index, hand)
+        if len(cards):
+            self._last_card_time = frame.time
+        self.state = self._table_state(frame, hand)
+        return self.state
+
+    def _associate(self, cards: Detections, u: int, frame_index: int) -> dict[int, int]:
+        """Match detections to tracks (track id -> detection index), most overlapping first."""
+        ids = [t for t, tr in self.tracks.items() if not tr.ignored]
+        matched: dict[int, int] = {}
+        if not ids or not len(cards):
+            return matched
+        tquads = np.stack([self.tracks[t].quad for t in ids])
+        iou = iou_matrix(cards.quads, tquads)
+        centers = cards.quads.mean(axis=1)
+        pairs = []
+        for j, t in enumerate(ids):
+            track = self.tracks[t]
+            name = track.registered or track.code
+            dist = np.linalg.norm(centers - track.center, axis=1) / track.height
+            for i in range(len(cards)):
+                same = name is not None and CLASSES[cards.class_ids[i]] == name
+                if iou[i, j] >= SAME_CARD_IOU or (same and dist[i] < SAME_NAME_DISTANCE):
+                    pairs.append((iou[i, j] + (0.5 if same else 0.0), i, t))
+        used: set[int] = set()
+        for _, i, t in sorted(pairs, reverse=True):
+            if i in used or t in matched:
+                continue
+            used.add(i)
+            matched[t] = i
+            self._observe(self.tracks[t], cards, i, u, frame_index)
+        return matched
+
+    def _observe(self, track: Track, cards: Detections, i: int, u: int, frame_index: int):
+        quad = cards.quads[i].astype(np.float32)
+        if track.registered is None:
+            moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
+            if moved > MOVED:  # carried: it has not come to rest yet
+                track.anchor = quad.mean(axis=0)
+                track.steady_since = None
+                track.hits.clear()
+                track.looks.clear()
+            track.looks.append(look_vector(cards, i))
+            track.quad = quad
+        track.last_seen = u
+        track.last_seen_frame = frame_index
+
+    def _new_track(self, cards: Detections, i: int, u: int, frame_index: int) -> None:
+        quad = cards.quads[i].astype(np.float32)
+        track = Track(
+            id=self._next_id,
+            quad=quad,
+            zone=None,
+            born=u,
+            anchor=quad.mean(axis=0),
+            looks=deque([look_vector(cards, i)], maxlen=self.window),
+            hits=deque([True], maxlen=self.window),
+            last_seen=u,
+            last_seen_frame=frame_index,
+        )
+        self.tracks[track.id] = track
+        self._next_id += 1
+
+    def _occluded(self, matched: dict[int, int]) -> bool:
+        """Several steady cards missing from this look at once: a hand over them."""
+        missing = sum(
+            1
+            for t in self.tracks.values()
+            if t.steady_since is not None and t.registered is None and t.id not in matched
+        )
+        return missing >= VANISHED_AT_ONCE
+
+    def _settle(self, u: int, frame_index: int, hand: bool) -> None:
+        """Steadiness, and which unregistered tracks are gone (never while a hand is there)."""
+        gone = []
+        for track in self.tracks.values():
+            if track.registered is not None:
+                continue
+            seen = sum(track.hits)
+            if seen >= self.steady_looks and track.last_seen == u and not hand:
+                if track.steady_since is None:
+                    track.steady_since = frame_index
+            elif u - track.last_seen >= self.window - self.steady_looks + 1 and not hand:
+                if track.steady_since is not None and track.zone == FIELD and track.code:
+                    self._field_left[track.code] = frame_index
+                gone.append(track.id)
+            elif track.steady_since is not None and seen < self.steady_looks - 1 and not hand:
+                track.steady_since = None
+            if u - track.last_seen > 4 * self.window:
+                gone.append(track.id)  # long unseen, hand or not: a card carried away
+        for t in set(gone):
+            del self.tracks[t]
+
+    def _names(self) -> None:
+        """Hand out codes: one physical card per code, most confident first; codes held by
+        registered captures are taken."""
+        taken = {t.registered for t in self.tracks.values() if t.registered and not t.ignored}
+        open_tracks = [t for t in self.tracks.values() if t.registered is None and not t.ignored]
+        posts = {t.id: t.posterior() for t in open_tracks}
+        for t in open_tracks:
+            t.code = None
+        # steady cards choose first, then the surest
+        order = sorted(
+            open_tracks, key=lambda t: (t.steady_since is None, -float(posts[t.id].max()))
+        )
+        for t in order:
+            p = posts[t.id]
+            for cid in np.argsort(-p)[:6]:
+                code = ALL_CODES[cid]
+                if code not in taken:
+                    t.code = code
+                    taken.add(code)
+                    break
+
+    def candidates(self, track: Track, k: int = 5) -> tuple:
+        p = track.posterior()
+        top = np.argsort(-p)[:k]
+        return tuple((ALL_CODES[c], float(p[c])) for c in top)
+
+    def _table_state(self, frame, hand: bool) -> TableState:
+        self._names()
+        st = TableState(frame=frame.index, time=frame.time, hand_present=hand)
+        st.backs = max(self._backs) if self._backs else 0
+        st.hand_since = self._hand_frame
+        st.captures = {seat: [] for seat in self.zones.players}
+        for code, track in self.registered().items():
+            st.captures.setdefault(track.seat, []).append(code)
+            st.quads[code] = track.quad
+        st.arrivals = {seat: [] for seat in self.zones.players}
+        for track in self.tracks.values():
+            if track.registered is not None or track.ignored or track.steady_since is None:
+                continue
+            if track.zone == FIELD and track.code:
+                st.field.append(track.code)
+                st.steady_since[track.code] = track.steady_since
+                st.quads[track.code] = track.quad
+                p = track.posterior()
+                if p.max() < DOUBTFUL_BELOW:
+                    st.doubtful[track.code] = list(self.candidates(track, 3))
+            elif track.zone and track.zone.startswith(CAPTURES):
+                seat = self.zones[track.zone].player
+                st.arrivals.setdefault(seat, []).append(
+                    Arrival(track.id, seat, self.candidates(track), track.steady_since, track.quad)
+                )
+                if track.code:
+                    st.steady_since[track.code] = track.steady_since
+        st.field_left = dict(self._field_left)
+        st.cleared = frame.time - self._last_card_time >= CLEARED_AFTER and not any(
+            t.last_seen == self._updates for t in self.tracks.values()
+        )
+        return st
+
+
+def _frame_size(frame) -> tuple[int, int]:
+    image = getattr(frame, "image", None)
+    if image is not None:
+        return image.shape[1], image.shape[0]
+    return frame.size

@@ -1,0 +1,428 @@
+"""The live pipeline on hand-written detection sequences: no rendering, no model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from companion.detections import Detections, class_id
+from companion.live.events import CaptureDecider, pairs_up, resolve_group
+from companion.live.pipeline import LivePipeline
+from companion.live.sources import LiveSource, SourceError, open_source
+from companion.live.tracker import Arrival, TableTracker
+from companion.live.zones import default_zones
+from companion.store import MatchStore
+
+W, H = 1280, 720
+ZONES = default_zones(2)
+FIELD_SPOTS = [(250 + 110 * (i % 4), 300 if i < 4 else 420) for i in range(8)]
+DEAL = ["01-1", "02-3", "03-3", "05-1", "06-2", "08-3", "09-4", "11-2"]
+
+
+@dataclass
+class FakeFrame:
+    index: int
+    time: float
+    image: np.ndarray | None = None
+    size: tuple = (W, H)
+
+
+def quad(cx, cy, h=90.0):
+    w = h * 0.62
+    return [
+        [cx - w / 2, cy - h / 2],
+        [cx + w / 2, cy - h / 2],
+        [cx + w / 2, cy + h / 2],
+        [cx - w / 2, cy + h / 2],
+    ]
+
+
+def look(code, x, y, conf=0.95, alts=()):
+    """One detection: ``alts`` are (code, score) pairs after the top class."""
+    return (code, (x, y), conf, tuple(alts))
+
+
+def detections(looks) -> Detections:
+    looks = list(looks)
+    k = 3
+    alt_ids = np.zeros((len(looks), k), np.int64)
+    alt_scores = np.zeros((len(looks), k), np.float32)
+    for i, (_, _, _, alts) in enumerate(looks):
+        for j, (code, score) in enumerate(alts[:k]):
+            alt_ids[i, j] = class_id(code)
+            alt_scores[i, j] = score
+    return Detections(
+        quads=np.array([quad(*xy) for _, xy, _, _ in looks], np.float32).reshape(-1, 4, 2),
+        class_ids=np.array([class_id(c) for c, _, _, _ in looks], np.int64),
+        confidence=np.array([c for _, _, c, _ in looks], np.float32),
+        alt_ids=alt_ids,
+        alt_scores=alt_scores,
+    )
+
+
+class Scene:
+    """A table written by hand: cards lying at positions; ``run`` feeds the tracker."""
+
+    def __init__(self, tracker: TableTracker):
+        self.tracker = tracker
+        self.cards: dict[str, tuple] = {}
+        self.index = 0
+
+    def put(self, code, x, y, conf=0.95, alts=()):
+        self.cards[code] = look(code, x, y, conf, alts)
+
+    def take(self, *codes):
+        for code in codes:
+            self.cards.pop(code, None)
+
+    def run(self, frames=1, hide=(), motion=0.0, extra=()):
+        state = None
+        for _ in range(frames):
+            seen = [v for c, v in self.cards.items() if c not in hide] + list(extra)
+            frame = FakeFrame(self.index, self.index / 10)
+            state = self.tracker.update(detections(seen), frame, motion=motion)
+            self.index += 1
+        return state
+
+
+def dealt_scene():
+    scene = Scene(TableTracker(ZONES))
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        scene.put(code, x, y)
+    return scene
+
+
+# -- tracker -----------------------------------------------------------------------------------
+
+
+def test_a_card_counts_in_a_zone_once_seen_in_most_of_the_window():
+    scene = dealt_scene()
+    assert scene.run(2).field == []
+    state = scene.run(3)
+    assert sorted(state.field) == sorted(DEAL)
+    assert state.arrivals == {"A": [], "B": []}
+
+
+def test_a_field_card_misread_now_and_then_keeps_its_fused_name():
+    scene = dealt_scene()
+    scene.run(6)
+    for i in range(12):  # every third look calls 08-3 "08-4"
+        if i % 3 == 0:
+            scene.put("08-3", *FIELD_SPOTS[5], conf=0.55, alts=[("08-3", 0.4)])
+            scene.cards["08-3"] = look("08-4", *FIELD_SPOTS[5], 0.55, [("08-3", 0.4)])
+        else:
+            scene.put("08-3", *FIELD_SPOTS[5])
+        state = scene.run()
+        assert "08-3" in state.field and "08-4" not in state.field
+
+
+def test_a_hand_crossing_the_table_adds_and_removes_nothing():
+    scene = dealt_scene()
+    before = scene.run(6)
+    # the hand hides half the field and drags a blur of false cards over the capture area
+    blur = [look("07-1", 640, 600, 0.5), look("04-2", 700, 560, 0.45)]
+    during = scene.run(4, hide=DEAL[:4], motion=0.08, extra=blur)
+    assert sorted(during.field) == sorted(before.field)
+    assert during.hand_present
+    assert during.arrivals == {"A": [], "B": []}
+    after = scene.run(6)
+    assert sorted(after.field) == sorted(DEAL)
+    assert not after.hand_present and after.arrivals == {"A": [], "B": []}
+
+
+def test_many_steady_cards_vanishing_at_once_count_as_a_hand_even_without_motion():
+    scene = dealt_scene()
+    scene.run(6)
+    during = scene.run(3, hide=DEAL[:5])
+    assert during.hand_present
+    assert sorted(during.field) == sorted(DEAL)
+
+
+def test_a_fanned_capture_row_grows_and_covered_cards_stay():
+    scene = dealt_scene()
+    tracker = scene.tracker
+    scene.run(6)
+    scene.take("01-1")
+    scene.put("01-1", 300, 600)
+    scene.put("01-3", 330, 600)
+    state = scene.run(6)
+    arrivals = {a.candidates[0][0]: a for a in state.arrivals["A"]}
+    assert set(arrivals) == {"01-1", "01-3"}
+    for code, a in arrivals.items():
+        tracker.register(a.track, "A", code)
+    # the next card of the row lies a third of a card lower, on top: the two below vanish
+    scene.take("01-1", "01-3", "02-3")
+    scene.put("02-3", 330, 630)
+    scene.put("02-1", 360, 660)
+    state = scene.run(6)
+    assert state.captures["A"] == ["01-1", "01-3"]
+    assert sorted(a.candidates[0][0] for a in state.arrivals["A"]) == ["02-1", "02-3"]
+    assert state.arrivals["B"] == []
+
+
+def test_face_down_cards_are_backs_and_never_arrive():
+    scene = dealt_scene()
+    backs = [look("back", 1180, 360 + 4 * i, 0.9) for i in range(3)] + [look("back", 600, 650, 0.9)]
+    state = scene.run(6, extra=backs)
+    assert state.backs == 4
+    assert state.arrivals == {"A": [], "B": []}
+
+
+def test_a_card_seen_in_two_places_at_once_is_named_once():
+    scene = dealt_scene()
+    scene.put("03-2", 800, 420, conf=0.6, alts=[("03-3", 0.1)])
+    scene.cards["03-2"] = look("03-3", 800, 420, 0.6, [("03-2", 0.35)])
+    state = scene.run(6)
+    assert state.field.count("03-3") == 1
+    assert "03-2" in state.field
+
+
+# -- capture decisions ---------------------------------------------------------------------
+
+
+def arrival(track, *candidates, seat="A", since=0):
+    return Arrival(track, seat, tuple(candidates), since, np.zeros((4, 2)))
+
+
+def test_the_pair_rule_settles_a_doubtful_read_from_its_alternatives():
+    group = [arrival(1, ("09-1", 0.97)), arrival(2, ("08-3", 0.55), ("09-3", 0.35))]
+    (a, b) = resolve_group(group)
+    assert a[0] == "09-1" and not a[2]
+    assert b[0] == "09-3" and not b[2]
+    assert b[3][0] == "08-3"  # the misread stays offered as an alternative
+
+
+def test_a_capture_whose_months_cannot_pair_is_flagged():
+    group = [arrival(1, ("09-1", 0.97)), arrival(2, ("04-3", 0.95), ("04-4", 0.04))]
+    readings = resolve_group(group)
+    assert [r[0] for r in readings] == ["09-1", "04-3"]
+    assert all(r[2] for r in readings)
+
+
+def test_captured_cards_and_field_cards_shape_the_reading():
+    group = [arrival(1, ("05-1", 0.9)), arrival(2, ("05-2", 0.5), ("05-3", 0.45))]
+    assert resolve_group(group, owned={"05-2"})[1][0] == "05-3"
+    group = [arrival(1, ("05-1", 0.9)), arrival(2, ("05-3", 0.5), ("05-2", 0.45))]
+    assert resolve_group(group, field_left={"05-2"})[1][0] == "05-2"
+
+
+def test_the_fourth_card_of_a_month_takes_three():
+    group = [arrival(i, (f"06-{i}", 0.9)) for i in range(1, 5)]
+    assert pairs_up([r[0] for r in resolve_group(group)])
+    assert not pairs_up(["06-1", "06-2", "06-3"])
+
+
+# -- the pipeline with a scripted detector and a store ----------------------------------------
+
+
+class ScriptedDetector:
+    """Returns whatever the test says the table looks like now."""
+
+    def __init__(self):
+        self.looks: list = []
+        self.calls = 0
+
+    def detect(self, bgr):
+        self.calls += 1
+        return detections(self.looks)
+
+
+class Table:
+    """Frames whose pixels change when the cards do (for the motion gate), and the detections
+    the scripted detector reports for them."""
+
+    def __init__(self, pipeline, detector):
+        self.pipeline, self.detector = pipeline, detector
+        self.cards: dict[str, tuple] = {}
+        self.index = 0
+        self.events = []
+
+    def put(self, code, x, y, conf=0.95, alts=(), name=None):
+        self.cards[code] = look(name or code, x, y, conf, alts)
+
+    def take(self, *codes):
+        for code in codes:
+            self.cards.pop(code)
+
+    def image(self):
+        image = np.zeros((H, W, 3), np.uint8)
+        for _, (x, y), _, _ in self.cards.values():
+            q = np.array(quad(x, y), np.int32)
+            image[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = 200
+        return image
+
+    def run(self, frames=1, hand=False):
+        from companion.live.sources import Frame
+
+        for _ in range(frames):
+            image = self.image()
+            if hand:  # an arm: a big bright band sweeping
+                x = 100 + (self.index * 97) % 900
+                image[200:720, x : x + 260] = 255
+            self.detector.looks = [] if hand else list(self.cards.values())
+            frame = Frame(image, self.index, self.index / 10)
+            self.events += self.pipeline.process(frame)
+            self.index += 1
+        return self.pipeline.table
+
+
+@pytest.fixture
+def live():
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = ScriptedDetector()
+    pipeline = LivePipeline(detector, ZONES, store, match_id)
+    table = Table(pipeline, detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    return store, match_id, table
+
+
+def types(table):
+    return [e.event.type for e in table.events]
+
+
+def test_a_dealt_field_opens_the_round_with_the_field_read(live):
+    store, match_id, table = live
+    assert types(table) == ["round_started"]
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.field) == sorted(DEAL)
+    assert state.field_brights == 1
+
+
+def test_a_capture_becomes_events_and_a_hand_passing_makes_none(live):
+    store, match_id, table = live
+    table.run(8, hand=True)
+    table.run(8)
+    assert types(table) == ["round_started"]
+    table.take("08-3")
+    table.run(4, hand=True)
+    table.put("08-1", 300, 620)  # from the hand
+    table.put("08-3", 330, 620)
+    table.run(10)
+    captured = [e.event for e in table.events if e.event.type == "card_captured"]
+    assert sorted(e.card for e in captured) == ["08-1", "08-3"]
+    assert {e.player for e in captured} == {"Aki"}
+    assert all(e.source == "camera" and not e.check for e in captured)
+    record = table.pipeline.captures[0]
+    assert record.event_frame - record.steady_frame <= 5
+    assert table.pipeline.crop("Aki", "08-1") is not None
+    table.run(20)  # lying there: nothing more
+    assert len(store.state(match_id).captures["Aki"]) == 2
+
+
+def test_a_correction_on_the_tablet_sticks_to_that_card(live):
+    store, match_id, table = live
+    table.take("03-3")
+    table.run(3, hand=True)
+    table.put("03-3", 300, 100)
+    # B's hand card is the ribbon 03-2 but the camera reads the curtain 03-1, confidently
+    table.put("03-2", 330, 100, conf=0.9, alts=[("03-2", 0.05)], name="03-1")
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Ben"]) == ["03-1", "03-3"]
+    store.append(
+        match_id, {"type": "capture_corrected", "player": "Ben", "card": "03-1", "new_card": "03-2"}
+    )
+    table.run(12)  # the card still reads 03-1, covered and uncovered by a hand
+    table.run(3, hand=True)
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Ben"]) == ["03-2", "03-3"]
+    assert types(table).count("card_captured") == 2
+    assert table.pipeline.crop("Ben", "03-2") is not None
+
+
+def test_a_misread_partner_is_settled_by_the_pair_rule_and_flagged_when_unlikely(live):
+    store, match_id, table = live
+    table.take("03-3")
+    table.put("03-3", 300, 100)
+    table.put("03-1", 330, 100, conf=0.9, alts=[("03-1", 0.02)], name="04-1")
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Ben"]) == ["03-1", "03-3"]
+    assert [c["card"] for c in state.checks] == ["03-1"]
+    assert state.checks[0]["alternatives"][0] == "04-1"
+
+
+def test_a_removed_capture_is_never_brought_back(live):
+    store, match_id, table = live
+    table.take("05-1")
+    table.put("05-1", 300, 620)
+    table.put("05-2", 330, 620)
+    table.run(12)
+    store.append(match_id, {"type": "capture_removed", "player": "Aki", "card": "05-2"})
+    table.run(12)
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == ["05-1"]
+
+
+def test_the_motion_gate_skips_still_frames(live):
+    _, _, table = live
+    before = table.detector.calls
+    table.run(30)
+    assert table.detector.calls - before <= 30 // table.pipeline.refresh + 1
+
+
+# -- sources -------------------------------------------------------------------------------
+
+
+class FakeCapture:
+    def __init__(self, world):
+        self.world = world
+
+    def isOpened(self):
+        return self.world["plugged"]
+
+    def read(self):
+        if not self.world["plugged"]:
+            return False, None
+        return True, np.zeros((8, 8, 3), np.uint8)
+
+    def release(self):
+        pass
+
+
+def test_an_unplugged_camera_is_reopened_with_backoff_within_five_seconds():
+    world = {"plugged": True, "now": 0.0, "opens": 0}
+
+    def opener(target):
+        world["opens"] += 1
+        return FakeCapture(world)
+
+    source = LiveSource(0, opener=opener, clock=lambda: world["now"])
+    assert source.read() is not None and source.state == "live"
+    world["plugged"] = False
+    for _ in range(200):  # 20 s unplugged, read every 0.1 s
+        world["now"] += 0.1
+        assert source.read() is None
+    assert source.state == "lost"
+    assert world["opens"] < 15  # backoff, not a retry per read
+    world["plugged"] = True
+    back = world["now"]
+    while source.read() is None:
+        world["now"] += 0.1
+        assert world["now"] - back <= 5.0
+    assert source.state == "live"
+
+
+def test_sources_are_named_by_spec(tmp_path):
+    assert isinstance(open_source("camera:1"), LiveSource)
+    assert isinstance(open_source("rtsp://example.invalid/x"), LiveSource)
+    with pytest.raises(SourceError):
+        open_source(tmp_path / "missing.mp4")
+    with pytest.raises(SourceError):
+        open_source(tmp_path)  # an empty folder
+    import cv2
+
+    for i in range(3):
+        cv2.imwrite(str(tmp_path / f"{i:03d}.png"), np.full((8, 8, 3), i, np.uint8))
+    frames = list(open_source(tmp_path))
+    assert [f.index for f in frames] == [0, 1, 2]
+    assert [f.time for f in frames] == [0.0, 0.1, 0.2]
+
+
+def test_the_decider_does_nothing_without_a_match():
+    assert CaptureDecider().step(TableTracker(ZONES).state, None, {}).events == []
