@@ -177,6 +177,8 @@ def m002_match_game(db: sqlite_utils.Database) -> None:
 
 
 GAMES = ("koikoi", "hanamikoji")
+EXPORT_FORMAT = "hanafuda-companion-match"
+EXPORT_VERSION = 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,6 +496,122 @@ class MatchStore:
     def resolve_match(self, match: int | str | None) -> MatchInfo:
         """A match id given by a user, or the most recent match when None."""
         return self.latest_match() if match in (None, "") else self.get_match(match)
+
+    # -- keeping matches: rename, delete, export, import, backup ----------------------------
+
+    def rename_match(self, match_id: int | str, title: str | None) -> MatchInfo:
+        """Give the match a new title (None or blank: none); its log is untouched."""
+        info = self.get_match(match_id)
+        title = " ".join(str(title or "").split()) or None
+        if title and len(title) > MAX_TITLE_LENGTH:
+            raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        with self._write() as conn:
+            conn.execute("UPDATE matches SET title = ? WHERE id = ?", [title, info.id])
+        return self.get_match(info.id)
+
+    def delete_match(self, match_id: int | str) -> None:
+        """Remove a match and its whole log (export it first to keep a copy)."""
+        info = self.get_match(match_id)
+        with self._write() as conn:
+            conn.execute("DELETE FROM events WHERE match_id = ?", [info.id])
+            conn.execute("DELETE FROM matches WHERE id = ?", [info.id])
+        self._cache.pop(info.id, None)
+        self._events.pop(info.id, None)
+        self._games.pop(info.id, None)
+
+    def export_match(self, match_id: int | str) -> dict:
+        """The match as plain JSON data: how it is listed and its whole event log, each event
+        with its time and request id. ``import_match`` of it gives the same match back."""
+        info = self.get_match(match_id)
+        return {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "game": self.game(info.id),
+            "match": {k: v for k, v in info.to_dict().items() if k not in ("id", "last_seq")},
+            "events": [stored.to_dict() for stored in self.events(info.id)],
+        }
+
+    def import_match(self, data) -> int:
+        """Add an exported match (``export_match``'s data) as a new match; its log is replayed
+        by the engine first, so a damaged or edited file is refused and nothing is written."""
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise CompanionError("This is not a match exported by Hanafuda Companion.")
+        if data.get("version") != EXPORT_VERSION:
+            raise CompanionError(
+                f"This export is version {data.get('version')!r}; this program reads "
+                f"version {EXPORT_VERSION}."
+            )
+        game, info, rows = data.get("game"), data.get("match"), data.get("events")
+        if game not in GAMES or not isinstance(info, dict) or not isinstance(rows, list):
+            raise CompanionError("The export lacks its game, its match or its events.")
+        if game == "hanamikoji":
+            from companion import hanamikoji as engine
+        else:
+            from companion import engine
+        events, times, ids = [], [], []
+        for n, row in enumerate(rows, 1):
+            if not isinstance(row, dict) or row.get("seq") != n:
+                raise CompanionError(f"The export's event {n} is missing or out of order.")
+            events.append(engine.Event.from_dict(row.get("event")))  # IllegalEvent: a sentence
+            times.append(str(row.get("created_at") or _now()))
+            rid = row.get("request_id")
+            ids.append(None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH])
+        if not events:
+            raise CompanionError("The export holds no event.")
+        state = engine.replay(events)
+        try:
+            fields = [
+                info.get("title"),
+                json.dumps(list(info["players"]), ensure_ascii=False),
+                str(info["rules"]),
+                int(info["rounds"]),
+                str(info["oya"]),
+                json.dumps(dict(info.get("options") or {}), ensure_ascii=False, sort_keys=True),
+                str(info.get("created_at") or times[0]),
+                len(events),
+                int(state.finished),
+                game,
+            ]
+        except (KeyError, TypeError, ValueError):
+            raise CompanionError("The export's match lacks its players, rules or rounds.") from None
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
+                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                fields,
+            )
+            match_id = cursor.lastrowid
+            conn.executemany(
+                "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (match_id, n, e.type, _event_json(e), when, rid)
+                    for n, (e, when, rid) in enumerate(zip(events, times, ids, strict=True), 1)
+                ],
+            )
+        self._cache[match_id] = (len(events), state)
+        self._games[match_id] = game
+        return match_id
+
+    def backup(self, target: str | os.PathLike) -> Path:
+        """A consistent copy of the whole database in a new file (SQLite's online backup:
+        safe while the server is running)."""
+        path = Path(target).expanduser()
+        try:
+            if path.exists():
+                raise StoreError(f"{path} already exists; give the backup a new file name.")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            copy = sqlite3.connect(str(path))
+        except OSError as exc:
+            raise StoreError(f"Cannot write the backup {path}: {exc.strerror}.") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"Cannot write the backup {path}: {exc}.") from None
+        try:
+            with self._reading():
+                self.db.conn.backup(copy)
+        finally:
+            copy.close()
+        return path
 
     # -- events -------------------------------------------------------------------------------
 

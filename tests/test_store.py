@@ -506,3 +506,94 @@ def test_racing_processes_record_one_event(tmp_path):
     assert answers == ["stale", "stale", "stale", "written 3"], outputs
     with MatchStore.open(path) as s:
         assert s.last_seq(match_id) == 3 and len(s.state(match_id).captures["Aki"]) == 1
+
+
+# -- keeping matches: rename, delete, export, import, backup ---------------------------------
+
+
+def _played(store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    for event in (
+        {"type": "round_started"},
+        {"type": "card_captured", "player": "Aki", "card": "08-1"},
+        {"type": "card_captured", "player": "Ben", "card": "03-1"},
+        {"type": "undo"},
+    ):
+        store.append(match_id, event, request_id=f"r{store.last_seq(match_id)}")
+    return match_id
+
+
+def test_export_then_import_gives_the_same_match(tmp_path):
+    source = MatchStore.open(tmp_path / "a.db")
+    match_id = _played(source)
+    source.rename_match(match_id, "Friday night")
+    exported = source.export_match(match_id)
+    target = MatchStore.open(tmp_path / "b.db")
+    target.create_match(players=["X", "Y"], rules="livret", rounds=6, oya="X")
+    new_id = target.import_match(json.loads(json.dumps(exported)))
+    assert new_id != match_id
+    assert target.export_match(new_id) == exported
+    assert target.state(new_id).totals == source.state(match_id).totals
+    assert target.get_match(new_id).title == "Friday night"
+
+
+def test_an_edited_export_is_refused_and_writes_nothing(store):
+    match_id = _played(store)
+    exported = store.export_match(match_id)
+    exported["events"][2]["event"]["card"] = "03-1"
+    exported["events"][3]["event"]["card"] = "03-1"  # the same card captured twice
+    with pytest.raises(CompanionError):
+        store.import_match(exported)
+    with pytest.raises(CompanionError, match="not a match exported"):
+        store.import_match({"format": "something else"})
+    assert len(store.matches()) == 1
+
+
+def test_rename_and_delete(store):
+    match_id = _played(store)
+    assert store.rename_match(match_id, "  Sunday   lunch ").title == "Sunday lunch"
+    store.delete_match(match_id)
+    assert store.matches() == []
+    with pytest.raises(UnknownMatchError):
+        store.state(match_id)
+
+
+def test_backup_is_a_whole_copy(tmp_path):
+    store = MatchStore.open(tmp_path / "a.db")
+    match_id = _played(store)
+    copy = store.backup(tmp_path / "copy.db")
+    again = MatchStore.open(copy)
+    assert again.export_match(match_id) == store.export_match(match_id)
+    with pytest.raises(StoreError, match="already exists"):
+        store.backup(copy)
+
+
+def test_export_import_backup_from_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    db = tmp_path / "m.db"
+    store = MatchStore.open(db)
+    match_id = _played(store)
+    store.close()
+    runner = CliRunner()
+    out = tmp_path / "match.json"
+    exported = runner.invoke(main, ["export", str(match_id), "--db", str(db), "--out", str(out)])
+    assert exported.exit_code == 0
+    other = tmp_path / "other.db"
+    result = runner.invoke(main, ["import", str(out), "--db", str(other)])
+    assert result.exit_code == 0 and "as match 1" in result.output
+    again = runner.invoke(main, ["export", "1", "--db", str(other)])
+    assert json.loads(again.output) == json.loads(out.read_text())
+    backup = runner.invoke(main, ["backup", str(tmp_path / "b.db"), "--db", str(db)])
+    assert backup.exit_code == 0 and (tmp_path / "b.db").exists()
+    renamed = runner.invoke(main, ["rename", str(match_id), "Final", "--db", str(db)])
+    assert renamed.exit_code == 0 and "Final" in renamed.output
+    gone = runner.invoke(main, ["delete", str(match_id), "--db", str(db), "--yes"])
+    assert gone.exit_code == 0
+    assert runner.invoke(main, ["matches", "--db", str(db), "--json"]).output.strip() == "[]"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = runner.invoke(main, ["import", str(bad), "--db", str(other)])
+    assert result.exit_code == 2 and "not a JSON export" in result.output

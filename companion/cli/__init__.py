@@ -73,10 +73,12 @@ HELP_SECTIONS = (
             "deck",
         ),
     ),
+    ("Keeping matches", ("export", "import", "backup", "rename", "delete")),
     (
         "Cards and camera",
         ("detect", "eval", "bench", "bench-pipeline", "render", "simulate", "bench-live"),
     ),
+    ("Tablet", ("bench-page",)),
 )
 # The lab (``lab/``, a distribution of its own) keeps the research commands; ``companion NAME``
 # hands them to it when it is installed, and says how to install it when not.

@@ -1,10 +1,13 @@
-"""Commands of the tablet page's own: ``companion bench-page``."""
+"""Commands of the tablet's own: ``bench-page``; keeping matches: ``export``, ``import``,
+``backup``, ``rename``, ``delete``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from companion.cli import echo_json, friendly_errors, main
+from companion.cli import echo_json, fail, friendly_errors, main
 
 
 @main.command("bench-page")
@@ -22,3 +25,100 @@ def bench_page_command(repeat, rounds, as_json):
         echo_json(result.to_dict())
     else:
         click.echo(result.text())
+
+
+# ---------------------------------------------------------------------------------------------
+# Keeping matches: rename, delete, export, import, backup
+# ---------------------------------------------------------------------------------------------
+
+DB_HELP = "SQLite database (default: $COMPANION_DB, else the per-user data folder)."
+
+
+@main.command("export")
+@click.argument("match")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="Write to FILE, not stdout.")
+@friendly_errors
+def export_command(match, db, out):
+    """Export MATCH (an id) as JSON: how it is listed and its whole event log."""
+    import json
+
+    from companion.cli import open_store_for_reading
+
+    with open_store_for_reading(db) as store:
+        data = store.export_match(store.resolve_match(match).id)
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if out:
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(f"Cannot write {out}: {exc.strerror}.")
+        click.echo(f"Wrote {out} ({len(data['events'])} events).", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@friendly_errors
+def import_command(file, db):
+    """Add a match exported with `companion export` (its log is replayed before it is kept)."""
+    import json
+
+    from companion.store import MatchStore
+
+    try:
+        data = json.loads(Path(file).read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"Cannot read {file}: {exc.strerror}.")
+    except (UnicodeError, ValueError):
+        fail(f"{file} is not a JSON export of a match.")
+    with MatchStore.open(db) as store:
+        match_id = store.import_match(data)
+    click.echo(f"Imported {file} as match {match_id}.")
+
+
+@main.command("backup")
+@click.argument("target", type=click.Path(dir_okay=False))
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@friendly_errors
+def backup_command(target, db):
+    """Copy the whole database to TARGET (a new file), even while `serve` runs."""
+    from companion.cli import open_store_for_reading
+
+    with open_store_for_reading(db) as store:
+        path = store.backup(target)
+    click.echo(f"Backed up the database to {path}.")
+
+
+@main.command("rename")
+@click.argument("match")
+@click.argument("title")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@friendly_errors
+def rename_command(match, title, db):
+    """Give MATCH a new TITLE ("" for none)."""
+    from companion.cli import open_store_for_reading, terminal_safe
+
+    with open_store_for_reading(db) as store:
+        info = store.rename_match(match, title)
+    click.echo(f"Match {info.id} is now {terminal_safe(info.label, keep='')!r}.")
+
+
+@main.command("delete")
+@click.argument("match")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--yes", is_flag=True, help="Do not ask (the match and its log are gone).")
+@friendly_errors
+def delete_command(match, db, yes):
+    """Delete MATCH and its whole log (`companion export` it first to keep a copy)."""
+    from companion.cli import open_store_for_reading, terminal_safe
+
+    with open_store_for_reading(db) as store:
+        info = store.get_match(match)
+        label = terminal_safe(info.label, keep="")
+        if not yes and not click.confirm(f"Delete match {info.id} ({label}) and its log?"):
+            fail("Nothing was deleted.")
+        store.delete_match(info.id)
+    click.echo(f"Deleted match {info.id} ({label}).")
