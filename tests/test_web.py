@@ -1265,3 +1265,44 @@ def test_bench_page_times_a_new_and_a_long_match():
     assert figures["short_events"] == 2 and figures["long_events"] >= 500
     assert figures["long_rounds"] == 12
     assert all(figures[k] > 0 for k in ("page_long_ms", "board_long_ms", "event_long_ms"))
+
+
+# -- keeping matches from the page (issue 69, section 3) --------------------------------------
+
+
+def test_export_and_import_from_the_page(client, store, post, match_id):
+    import io
+
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="08-1")
+    exported = client.get(f"/matches/{match_id}/export")
+    assert exported.status_code == 200 and exported.mimetype == "application/json"
+    assert "attachment" in exported.headers["Content-Disposition"]
+    body = exported.get_data()
+    response = client.post(
+        "/matches/import",
+        data={"csrf_token": post.token, "file": (io.BytesIO(body), "match.json")},
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 303
+    new_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    assert store.export_match(new_id) == json.loads(body)
+    junk = client.post(
+        "/matches/import",
+        data={"csrf_token": post.token, "file": (io.BytesIO(b"\xff junk"), "x.json")},
+        content_type="multipart/form-data",
+    )
+    assert junk.status_code == 400 and "not a JSON export" in message(junk)
+    assert len(store.matches()) == 2
+
+
+def test_rename_and_delete_from_the_page(client, store, post, match_id):
+    renamed = client.post(
+        f"/matches/{match_id}/rename", data={"csrf_token": post.token, "title": "Finale"}
+    )
+    assert renamed.status_code == 303 and store.get_match(match_id).title == "Finale"
+    assert "Finale" in client.get("/").get_data(as_text=True)
+    no_token = client.post(f"/matches/{match_id}/delete")
+    assert no_token.status_code == 400 and store.matches()
+    gone = client.post(f"/matches/{match_id}/delete", data={"csrf_token": post.token}, headers=HX)
+    assert gone.status_code == 204 and store.matches() == []

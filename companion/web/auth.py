@@ -17,6 +17,7 @@ bp = Blueprint("auth", __name__)
 
 MAX_FAILED_JOINS = 8  # per client address, then a pause: 6 digits must not be guessable
 JOIN_LOCKOUT_SECONDS = 60
+IMPORT_MAX_BYTES = 4 * 1024 * 1024  # an exported match: ~150 bytes an event
 _failed_joins: dict[str, list[float]] = {}
 _failed_lock = threading.Lock()
 
@@ -61,6 +62,8 @@ def init_app(app) -> None:
             return None
         if app.config.get("READ_ONLY"):
             raise WebError("This page is read-only: changes are turned off on this server.", 403)
+        if request.endpoint == "matches.import_match":
+            request.max_content_length = IMPORT_MAX_BYTES  # before the form is read
         is_join = request.endpoint == "auth.join"
         if not is_join and not joined():
             raise WebError("Enter the join code first: without it this page is read-only.", 403)

@@ -223,3 +223,57 @@ def create():
         resp.headers["HX-Redirect"] = target
         return resp
     return redirect(target, 303)
+
+
+# -- keeping matches: rename, delete, export, import ----------------------------------------
+
+
+def _back_to_the_list():
+    target = url_for("matches.index")
+    if is_htmx():
+        resp = current_app.response_class("", 204)
+        resp.headers["HX-Redirect"] = target
+        return resp
+    return redirect(target, 303)
+
+
+@bp.post("/matches/<int:match_id>/rename")
+def rename(match_id: int):
+    store().rename_match(match_id, request.form.get("title"))
+    return _back_to_the_list()
+
+
+@bp.post("/matches/<int:match_id>/delete")
+def delete(match_id: int):
+    store().delete_match(match_id)
+    return _back_to_the_list()
+
+
+@bp.get("/matches/<int:match_id>/export")
+def export(match_id: int):
+    import json
+
+    data = store().export_match(match_id)
+    response = current_app.response_class(
+        json.dumps(data, ensure_ascii=False, indent=2) + "\n", mimetype="application/json"
+    )
+    response.headers["Content-Disposition"] = f'attachment; filename="match-{match_id}.json"'
+    return response
+
+
+@bp.post("/matches/import")
+def import_match():
+    import json
+
+    upload = request.files.get("file")
+    if upload is None:
+        raise WebError("Choose the exported match (a .json file) to import.", 400)
+    try:
+        data = json.loads(upload.read().decode("utf-8"))
+    except (UnicodeError, ValueError):
+        raise WebError("This file is not a JSON export of a match.", 400) from None
+    match_id = store().import_match(data)
+    target = url_for("match.page", match_id=match_id)
+    if store().game(match_id) == "hanamikoji":
+        target = url_for("hanamikoji.page", match_id=match_id)
+    return redirect(target, 303)
