@@ -597,3 +597,24 @@ def test_export_import_backup_from_the_command_line(tmp_path):
     bad.write_text("{not json")
     result = runner.invoke(main, ["import", str(bad), "--db", str(other)])
     assert result.exit_code == 2 and "not a JSON export" in result.output
+
+
+def test_statistics_across_matches(store):
+    from companion.stats import statistics
+
+    for oya in ("Aki", "Ben"):
+        match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya=oya)
+        store.append(match_id, {"type": "round_started"})
+        for code in ("01-1", "03-1", "08-1"):  # Sankō: a yaku, Koi-Koi, then two more cards
+            store.append(match_id, {"type": "card_captured", "player": "Aki", "card": code})
+        store.append(match_id, {"type": "koi_called", "player": "Aki"})
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "11-1"})
+        store.append(match_id, {"type": "stop_called", "player": "Aki"})
+    figures = statistics(store)
+    aki = next(p for p in figures.players if p.name == "Aki")
+    ben = next(p for p in figures.players if p.name == "Ben")
+    assert figures.matches == 2 and aki.matches == 2 and ben.matches == 2
+    assert aki.rounds_won == 2 and ben.rounds_won == 0
+    assert aki.koi_calls == 2 and aki.koi_paid == 2
+    assert aki.yaku_made >= 2 and aki.points > 0 and ben.points == -aki.points
+    assert figures.players[0].name == "Aki"

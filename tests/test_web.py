@@ -1306,3 +1306,26 @@ def test_rename_and_delete_from_the_page(client, store, post, match_id):
     assert no_token.status_code == 400 and store.matches()
     gone = client.post(f"/matches/{match_id}/delete", data={"csrf_token": post.token}, headers=HX)
     assert gone.status_code == 204 and store.matches() == []
+
+
+def test_players_statistics_page_and_command(client, store, post, match_id, tmp_path):
+    post(type="round_started")
+    for code in ("01-1", "03-1", "08-1"):
+        post(type="card_captured", player="Aki", card=code)
+    post(type="stop_called", player="Aki")
+    page = client.get("/stats").get_data(as_text=True)
+    assert "Players across matches" in page and "<td>Aki</td>" in page
+    assert "/stats" in client.get("/").get_data(as_text=True)
+
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    db = tmp_path / "s.db"
+    file_store = MatchStore.open(db)
+    file_store.import_match(store.export_match(match_id))
+    file_store.close()
+    result = CliRunner().invoke(main, ["stats", "--db", str(db), "--json"])
+    assert result.exit_code == 0
+    aki = next(p for p in json.loads(result.output)["players"] if p["name"] == "Aki")
+    assert aki["rounds_won"] == 1 and aki["yaku_made"] >= 1

@@ -122,3 +122,20 @@ def delete_command(match, db, yes):
             fail("Nothing was deleted.")
         store.delete_match(info.id)
     click.echo(f"Deleted match {info.id} ({label}).")
+
+
+@main.command("stats")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@friendly_errors
+def stats_command(db, as_json):
+    """Each player across all matches: matches, wins, points, yaku made, Koi calls that paid."""
+    from companion.cli import open_store_for_reading, terminal_safe
+    from companion.stats import statistics
+
+    with open_store_for_reading(db) as store:
+        figures = statistics(store)
+    if as_json:
+        echo_json(figures.to_dict())
+    else:
+        click.echo(terminal_safe(figures.text()))

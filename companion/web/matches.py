@@ -277,3 +277,10 @@ def import_match():
     if store().game(match_id) == "hanamikoji":
         target = url_for("hanamikoji.page", match_id=match_id)
     return redirect(target, 303)
+
+
+@bp.get("/stats")
+def stats():
+    from companion.stats import statistics
+
+    return render("stats.html", None, figures=statistics(store()))
