@@ -329,3 +329,22 @@ def test_a_turns_pair_is_one_action_in_the_picker(live, browser):
         ("card_captured", "03-3"),
     ]
     shot(browser, "pair-in-one-action")
+
+
+def test_two_sides_turns_the_far_players_half(live, browser):
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    page = Page(browser)
+    browser.get(f"{base}/matches/{match_id}")
+    page.wait.until(lambda d: d.execute_script("return !!window.htmx"))
+    first = '#board .players .player:first-child'
+    transform = "return getComputedStyle(document.querySelector(arguments[0])).transform"
+    assert browser.execute_script(transform, first) == "none"
+    page.click("[data-two-sides]")
+    assert "two-sided" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")
+    turned = browser.execute_script(transform, first)
+    assert turned.startswith("matrix(-1")  # rotated by 180 degrees
+    assert browser.execute_script(transform, '#board .players .player:last-child') == "none"
+    browser.get(f"{base}/matches/{match_id}")  # kept for this browser
+    page.wait.until(lambda d: "two-sided" in d.find_element(By.TAG_NAME, "body").get_attribute("class"))
+    shot(browser, "two-sides")

@@ -1329,3 +1329,21 @@ def test_players_statistics_page_and_command(client, store, post, match_id, tmp_
     assert result.exit_code == 0
     aki = next(p for p in json.loads(result.output)["players"] if p["name"] == "Aki")
     assert aki["rounds_won"] == 1 and aki["yaku_made"] >= 1
+
+
+def test_the_board_says_what_its_numbers_are(client, store, post, match_id):
+    post(type="round_started")
+    for code in ("01-1", "03-1", "08-1"):
+        post(type="card_captured", player="Aki", card=code)
+    post(type="koi_called", player="Aki")
+    html = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert html.count('class="score-k">match total') == 2
+    assert "this round if Aki stops" in html
+    assert "Koi call(s) this round: Aki ×1" in html or "Koi call(s) of the scorer: Aki ×1" in html
+    post(type="card_captured", player="Aki", card="12-1")  # a fourth bright: a new yaku
+    assert post(type="stop_called", player="Aki").status_code == 200
+    html = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert html.count('<span class="pill lead">leads</span>') == 1
+    # Months 10 to 12 get a smaller number, clear of the category badge.
+    picker = client.get(f"/matches/{match_id}/picker?player=Ben", headers=HX).get_data(as_text=True)
+    assert picker.count(" m2d") == 12 and 'class="t-label long">Butterflies' in picker

@@ -77,7 +77,13 @@ def board_context(match_id: int) -> dict:
                 "card_value": state.card_values.get(name),
             }
         )
+    # Who leads: the one side with the highest match total (nobody on a tie).
+    top = max(state.totals.values(), default=0)
+    leaders = [p["name"] for p in players if p["total"] == top]
+    for p in players:
+        p["leads"] = len(leaders) == 1 and p["name"] == leaders[0] and len(players) > 1
     return {
+        "koi_callers": ", ".join(f"{side} ×{n}" for side, n in state.koi.items() if n),
         "info": info,
         "state": state,
         "seq": seq,

@@ -84,6 +84,25 @@
     updatePickBar(form);
   });
 
+
+  // Two sides: the first player's half is turned towards him (kept for this browser).
+  function applyTwoSides(on) {
+    document.body.classList.toggle("two-sided", on);
+    var toggle = document.querySelector("[data-two-sides]");
+    if (toggle) toggle.setAttribute("aria-pressed", on ? "true" : "false");
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var saved = false;
+    try { saved = window.localStorage.getItem("companion.twoSides") === "1"; } catch (e) {}
+    applyTwoSides(saved);
+  });
+  document.addEventListener("click", function (e) {
+    if (!e.target.closest || !e.target.closest("[data-two-sides]")) return;
+    var on = !document.body.classList.contains("two-sided");
+    applyTwoSides(on);
+    try { window.localStorage.setItem("companion.twoSides", on ? "1" : "0"); } catch (err) {}
+  });
+
   document.addEventListener("DOMContentLoaded", follow);
 
   // The board was refreshed by someone else's change while the picker is open: refresh the
