@@ -1347,3 +1347,19 @@ def test_the_board_says_what_its_numbers_are(client, store, post, match_id):
     # Months 10 to 12 get a smaller number, clear of the category badge.
     picker = client.get(f"/matches/{match_id}/picker?player=Ben", headers=HX).get_data(as_text=True)
     assert picker.count(" m2d") == 12 and 'class="t-label long">Butterflies' in picker
+
+
+def test_the_pair_warning_waits_for_the_turn_to_be_complete(client, store, post, match_id):
+    post(type="round_started")
+    post(type="card_captured", player="Aki", card="03-1")  # the first card of a pair
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert "captures come in pairs" not in board
+    post(type="card_captured", player="Ben", card="05-1")  # Ben's turn: Aki's was one card
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert "Aki holds 1 card(s) of month 03" in board
+    assert "Ben holds" not in board
+    post(type="card_captured", player="Ben", card=["06-1", "07-1"])  # a whole turn, unpaired
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert "Ben holds 1 card(s) of month 06" in board
+    # Shown above the players, where the eyes are after a tap.
+    assert board.index('class="warnings"') < board.index('class="players')

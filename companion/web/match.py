@@ -96,7 +96,7 @@ def board_context(match_id: int) -> dict:
         "rounds": state.rounds,
         "chart": views.chart(list(state.players), state.rounds),
         "log": views.log_lines(stored, deck, teams),
-        "warnings": state.warnings,
+        "warnings": _settled_warnings(state, stored),
         "card_values_mode": state.mode == "card_values",
         "next_round": len(state.rounds) + 1,
         "next_oya": state.next_oya or state.oya,
@@ -106,6 +106,25 @@ def board_context(match_id: int) -> dict:
         "field_redeal_pairs": rules.round.field_redeal_pairs,
         "field_brights_scored": rules.multipliers.field_brights,
     }
+
+
+PAIR_WARNING = "captures come in pairs"
+
+
+def _settled_warnings(state: MatchState, stored) -> list[str]:
+    """The engine's warnings, less the pair warning of a turn still being entered: a single
+    card just captured is usually the first of a pair, and saying so after every first card
+    teaches players to ignore the warning. A turn recorded in one change (the picker's
+    several cards) is complete, and so is one followed by any other event."""
+    last = stored[-1] if stored else None
+    if (
+        last is None
+        or last.event.type != "card_captured"
+        or "#" in (last.request_id or "")  # the last card of a turn recorded in one change
+    ):
+        return list(state.warnings)
+    side = state.side_of(last.event.player)
+    return [w for w in state.warnings if not (w.startswith(f"{side} holds") and PAIR_WARNING in w)]
 
 
 def side_of(state: MatchState, player: str) -> str:
