@@ -150,6 +150,11 @@ def run_demo(
     store = MatchStore.open(db)
     match_id = start_match(store, script)
     app = web.create_app(store)
+    # The story is told on the page too: each line shows once its event is on the board
+    # (step k of the script is event k + 2, after match_started).
+    app.config["NARRATION"] = {
+        match_id: {k + 2: step.say for k, step in enumerate(script.steps) if step.say}
+    }
     stop = threading.Event()
 
     def say(step, stored):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -111,6 +112,16 @@ def test_run_demo_serves_the_match(tmp_path):
         with urllib.request.urlopen(url, timeout=10) as reply:
             assert reply.status == 200
             assert "Aki" in reply.read().decode("utf-8")
+        # The story is told on the page, not only in the terminal; at its end the match
+        # can be kept (exported).
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("match is done" in ln for ln in lines):
+            time.sleep(0.1)
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            page = reply.read().decode("utf-8")
+        said = [ln.split("] ", 1)[1] for ln in lines if "] " in ln]
+        assert said and html.escape(said[-1], quote=False) in page
+        assert 'class="story panel"' in page and "/matches/1/export" in page
     finally:
         servers[0].shutdown()
         thread.join(20)

@@ -82,7 +82,11 @@ def board_context(match_id: int) -> dict:
     leaders = [p["name"] for p in players if p["total"] == top]
     for p in players:
         p["leads"] = len(leaders) == 1 and p["name"] == leaders[0] and len(players) > 1
+    told = (current_app.config.get("NARRATION") or {}).get(match_id) or {}
     return {
+        # A scripted demo's narration up to this event, newest last (empty for a real match).
+        "story": [text for at, text in sorted(told.items()) if at <= seq][-3:],
+        "story_done": bool(told) and seq >= max(told),
         "koi_callers": ", ".join(f"{side} ×{n}" for side, n in state.koi.items() if n),
         "info": info,
         "state": state,
