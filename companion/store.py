@@ -103,6 +103,7 @@ class MatchInfo:
     last_seq: int = 0
     finished: bool = False
     game: str = "koikoi"  # "koikoi" (every Hanafuda rule set) or "hanamikoji"
+    archived: bool = False  # put away: listed apart, kept whole
 
     @property
     def label(self) -> str:
@@ -122,6 +123,7 @@ class MatchInfo:
             "last_seq": self.last_seq,
             "finished": self.finished,
             "game": self.game,
+            "archived": self.archived,
         }
 
 
@@ -174,6 +176,12 @@ def m001_matches_and_events(db: sqlite_utils.Database) -> None:
 def m002_match_game(db: sqlite_utils.Database) -> None:
     # Which engine replays the match: existing rows are Hanafuda (Koi-Koi engine) matches.
     db["matches"].add_column("game", str, not_null_default="koikoi")
+
+
+@migrations()
+def m003_match_archived(db: sqlite_utils.Database) -> None:
+    # Archived matches are listed apart; nothing about their log changes.
+    db["matches"].add_column("archived", int, not_null_default=0)
 
 
 GAMES = ("koikoi", "hanamikoji")
@@ -509,6 +517,15 @@ class MatchStore:
             conn.execute("UPDATE matches SET title = ? WHERE id = ?", [title, info.id])
         return self.get_match(info.id)
 
+    def archive_match(self, match_id: int | str, archived: bool = True) -> MatchInfo:
+        """Put a match away (listed apart from the others) or bring it back."""
+        info = self.get_match(match_id)
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE matches SET archived = ? WHERE id = ?", [int(bool(archived)), info.id]
+            )
+        return self.get_match(info.id)
+
     def delete_match(self, match_id: int | str) -> None:
         """Remove a match and its whole log (export it first to keep a copy)."""
         info = self.get_match(match_id)
@@ -571,13 +588,14 @@ class MatchStore:
                 len(events),
                 int(state.finished),
                 game,
+                int(bool(info.get("archived"))),
             ]
         except (KeyError, TypeError, ValueError):
             raise CompanionError("The export's match lacks its players, rules or rounds.") from None
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " last_seq, finished, game, archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 fields,
             )
             match_id = cursor.lastrowid
@@ -870,4 +888,5 @@ def _match_info(row: dict) -> MatchInfo:
         last_seq=row["last_seq"],
         finished=bool(row["finished"]),
         game=row.get("game") or "koikoi",
+        archived=bool(row.get("archived")),
     )

@@ -1363,3 +1363,33 @@ def test_the_pair_warning_waits_for_the_turn_to_be_complete(client, store, post,
     assert "Ben holds 1 card(s) of month 06" in board
     # Shown above the players, where the eyes are after a tap.
     assert board.index('class="warnings"') < board.index('class="players')
+
+
+def test_archive_puts_a_match_apart_and_brings_it_back(client, store, post, match_id):
+    archived = client.post(f"/matches/{match_id}/archive", data={"csrf_token": post.token})
+    assert archived.status_code == 303 and store.get_match(match_id).archived
+    index = client.get("/").get_data(as_text=True)
+    assert "Archived matches (1)" in index
+    back = client.post(
+        f"/matches/{match_id}/archive", data={"csrf_token": post.token, "archived": "0"}
+    )
+    assert back.status_code == 303 and not store.get_match(match_id).archived
+    assert "Archived matches" not in client.get("/").get_data(as_text=True)
+    assert store.export_match(match_id)["match"]["archived"] is False
+
+
+def test_archive_from_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    db = tmp_path / "a.db"
+    with MatchStore.open(db) as file_store:
+        match_id = file_store.create_match(players=["A", "B"], rules="livret", oya="A")
+    result = CliRunner().invoke(main, ["archive", str(match_id), "--db", str(db)])
+    assert result.exit_code == 0 and "archived" in result.output
+    listed = json.loads(CliRunner().invoke(main, ["matches", "--db", str(db), "--json"]).output)
+    assert listed[0]["archived"] is True
+    CliRunner().invoke(main, ["archive", str(match_id), "--db", str(db), "--undo"])
+    with MatchStore.open(db) as file_store:
+        assert not file_store.get_match(match_id).archived

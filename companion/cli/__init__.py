@@ -73,7 +73,7 @@ HELP_SECTIONS = (
             "deck",
         ),
     ),
-    ("Keeping matches", ("stats", "export", "import", "backup", "rename", "delete")),
+    ("Keeping matches", ("stats", "export", "import", "backup", "rename", "archive", "delete")),
     (
         "Cards and camera",
         ("detect", "eval", "bench", "bench-pipeline", "render", "simulate", "bench-live"),

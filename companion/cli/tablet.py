@@ -106,6 +106,20 @@ def rename_command(match, title, db):
     click.echo(f"Match {info.id} is now {terminal_safe(info.label, keep='')!r}.")
 
 
+@main.command("archive")
+@click.argument("match")
+@click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--undo", is_flag=True, help="Bring the match back among the others.")
+@friendly_errors
+def archive_command(match, db, undo):
+    """Put MATCH away: listed apart on the page, kept whole."""
+    from companion.cli import open_store_for_reading
+
+    with open_store_for_reading(db) as store:
+        info = store.archive_match(match, not undo)
+    click.echo(f"Match {info.id} is {'archived' if info.archived else 'back among the others'}.")
+
+
 @main.command("delete")
 @click.argument("match")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)

@@ -243,6 +243,12 @@ def rename(match_id: int):
     return _back_to_the_list()
 
 
+@bp.post("/matches/<int:match_id>/archive")
+def archive(match_id: int):
+    store().archive_match(match_id, request.form.get("archived", "1") != "0")
+    return _back_to_the_list()
+
+
 @bp.post("/matches/<int:match_id>/delete")
 def delete(match_id: int):
     store().delete_match(match_id)
