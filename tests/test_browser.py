@@ -348,3 +348,27 @@ def test_two_sides_turns_the_far_players_half(live, browser):
     browser.get(f"{base}/matches/{match_id}")  # kept for this browser
     page.wait.until(lambda d: "two-sided" in d.find_element(By.TAG_NAME, "body").get_attribute("class"))
     shot(browser, "two-sides")
+
+
+def test_import_an_exported_match_from_the_page(live, browser, tmp_path):
+    import json
+
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "08-1"})
+    exported = store.export_match(match_id)
+    upload = tmp_path / "match.json"
+    upload.write_text(json.dumps(exported))
+    page = Page(browser)
+    browser.get(base + "/")
+    # The export link of the listed match, behind "Keep…".
+    browser.find_element(By.CSS_SELECTOR, ".m-keep summary").click()
+    link = browser.find_element(By.LINK_TEXT, "Export (JSON)")
+    assert link.get_attribute("href").endswith(f"/matches/{match_id}/export")
+    browser.find_element(By.CSS_SELECTOR, "form.import input[type=file]").send_keys(str(upload))
+    page.click_text("Import")
+    page.wait.until(lambda d: d.current_url.rstrip("/").split("/")[-1] not in ("", str(match_id)))
+    new_id = int(browser.current_url.rstrip("/").split("/")[-1])
+    assert store.export_match(new_id) == exported
+    assert browser.find_elements(By.CSS_SELECTOR, '#board .tile[data-code="08-1"]')
