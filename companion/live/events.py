@@ -21,12 +21,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from companion.cards import Card, Category
-from companion.live.tracker import TableState
+from companion.live.tracker import Arrival, TableState
 
 SETTLE_FRAMES = 2  # frames without a hand before a group is decided
-PARTNER_WAIT = 0.8  # seconds an odd group waits for the rest of its capture
+PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
 CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
 UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
+PAIR_PENALTY = math.log(20.0)  # a month left odd by a reading (captures come in pairs)
+SURE = 0.9  # a lone card read this surely is registered before its partner arrives
 FIELD_BONUS = math.log(4.0)  # a card that just left the field is this much likelier
 FIELD_RECENT = 60  # frames during which a card that left the field counts as just left
 DEAL_STEADY = 1.0  # seconds the dealt field lies still before the round is opened
@@ -78,68 +80,80 @@ def pairs_up(codes) -> bool:
     return all(n in (2, 4) for n in Counter(_month(c) for c in codes).values())
 
 
-def resolve_group(arrivals, owned=(), field_left=None, field_now=()) -> list[tuple]:
+def _odd_months(codes) -> int:
+    return sum(1 for n in Counter(_month(c) for c in codes).values() if n % 2)
+
+
+def resolve_group(arrivals, owned=(), field_left=None, field_now=(), fixed=()) -> list[tuple]:
     """The group's reading: [(code, confidence, check, alternatives)] in arrival order.
 
-    ``owned``: codes already captured this round (impossible); ``field_left``: codes that
-    just left the field (likelier); ``field_now``: codes lying steadily on the field (unlikelier).
+    ``fixed``: the player's captures still waiting for their partner (an odd month), which the
+    arrivals may pair with; ``owned``: codes already captured this round (impossible);
+    ``field_left``: codes that just left the field (likelier); ``field_now``: codes lying
+    steadily on the field (unlikelier). Each month left odd costs ``PAIR_PENALTY``: the
+    joint reading pairs up unless the looks say otherwise strongly. A card's confidence is its
+    probability under that prior (chaff of one month counted as one); a card is flagged when
+    it is doubtful, when the pair rule chose against its looks, or when it had a card to pair
+    with and does not.
     """
-    owned = set(owned)
+    owned = set(owned) | set(fixed)
     field_left = set(field_left or ())
     field_now = set(field_now)
+    fixed = list(fixed)
     n = len(arrivals)
     k = 5 if n <= 4 else 3 if n <= 6 else 2
+
+    def prior(code: str) -> float:
+        score = 0.0
+        if code in field_left:
+            score += FIELD_BONUS
+        if code in field_now:
+            score -= FIELD_BONUS
+        return score
+
     options = []
     for a in arrivals:
-        opts = []
-        for code, p in a.candidates:
-            if code in owned:
-                continue
-            score = math.log(max(p, 1e-9))
-            if code in field_left:
-                score += FIELD_BONUS
-            if code in field_now:
-                score -= FIELD_BONUS
-            opts.append((score, code))
-        opts.sort(reverse=True)
+        opts = sorted(
+            ((math.log(max(p, 1e-9)) + prior(c), c) for c, p in a.candidates if c not in owned),
+            reverse=True,
+        )
         options.append(opts[:k] or [(math.log(1e-9), a.candidates[0][0])])
-    best_valid, best_any = None, None
-    count = 0
-    for combo in itertools.product(*options):
-        count += 1
+    best = None
+    for count, combo in enumerate(itertools.product(*options)):
         if count > MAX_COMBOS:
             break
         codes = [c for _, c in combo]
         if len(set(codes)) != n:
             continue
-        score = sum(s for s, _ in combo)
-        if best_any is None or score > best_any[0]:
-            best_any = (score, codes)
-        if pairs_up(codes) and (best_valid is None or score > best_valid[0]):
-            best_valid = (score, codes)
-    paired = best_valid is not None
-    chosen = (best_valid or best_any or (0.0, [o[0][1] for o in options]))[1]
+        score = sum(sc for sc, _ in combo) - PAIR_PENALTY * _odd_months([*fixed, *codes])
+        if best is None or score > best[0]:
+            best = (score, codes)
+    chosen = best[1] if best else [o[0][1] for o in options]
+    partners = len(fixed) + n > 1
     out = []
     for i, (a, code) in enumerate(zip(arrivals, chosen, strict=True)):
         probs = dict(a.candidates)
-        others = chosen[:i] + chosen[i + 1 :]
-        # the readings this card could have with the others as chosen: free codes, and when
-        # the group pairs, only those keeping it paired (the pair rule is near certain)
-        possible = [
-            c
-            for c, _ in a.candidates
-            if c not in owned
-            and c not in others
-            and (not paired or c == code or pairs_up([*others, c]))
-        ]
+        others = [*fixed, *chosen[:i], *chosen[i + 1 :]]
+        weights = {
+            c: p * math.exp(prior(c) - PAIR_PENALTY * _odd_months([*others, c]))
+            for c, p in a.candidates
+            if c not in owned and c not in others
+        }
         key = _equivalent(code)
-        same = sum(probs[c] for c in possible if _equivalent(c) == key)
-        total = sum(probs[c] for c in possible) or 1.0
-        confidence = min(1.0, same / total) if paired else min(1.0, same)
+        total = sum(weights.values()) or 1.0
+        confidence = min(1.0, sum(w for c, w in weights.items() if _equivalent(c) == key) / total)
         alternatives = tuple(c for c, _ in a.candidates if c != code and c not in owned)[:3]
-        check = confidence < CHECK_BELOW or probs.get(code, 0.0) < UNLIKELY or not paired
+        unpaired = partners and Counter(_month(c) for c in [*others, code])[_month(code)] % 2 == 1
+        check = confidence < CHECK_BELOW or probs.get(code, 0.0) < UNLIKELY or unpaired
         out.append((code, confidence, check, alternatives))
     return out
+
+
+def surely(arrival: Arrival) -> float:
+    """The probability of an arrival's likeliest reading (chaff of one month counted as one)."""
+    code = arrival.candidates[0][0]
+    key = _equivalent(code)
+    return sum(p for c, p in arrival.candidates if _equivalent(c) == key)
 
 
 class CaptureDecider:
@@ -149,7 +163,7 @@ class CaptureDecider:
     """
 
     def __init__(self, players_per_deal: dict | None = None):
-        self._odd_since: dict[str, float] = {}
+        self._alone_since: dict[str, float] = {}
         self._deal_since: float | None = None
         self._deal_codes: tuple = ()
         self._backs_seen = False
@@ -172,27 +186,28 @@ class CaptureDecider:
     # -- during a round ----------------------------------------------------------------------
 
     def _captures(self, table: TableState, match, seats: dict, out: DeciderOutput) -> None:
-        if table.hand_present:
-            return
-        if table.hand_since is not None and table.frame - table.hand_since < SETTLE_FRAMES:
-            return
         owned = {c.code for cards in match.captures.values() for c in cards}
         recent = {c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT}
         for seat, arrivals in table.arrivals.items():
             player = seats.get(seat)
-            if not arrivals or player is None:
-                self._odd_since.pop(seat, None)
+            if player is None:
                 continue
-            newest = max(a.steady_since for a in arrivals)
-            if table.frame - newest < SETTLE_FRAMES:
+            if not arrivals:
+                self._alone_since.pop(seat, None)
                 continue
-            if len(arrivals) % 2:
-                since = self._odd_since.setdefault(seat, table.time)
+            if any(table.frame - a.quiet_since < SETTLE_FRAMES for a in arrivals):
+                continue  # something still moves over one of them
+            side = match.side_of(player)
+            held = [c.code for c in match.captures.get(side, [])]
+            months = Counter(_month(c) for c in held)
+            waiting = [c for c in held if months[_month(c)] % 2]
+            if len(arrivals) == 1 and not waiting and surely(arrivals[0]) < SURE:
+                since = self._alone_since.setdefault(seat, table.time)
                 if table.time - since < PARTNER_WAIT:
-                    continue
-            self._odd_since.pop(seat, None)
+                    continue  # a doubtful lone card: its partner will help read it
+            self._alone_since.pop(seat, None)
             ordered = sorted(arrivals, key=lambda a: (a.steady_since, a.track))
-            readings = resolve_group(ordered, owned, recent, table.field)
+            readings = resolve_group(ordered, owned, recent, table.field, fixed=waiting)
             for a, (code, conf, check, alts) in zip(ordered, readings, strict=True):
                 event = {
                     "type": "card_captured",

@@ -87,6 +87,7 @@ class LivePipeline:
         self._since_detect = 10**9
         self._since_motion = 10**9
         self._match_state = None
+        self._moving: np.ndarray | None = None  # where something moved since the last look
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -141,7 +142,9 @@ class LivePipeline:
         small = cv2.GaussianBlur(small, (3, 3), 0)
         moved = changed = 1.0
         if self._prev_small is not None:
-            moved = float(np.mean(cv2.absdiff(small, self._prev_small) > PIXEL_CHANGE))
+            mask = cv2.absdiff(small, self._prev_small) > PIXEL_CHANGE
+            moved = float(np.mean(mask))
+            self._moving = mask if self._moving is None else self._moving | mask
         if self._detected_small is not None:
             changed = float(np.mean(cv2.absdiff(small, self._detected_small) > PIXEL_CHANGE))
         self._prev_small = small
@@ -171,7 +174,10 @@ class LivePipeline:
             self.detected_frames += 1
             self._since_detect = 0
             self._detected_small = self._last_small
-            self.table = self.tracker.update(self.detections, frame, motion=moved)
+            self.table = self.tracker.update(
+                self.detections, frame, motion=moved, moving=self._moving
+            )
+            self._moving = None
             state = self._sync()
             if state is None:
                 return []

@@ -42,6 +42,7 @@ HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or 
 VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
 CLEARED_AFTER = 1.5  # seconds without a face-up card in view: the table was cleared
 DOUBTFUL_BELOW = 0.8
+AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
 
 
 @dataclass
@@ -58,6 +59,8 @@ class Track:
     last_seen: int = 0  # update number
     last_seen_frame: int = 0
     steady_since: int | None = None  # frame index
+    disturbed: int = 0  # the last update something moved over it
+    quiet_since: int = 0  # frame index since which nothing moved over it
     registered: str | None = None  # code, once a capture
     seat: str | None = None
     pinned: bool = False  # corrected on the tablet: the code is the player's
@@ -91,6 +94,7 @@ class Arrival:
     candidates: tuple  # ((code, probability), ...) likeliest first
     steady_since: int  # frame index
     quad: np.ndarray = dataclasses.field(compare=False, repr=False)
+    quiet_since: int = 0  # frame index since which nothing moved over it
 
 
 @dataclass
@@ -195,10 +199,12 @@ class TableTracker:
 
     # -- one frame -----------------------------------------------------------------------------
 
-    def update(self, det: Detections, frame, motion: float = 0.0) -> TableState:
+    def update(self, det: Detections, frame, motion: float = 0.0, moving=None) -> TableState:
         """Fold one frame's detections in. ``frame`` has ``index``, ``time`` and ``image`` (or
         ``size``); ``motion``: the fraction of the (downscaled) frame that moved since the
-        previous one (a hand or an arm moves much of it)."""
+        previous look (a hand or an arm moves much of it); ``moving``: where, as a boolean
+        picture of any size covering the frame. A card something moved over does not settle
+        (without ``moving``, any big motion counts as moving over every card)."""
         self._updates += 1
         u = self._updates
         width, height = _frame_size(frame)
@@ -219,7 +225,10 @@ class TableTracker:
         for track in self.tracks.values():
             c = track.center
             track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
-        self._settle(u, frame.index, hand)
+            if _disturbed(track, moving, width, height, motion):
+                track.disturbed = u
+                track.quiet_since = frame.index + 1
+        self._settle(u, frame.index, hand, occluded)
         if len(cards):
             self._last_card_time = frame.time
         self.state = self._table_state(frame, hand)
@@ -234,13 +243,22 @@ class TableTracker:
         tquads = np.stack([self.tracks[t].quad for t in ids])
         iou = iou_matrix(cards.quads, tquads)
         centers = cards.quads.mean(axis=1)
+        looks = np.exp(np.stack([look_vector(cards, i) for i in range(len(cards))]))
         pairs = []
         for j, t in enumerate(ids):
             track = self.tracks[t]
             name = track.registered or track.code
             dist = np.linalg.norm(centers - track.center, axis=1) / track.height
+            # an established card does not take a look that names another card outright
+            # (a card laid on it); a registered one takes any look at its place (it is
+            # partly covered, and its code is settled)
+            agree = None
+            if track.registered is None and len(track.looks) >= 3:
+                agree = looks @ track.posterior()
             for i in range(len(cards)):
                 same = name is not None and CLASSES[cards.class_ids[i]] == name
+                if agree is not None and agree[i] < AGREE:
+                    continue
                 if iou[i, j] >= SAME_CARD_IOU or (same and dist[i] < SAME_NAME_DISTANCE):
                     pairs.append((iou[i, j] + (0.5 if same else 0.0), i, t))
         used: set[int] = set()
@@ -291,14 +309,16 @@ class TableTracker:
         )
         return missing >= VANISHED_AT_ONCE
 
-    def _settle(self, u: int, frame_index: int, hand: bool) -> None:
-        """Steadiness, and which unregistered tracks are gone (never while a hand is there)."""
+    def _settle(self, u: int, frame_index: int, hand: bool, covered: bool) -> None:
+        """Steadiness (nothing moving over the card, nothing covering several cards), and
+        which unregistered tracks are gone (never while a hand is over the table)."""
         gone = []
         for track in self.tracks.values():
             if track.registered is not None:
                 continue
             seen = sum(track.hits)
-            if seen >= self.steady_looks and track.last_seen == u and not hand:
+            quiet = track.disturbed < u and not covered
+            if seen >= self.steady_looks and track.last_seen == u and quiet:
                 if track.steady_since is None:
                     track.steady_since = frame_index
             elif u - track.last_seen >= self.window - self.steady_looks + 1 and not hand:
@@ -361,7 +381,14 @@ class TableTracker:
             elif track.zone and track.zone.startswith(CAPTURES):
                 seat = self.zones[track.zone].player
                 st.arrivals.setdefault(seat, []).append(
-                    Arrival(track.id, seat, self.candidates(track), track.steady_since, track.quad)
+                    Arrival(
+                        track.id,
+                        seat,
+                        self.candidates(track),
+                        track.steady_since,
+                        track.quad,
+                        max(track.quiet_since, track.steady_since),
+                    )
                 )
                 if track.code:
                     st.steady_since[track.code] = track.steady_since
@@ -370,6 +397,19 @@ class TableTracker:
             t.last_seen == self._updates for t in self.tracks.values()
         )
         return st
+
+
+def _disturbed(track: Track, moving, width: int, height: int, motion: float) -> bool:
+    """Whether something moved over the track's card (its box grown by a third)."""
+    if moving is None:
+        return motion >= HAND_MOTION
+    mh, mw = moving.shape[:2]
+    lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
+    pad = (hi - lo) / 3
+    x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
+    x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
+    return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
 
 
 def _frame_size(frame) -> tuple[int, int]:
