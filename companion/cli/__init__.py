@@ -1157,3 +1157,4 @@ def serve_command(db, host, port, read_only):
 # Each area with commands of its own keeps them in a module of this package, registered on
 # ``main`` when imported here.
 from companion.cli import live  # noqa: E402,F401
+from companion.cli import simulate  # noqa: E402,F401
