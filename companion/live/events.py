@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from companion.cards import Card, Category
 from companion.live.tracker import Arrival, TableState
 
-SETTLE_FRAMES = 2  # frames without a hand before a group is decided
+SETTLE_FRAMES = 1  # looks with nothing moving over a card before it is decided
 PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
 CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
 UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
@@ -149,6 +149,13 @@ def resolve_group(arrivals, owned=(), field_left=None, field_now=(), fixed=()) -
     return out
 
 
+def _waiting(held) -> list:
+    """The captures still waiting for their partner: those of a month held an odd number of
+    times."""
+    months = Counter(_month(c) for c in held)
+    return [c for c in held if months[_month(c)] % 2]
+
+
 def surely(arrival: Arrival) -> float:
     """The probability of an arrival's likeliest reading (chaff of one month counted as one)."""
     code = arrival.candidates[0][0]
@@ -192,37 +199,53 @@ class CaptureDecider:
             player = seats.get(seat)
             if player is None:
                 continue
-            if not arrivals:
-                self._alone_since.pop(seat, None)
+            # the player's arm keeps crossing his own capture area: each card is decided as
+            # soon as nothing moves over it, not when the whole area is still
+            quiet = [a for a in arrivals if table.frame - a.quiet_since >= SETTLE_FRAMES]
+            if not quiet:
+                if not arrivals:
+                    self._alone_since.pop(seat, None)
                 continue
-            if any(table.frame - a.quiet_since < SETTLE_FRAMES for a in arrivals):
-                continue  # something still moves over one of them
             side = match.side_of(player)
             held = [c.code for c in match.captures.get(side, [])]
-            months = Counter(_month(c) for c in held)
-            waiting = [c for c in held if months[_month(c)] % 2]
-            if len(arrivals) == 1 and not waiting and surely(arrivals[0]) < SURE:
+            decided = set()
+            for a in sorted(quiet, key=lambda a: (a.steady_since, a.track)):
+                if surely(a) >= SURE:
+                    self._decide(
+                        [a], player, seat, owned, recent, table, _waiting(held), out, held
+                    )
+                    decided.add(a.track)
+            doubtful = [a for a in quiet if a.track not in decided]
+            if not doubtful:
+                self._alone_since.pop(seat, None)
+                continue
+            waiting = _waiting(held)
+            if len(doubtful) == 1 and not waiting:
                 since = self._alone_since.setdefault(seat, table.time)
                 if table.time - since < PARTNER_WAIT:
                     continue  # a doubtful lone card: its partner will help read it
             self._alone_since.pop(seat, None)
-            ordered = sorted(arrivals, key=lambda a: (a.steady_since, a.track))
-            readings = resolve_group(ordered, owned, recent, table.field, fixed=waiting)
-            for a, (code, conf, check, alts) in zip(ordered, readings, strict=True):
-                event = {
-                    "type": "card_captured",
-                    "player": player,
-                    "card": code,
-                    "source": "camera",
-                    "confidence": round(conf, 3),
-                }
-                if check:
-                    event["check"] = True
-                if alts:
-                    event["alternatives"] = list(alts)
-                out.events.append(event)
-                out.readings.append(Reading(a.track, seat, code, conf, check, alts, a.steady_since))
-                owned.add(code)
+            ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
+            self._decide(ordered, player, seat, owned, recent, table, waiting, out, held)
+
+    def _decide(self, group, player, seat, owned, recent, table, waiting, out, held) -> None:
+        readings = resolve_group(group, owned, recent, table.field, fixed=waiting)
+        for a, (code, conf, check, alts) in zip(group, readings, strict=True):
+            event = {
+                "type": "card_captured",
+                "player": player,
+                "card": code,
+                "source": "camera",
+                "confidence": round(conf, 3),
+            }
+            if check:
+                event["check"] = True
+            if alts:
+                event["alternatives"] = list(alts)
+            out.events.append(event)
+            out.readings.append(Reading(a.track, seat, code, conf, check, alts, a.steady_since))
+            owned.add(code)
+            held.append(code)
 
     def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:
         if table.backs > 0:

@@ -7,9 +7,8 @@
 Motion gating (as Frigate does): each frame is shrunk to a small grey picture and compared
 with the previous one and with the last one the detector saw. The detector runs only when
 something changed since its last look, for a few frames after motion stops (so a card put
-down is seen steadily at once), and at least every ``refresh`` frames; while a hand sweeps
-over the table it looks at every other frame only. The rest of the time the table's state
-stands as it was.
+down is seen steadily at once), and at least every ``refresh`` frames. The rest of the time
+the table's state stands as it was.
 
 The store is the truth: corrections, removals and undos made on the tablet are read back
 (by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
@@ -27,7 +26,7 @@ import numpy as np
 from companion.detections import Detections
 from companion.engine import IllegalEvent
 from companion.live.events import CaptureDecider
-from companion.live.tracker import HAND_MOTION, TableState, TableTracker
+from companion.live.tracker import TableState, TableTracker
 from companion.live.zones import Zones
 
 MOTION_SIZE = (160, 90)
@@ -63,7 +62,7 @@ class LivePipeline:
         match_id: int | None,
         seats: dict | None = None,
         *,
-        window: int = 6,
+        window: int = 5,
         refresh: int = REFRESH,
     ):
         self.detector = detector
@@ -152,8 +151,6 @@ class LivePipeline:
         return moved, changed
 
     def should_detect(self, moved: float, changed: float) -> bool:
-        if moved >= HAND_MOTION and self._since_detect < 2:
-            return False  # a hand sweeping: every other frame is enough, nothing settles
         return (
             changed >= CHANGED
             or self._since_motion <= SETTLE_AFTER_MOTION

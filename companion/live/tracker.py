@@ -140,7 +140,7 @@ def look_vector(det: Detections, i: int) -> np.ndarray:
 class TableTracker:
     """``tracker.update(detections, frame) -> TableState``; see the module docstring."""
 
-    def __init__(self, zones: Zones, window: int = 6, steady: int = 4):
+    def __init__(self, zones: Zones, window: int = 5, steady: int = 3):
         self.zones = zones
         self.window = window
         self.steady_looks = min(steady, window)
@@ -400,12 +400,12 @@ class TableTracker:
 
 
 def _disturbed(track: Track, moving, width: int, height: int, motion: float) -> bool:
-    """Whether something moved over the track's card (its box grown by a third)."""
+    """Whether something moved over the track's card (its box grown by a tenth)."""
     if moving is None:
         return motion >= HAND_MOTION
     mh, mw = moving.shape[:2]
     lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
-    pad = (hi - lo) / 3
+    pad = (hi - lo) * 0.1
     x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
     x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
     x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
