@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from companion import CompanionError
 from companion.detections import Detections, class_id
 from companion.live.events import CaptureDecider, pairs_up, resolve_group
 from companion.live.pipeline import LivePipeline
@@ -426,3 +427,114 @@ def test_sources_are_named_by_spec(tmp_path):
 
 def test_the_decider_does_nothing_without_a_match():
     assert CaptureDecider().step(TableTracker(ZONES).state, None, {}).events == []
+
+
+def test_a_sure_lone_card_is_registered_before_its_partner_and_the_partner_pairs_with_it(live):
+    store, match_id, table = live
+    table.take("09-4")
+    table.put("09-1", 300, 620)  # from the hand, surely read
+    table.run(6)
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == ["09-1"]
+    # its partner reads as 08-4 first, 09-4 second: it pairs with the card waiting
+    table.put("09-4", 330, 620, conf=0.5, alts=[("09-4", 0.4)], name="08-4")
+    table.run(6)
+    state = store.state(match_id)
+    assert [c.code for c in state.captures["Aki"]] == ["09-1", "09-4"]
+    assert state.checks == []
+
+
+def test_a_doubtful_lone_card_waits_for_its_partner():
+    decider = CaptureDecider()
+    from companion.engine import replay
+
+    match = replay(
+        [
+            {"type": "match_started", "players": ["A", "B"], "rules": "livret", "rounds": 6},
+            {"type": "round_started"},
+        ]
+    )
+    doubtful = arrival(1, ("08-3", 0.5), ("09-3", 0.45))
+    from companion.live.tracker import TableState
+
+    def table(arrivals, frame, time):
+        return TableState(frame=frame, time=time, arrivals={"A": arrivals, "B": []})
+
+    assert decider.step(table([doubtful], 10, 1.0), match, {"A": "A", "B": "B"}).events == []
+    partner = arrival(2, ("09-1", 0.95))
+    out = decider.step(table([doubtful, partner], 12, 1.2), match, {"A": "A", "B": "B"})
+    assert sorted(e["card"] for e in out.events) == ["09-1", "09-3"]
+
+
+@pytest.mark.slow
+def test_a_short_simulated_round_is_replayed_to_its_exact_score(tmp_path):
+    from companion.live.replay import load_truth, replay_video
+    from companion.recognizer import Recognizer
+    from companion.simulate import SimConfig, simulate
+
+    try:
+        simulate("traditional-scan", 7, tmp_path, SimConfig(max_turns=4))
+    except CompanionError as exc:  # no shared decks on this machine
+        pytest.skip(str(exc))
+    truth = load_truth(tmp_path / "truth.json")
+    report = replay_video(tmp_path / "table.mp4", Recognizer.load(threads=2), truth=truth)
+    assert report.rounds_total == 1
+    captured = sum(len(c) for c in truth["rounds"][0]["captures"].values())
+    assert captured > 0
+    for player, codes in truth["rounds"][0]["captures"].items():
+        assert sorted(report.rounds[0].captures[player]) == sorted(codes)
+    assert report.rounds_exact == 1
+
+
+def test_the_live_session_serves_status_frames_crops_and_zones(tmp_path):
+    from companion.live.session import LiveSession
+    from companion.live.sources import Frame, FrameSource
+
+    class Recorded(FrameSource):
+        """The frames of a Table scene, as a source."""
+
+        def __init__(self, frames):
+            self.frames, self.state = list(frames), "live"
+
+        def read(self):
+            if not self.frames:
+                self.state = "ended"
+                return None
+            return self.frames.pop(0)
+
+        def describe(self):
+            return "recorded"
+
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6)
+    detector = ScriptedDetector()
+    session = LiveSession(
+        Recorded([]), detector, store, zones_path=tmp_path / "zones.toml", realtime=False
+    )
+    assert session.status()["camera"] == "live" and session.latest_jpeg() is None
+    scene = Table(session.pipeline, detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        scene.put(code, x, y)
+    frames, looks = [], {}
+    for i in range(40):
+        if i == 25:
+            scene.take("08-3")
+            scene.put("08-1", 300, 620)
+            scene.put("08-3", 330, 620)
+        if i in (0, 25):
+            looks[i] = list(scene.cards.values())
+        frames.append(Frame(scene.image(), i, i / 10))
+    session.source = Recorded(frames)
+    while session.source.state != "ended":
+        index = session.source.frames[0].index if session.source.frames else None
+        if index in looks:
+            detector.looks = looks[index]
+        session.step()
+    status = session.status()
+    assert status["match_id"] == match_id and status["frames"] == 40
+    assert session.latest_jpeg().startswith(b"\xff\xd8")
+    assert session.snapshot_jpeg().startswith(b"\xff\xd8")
+    assert session.crop_jpeg("Aki", "08-1").startswith(b"\xff\xd8")
+    assert session.crop_jpeg("Aki", "12-1") is None
+    moved = session.zones.with_polygon("field", [[0.1, 0.3], [0.9, 0.3], [0.9, 0.7], [0.1, 0.7]])
+    session.set_zones(moved)
+    assert (tmp_path / "zones.toml").is_file() and session.zones == moved
