@@ -313,7 +313,9 @@ BENCH_DECK = "traditional-scan"  # held out from training
 BENCH_SEED = 4242
 
 
-def simulate(out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, rounds: int = 1):
+def simulate(
+    out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, rounds: int = 1, turns=8
+):
     """Render a simulated table with ``companion simulate`` (its command line is the stable
     contract); returns (video path, truth path)."""
     import subprocess
@@ -324,8 +326,10 @@ def simulate(out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, r
     deck_path = Path(deck) if Path(deck).is_dir() else synth.find_shared_dir() / "decks" / deck
     cmd = [
         sys.executable, "-m", "companion.cli", "simulate", "--deck", str(deck_path),
-        "--seed", str(seed), "--out", str(out_dir), "--rounds", str(rounds),
+        "--seed", str(seed), "--out", str(out_dir), "--rounds", str(rounds), "--quiet",
     ]  # fmt: skip
+    if turns:
+        cmd += ["--max-turns", str(turns)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
@@ -339,6 +343,9 @@ def bench_pipeline(detector, *, video=None, frames: int = 600) -> dict:
     a card lying steady in a capture area to its event (video time plus that frame's work)."""
     import tempfile
 
+    import cv2
+
+    cv2.setNumThreads(2)  # as on a 2-core machine: the recognizer's sessions use 2 threads too
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         if video is None:
             video, truth_path = simulate(Path(tmp))
