@@ -33,6 +33,7 @@ FIELD_BONUS = math.log(4.0)  # a card that just left the field is this much like
 FIELD_RECENT = 60  # frames during which a card that left the field counts as just left
 DEAL_STEADY = 1.0  # seconds the dealt field lies still before the round is opened
 RAN_OUT_AFTER = 2.0  # seconds without backs in view (after some were) before cards ran out
+GATHERED_AFTER = 1.5  # seconds without a sight of the captures: they were gathered
 MAX_COMBOS = 20000
 
 
@@ -248,6 +249,10 @@ class CaptureDecider:
             held.append(code)
 
     def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:
+        if self._gathered(table, match) and not match.pending_decision:
+            # the cards were gathered (or dealt again) without a Stop: the round is over
+            out.events.append({"type": "cards_ran_out"})
+            return
         if table.backs > 0:
             self._backs_seen = True
             self._no_backs_since = None
@@ -260,10 +265,19 @@ class CaptureDecider:
         if self._no_backs_since is None:
             self._no_backs_since = table.time
         done = table.time - self._no_backs_since >= RAN_OUT_AFTER
-        if (done or table.cleared) and not match.pending_decision:
+        if done and not match.pending_decision:
             out.events.append({"type": "cards_ran_out"})
             self._backs_seen = False
             self._no_backs_since = None
+
+    def _gathered(self, table: TableState, match) -> bool:
+        """The captures have been out of sight a while, with no hand over them, and the pile
+        has gone too or a new field lies dealt: the table was gathered."""
+        if table.hand_present or table.captures_unseen < GATHERED_AFTER:
+            return False
+        if table.captures_unseen == float("inf"):
+            return False
+        return table.backs == 0 or table.fresh_field >= _deal_size(match) - 2
 
     def _redeal_proposal(self, match) -> Proposal | None:
         if any("redeal" in w for w in match.warnings):
@@ -273,24 +287,24 @@ class CaptureDecider:
     # -- between rounds -----------------------------------------------------------------------
 
     def _between_rounds(self, table: TableState, match, out: DeciderOutput) -> None:
-        if match.rounds and any(table.captures.values()):
-            # the finished round's cards still lie there: wait for the table to be cleared
-            if table.cleared:
-                out.cleared = True
-                self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
-            return
-        if match.rounds and self.proposal is None and table.cleared:
+        if table.cleared and match.rounds:
+            out.cleared = True
             self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
+        if table.stale:
+            return  # the finished round's cards still lie there
         deal = _deal_size(match)
         field_cards = tuple(sorted(table.field))
         clear_captures = not any(table.arrivals.values())
-        if table.hand_present or len(field_cards) < deal or not clear_captures:
+        enough = len(field_cards) >= deal or (
+            len(field_cards) >= deal - 2 and table.time - (self._deal_since or table.time) >= 3
+        )
+        if table.hand_present or len(field_cards) < deal - 2 or not clear_captures:
             self._deal_since = None
             return
         if field_cards != self._deal_codes:
             self._deal_codes, self._deal_since = field_cards, table.time
             return
-        if table.time - (self._deal_since or table.time) < DEAL_STEADY:
+        if not enough or table.time - (self._deal_since or table.time) < DEAL_STEADY:
             return
         out.events.append({"type": "round_started", "field": list(field_cards)})
         self.proposal = None

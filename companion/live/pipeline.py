@@ -122,6 +122,10 @@ class LivePipeline:
                             record.card = e.new_card
                 elif e.type == "redeal":
                     self.tracker.reset_round()
+            if self._match_state is not None and len(state.rounds) > len(
+                self._match_state.rounds
+            ):
+                self.tracker.end_round()
             # whatever the tablet removed or undid is never brought back
             held = {c.code for cards in state.captures.values() for c in cards}
             if state.round_in_progress:
@@ -179,8 +183,6 @@ class LivePipeline:
             if state is None:
                 return []
             out = self.decider.step(self.table, state, self.seats(state))
-            if out.cleared:
-                self.tracker.reset_round()
             appended = []
             readings = iter(out.readings)
             for event in out.events:
@@ -191,7 +193,6 @@ class LivePipeline:
                     self.errors.append(str(exc))
                     continue
                 appended.append(stored)
-                self._seen_seq = stored.seq
                 if reading is not None:
                     self.tracker.register(reading.track, reading.seat, reading.code)
                     self.captures.append(
@@ -208,7 +209,7 @@ class LivePipeline:
                         )
                     )
             if appended:
-                self._match_state = self.store.state(self.match_id)
+                self._sync()
             return appended
 
     @property

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from companion import CompanionError
-from companion.engine import apply
+from companion.engine import IllegalEvent, apply
 from companion.live.pipeline import LivePipeline
 from companion.live.sources import VideoFileSource
 from companion.live.zones import Zones, default_zones
@@ -155,11 +155,27 @@ def _match_setup(truth: dict | None) -> dict:
     return setup
 
 
+TABLET_TAPS = ("hand_declared", "redeal")  # what the camera cannot see: a player says it
+
+
 class _Answers:
-    """Koi/Stop as the tablet's taps: the truth's answers in order, else stop."""
+    """The tablet's taps: Koi/Stop from the truth's answers in order (else stop), and the
+    declarations and redeals the camera cannot see, from the truth's events at their frame
+    (tried until the match accepts them, for a few seconds)."""
 
     def __init__(self, truth: dict | None):
         self.left = list((truth or {}).get("decisions", []))
+        self.taps = [
+            (item["frame"], item["event"])
+            for item in (truth or {}).get("events", [])
+            if item.get("event", {}).get("type") in TABLET_TAPS
+        ]
+
+    def due_taps(self, frame_index: int) -> list:
+        return [(f, e) for f, e in self.taps if f <= frame_index]
+
+    def tapped(self, tap) -> None:
+        self.taps.remove(tap)
 
     def answer(self, round_number: int, player: str) -> str:
         for i, d in enumerate(self.left):
@@ -200,6 +216,13 @@ def replay_video(
         for frame in source:
             t0 = time.perf_counter()
             appended = pipeline.process(frame)
+            for tap in answers.due_taps(frame.index):
+                try:
+                    appended.append(store.append(match_id, tap[1]))
+                    answers.tapped(tap)
+                except IllegalEvent:
+                    if tap[0] < frame.index - 5 * source.fps:
+                        answers.tapped(tap)  # never accepted: the camera missed its round
             state = store.state(match_id) if appended else None
             while state is not None and state.pending_decision and state.round_in_progress:
                 player = state.pending_decision

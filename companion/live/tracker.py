@@ -40,7 +40,7 @@ SAME_NAME_DISTANCE = 0.45  # same top class: same card if the centres are this c
 MOVED = 0.2  # a track whose centre moves this far (card heights) is in a hand, not lying
 HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or an arm
 VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
-CLEARED_AFTER = 1.5  # seconds without a face-up card in view: the table was cleared
+CLEARED_AFTER = 1.0  # seconds without a sight of the ended round's cards: they were cleared
 DOUBTFUL_BELOW = 0.8
 AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
 
@@ -58,6 +58,9 @@ class Track:
     hits: deque  # per update since birth: seen or not (bool), the last ``window``
     last_seen: int = 0  # update number
     last_seen_frame: int = 0
+    last_seen_time: float = 0.0
+    born_time: float = 0.0
+    stale: bool = False  # lay on the table when the round ended: waits to be cleared away
     steady_since: int | None = None  # frame index
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
@@ -112,7 +115,10 @@ class TableState:
     hand_present: bool = False
     arrivals: dict = dataclasses.field(default_factory=dict)  # seat -> [Arrival]
     field_left: dict = dataclasses.field(default_factory=dict)  # code -> frame it left the field
-    cleared: bool = False  # no face-up card in view for a while
+    cleared: bool = False  # the ended round's cards were cleared away (this look)
+    stale: int = 0  # cards of the ended round still on the table
+    captures_unseen: float = float("inf")  # seconds since a registered capture was seen
+    fresh_field: int = 0  # steady field cards first seen after the captures were last seen
     quads: dict = dataclasses.field(default_factory=dict)  # code -> quad (pixels), cards in view
     hand_since: int | None = None  # frame index the hand was last seen (None: never)
 
@@ -149,10 +155,10 @@ class TableTracker:
         self._updates = 0
         self._order: list[int] = []  # registered track ids, in registration order
         self._backs: deque = deque(maxlen=3)
-        self._last_card_time = 0.0
         self._hand_frame: int | None = None
         self._hand_until = -1  # update number until which the hand counts as present
         self._field_left: dict[str, int] = {}
+        self._captures_seen = -1.0  # time a registered capture was last seen
         self.state = TableState()
 
     # -- the tablet and the decider ----------------------------------------------------------
@@ -192,10 +198,24 @@ class TableTracker:
         self.register(track_id, seat, code)
 
     def reset_round(self) -> None:
-        """A new round: everything forgotten (the table was cleared)."""
+        """Everything forgotten (a redeal, another match)."""
         self.tracks.clear()
         self._order.clear()
         self._field_left.clear()
+        self._captures_seen = -1.0
+
+    def end_round(self) -> None:
+        """The round ended: the cards lying there are the old round's (but those first seen
+        after its captures were last seen: a new deal already), to be cleared away before the
+        next round counts."""
+        none_captured = not any(t.registered for t in self.tracks.values())
+        for track in self.tracks.values():
+            if none_captured or track.registered or track.born_time <= self._captures_seen:
+                track.stale = True
+                track.registered = None
+        self._order.clear()
+        self._field_left.clear()
+        self._captures_seen = -1.0
 
     # -- one frame -----------------------------------------------------------------------------
 
@@ -211,7 +231,7 @@ class TableTracker:
         cards = det[det.class_ids != BACK_ID] if len(det) else det
         backs = int(np.sum(det.class_ids == BACK_ID)) if len(det) else 0
         self._backs.append(backs)
-        matched = self._associate(cards, u, frame.index)
+        matched = self._associate(cards, u, frame)
         for track in self.tracks.values():
             track.hits.append(track.id in matched)
         occluded = self._occluded(matched)
@@ -221,7 +241,7 @@ class TableTracker:
         hand = u <= self._hand_until
         for i in range(len(cards)):
             if i not in matched.values():
-                self._new_track(cards, i, u, frame.index)
+                self._new_track(cards, i, u, frame)
         for track in self.tracks.values():
             c = track.center
             track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
@@ -229,12 +249,21 @@ class TableTracker:
                 track.disturbed = u
                 track.quiet_since = frame.index + 1
         self._settle(u, frame.index, hand, occluded)
-        if len(cards):
-            self._last_card_time = frame.time
+        cleared = self._clear_stale(frame.time)
         self.state = self._table_state(frame, hand)
+        self.state.cleared = cleared
         return self.state
 
-    def _associate(self, cards: Detections, u: int, frame_index: int) -> dict[int, int]:
+    def _clear_stale(self, now: float) -> bool:
+        """Drop the ended round's cards once none has been seen for ``CLEARED_AFTER``."""
+        stale = [t for t in self.tracks.values() if t.stale]
+        if not stale or any(now - t.last_seen_time < CLEARED_AFTER for t in stale):
+            return False
+        for t in stale:
+            del self.tracks[t.id]
+        return True
+
+    def _associate(self, cards: Detections, u: int, frame) -> dict[int, int]:
         """Match detections to tracks (track id -> detection index), most overlapping first."""
         ids = [t for t, tr in self.tracks.items() if not tr.ignored]
         matched: dict[int, int] = {}
@@ -267,12 +296,16 @@ class TableTracker:
                 continue
             used.add(i)
             matched[t] = i
-            self._observe(self.tracks[t], cards, i, u, frame_index)
+            self._observe(self.tracks[t], cards, i, u, frame)
         return matched
 
-    def _observe(self, track: Track, cards: Detections, i: int, u: int, frame_index: int):
+    def _observe(self, track: Track, cards: Detections, i: int, u: int, frame):
         quad = cards.quads[i].astype(np.float32)
-        if track.registered is None:
+        frame_index = frame.index
+        track.last_seen_time = frame.time
+        if track.registered is not None:
+            self._captures_seen = frame.time
+        elif not track.stale:
             moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
             if moved > MOVED:  # carried: it has not come to rest yet
                 track.anchor = quad.mean(axis=0)
@@ -284,8 +317,9 @@ class TableTracker:
         track.last_seen = u
         track.last_seen_frame = frame_index
 
-    def _new_track(self, cards: Detections, i: int, u: int, frame_index: int) -> None:
+    def _new_track(self, cards: Detections, i: int, u: int, frame) -> None:
         quad = cards.quads[i].astype(np.float32)
+        frame_index = frame.index
         track = Track(
             id=self._next_id,
             quad=quad,
@@ -296,6 +330,8 @@ class TableTracker:
             hits=deque([True], maxlen=self.window),
             last_seen=u,
             last_seen_frame=frame_index,
+            last_seen_time=frame.time,
+            born_time=frame.time,
         )
         self.tracks[track.id] = track
         self._next_id += 1
@@ -314,7 +350,7 @@ class TableTracker:
         which unregistered tracks are gone (never while a hand is over the table)."""
         gone = []
         for track in self.tracks.values():
-            if track.registered is not None:
+            if track.registered is not None or track.stale:
                 continue
             seen = sum(track.hits)
             quiet = track.disturbed < u and not covered
@@ -336,7 +372,11 @@ class TableTracker:
         """Hand out codes: one physical card per code, most confident first; codes held by
         registered captures are taken."""
         taken = {t.registered for t in self.tracks.values() if t.registered and not t.ignored}
-        open_tracks = [t for t in self.tracks.values() if t.registered is None and not t.ignored]
+        open_tracks = [
+            t
+            for t in self.tracks.values()
+            if t.registered is None and not t.ignored and not t.stale
+        ]
         posts = {t.id: t.posterior() for t in open_tracks}
         for t in open_tracks:
             t.code = None
@@ -369,7 +409,11 @@ class TableTracker:
             st.quads[code] = track.quad
         st.arrivals = {seat: [] for seat in self.zones.players}
         for track in self.tracks.values():
+            if track.stale:
+                st.stale += 1
             if track.registered is not None or track.ignored or track.steady_since is None:
+                continue
+            if track.stale:
                 continue
             if track.zone == FIELD and track.code:
                 st.field.append(track.code)
@@ -393,9 +437,17 @@ class TableTracker:
                 if track.code:
                     st.steady_since[track.code] = track.steady_since
         st.field_left = dict(self._field_left)
-        st.cleared = frame.time - self._last_card_time >= CLEARED_AFTER and not any(
-            t.last_seen == self._updates for t in self.tracks.values()
-        )
+        if self._captures_seen >= 0:
+            st.captures_unseen = frame.time - self._captures_seen
+            st.fresh_field = sum(
+                1
+                for t in self.tracks.values()
+                if t.zone == FIELD
+                and t.steady_since is not None
+                and not t.stale
+                and t.registered is None
+                and t.born_time > self._captures_seen
+            )
         return st
 
 
