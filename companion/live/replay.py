@@ -5,8 +5,10 @@
 
 The match lives in an in-memory store. Koi/Stop answers come from the truth file's
 ``decisions`` in order, as a tablet's taps would (the next unused answer of that round and
-player); without one (or when it has none left for that player), a player stops at his first
-yaku. No correction is ever made, so ``rounds_exact`` counts rounds scored right by the camera
+player, tapped no earlier than the simulated player called it); without one (or when it has
+none left for that player), a player stops at his first yaku, 3 s after it shows. What the
+camera cannot see (a dealt-hand declaration, a redeal) is tapped from the truth's events too.
+No correction is ever made, so ``rounds_exact`` counts rounds scored right by the camera
 alone. ``bench_pipeline`` times the same loop (frames per second, per-frame times, and the
 latency from a card lying steady to its event). The truth format is in docs/LIVE.md.
 """
@@ -159,12 +161,25 @@ TABLET_TAPS = ("hand_declared", "redeal")  # what the camera cannot see: a playe
 
 
 class _Answers:
-    """The tablet's taps: Koi/Stop from the truth's answers in order (else stop), and the
-    declarations and redeals the camera cannot see, from the truth's events at their frame
-    (tried until the match accepts them, for a few seconds)."""
+    """The tablet's taps. Koi/Stop: the truth's answers in order, each tapped no earlier than
+    the frame the simulated player called it (his turn over); with none left for that player
+    (or no truth), stop after ``WAIT`` seconds of a pending decision. Declarations and
+    redeals, which the camera cannot see: the truth's events at their frame, tried until the
+    match accepts them (for 5 seconds)."""
+
+    WAIT = 3.0
 
     def __init__(self, truth: dict | None):
-        self.left = list((truth or {}).get("decisions", []))
+        truth = truth or {}
+        calls = [
+            item["frame"]
+            for item in truth.get("events", [])
+            if item.get("event", {}).get("type") in ("koi_called", "stop_called")
+        ]
+        decisions = list(truth.get("decisions", []))
+        frames = calls if len(calls) == len(decisions) else [0] * len(decisions)
+        self.left = [dict(d, frame=f) for d, f in zip(decisions, frames, strict=True)]
+        self.pending_since: int | None = None
         self.taps = [
             (item["frame"], item["event"])
             for item in (truth or {}).get("events", [])
@@ -177,12 +192,25 @@ class _Answers:
     def tapped(self, tap) -> None:
         self.taps.remove(tap)
 
-    def answer(self, round_number: int, player: str) -> str:
+    def answer(self, state, frame_index: int, fps: float) -> str | None:
+        """"koi", "stop", or None: not yet (the player has not tapped)."""
+        if not (state.pending_decision and state.round_in_progress):
+            self.pending_since = None
+            return None
+        if self.pending_since is None:
+            self.pending_since = frame_index
+        player = state.pending_decision
         for i, d in enumerate(self.left):
-            if d.get("round") == round_number and d.get("player") == player:
+            if d.get("round") == state.round_number and d.get("player") == player:
+                if frame_index < d["frame"]:
+                    return None
                 del self.left[i]
+                self.pending_since = None
                 return d.get("answer", "stop")
-        return "stop"
+        if frame_index - self.pending_since >= self.WAIT * fps:
+            self.pending_since = None
+            return "stop"
+        return None
 
 
 def replay_video(
@@ -223,12 +251,11 @@ def replay_video(
                 except IllegalEvent:
                     if tap[0] < frame.index - 5 * source.fps:
                         answers.tapped(tap)  # never accepted: the camera missed its round
-            state = store.state(match_id) if appended else None
-            while state is not None and state.pending_decision and state.round_in_progress:
+            state = store.state(match_id)
+            while (kind := answers.answer(state, frame.index, source.fps)) is not None:
                 player = state.pending_decision
-                kind = answers.answer(state.round_number, player)
                 event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
-                store.append(match_id, event)
+                appended.append(store.append(match_id, event))
                 state = store.state(match_id)
             ms = (time.perf_counter() - t0) * 1000
             report.frame_ms.append(ms)
