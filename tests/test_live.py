@@ -538,3 +538,43 @@ def test_the_live_session_serves_status_frames_crops_and_zones(tmp_path):
     moved = session.zones.with_polygon("field", [[0.1, 0.3], [0.9, 0.3], [0.9, 0.7], [0.1, 0.7]])
     session.set_zones(moved)
     assert (tmp_path / "zones.toml").is_file() and session.zones == moved
+
+
+def test_a_camera_unplugged_and_plugged_back_keeps_the_tally(live):
+    from companion.live.session import LiveSession
+
+    store, match_id, table = live
+    table.take("06-2")
+    table.put("06-1", 300, 620)
+    table.put("06-2", 330, 620)
+    world = {"plugged": True, "now": 0.0}
+
+    class Camera(FakeCapture):
+        def read(self):
+            if not world["plugged"]:
+                return False, None
+            return True, table.image()
+
+    source = LiveSource(0, opener=lambda target: Camera(world), clock=lambda: world["now"])
+    session = LiveSession(source, table.detector, store, match_id=match_id, realtime=False)
+    session.pipeline = table.pipeline  # the pipeline that saw the deal
+    table.detector.looks = list(table.cards.values())
+    for _ in range(15):
+        world["now"] += 0.1
+        session.step()
+    before = [c.code for c in store.state(match_id).captures["Aki"]]
+    assert sorted(before) == ["06-1", "06-2"]
+    world["plugged"] = False
+    for _ in range(50):
+        world["now"] += 0.1
+        assert not session.step()
+    assert session.status()["camera"] == "lost"
+    world["plugged"] = True
+    back = world["now"]
+    while not session.step():
+        world["now"] += 0.1
+    assert world["now"] - back <= 5.0 and session.status()["camera"] == "live"
+    for _ in range(15):
+        world["now"] += 0.1
+        session.step()
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == before
