@@ -23,7 +23,14 @@ from ``scoring.score_hand``. Where the seeds leave a gap, the engine decides:
   (a new yaku or a raised one). Captures may go on while it is pending (a turn is two captures,
   and the camera lags), but ``cards_ran_out`` waits for it; Stop needs it.
 - Dealt-hand declarations come before the round's first capture and score
-  ``instant_win_points`` flat (no multiplier), paid like any round.
+  ``instant_win_points`` flat (no multiplier), paid like any round. With ``cards`` (the
+  dealt hand) the hand must qualify; ``round.hand_cards = "required"`` makes them compulsory.
+- The round's month (yaku of the month) is the round number (13 is January again) unless
+  ``round_started`` names it.
+- A Koi call sets the yaku baseline *after* rescoring, so values the call itself raises
+  (viewings worth 3 after Koi, the Koi-Koi bonus line) are no new yaku.
+- ``match.bank``: totals start at the bank; the match ends after the round that leaves a
+  player at 0 or below (or after the planned rounds), the tie-break rule applying as usual.
 - ``last_yaku_maker_unless_oya``: since no decision can be left open when the cards run out,
   the last yaku maker is the last player who called Koi. ``oya_scores``: the Oya scores
   ``exhausted_points`` whether or not someone had called Koi.
@@ -280,14 +287,18 @@ class MatchStarted(Event):
 @dataclass(frozen=True)
 class RoundStarted(Event):
     """A new round is dealt. ``oya`` defaults to the one the rules name; ``field_brights`` to
-    the brights among ``field`` (the dealt field cards, optional)."""
+    the brights among ``field`` (the dealt field cards, optional); ``month`` to the round
+    number (round 13 is month 1 again)."""
 
     type: ClassVar[str] = "round_started"
     oya: str | None = None
     field_brights: int | None = None
     field: tuple = ()
+    month: int | None = None  # the round's month (tsuki-fuda); default: round n is month n
 
     def __post_init__(self):
+        if self.month is not None:
+            object.__setattr__(self, "month", _whole(self.month, "month of the round", 1, 12))
         if self.oya is not None:
             object.__setattr__(self, "oya", _name(self.oya, "Oya"))
         if self.field_brights is not None:
@@ -420,16 +431,30 @@ class StopCalled(_PlayerEvent):
 @dataclass(frozen=True)
 class HandDeclared(_PlayerEvent):
     """A dealt-hand instant win: ``teshi`` (4 of a month), ``kuttsuki`` (4 pairs) or
-    ``dealt_yaku`` (a complete yaku in the dealt hand, ferme-florale)."""
+    ``dealt_yaku`` (a complete yaku in the dealt hand, ferme-florale). With ``cards`` (the
+    dealt hand) the engine checks that the hand qualifies."""
 
     type: ClassVar[str] = "hand_declared"
     kind: str = _required()
+    cards: tuple = ()  # the dealt hand, optional: when given, it must qualify
 
     def __post_init__(self):
         super().__post_init__()
         if not isinstance(self.kind, str) or not self.kind.strip():
             raise IllegalEvent("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'.")
         object.__setattr__(self, "kind", self.kind.strip().lower())
+        cards = self.cards
+        if isinstance(cards, str):
+            cards = [c for c in cards.split(",") if c.strip()]
+        if not isinstance(cards, list | tuple):
+            raise IllegalEvent("The declared hand must be a list of card codes.")
+        object.__setattr__(self, "cards", tuple(_card_text(c, "hand card") for c in cards))
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        if not self.cards:
+            data.pop("cards")
+        return data
 
     def describe(self) -> str:
         return f"{self.player} declares {self.kind}"
@@ -582,6 +607,7 @@ class MatchOutcome:
     rounds_won: dict = field(hash=False)
     rounds_played: int = 0
     tie_break_rounds: int = 0
+    ran_out: tuple = ()  # players whose bank of points ran out (the match ended early)
 
     @property
     def tie(self) -> bool:
@@ -600,6 +626,8 @@ class MatchOutcome:
 
         ranked = sorted(self.totals, key=lambda p: self._key(p), reverse=True)
         table = ", ".join(f"{p} {score(p)}" for p in ranked)
+        if self.ran_out:
+            table += f" ({' and '.join(self.ran_out)} ran out of points)"
         if self.tie:
             return f"Tie between {' and '.join(self.winners)}: {table}."
         return f"{self.winner} wins the match: {table}."
@@ -622,6 +650,7 @@ class MatchOutcome:
             "rounds_won": dict(self.rounds_won),
             "rounds_played": self.rounds_played,
             "tie_break_rounds": self.tie_break_rounds,
+            "ran_out": list(self.ran_out),
             "text": self.text,
         }
 
@@ -648,6 +677,7 @@ class MatchState:
         self.next_oya: str | None = None  # who deals the next round
         self.field_brights = 0
         self.field: tuple = ()  # dealt field cards, when given
+        self.month: int | None = None  # the month of the current round (tsuki-fuda yaku)
         self.captures: dict[str, list[Card]] = {}
         self.koi: dict[str, int] = {}  # Koi calls this round
         self.hands: dict = {}  # HandScore per player (yaku mode)
@@ -757,6 +787,7 @@ class MatchState:
             "next_oya": self.next_oya,
             "field_brights": self.field_brights,
             "field": [c.code for c in self.field],
+            "month": self.month,
             "captures": {p: [c.code for c in cs] for p, cs in self.captures.items()},
             "koi": dict(self.koi),
             "hands": {p: _plain(h) for p, h in self.hands.items()},
@@ -939,7 +970,7 @@ def _match_started(s: MatchState, e: MatchStarted):
     s._members = members
     s.rounds_planned = rounds
     s.next_oya = members[oya]
-    s.totals = {p: 0 for p in sides}
+    s.totals = {p: rules.match.bank for p in sides}
     s.rounds_won = {p: 0 for p in sides}
     s.captures = {p: [] for p in sides}
     s.koi = {p: 0 for p in sides}
@@ -1018,6 +1049,7 @@ def _round_started(s: MatchState, e: RoundStarted):
     s.round_in_progress = True
     s.oya = oya
     _reset_round(s)
+    s.month = e.month if e.month is not None else (s.round_number - 1) % 12 + 1
     s.field = field_cards
     if e.field_brights is not None:
         s.field_brights = e.field_brights
@@ -1112,10 +1144,12 @@ def _koi_called(s: MatchState, e: KoiCalled):
     side = s.side_of(e.player)
     _need_decision(s, side, "Koi")
     s.koi[side] += 1
-    s._baseline[side] = _yaku_points(s.hands[side])
     s._pending.remove(side)
     s.last_koi = side
-    _rescore(s)  # Koi counts change every player's multipliers
+    _rescore(s)  # Koi counts change every player's multipliers (and some yaku values)
+    # The yaku as they stand after the call: a value the call itself raised (viewings worth
+    # 3 after Koi, the Koi-Koi bonus) is no new yaku.
+    s._baseline[side] = _yaku_points(s.hands[side])
     return dataclasses.replace(e, player=side)
 
 
@@ -1143,15 +1177,56 @@ def _hand_declared(s: MatchState, e: HandDeclared):
         )
     if s._owner:
         raise IllegalEvent("A dealt hand is declared before the first capture of the round.")
+    cards = _declared_hand(s, e)
     points = s.rules.round.instant_win_points
-    what = {
-        "teshi": "4 cards of one month in the dealt hand",
-        "kuttsuki": "4 pairs in the dealt hand",
-        "dealt_yaku": "a complete yaku in the dealt hand",
-    }.get(e.kind, e.kind)
+    what = _HAND_KINDS.get(e.kind, e.kind)
     reason = f"{side} declares {e.kind} ({what}): {points} points"
+    if cards:
+        reason = f"{side} declares {e.kind} ({what}: {' '.join(c.code for c in cards)}): "
+        reason += f"{points} points"
     _finish_round(s, side, "instant", points, reason)
-    return dataclasses.replace(e, player=side)
+    return dataclasses.replace(e, player=side, cards=tuple(c.code for c in cards))
+
+
+_HAND_KINDS = {
+    "teshi": "4 cards of one month in the dealt hand",
+    "kuttsuki": "4 pairs in the dealt hand",
+    "dealt_yaku": "a complete yaku in the dealt hand",
+}
+
+
+def _declared_hand(s: MatchState, e: HandDeclared) -> tuple:
+    """The declared hand's cards, checked: they exist once, fit in a dealt hand, are not on
+    the field, and make the declared kind. Without cards, the declaration is taken on trust
+    unless the rules require them (``round.hand_cards``)."""
+    if not e.cards:
+        if s.rules.round.hand_cards == "required":
+            raise IllegalEvent(
+                f"Rule set {s.rules_name!r} needs the cards of a declared hand, to check it."
+            )
+        return ()
+    cards = tuple(_resolve_card(s, c) for c in e.cards)
+    if len(set(cards)) != len(cards):
+        raise IllegalEvent("The same card is listed twice in the declared hand.")
+    people = sum(len(s.members(p)) for p in s.players)
+    size = s.rules.game.deal.get(str(people), (8, 8))[0]
+    if len(cards) > size:
+        raise IllegalEvent(f"A dealt hand holds {size} cards, not {len(cards)}.")
+    on_field = [c.code for c in cards if c in s.field]
+    if on_field:
+        raise IllegalEvent(f"{on_field[0]} lies in the dealt field, not in a hand.")
+    months = Counter(c.month for c in cards)
+    listed = " ".join(c.code for c in cards)
+    if e.kind == "teshi" and max(months.values()) < 4:
+        raise IllegalEvent(f"The hand {listed} holds no 4 cards of one month: no teshi.")
+    if e.kind == "kuttsuki" and sum(n // 2 for n in months.values()) < 4:
+        raise IllegalEvent(f"The hand {listed} holds fewer than 4 pairs: no kuttsuki.")
+    if e.kind == "dealt_yaku":
+        from companion import scoring
+
+        if not scoring.score_yaku(s.rules, cards, month=s.month).base:
+            raise IllegalEvent(f"The hand {listed} makes no yaku: no dealt_yaku.")
+    return cards
 
 
 def _field_brights_set(s: MatchState, e: FieldBrightsSet):
@@ -1236,7 +1311,7 @@ def _rescore(s: MatchState) -> None:
     for p in s.players:
         koi_own = s.koi.get(p, 0)
         codes = tuple(sorted(c.code for c in s.captures[p]))
-        key = (codes, koi_own, all_koi - koi_own, s.field_brights)
+        key = (codes, koi_own, all_koi - koi_own, s.field_brights, s.month)
         if s._hand_keys.get(p) == key and p in s.hands:
             continue
         s.hands[p] = _score_hand(s.rules, *key)
@@ -1246,7 +1321,9 @@ def _rescore(s: MatchState) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _score_hand(rules, codes: tuple, koi_own: int, koi_opponent: int, field_brights: int):
+def _score_hand(
+    rules, codes: tuple, koi_own: int, koi_opponent: int, field_brights: int, month: int | None
+):
     """score_hand, remembered: a replay of a stored match (same cached RuleSet) scores the same
     hands again, and the order of captures never matters to a score."""
     from companion import scoring
@@ -1257,6 +1334,7 @@ def _score_hand(rules, codes: tuple, koi_own: int, koi_opponent: int, field_brig
         koi_own=koi_own,
         koi_opponent=koi_opponent,
         field_brights=field_brights,
+        month=month,
     )
 
 
@@ -1383,7 +1461,9 @@ def _leaders(s: MatchState) -> tuple:
 
 
 def _check_match_end(s: MatchState) -> None:
-    if len(s.rounds) < s.rounds_planned:
+    bank = s.rules.match.bank
+    ran_out = tuple(p for p in s.players if bank and s.totals[p] <= 0)
+    if len(s.rounds) < s.rounds_planned and not ran_out:
         return
     leaders = _leaders(s)
     if len(leaders) > 1 and s.rules.match.tie_break == "extra_round":
@@ -1395,7 +1475,8 @@ def _check_match_end(s: MatchState) -> None:
         totals=dict(s.totals),
         rounds_won=dict(s.rounds_won),
         rounds_played=len(s.rounds),
-        tie_break_rounds=len(s.rounds) - s.rounds_planned,
+        tie_break_rounds=max(0, len(s.rounds) - s.rounds_planned),
+        ran_out=ran_out,
     )
 
 

@@ -9,6 +9,7 @@ switch with a default that patches the rule set when it is on. The format is doc
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
@@ -51,8 +52,11 @@ class Selector:
     months: tuple[int, ...] = ()
     exclude_roles: tuple[str, ...] = ()
     exclude_codes: tuple[str, ...] = ()
+    round_month: bool = False  # the cards of the round's month (tsuki-fuda); see for_month
 
     def matches(self, card: Card, dual: dict[str, frozenset[str]] | None = None) -> bool:
+        if self.round_month:  # not resolved with for_month: no month, no card
+            return False
         if self.category:
             cats = {card.category.value} | set((dual or {}).get(card.code, ()))
             if not cats & set(self.category):
@@ -69,6 +73,14 @@ class Selector:
             return False
         return True
 
+    def for_month(self, month: int | None) -> Selector | None:
+        """This selector with ``round_month`` resolved to ``month`` (None: it matches nothing)."""
+        if not self.round_month:
+            return self
+        if month is None or (self.months and month not in self.months):
+            return None
+        return dataclasses.replace(self, round_month=False, months=(month,))
+
     def describe(self) -> str:
         parts = []
         if self.ribbon:
@@ -81,13 +93,15 @@ class Selector:
             parts.append(",".join(self.codes))
         if self.months:
             parts.append("months " + ",".join(str(m) for m in self.months))
+        if self.round_month:
+            parts.append("of the round's month" if parts else "cards of the round's month")
         text = " ".join(parts) or "cards"
         if self.exclude_roles or self.exclude_codes:
             text += " without " + ", ".join((*self.exclude_roles, *self.exclude_codes))
         return text
 
     def to_dict(self) -> dict:
-        return {k: list(v) for k, v in self.__dict__.items() if v}
+        return {k: v if isinstance(v, bool) else list(v) for k, v in self.__dict__.items() if v}
 
 
 def _plural(category: str) -> str:
@@ -127,6 +141,28 @@ class YakuSpec:
     option: str | None = None
     exempt_from_count_once: bool = False
     description: str = ""
+    points_with_koi: tuple[int, ...] = ()  # points after the scorer's 1st, 2nd... Koi call
+    voided_by: tuple[str, ...] = ()  # codes or roles: holding any of them cancels the yaku
+    voided_by_select: Selector | None = None  # or cards matching this selector
+    needs_another_yaku: bool = False  # counts only alongside a yaku without this flag
+
+    def points_for_koi(self, koi_own: int) -> int:
+        """The yaku's value once the scorer has called Koi ``koi_own`` times."""
+        if not koi_own or not self.points_with_koi:
+            return self.points
+        return self.points_with_koi[min(koi_own, len(self.points_with_koi)) - 1]
+
+    def voided(self, cards) -> bool:
+        """Whether held cards cancel the yaku (the rain man cancels the viewings)."""
+        return any(
+            any(item_matches(item, c) for item in self.voided_by)
+            or (self.voided_by_select is not None and self.voided_by_select.matches(c))
+            for c in cards
+        )
+
+    @property
+    def uses_round_month(self) -> bool:
+        return any(s is not None and s.round_month for s in (self.select, self.extra))
 
     @property
     def core_size(self) -> int:
@@ -146,9 +182,18 @@ class YakuSpec:
         else:
             what = " + ".join(self.require)
         text = f"{what} = {self.points}"
+        if self.points_with_koi:
+            text += " (" + "/".join(map(str, self.points_with_koi)) + " after Koi)"
         if self.per_extra:
             extra = self.extra.describe() if self.extra else "card"
             text += f", +{self.per_extra} per extra {extra}"
+        if self.voided_by or self.voided_by_select:
+            held = [*self.voided_by]
+            if self.voided_by_select:
+                held.append(self.voided_by_select.describe())
+            text += ", void with " + " or ".join(held)
+        if self.needs_another_yaku:
+            text += ", only with another yaku"
         return text
 
 
@@ -182,6 +227,8 @@ class MultiplierRules:
     koi: str = "none"
     koi_factor: int = 2  # the factor of koi = "opponent_double"
     field_brights: bool = False
+    # koi = "bonus": points added for the scorer's 1st, 2nd... call; past the list, multiply
+    koi_bonus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,6 +243,7 @@ class RoundRules:
     field_redeal: bool = True  # a dealt field with 4 of a month or 4 pairs is dealt again
     field_redeal_pairs: bool = True  # with field_redeal: 4 pairs redeal too, not only 4 of a month
     wild_cards: tuple[str, ...] = ()  # codes or roles of wild cards (gaji), for the engine
+    hand_cards: str = "optional"  # "required": a dealt-hand declaration lists its cards
 
 
 @dataclass(frozen=True)
@@ -203,6 +251,7 @@ class MatchRules:
     tie_break: str = "extra_round"
     winner_by: str = "points"
     teams: bool = False
+    bank: int = 0  # points each player starts with; the match ends when one runs out
 
 
 @dataclass(frozen=True)
@@ -217,11 +266,12 @@ class OptionSpec:
 _ENUMS = {
     ("game", "mode"): ("yaku", "card_values"),
     ("multipliers", "seven_points"): ("none", "at_least", "more_than"),
-    ("multipliers", "koi"): ("none", "own", "all", "opponent_double"),
+    ("multipliers", "koi"): ("none", "own", "all", "opponent_double", "bonus"),
     ("round", "payment"): ("zero_sum", "winner_only", "each_scores"),
     ("round", "exhausted"): ("draw", "oya_scores", "last_yaku_maker_unless_oya"),
     ("round", "draw_oya"): ("stays", "changes"),
     ("round", "next_oya"): ("winner", "highest_total"),
+    ("round", "hand_cards"): ("optional", "required"),
     ("match", "tie_break"): ("extra_round", "none"),
     ("match", "winner_by"): ("points", "rounds_won"),
 }
@@ -249,7 +299,12 @@ _YAKU_KEYS = {
     "option",
     "exempt_from_count_once",
     "description",
+    "points_with_koi",
+    "voided_by",
+    "needs_another_yaku",
 }
+KOI_BONUS_ID = "koi_koi"  # the line koi = "bonus" adds to a hand; no yaku may take this id
+MAX_POINTS = 1000  # a yaku value, bonus or bank beyond this is a typo
 
 
 # --------------------------------------------------------------------------------------------
@@ -436,6 +491,13 @@ class RuleSet:
                 "own": "x(1 + own Koi calls)",
                 "all": "x(1 + all Koi calls of the round)",
                 "opponent_double": f"x{m.koi_factor} if an opponent called Koi",
+                "bonus": (
+                    "own Koi calls add "
+                    + ", ".join(f"+{n}" for n in m.koi_bonus)
+                    + f", then x2, x3... from call {len(m.koi_bonus) + 1}"
+                    if m.koi_bonus
+                    else "x(1 + own Koi calls)"
+                ),
             }[m.koi]
         )
         if m.field_brights:
@@ -454,6 +516,7 @@ class RuleSet:
         lines.append(
             f"Match: winner by {mt.winner_by}; tie break {mt.tie_break}"
             + ("; 2 teams" if mt.teams else "")
+            + (f"; each player starts with {mt.bank} points, out at 0" if mt.bank else "")
         )
         if self.options:
             lines.append("Options:")
@@ -558,7 +621,18 @@ class RuleSet:
                     self._dual.setdefault(card.code, set()).add(also)
         self._dual = {k: frozenset(v) for k, v in self._dual.items()}
 
-        self.multipliers = MultiplierRules(**sections["multipliers"])
+        mult = sections["multipliers"]
+        for key in ("seven_factor", "koi_factor"):
+            if key in mult and not 1 <= mult[key] <= 100:
+                raise RuleError(f"[multipliers] {key} must be a whole number from 1 to 100.")
+        bonus = mult.get("koi_bonus", ())
+        if len(bonus) > 12 or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_POINTS for n in bonus
+        ):
+            raise RuleError(
+                "[multipliers] koi_bonus lists at most 12 whole numbers of points, like [1, 2, 3]."
+            )
+        self.multipliers = MultiplierRules(**mult)
         rnd = sections["round"]
         for win in rnd.get("instant_wins", ()):
             if win not in _INSTANT_WINS:
@@ -568,7 +642,10 @@ class RuleSet:
         for item in rnd.get("wild_cards", ()):
             self._check_item(item, "[round] wild_cards")
         self.round = RoundRules(**rnd)
-        self.match = MatchRules(**sections["match"])
+        mt = sections["match"]
+        if not 0 <= mt.get("bank", 0) <= 100 * MAX_POINTS:
+            raise RuleError("[match] bank must be a whole number from 0 (no bank) to 100000.")
+        self.match = MatchRules(**mt)
         self.yaku = self._build_yaku(data.get("yaku", []))
 
     @property
@@ -597,6 +674,11 @@ class RuleSet:
                     f"{where}: unknown key {key!r}, expected one of "
                     f"{', '.join(Selector.__dataclass_fields__)}."
                 )
+            if key == "round_month":
+                if not isinstance(value, bool):
+                    raise RuleError(f"{where}: round_month must be true or false.")
+                fields[key] = value
+                continue
             values = tuple(value) if isinstance(value, list | tuple) else (value,)
             if key == "category" and not set(values) <= set(_CATEGORIES):
                 raise RuleError(f"{where}: category must be bright, animal, ribbon or chaff.")
@@ -633,9 +715,39 @@ class RuleSet:
             for key in ("points", "min", "per_extra"):
                 if key in raw and (not isinstance(raw[key], int) or raw[key] < 0):
                     raise RuleError(f"{where}: {key} must be a whole number of at least 0.")
-            for key in ("require", "cards", "replaces"):
+            for key in ("require", "cards", "replaces", "points_with_koi"):
                 if key in raw and not isinstance(raw[key], list):
                     raise RuleError(f"{where}: {key} must be a list.")
+            if raw.get("id") == KOI_BONUS_ID:
+                raise RuleError(f"{where}: the id {KOI_BONUS_ID!r} is kept for the Koi-Koi bonus.")
+            points_with_koi = tuple(raw.get("points_with_koi", ()))
+            if len(points_with_koi) > 12 or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_POINTS
+                for n in points_with_koi
+            ):
+                raise RuleError(
+                    f"{where}: points_with_koi lists at most 12 whole numbers of points, like [3]."
+                )
+            if isinstance(raw.get("points"), int) and raw["points"] > MAX_POINTS:
+                raise RuleError(f"{where}: points must be at most {MAX_POINTS}.")
+            if "needs_another_yaku" in raw and not isinstance(raw["needs_another_yaku"], bool):
+                raise RuleError(f"{where}: needs_another_yaku must be true or false.")
+            voided_by, voided_by_select = (), None
+            if isinstance(raw.get("voided_by"), dict):
+                voided_by_select = self._selector(raw["voided_by"], f"{where} voided_by")
+                if voided_by_select.round_month:
+                    raise RuleError(f"{where}: voided_by cannot use round_month.")
+            elif "voided_by" in raw:
+                if not isinstance(raw["voided_by"], list) or not raw["voided_by"]:
+                    raise RuleError(
+                        f'{where}: voided_by lists codes or roles, like ["rain_man"], '
+                        "or is a selector like { months = [11] }."
+                    )
+                for item in raw["voided_by"]:
+                    self._check_item(item, f"{where} voided_by")
+                voided_by = tuple(
+                    normalize_code(i) if _CODE_RE.match(i) else i for i in raw["voided_by"]
+                )
             for key in ("id", "name", "kind"):
                 if not isinstance(raw[key], str) or not raw[key]:
                     raise RuleError(f"{where}: {key} must be text.")
@@ -664,6 +776,10 @@ class RuleSet:
                 option=raw.get("option"),
                 exempt_from_count_once=bool(raw.get("exempt_from_count_once", kind == "bonus")),
                 description=raw.get("description", ""),
+                points_with_koi=points_with_koi,
+                voided_by=voided_by,
+                voided_by_select=voided_by_select,
+                needs_another_yaku=raw.get("needs_another_yaku", False),
             )
             if spec.option and not self.active_options.get(spec.option):
                 continue

@@ -8,13 +8,14 @@ exactly the same part in every yaku, so it explores counts per group, not card s
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from functools import cache
 
 from companion import CompanionError
 from companion.cards import Card, Category
-from companion.rules import RuleSet, YakuSpec, item_matches
+from companion.rules import KOI_BONUS_ID, RuleSet, YakuSpec, item_matches
 
 
 class ScoringError(CompanionError):
@@ -96,13 +97,46 @@ def _check_cards(rules: RuleSet, cards) -> list[Card]:
     return sorted(out)
 
 
-def score_yaku(rules: RuleSet, cards) -> YakuReport:
-    """The yaku a set of captured cards makes (after families, replacements, count-once)."""
+def _check_month(month) -> None:
+    if month is not None and (
+        isinstance(month, bool) or not isinstance(month, int) or not 1 <= month <= 12
+    ):
+        raise ScoringError(f"The month must be a whole number from 1 to 12, not {month!r}.")
+
+
+def _yaku_in_play(rules: RuleSet, cards: list[Card], koi_own: int, month) -> list[YakuSpec]:
+    """The rule set's yaku as they stand for this hand: voided ones dropped (the rain man
+    cancels the viewings), values after the scorer's Koi calls, the round's month resolved
+    (a yaku of the round's month does not exist when the month is unknown)."""
+    specs = []
+    for y in rules.yaku:
+        if (y.voided_by or y.voided_by_select) and y.voided(cards):
+            continue
+        changes = {}
+        if y.points_with_koi and koi_own:
+            changes["points"] = y.points_for_koi(koi_own)
+        if y.uses_round_month:
+            select = y.select.for_month(month) if y.select else None
+            extra = y.extra.for_month(month) if y.extra else None
+            if (y.select and select is None) or (y.extra and extra is None):
+                continue
+            changes.update(select=select, extra=extra)
+        specs.append(dataclasses.replace(y, **changes) if changes else y)
+    return specs
+
+
+def score_yaku(rules: RuleSet, cards, *, koi_own: int = 0, month: int | None = None) -> YakuReport:
+    """The yaku a set of captured cards makes (after families, replacements, count-once).
+
+    ``koi_own`` (the scorer's Koi calls) and ``month`` (the round's month) matter only to
+    yaku whose rule says so (``points_with_koi``, ``round_month``)."""
     cards = _check_cards(rules, cards)
+    _check_month(month)
     if rules.mode == "card_values":
         return YakuReport([], sum(card_value(rules, c) for c in cards))
-    normal = [y for y in rules.yaku if not y.exempt_from_count_once]
-    bonus = [y for y in rules.yaku if y.exempt_from_count_once]
+    specs = _yaku_in_play(rules, cards, koi_own, month)
+    normal = [y for y in specs if not y.exempt_from_count_once]
+    bonus = [y for y in specs if y.exempt_from_count_once]
     dual = rules.dual_categories
     if rules.scoring.cards_count_once:
         chosen = _best_assignment(normal, cards, dual)
@@ -112,15 +146,48 @@ def score_yaku(rules: RuleSet, cards) -> YakuReport:
         made = _score_alone(y, cards, dual)
         if made:
             chosen.append(made)
+    chosen = _only_with_another_yaku(
+        specs, normal, cards, dual, chosen, rules.scoring.cards_count_once
+    )
     order = {y.id: n for n, y in enumerate(rules.yaku)}
     chosen.sort(key=lambda s: order[s.id])
     return YakuReport(chosen, sum(s.points for s in chosen))
 
 
+def _only_with_another_yaku(specs, normal, cards, dual, chosen, count_once) -> list[YakuScore]:
+    """Drop yaku marked ``needs_another_yaku`` when no other yaku is made.
+
+    With cards_count_once, when the best assignment holds only such yaku, the best assignment
+    without them is taken, and they are added back where the cards it leaves make them."""
+    limited = {y.id for y in specs if y.needs_another_yaku}
+    if not limited or not chosen or any(s.id not in limited for s in chosen):
+        return chosen
+    if not count_once:  # every yaku the cards make was scored: none but the limited ones
+        return []
+    base = _best_assignment([y for y in normal if y.id not in limited], cards, dual)
+    if not base:
+        return []
+    left = [c for c in cards if c not in {c for s in base for c in s.cards}]
+    for y in normal:
+        if y.id in limited and (made := _score_alone(y, left, dual)):
+            base.append(made)
+            left = [c for c in left if c not in made.cards]
+    return base
+
+
 def score_hand(
-    rules: RuleSet, cards, *, koi_own: int = 0, koi_opponent: int = 0, field_brights: int = 0
+    rules: RuleSet,
+    cards,
+    *,
+    koi_own: int = 0,
+    koi_opponent: int = 0,
+    field_brights: int = 0,
+    month: int | None = None,
 ) -> HandScore:
-    """Yaku, multipliers (combined by product) and total for the player who scores."""
+    """Yaku, multipliers (combined by product) and total for the player who scores.
+
+    With ``koi = "bonus"`` the scorer's Koi calls add a ``koi_koi`` line to the yaku (its
+    points count in ``base``) until the ``koi_bonus`` list runs out, then multiply."""
     for label, n in (
         ("koi_own", koi_own),
         ("koi_opponent", koi_opponent),
@@ -130,7 +197,7 @@ def score_hand(
             raise ScoringError(f"{label} must be a whole number of at least 0, not {n!r}.")
     if field_brights > 5:
         raise ScoringError(f"field_brights is {field_brights}, but a deck has only 5 brights.")
-    report = score_yaku(rules, cards)
+    report = score_yaku(rules, cards, koi_own=koi_own, month=month)
     if rules.mode == "card_values":
         checked = _check_cards(rules, cards)
         values: dict[str, int] = {}
@@ -142,6 +209,8 @@ def score_hand(
 
     m = rules.multipliers
     factors: list[Multiplier] = []
+    yaku = list(report.yaku)
+    base = report.base
     if report.base:
         if m.seven_points == "at_least" and report.base >= 7:
             factors.append(Multiplier(m.seven_factor, f"{report.base} points, 7 or more"))
@@ -157,6 +226,16 @@ def score_hand(
             )
         elif m.koi == "opponent_double" and koi_opponent:
             factors.append(Multiplier(m.koi_factor, "the opponent called Koi"))
+        elif m.koi == "bonus" and koi_own:
+            steps = m.koi_bonus
+            if koi_own <= len(steps):
+                if steps[koi_own - 1]:
+                    yaku.append(YakuScore(KOI_BONUS_ID, _koi_name(koi_own), steps[koi_own - 1]))
+                    base += steps[koi_own - 1]
+            else:
+                factors.append(
+                    Multiplier(koi_own - len(steps) + 1, f"{koi_own} Koi calls of the scorer")
+                )
         if m.field_brights and field_brights:
             factors.append(
                 Multiplier(1 + field_brights, f"{field_brights} bright(s) in the dealt field")
@@ -164,7 +243,11 @@ def score_hand(
     multiplier = 1
     for f in factors:
         multiplier *= f.factor
-    return HandScore(report.yaku, report.base, multiplier, factors, report.base * multiplier)
+    return HandScore(yaku, base, multiplier, factors, base * multiplier)
+
+
+def _koi_name(calls: int) -> str:
+    return f"Koi-Koi ({calls} call{'s' if calls > 1 else ''})"
 
 
 # --------------------------------------------------------------------------------------------

@@ -95,6 +95,7 @@ class MatchInfo:
     created_at: str = ""
     last_seq: int = 0
     finished: bool = False
+    game: str = "koikoi"  # "koikoi" (every Hanafuda rule set) or "hanamikoji"
 
     @property
     def label(self) -> str:
@@ -113,6 +114,7 @@ class MatchInfo:
             "created_at": self.created_at,
             "last_seq": self.last_seq,
             "finished": self.finished,
+            "game": self.game,
         }
 
 
@@ -161,6 +163,15 @@ def m001_matches_and_events(db: sqlite_utils.Database) -> None:
     db["events"].create_index(["match_id", "request_id"], unique=True)
 
 
+@migrations()
+def m002_match_game(db: sqlite_utils.Database) -> None:
+    # Which engine replays the match: existing rows are Hanafuda (Koi-Koi engine) matches.
+    db["matches"].add_column("game", str, not_null_default="koikoi")
+
+
+GAMES = ("koikoi", "hanamikoji")
+
+
 # ---------------------------------------------------------------------------------------------
 # Where the default database lives
 # ---------------------------------------------------------------------------------------------
@@ -201,6 +212,7 @@ class MatchStore:
         self._lock = threading.RLock()
         self._cache: dict[int, tuple[int, Any]] = {}  # match_id -> (last seq, MatchState)
         self._events: dict[int, list[StoredEvent]] = {}  # match_id -> parsed log, seq order
+        self._games: dict[int, str] = {}  # match_id -> game (never changes)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -340,6 +352,69 @@ class MatchStore:
             self._cache[match_id] = (1, state)
         return match_id
 
+    def create_hanamikoji_match(
+        self, players: list[str], first: str | None = None, title: str | None = None
+    ) -> int:
+        """Start a Hanamikoji match (seed 002): two players, ``first`` starts round 1
+        (a name, "A" or "B"; the first player by default)."""
+        from companion import hanamikoji
+
+        if isinstance(players, str) or not isinstance(players, list | tuple):
+            raise CompanionError("The players must be a list of names.")
+        title = " ".join(str(title or "").split()) or None
+        if title and len(title) > MAX_TITLE_LENGTH:
+            raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        event = hanamikoji.HanamikojiStarted(players=tuple(players), first=first or "A")
+        state = hanamikoji.apply(None, event)
+        created = _now()
+        with self._lock, self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
+                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, '{}', ?, 1, 0, ?)",
+                [
+                    title,
+                    json.dumps(list(state.players), ensure_ascii=False),
+                    "hanamikoji",
+                    hanamikoji.MAX_ROUNDS,
+                    state.names[state.first],
+                    created,
+                    "hanamikoji",
+                ],
+            )
+            match_id = cursor.lastrowid
+            conn.execute(
+                "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
+                " VALUES (?, 1, ?, ?, ?, NULL)",
+                [match_id, event.type, _event_json(event), created],
+            )
+            self._cache[match_id] = (1, state)
+            self._games[match_id] = "hanamikoji"
+        return match_id
+
+    def game(self, match_id: int | str) -> str:
+        """The match's game: "koikoi" (any Hanafuda rule set) or "hanamikoji"."""
+        match_id = _match_id(match_id)
+        with self._lock:
+            game = self._games.get(match_id)
+            if game is None:
+                row = self.db.execute(
+                    "SELECT game FROM matches WHERE id = ?", [match_id]
+                ).fetchone()
+                if row is None:
+                    raise UnknownMatchError(f"There is no match {match_id} in this database.")
+                game = self._games[match_id] = row[0] or "koikoi"
+            return game
+
+    def _engine(self, match_id: int):
+        """The module that replays this match (engine for Hanafuda, hanamikoji for seed 002)."""
+        if self.game(match_id) == "hanamikoji":
+            from companion import hanamikoji
+
+            return hanamikoji
+        from companion import engine
+
+        return engine
+
     def get_match(self, match_id: int | str) -> MatchInfo:
         match_id = _match_id(match_id)
         with self._lock:
@@ -395,8 +470,9 @@ class MatchStore:
                     " WHERE match_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
                     [match_id, len(cached), last],
                 ).fetchall()
+                engine = self._engine(match_id)
                 cached = cached + [
-                    StoredEvent(seq, _parse_event(match_id, seq, text), created, rid)
+                    StoredEvent(seq, _parse_event(match_id, seq, text, engine), created, rid)
                     for seq, text, created, rid in rows
                 ]
                 self._events[match_id] = cached
@@ -404,11 +480,10 @@ class MatchStore:
 
     def state(self, match_id: int | str):
         """The engine's replay of the match (cached by last seq, extended incrementally)."""
-        from companion import engine
-
         match_id = _match_id(match_id)
         with self._lock:
             last = self.last_seq(match_id)
+            engine = self._engine(match_id)
             cached = self._cache.get(match_id)
             if cached and cached[0] == last:
                 return cached[1]
@@ -435,9 +510,8 @@ class MatchStore:
         StaleEventError; an event the engine refuses raises its IllegalEvent. In every error
         case nothing is written.
         """
-        from companion import engine
-
         match_id = _match_id(match_id)
+        engine = self._engine(match_id)  # UnknownMatchError for an unknown match
         if isinstance(event, dict):
             event = engine.Event.from_dict(event)
         if request_id is not None:
@@ -449,7 +523,7 @@ class MatchStore:
                 expected_seq = int(expected_seq)
             except (TypeError, ValueError):
                 raise CompanionError("The expected event number must be a whole number.") from None
-        if event.type == "match_started":
+        if event.type in ("match_started", "hanamikoji_started"):
             raise CompanionError("A match can only be started once; create a new match instead.")
 
         with self._lock:
@@ -457,8 +531,7 @@ class MatchStore:
         return stored
 
     def _append(self, match_id, event, expected_seq, request_id) -> StoredEvent:
-        from companion import engine
-
+        engine = self._engine(match_id)
         with self._write() as conn:
             row = conn.execute("SELECT last_seq FROM matches WHERE id = ?", [match_id]).fetchone()
             if row is None:
@@ -499,8 +572,7 @@ class MatchStore:
 
     def _state_in_transaction(self, conn, match_id: int, last: int):
         """The replay up to ``last``, read inside the append's transaction."""
-        from companion import engine
-
+        engine = self._engine(match_id)
         cached = self._cache.get(match_id)
         if cached and cached[0] == last:
             return cached[1]
@@ -522,11 +594,11 @@ class MatchStore:
 # ---------------------------------------------------------------------------------------------
 
 
-def _parse_event(match_id: int, seq: int, text: str):
+def _parse_event(match_id: int, seq: int, text: str, engine=None):
     """A stored row back into an engine event; a row damaged outside the app (or written by a
     newer version) is a StoreError naming it, not a stack trace."""
-    from companion import engine
-
+    if engine is None:
+        from companion import engine
     try:
         return engine.Event.from_dict(json.loads(text))
     except (ValueError, TypeError, KeyError, CompanionError) as exc:
@@ -559,4 +631,5 @@ def _match_info(row: dict) -> MatchInfo:
         created_at=row["created_at"],
         last_seq=row["last_seq"],
         finished=bool(row["finished"]),
+        game=row.get("game") or "koikoi",
     )

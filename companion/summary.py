@@ -117,7 +117,9 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
     """The summary of a replayed match. ``info``: the store's MatchInfo (id, title, dates);
     ``events``: the stored log, to count corrections (else the state's effective log)."""
     players = [str(p) for p in state.players]
-    running = {p: 0 for p in players}
+    # A bank (koikoi-japan: 30 each) is where the running totals start.
+    bank = getattr(getattr(getattr(state, "rules", None), "match", None), "bank", 0) or 0
+    running = {p: bank for p in players}
     rounds = []
     for result in getattr(state, "rounds", []) or []:
         points = {p: int((result.points or {}).get(p, 0)) for p in players}
@@ -186,6 +188,10 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
 def summary_from_store(store, match=None) -> MatchSummary:
     """The summary of match ``match`` (the most recent one when None) in a MatchStore."""
     info = store.resolve_match(match)
+    if getattr(info, "game", "koikoi") == "hanamikoji":
+        from companion import hanamikoji_summary
+
+        return hanamikoji_summary.build_summary(store.state(info.id), info, store.events(info.id))
     return build_summary(store.state(info.id), info, store.events(info.id))
 
 
@@ -349,6 +355,8 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None) -> str:
     ``back_url``: a link back to the match, shown on screen only (the tablet page)."""
     from markupsafe import Markup
 
+    if not isinstance(summary, MatchSummary):  # another game's summary renders itself
+        return summary.render_html(back_url=back_url)
     template = _environment().get_template(TEMPLATE_NAME)
     return template.render(
         s=summary,
@@ -637,6 +645,8 @@ def render(summary: MatchSummary, fmt: str) -> bytes:
     """The summary in ``fmt`` (text, html, pdf, json) as bytes ready to write."""
     import json
 
+    if not isinstance(summary, MatchSummary):  # another game's summary renders itself
+        return summary.render(fmt)
     if fmt == "text":
         return render_text(summary).encode("utf-8")
     if fmt == "html":

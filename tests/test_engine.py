@@ -988,3 +988,182 @@ def test_camera_fields_are_validated(field, value):
 def test_plain_captures_keep_their_old_json():
     event = Event.from_dict({"type": "card_captured", "player": "A", "card": "08-3"})
     assert event.to_dict() == {"type": "card_captured", "player": "A", "card": "08-3"}
+
+
+# -- rule-format features the engine reads (issue 71) -------------------------------------------
+
+ROUND_EVENTS_WITHOUT_NEW_FIELDS = [
+    {"type": "round_started"},
+    {"type": "hand_declared", "player": "Aiko", "kind": "teshi"},
+]
+
+
+@pytest.mark.parametrize("data", ROUND_EVENTS_WITHOUT_NEW_FIELDS, ids=lambda d: d["type"])
+def test_old_events_keep_their_form(data):
+    """The optional month and cards fields stay out of events that do not give them."""
+    assert Event.from_dict(data).to_dict() == data
+
+
+def test_koikoi_japan_match_bonus_viewings_dealer_point_and_bank():
+    """KoiKoi Japan (koikoigame.py): viewings 1, 3 after the scorer's Koi; +1/+2 per call;
+    cards run out: the dealer takes 1; each player starts with 30 and is out at 0."""
+    state = replay([start("koikoi-japan", rounds=8, oya="Aiko"), ROUND])
+    assert state.totals == {"Aiko": 30, "Ben": 30}
+    state = replay([*state.log, *cap("Aiko", *MOON_SAKE)])
+    assert state.pending_decision == "Aiko" and state.hands["Aiko"].total == 1
+    state = apply(state, koi("Aiko"))
+    # The call itself raises Tsukimi to 3 and adds the Koi-Koi point: no new decision.
+    assert {y.id: y.points for y in state.hands["Aiko"].yaku} == {"tsukimi": 3, "koi_koi": 1}
+    assert state.pending_decision is None
+    state = replay([*state.log, *cap("Aiko", "02-3", "02-4")])
+    assert state.pending_decision is None  # chaff, nothing new
+    state = replay([*state.log, *cap("Aiko", "03-1", "03-3")])
+    assert state.pending_decision == "Aiko"  # Hanami, new
+    state = apply(state, stop("Aiko"))
+    assert state.rounds[0].points == {"Aiko": 7, "Ben": -7}  # 3 + 3 + 1
+    assert state.totals == {"Aiko": 37, "Ben": 23}
+    state = replay([*state.log, ROUND, *cap("Ben", "05-3", "05-4"), RAN_OUT])
+    assert state.rounds[1].points == {"Aiko": 1, "Ben": -1} and state.next_oya == "Aiko"
+    # Ben: Akatan, Koi; Aotan (and both, and Tan), Koi; a 7th ribbon raises Tan: Stop.
+    state = replay([*state.log, ROUND, *cap("Ben", *AKATAN), koi("Ben")])
+    state = replay([*state.log, *cap("Ben", *AOTAN), koi("Ben"), *cap("Ben", "04-2", "04-3")])
+    state = apply(state, stop("Ben"))
+    result = state.rounds[2]
+    assert {y.id: y.points for y in result.yaku} == {
+        "akatan_aotan": 10,
+        "akatan": 5,
+        "aotan": 5,
+        "tan": 3,
+        "koi_koi": 2,
+    }
+    assert result.points == {"Aiko": -25, "Ben": 25} and result.multiplier == 1
+    assert state.totals == {"Aiko": 13, "Ben": 47} and state.outcome is None
+    state = replay([*state.log, ROUND, *cap("Ben", *DRY_THREE[:4], "08-1", "08-3"), koi("Ben")])
+    state = replay([*state.log, *cap("Ben", "12-1", "12-2"), koi("Ben")])
+    state = replay([*state.log, *cap("Ben", "11-1", "11-2"), stop("Ben")])
+    assert state.rounds[3].points == {"Aiko": -12, "Ben": 12}  # Gokō 10 + 2 calls
+    state = replay([*state.log, ROUND, *cap("Ben", *MOON_SAKE), stop("Ben")])
+    assert state.totals == {"Aiko": 0, "Ben": 60}
+    outcome = state.outcome
+    assert outcome is not None and outcome.winner == "Ben" and outcome.ran_out == ("Aiko",)
+    assert outcome.rounds_played == 5 and "Aiko ran out of points" in outcome.text
+    refused(state, ROUND, "match is over")
+    assert signature(replay(json.loads(json.dumps([e.to_dict() for e in state.log])))) == (
+        signature(state)
+    )
+
+
+def test_fourth_koi_call_multiplies_in_a_match():
+    text = MatchStarted.new(["A", "B"], "koikoi-japan").rules_text
+    events = [start("koikoi-japan", rounds=8, rules_text=text), ROUND]
+    chaff = ["01-3", "01-4", "02-3", "02-4", "03-3", "03-4", "04-3", "04-4", "05-3", "05-4"]
+    events += cap("Aiko", *chaff) + [koi("Aiko")]  # Kasu 1
+    for extra in ("06-3", "06-4", "07-3"):  # each chaff raises Kasu: decide again
+        events += cap("Aiko", extra) + [koi("Aiko")]
+    state = replay(events)
+    assert state.koi["Aiko"] == 4
+    assert (state.hands["Aiko"].base, state.hands["Aiko"].multiplier) == (4, 2)
+    state = replay([*state.log, *cap("Aiko", "07-4"), stop("Aiko")])
+    assert state.rounds[0].points == {"Aiko": 5 * 2, "Ben": -10}  # Kasu 5, 4 calls: x2
+
+
+def test_month_of_the_round_scores_tsukifuda():
+    """Round n is month n; round_started may name the month."""
+    march = ("03-1", "03-2", "03-3", "03-4")
+    opts = {"tsukifuda": True}
+    state = replay([start("nintendo", rounds=12, options=opts), ROUND, *cap("Aiko", *march)])
+    assert state.month == 1 and state.hands["Aiko"].base == 0
+    state = replay([*state.log, RAN_OUT, ROUND, RAN_OUT, ROUND, *cap("Aiko", *march)])
+    assert state.round_number == 3 and state.month == 3
+    assert {y.id for y in state.hands["Aiko"].yaku} == {"tsukifuda"}
+    assert state.pending_decision == "Aiko"
+    named = replay(
+        [
+            start("nintendo", options=opts),
+            {"type": "round_started", "month": 3},
+            *cap("Aiko", *march),
+        ]
+    )
+    assert named.month == 3 and named.hands["Aiko"].total == 4
+    assert named.log[1].to_dict() == {"type": "round_started", "month": 3, "oya": "Aiko"}
+    with pytest.raises(IllegalEvent, match="between 1 and 12"):
+        Event.from_dict({"type": "round_started", "month": 13})
+
+
+def test_declared_hand_with_cards_is_checked():
+    teshi = ["01-1", "01-2", "01-3", "01-4", "02-1", "05-3", "07-2", "12-4"]
+    state = replay(
+        [
+            start(),
+            ROUND,
+            {"type": "hand_declared", "player": "Ben", "kind": "teshi", "cards": teshi},
+        ]
+    )
+    assert state.rounds[0].points == {"Aiko": -6, "Ben": 6}
+    assert "01-1 01-2 01-3 01-4" in state.rounds[0].reason
+    assert state.log[-1].cards == tuple(teshi)
+    fresh = replay([start(), ROUND])
+    pairs = ["01-1", "01-2", "03-3", "03-4", "08-1", "08-2", "12-1", "11-2"]
+    refused(
+        fresh,
+        {"type": "hand_declared", "player": "Ben", "kind": "teshi", "cards": pairs},
+        "no 4 cards of one month",
+    )
+    refused(
+        fresh,
+        {"type": "hand_declared", "player": "Ben", "kind": "kuttsuki", "cards": pairs},
+        "fewer than 4 pairs",
+    )
+    four_pairs = [*pairs[:6], "12-1", "12-2"]
+    won = apply(
+        fresh, {"type": "hand_declared", "player": "Ben", "kind": "kuttsuki", "cards": four_pairs}
+    )
+    assert won.rounds[0].winner == "Ben"
+    refused(
+        fresh,
+        {"type": "hand_declared", "player": "Ben", "kind": "teshi", "cards": [*teshi, "09-1"]},
+        "8 cards, not 9",
+    )
+    refused(
+        fresh,
+        {"type": "hand_declared", "player": "Ben", "kind": "teshi", "cards": [*teshi[:7], "1-1"]},
+        "twice",
+    )
+    dealt = replay([start(), {"type": "round_started", "field": ["01-1"]}])
+    refused(
+        dealt,
+        {"type": "hand_declared", "player": "Ben", "kind": "teshi", "cards": teshi},
+        "01-1",
+        "field",
+    )
+    ferme = replay([start("ferme-florale"), ROUND])
+    refused(
+        ferme,
+        {
+            "type": "hand_declared",
+            "player": "Aiko",
+            "kind": "dealt_yaku",
+            "cards": ["01-3", "02-3"],
+        },
+        "makes no yaku",
+    )
+
+
+def test_rules_may_require_the_cards_of_a_declared_hand():
+    text = MatchStarted.new(["A", "B"], "livret").rules_text.replace(
+        "[round]\n", '[round]\nhand_cards = "required"\n', 1
+    )
+    state = replay([start(rules_text=text), ROUND])
+    refused(state, {"type": "hand_declared", "player": "Ben", "kind": "teshi"}, "needs the cards")
+
+
+@PROPERTY_SETTINGS
+@given(CHOICES)
+def test_koikoi_japan_random_matches_keep_the_bank_and_replay(choices):
+    events, states = drive("koikoi-japan", ("Aiko", "Ben"), choices, rounds=8)
+    for k in (1, len(events) // 2, len(events)):
+        assert signature(replay(events[:k])) == signature(states[k - 1])
+    for state in states:
+        assert sum(state.totals.values()) == 60  # zero-sum rounds from 30 points each
+        if state.outcome is not None and len(state.rounds) < 8:
+            assert min(state.totals.values()) <= 0 and state.outcome.ran_out

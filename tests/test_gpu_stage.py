@@ -95,7 +95,7 @@ def test_a_stage_runs_detached_is_collected_annealed_then_exported_fitted_and_pa
     assert "stage finished" in second.stdout
     meta = json.loads((sent / "recognizer.json").read_text())
     last = meta["training"]["stages"][-1]
-    assert last["resumed_from"] == "models" and last["device"] == "cpu"
+    assert last["resumed_from"] == "companion/models" and last["device"] == "cpu"
     assert last["scenes"] == 4 and last["lens_scenes"]["scenes"] == 2
     assert "synth.scene_seed(1981," in last["scene_seeds"]
     assert (sent / "localizer.pt").is_file() and (sent / "classifier.pt").is_file()

@@ -28,11 +28,21 @@ except ModuleNotFoundError:  # pragma: no cover
 
 CASES_DIR = Path(__file__).parent / "cases"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-PRESETS = ["livret", "sloper", "ferme-florale", "hana-koikoi", "hana-awase", "nintendo"]
+PRESETS = [
+    "livret",
+    "sloper",
+    "ferme-florale",
+    "hana-koikoi",
+    "hana-awase",
+    "nintendo",
+    "koikoi-japan",
+]
 
 
 def load_case_files() -> dict[str, dict]:
-    return {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in CASES_DIR.glob("*.toml")}
+    files = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in CASES_DIR.glob("*.toml")}
+    # Rule-set cases only: hanamikoji.toml is another game (tests/test_hanamikoji.py).
+    return {name: data for name, data in files.items() if "preset" in data}
 
 
 CASE_FILES = load_case_files()
@@ -65,6 +75,7 @@ def test_golden_case_with_score_hand(preset, case):
         koi_own=case.get("koi", 0),
         koi_opponent=case.get("opponent_koi", 0),
         field_brights=case.get("field_brights", 0),
+        month=case.get("month"),
     )
     assert {y.id: y.points for y in hand.yaku} == case["yaku"]
     assert hand.base == case["base"]
@@ -78,6 +89,8 @@ def test_golden_case_through_the_cli(preset, case):
     args = ["score", "--rules", preset, "--cards", case["cards"], "--json"]
     args += ["--koi", str(case.get("koi", 0)), "--opponent-koi", str(case.get("opponent_koi", 0))]
     args += ["--field-brights", str(case.get("field_brights", 0))]
+    if "month" in case:
+        args += ["--month", str(case["month"])]
     for key, value in case.get("options", {}).items():
         args += ["--option", f"{key}={'on' if value else 'off'}"]
     result = CliRunner().invoke(main, args)
@@ -98,12 +111,23 @@ def _normalise(text: str) -> str:
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared (the seeds) is not beside the project")
-@pytest.mark.parametrize("name", sorted(CASE_FILES))
+@pytest.mark.parametrize("name", sorted(n for n, d in CASE_FILES.items() if "seed_file" in d))
 def test_every_cite_quotes_its_source(name):
     data = CASE_FILES[name]
     source = _normalise((SHARED / data["seed_file"]).read_text(encoding="utf-8"))
-    missing = [c["id"] for c in data["case"] if _normalise(c["cite"]) not in source]
+    quoted = [c for c in data["case"] if "source" not in c]  # the others name their own
+    missing = [c["id"] for c in quoted if _normalise(c["cite"]) not in source]
     assert not missing, f"quotes not found in {data['seed_file']}: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(CASE_FILES))
+def test_every_case_names_where_its_values_come_from(name):
+    """A case quotes the seeds (``seed_file``), or its file or itself names a ``source``
+    (another project's code, the issue that asked for a house rule) and cites it."""
+    data = CASE_FILES[name]
+    for case in data["case"]:
+        assert case.get("cite", "").strip(), f"{name}:{case['id']} has no cite"
+        assert "seed_file" in data or data.get("source") or case.get("source"), case["id"]
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -345,6 +369,8 @@ CUMULATIVE = [
     ("nintendo", {}),
     ("livret", {"cards_count_once": False, "triade": True}),
     ("ferme-florale", {"cards_count_once": False}),
+    ("koikoi-japan", {}),
+    ("nintendo", {"tsukifuda": True}),
 ]
 
 
@@ -495,3 +521,193 @@ def test_rules_list_and_show():
     assert (
         as_json["game"]["deck"] == "ferme-florale" and as_json["active_options"]["cards_count_once"]
     )
+
+
+# --- koikoi-japan against the table it copies ----------------------------------------------
+
+LIGHTS = {"01-1", "03-1", "08-1", "11-1", "12-1"}
+SEEDS = {"02-1", "04-1", "05-1", "06-1", "07-1", "08-2", "09-1", "10-1", "11-2"}
+RIBBONS = {"01-2", "02-2", "03-2", "04-2", "05-2", "06-2", "07-2", "09-2", "10-2", "11-3"}
+RED, BLUE = {"01-2", "02-2", "03-2"}, {"06-2", "09-2", "10-2"}
+
+
+def koikoi_japan_points(pile: set[str], koi: int) -> int:
+    """The round points of KoiKoi-AI's yaku() and yaku_point() (koikoigame.py), restated:
+    an independent oracle for the preset, which is data."""
+    dross = {c for c in ALL_CODES if c not in LIGHTS | SEEDS | RIBBONS} | {"09-1"}
+    points = 0
+    lights = len(pile & LIGHTS)
+    rain = "11-1" in pile
+    points += {5: 10, 4: 7 if rain else 8, 3: 0 if rain else 5}.get(lights, 0)
+    points += 5 if {"06-1", "07-1", "10-1"} <= pile else 0
+    for viewing in ({"03-1", "09-1"}, {"08-1", "09-1"}):
+        points += (3 if koi else 1) if viewing <= pile else 0
+    points += max(0, len(pile & SEEDS) - 4)
+    points += 10 if RED | BLUE <= pile else 0
+    points += 5 if RED <= pile else 0
+    points += 5 if BLUE <= pile else 0
+    points += max(0, len(pile & RIBBONS) - 4)
+    points += max(0, len(pile & dross) - 9)
+    if not points:
+        return 0
+    return points + koi if koi <= 3 else points * (koi - 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cards=hands, koi=st.integers(0, 6), opponent_koi=st.integers(0, 3))
+def test_koikoi_japan_scores_as_the_table_does(cards, koi, opponent_koi):
+    rules = RuleSet.load("koikoi-japan")
+    hand = score_hand(rules, cards, koi_own=koi, koi_opponent=opponent_koi)
+    assert hand.total == koikoi_japan_points(set(cards), koi)
+
+
+# --- the new keys (issue 71) -----------------------------------------------------------------
+
+
+def nintendo_with(extra: str) -> RuleSet:
+    return RuleSet.from_text((RULESETS_DIR / "nintendo.toml").read_text(encoding="utf-8") + extra)
+
+
+def test_voided_by_takes_roles_codes_or_a_selector():
+    base = (RULESETS_DIR / "nintendo.toml").read_text(encoding="utf-8")
+    viewing = ["03-1", "09-1"]
+    for void in ('["lightning"]', '["11-4", "11-1"]', "{ months = [11] }"):
+        text = base.replace(
+            'cards = ["curtain", "sake_cup"]\npoints = 5',
+            f'cards = ["curtain", "sake_cup"]\npoints = 5\nvoided_by = {void}',
+        )
+        rules = RuleSet.from_text(text)
+        assert score_yaku(rules, viewing).base == 5
+        assert score_yaku(rules, [*viewing, "11-4"]).base == 0, void
+        if "months" in void:  # any willow card
+            assert score_yaku(rules, [*viewing, "11-2"]).base == 0
+        assert "void with" in rules.yaku_by_id("hanami").describe()
+
+
+def test_limited_yaku_with_cards_counted_once_take_the_best_valid_assignment():
+    """livret, one card per yaku: moon + sake (3) alone cannot count once limited; Tane
+    (the sake cup as its 5th animal) is then the best; with a sixth animal Tsukimi comes back."""
+    text = (
+        (RULESETS_DIR / "livret.toml")
+        .read_text(encoding="utf-8")
+        .replace(
+            'cards = ["moon", "sake_cup"]\npoints = 3',
+            'cards = ["moon", "sake_cup"]\npoints = 3\nneeds_another_yaku = true',
+        )
+    )
+    rules = RuleSet.from_text(text)
+    assert rules.scoring.cards_count_once
+    animals = ["02-1", "04-1", "05-1", "06-1"]
+    assert score_yaku(RuleSet.load("livret"), ["08-1", "09-1", *animals]).base == 3
+    report = score_yaku(rules, ["08-1", "09-1", *animals])
+    assert {y.id: y.points for y in report.yaku} == {"tane": 1}
+    report = score_yaku(rules, ["08-1", "09-1", *animals, "07-1", "10-1"])
+    # Ino-Shika-Chō takes butterflies, boar, deer; Tsukimi counts beside it.
+    assert {y.id: y.points for y in report.yaku} == {"inoshikacho": 5, "tsukimi": 3}
+    assert score_yaku(rules, ["08-1", "09-1"]).base == 0
+
+
+def test_points_with_koi_follow_the_scorers_calls():
+    rules = nintendo_with("")
+    text = rules.source_text.replace(
+        'cards = ["moon", "sake_cup"]\npoints = 5',
+        'cards = ["moon", "sake_cup"]\npoints = 1\npoints_with_koi = [2, 4]',
+    )
+    rules = RuleSet.from_text(text)
+    got = [score_yaku(rules, ["08-1", "09-1"], koi_own=k).base for k in range(4)]
+    assert got == [1, 2, 4, 4]
+    assert score_hand(rules, ["08-1", "09-1"], koi_opponent=3).base == 1
+
+
+def test_round_month_selector_needs_a_month():
+    rules = RuleSet.load("nintendo").with_options({"tsukifuda": True})
+    april = ["04-1", "04-2", "04-3", "04-4"]
+    assert score_yaku(rules, april).base == 0  # no month known: no yaku of the month
+    assert score_yaku(rules, april, month=4).base == 4
+    assert "cards of the round's month" in rules.yaku_by_id("tsukifuda").describe()
+    assert rules.to_dict()["yaku"][-1]["select"] == {"round_month": True}
+    with pytest.raises(ScoringError, match="month"):
+        score_yaku(rules, april, month=13)
+    result = run_cli("score", "--rules", "nintendo", "--cards", "04-1", "--month", "0")
+    assert result.exit_code == 2 and "--month" in result.output
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        (
+            lambda t: t.replace('koi = "opponent_double"', 'koi = "bonus"\nkoi_bonus = [1, -2]'),
+            "koi_bonus",
+        ),
+        (
+            lambda t: t.replace('koi = "opponent_double"', 'koi = "bonus"\nkoi_bonus = 3'),
+            "koi_bonus",
+        ),
+        (lambda t: t.replace("koi_factor = 2", "koi_factor = 0"), "koi_factor"),
+        (lambda t: t.replace("seven_factor = 2", "seven_factor = 1000"), "seven_factor"),
+        (
+            lambda t: t.replace(
+                "points = 10\nfamily", "points = 10\npoints_with_koi = [-1]\nfamily", 1
+            ),
+            "points_with_koi",
+        ),
+        (lambda t: t.replace("points = 10\nfamily", "points = 1000000\nfamily", 1), "points"),
+        (
+            lambda t: t.replace(
+                "points = 10\nfamily", 'points = 10\nvoided_by = ["unicorn"]\nfamily', 1
+            ),
+            "unicorn",
+        ),
+        (
+            lambda t: t.replace("points = 10\nfamily", "points = 10\nvoided_by = []\nfamily", 1),
+            "voided_by",
+        ),
+        (
+            lambda t: t.replace(
+                "points = 10\nfamily", 'points = 10\nneeds_another_yaku = "yes"\nfamily', 1
+            ),
+            "needs_another_yaku",
+        ),
+        (
+            lambda t: t.replace('select = { category = "chaff" }', "select = { round_month = 1 }"),
+            "round_month",
+        ),
+        (lambda t: t.replace('id = "kasu"', 'id = "koi_koi"'), "koi_koi"),
+        (lambda t: t.replace("teams = false", "teams = false\nbank = -5"), "bank"),
+        (lambda t: t.replace("teams = false", "teams = false\nbank = 10000000"), "bank"),
+        (lambda t: t.replace("teams = false", 'teams = false\nbank = "lots"'), "bank"),
+        (
+            lambda t: t.replace("wild_cards = []", 'wild_cards = []\nhand_cards = "maybe"'),
+            "hand_cards",
+        ),
+    ],
+)
+def test_new_keys_refuse_bad_values_in_one_sentence(patch, needle):
+    text = (RULESETS_DIR / "nintendo.toml").read_text(encoding="utf-8")
+    changed = patch(text)
+    assert changed != text
+    with pytest.raises(RuleError) as err:
+        RuleSet.from_text(changed)
+    assert needle in str(err.value)
+    assert _one_sentence(str(err.value))
+
+
+def test_koikoi_japan_preset_reads_as_the_table():
+    rules = RuleSet.load("koikoi-japan")
+    assert rules.match.bank == 30 and rules.default_rounds == 8
+    assert (rules.round.exhausted, rules.round.exhausted_points) == ("oya_scores", 1)
+    assert (rules.multipliers.koi, rules.multipliers.koi_bonus) == ("bonus", (1, 2, 3))
+    assert rules.multipliers.seven_points == "none"
+    shown = run_cli("rules", "show", "koikoi-japan").output
+    assert "+1, +2, +3" in shown and "30 points" in shown and "3 after Koi" in shown
+
+
+def test_nintendo_house_rules_are_options_off_by_default():
+    rules = RuleSet.load("nintendo")
+    options = {o.id: o.default for o in rules.options}
+    assert options == {
+        "rain_cancels_viewings": False,
+        "viewings_limited": False,
+        "tsukifuda": False,
+    }
+    assert all(o.label for o in rules.options)

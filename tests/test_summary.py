@@ -321,3 +321,18 @@ def test_summary_of_a_tie_waiting_for_its_extra_round():
         s = summary_from_store(store, match_id)
     assert not s.finished and s.totals == {"Aki": 0, "Ben": 0}
     assert s.outcome == "Tied after 6 rounds: one more round decides (Aki 0, Ben 0)."
+
+
+def test_running_totals_start_from_the_bank():
+    """koikoi-japan: each player starts with 30 points; the summary runs from there."""
+    from pathlib import Path
+
+    from companion.engine import replay
+    from companion.summary import build_summary
+
+    path = Path(__file__).with_name("matches") / "koikoi-japan-8-bank.json"
+    state = replay(json.loads(path.read_text(encoding="utf-8"))["events"])
+    summary = build_summary(state)
+    assert summary.rounds[0].running == {"Aki": 37, "Bea": 23}
+    assert summary.rounds[-1].running == summary.totals == {"Aki": 0, "Bea": 60}
+    assert "ran out of points" in summary.outcome

@@ -86,10 +86,15 @@ rule_option_flag = click.option(
 @click.option("--koi", default=0, type=int, help="Koi calls made this round by the scorer.")
 @click.option("--opponent-koi", default=0, type=int, help="Koi calls made by the other player.")
 @click.option("--field-brights", default=0, type=int, help="Brights in the dealt field.")
+@click.option(
+    "--month", default=None, type=int, help="The round's month, 1-12 (yaku of the month)."
+)
 @rule_option_flag
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @friendly_errors
-def score_command(rules_name, cards, koi, opponent_koi, field_brights, option_pairs, as_json):
+def score_command(
+    rules_name, cards, koi, opponent_koi, field_brights, month, option_pairs, as_json
+):
     """Score captured cards: yaku, base points, multipliers and total."""
     from companion.scoring import score_hand
 
@@ -100,10 +105,17 @@ def score_command(rules_name, cards, koi, opponent_koi, field_brights, option_pa
     ):
         if value < 0:
             fail(f"{flag} must be 0 or more, not {value}.")
+    if month is not None and not 1 <= month <= 12:
+        fail(f"--month must be 1 to 12, not {month}.")
     rules = load_rules(rules_name, option_pairs)
     captured = rules.deck.parse_list(cards)
     hand = score_hand(
-        rules, captured, koi_own=koi, koi_opponent=opponent_koi, field_brights=field_brights
+        rules,
+        captured,
+        koi_own=koi,
+        koi_opponent=opponent_koi,
+        field_brights=field_brights,
+        month=month,
     )
     if as_json:
         echo_json(
@@ -1156,5 +1168,6 @@ def serve_command(db, host, port, read_only):
 
 # Each area with commands of its own keeps them in a module of this package, registered on
 # ``main`` when imported here.
+from companion.cli import hanamikoji  # noqa: E402,F401
 from companion.cli import live  # noqa: E402,F401
 from companion.cli import simulate  # noqa: E402,F401

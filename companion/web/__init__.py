@@ -33,6 +33,30 @@ Live endpoint (the page, ``companion bench-live`` and any other follower use it)
 
 A follower that sees a new seq fetches ``GET /matches/<id>/board`` (the tally fragment).
 
+The camera (``companion.web.camera``; ``create_app(live=LiveSession)``, docs/LIVE.md). Without a
+live session the pages say "no camera" and the picture endpoints answer 404::
+
+    GET  /live                          the live view: the camera's picture with each card
+                                        outlined and named and the zones drawn, its state and
+                                        frame rate (pictures refreshed, or the MJPEG stream)
+    GET  /live/status                   {"camera": off|connecting|live|lost|ended, "source",
+                                        "fps", "frames", "match_id", "message"}
+    GET  /live/frame.jpg[?plain=1]      the last frame, annotated (plain: as the camera saw it);
+                                        503 before the first frame
+    GET  /live/stream.mjpg[?max_seconds=S]   multipart/x-mixed-replace JPEG stream of the
+                                        annotated frames, each new frame once; closes itself
+                                        after S seconds (default 300, at most 3600)
+    GET  /live/crop?player=P&card=MM-K  the camera's crop of a capture it flagged for a check
+    GET  /calibrate[?propose=1]         the zones drawn over a snapshot; drag their corners
+                                        (propose=1: zones fitted to the dealt field, unsaved)
+    POST /calibrate                     zone_<name>="x,y x,y x,y ..." (3+ corners, 0..1) for any
+                                        zones of the layout, or reset=1 for the default layout;
+                                        saved to the session's zone file and applied at once
+                                        (a bad form is 400 with one sentence and saves nothing)
+
+A flagged capture shows on the board as "check this card": ``capture_checked`` (POST
+``/matches/<id>/events``, player + card) confirms it, ``capture_corrected`` corrects it.
+
 Every POST carries the session's CSRF token (form field ``csrf_token`` or header
 ``X-CSRF-Token``). Every change to a match carries ``expected_seq`` (the last seq the page
 saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). With a join code
@@ -96,10 +120,12 @@ def create_app(
     secret_key: str | None = None,
     testing: bool = False,
     public_url: str | None = None,
+    live=None,
 ) -> Flask:
     """The tablet app over ``store``: a MatchStore, a database path, ":memory:" or None
     (the default database). ``join_code``: required before any change (LAN serving);
-    ``read_only``: refuse every change; ``public_url``: the address shown in the QR code."""
+    ``read_only``: refuse every change; ``public_url``: the address shown in the QR code;
+    ``live``: the camera's ``LiveSession`` (None: no camera, the camera pages say so)."""
     from companion.store import MatchStore
 
     if not isinstance(store, MatchStore):
@@ -128,15 +154,19 @@ def create_app(
         SEND_FILE_MAX_AGE_DEFAULT=3600,
     )
     app.extensions["companion_store"] = store
+    app.extensions["companion_live"] = live
 
-    from companion.web import auth, live, match, matches, views
+    from companion.web import auth, camera, hanamikoji, match, matches, views
+    from companion.web import live as live_updates  # ``live`` here is the camera session
 
     views.init_app(app)
     auth.init_app(app)
     app.register_blueprint(matches.bp)
     app.register_blueprint(match.bp)
-    app.register_blueprint(live.bp)
+    app.register_blueprint(live_updates.bp)
+    app.register_blueprint(camera.bp)
     app.register_blueprint(auth.bp)
+    app.register_blueprint(hanamikoji.bp)
     return app
 
 

@@ -2,11 +2,12 @@
 
 ``POST /matches/<id>/events`` takes form fields (or htmx ``hx-vals``):
 
-    type          card_captured | capture_corrected | capture_removed | koi_called | stop_called
+    type          card_captured | capture_checked | capture_corrected | capture_removed
+                  | koi_called | stop_called
                   | hand_declared | field_brights_set | cards_ran_out | round_started | redeal
                   | undo
     player        a player of the match (the events that name one)
-    card          MM-K (captured / corrected / removed card)
+    card          MM-K (captured / checked / corrected / removed card)
     new_card      MM-K (capture_corrected)
     kind          teshi | kuttsuki (hand_declared)
     count         0-5 (field_brights_set)
@@ -33,6 +34,7 @@ bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
 PLAYER_EVENTS = {
     "card_captured",
+    "capture_checked",
     "capture_corrected",
     "capture_removed",
     "koi_called",
@@ -139,6 +141,17 @@ def side_of(state, player: str) -> str:
         if player in members:
             return team
     raise WebError(f"There is no player {player!r} in this match.", 400)
+
+
+@bp.before_request
+def other_game():
+    """A Hanamikoji match has its own page (companion.web.hanamikoji); its summary is here."""
+    match_id = (request.view_args or {}).get("match_id")
+    if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
+        return None
+    if store().game(match_id) == "hanamikoji":
+        return redirect(url_for("hanamikoji.page", match_id=match_id), 303)
+    return None
 
 
 def _round_open(state) -> bool:
@@ -255,7 +268,7 @@ def event_from_form(form, state, deck) -> dict:
             raise WebError("The request does not say which player (player).", 400)
         side_of(state, player)  # a player, a team, or a team's member
         event["player"] = player
-    if kind in ("card_captured", "capture_corrected", "capture_removed"):
+    if kind in ("card_captured", "capture_checked", "capture_corrected", "capture_removed"):
         event["card"] = _card_field(form, "card", deck)
     if kind == "capture_corrected":
         event["new_card"] = _card_field(form, "new_card", deck)

@@ -90,6 +90,10 @@ def _invite() -> dict | None:
 
 @bp.get("/new/options")
 def options():
+    if request.args.get("rules") == "hanamikoji":  # another game: companion.web.hanamikoji
+        from companion.web import hanamikoji
+
+        return hanamikoji.new_match_options(request.args)
     rules = _ruleset(request.args.get("rules", ""))
     return render("_options.html", "_options.html", **setup_context(rules, request.args))
 
@@ -180,6 +184,10 @@ def _teams_from_form(form, names) -> tuple[list[str], dict | None]:
 @bp.post("/matches")
 def create():
     form = request.form
+    if form.get("rules") == "hanamikoji":  # another game: companion.web.hanamikoji
+        from companion.web import hanamikoji
+
+        return hanamikoji.create(form)
     rules = _ruleset(form.get("rules", ""))
     options = _options_from_form(form, rules)
     playing = rules.with_options(options)

@@ -10,8 +10,8 @@ from flask import current_app, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
-from companion.web import host_name, is_loopback
 from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.web import host_name, is_loopback
 
 
 class WebError(CompanionError):
@@ -293,6 +293,8 @@ def describe(event, deck=None, teams=None) -> str:
         return text
     if kind == "card_captured":
         return f"{player} captured {_card_name(d.get('card'), deck)}"
+    if kind == "capture_checked":
+        return f"{player}: {_card_name(d.get('card'), deck)} checked, right as read"
     if kind == "capture_corrected":
         return (
             f"{player}: {_card_name(d.get('card'), deck)} corrected to "

@@ -1,0 +1,839 @@
+"""Hanamikoji (seed 002): the second game at the same table. Pure: no I/O, no clock.
+
+Two players, 7 geishas, 21 item cards, 1 to 3 rounds. The companion does not follow the
+actions of a round; it keeps what is left on the table at the round's end (the items each
+player has in front of each geisha), moves the favour tokens, and says who wins and why.
+
+Like the Koi-Koi engine, a match is its event log (``hanamikoji_started``, ``items_set``,
+``round_scored``, ``undo``) and the state is its replay::
+
+    state = replay([
+        {"type": "hanamikoji_started", "players": ["Aki", "Ben"]},
+        {"type": "round_scored", "counts": "1,1,1,2,1,1,1:0,0,0,1,2,2,3"},
+    ])
+    state.outcome.winner, state.outcome.text(state.names)
+
+Decisions, each from the seed (quotes in docs/HANAMIKOJI.md):
+
+- Each player has exactly 8 items in front of the geishas when a round is scored: every
+  player plays his 4 actions (1 secret, 2 from his gift, 2 from his exchange, 1 and 2 kept
+  from the opponent's gift and exchange). Another count is refused, saying so.
+- A tie before a geisha leaves her token where it is, even in the middle; tokens persist.
+- Both players meeting a condition: more points wins (it cannot be a tie: 4 geishas leave at
+  most 10 points to their owner while the other holds 11 or more). No condition after round 3:
+  more points wins, else a tie. There is never a 4th round.
+- The first player of round 1 is named at the start; it alternates each round.
+- Player labels are "A" and "B" in events and results; names are only for text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from companion import CompanionError
+
+__all__ = [
+    "GEISHAS",
+    "Geisha",
+    "HanamikojiError",
+    "RoundCounts",
+    "RoundResult",
+    "MatchOutcome",
+    "HanamikojiState",
+    "Event",
+    "HanamikojiStarted",
+    "ItemsSet",
+    "RoundScored",
+    "Undo",
+    "apply",
+    "replay",
+    "play",
+    "score_round",
+    "standing",
+]
+
+SIDES = ("A", "B")
+ITEMS_PER_PLAYER = 8
+MAX_ROUNDS = 3
+GEISHAS_TO_WIN = 4
+POINTS_TO_WIN = 11
+EIGHT_ITEMS = (
+    "each player has 8 at a round's end (1 secret, 2 from his own gift, 2 from his own "
+    "exchange, 1 from the opponent's gift, 2 from the opponent's exchange)"
+)
+
+
+class HanamikojiError(CompanionError):
+    """Impossible Hanamikoji input (or an event the match cannot accept); one sentence."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Geishas
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Geisha:
+    """A geisha: her value is both her victory points and the number of her item cards."""
+
+    id: str
+    name: str
+    value: int
+    item: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.value}, {self.item})"
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "value": self.value, "item": self.item}
+
+
+GEISHAS: tuple[Geisha, ...] = (
+    Geisha("ayane", "Ayane", 2, "flute"),
+    Geisha("iroha", "Iroha", 2, "fan"),
+    Geisha("tomoyo", "Tomoyo", 2, "paper"),
+    Geisha("yoko", "Yoko", 3, "umbrella"),
+    Geisha("chiharu", "Chiharu", 3, "lute"),
+    Geisha("anju", "Anju", 4, "tea"),
+    Geisha("ruri", "Ruri", 5, "flower"),
+)
+TOTAL_POINTS = sum(g.value for g in GEISHAS)  # 21, also the number of item cards
+
+
+def geisha_index(text) -> int:
+    """The 0-based index of a geisha given by id, name, item, or 1-based position."""
+    if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= len(GEISHAS):
+        return text - 1
+    word = str(text).strip().casefold()
+    if word.isdigit() and 1 <= int(word) <= len(GEISHAS):
+        return int(word) - 1
+    for i, g in enumerate(GEISHAS):
+        if word in (g.id, g.name.casefold(), g.item):
+            return i
+    names = ", ".join(g.name for g in GEISHAS)
+    raise HanamikojiError(f"There is no geisha {text!r}: the geishas are {names}.")
+
+
+def other(side: str) -> str:
+    return "B" if side == "A" else "A"
+
+
+def _who(side: str, names: dict | None) -> str:
+    name = (names or {}).get(side)
+    return name if name and name != side else f"player {side}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts at a round's end
+# ---------------------------------------------------------------------------------------------
+
+
+def _count(value, geisha: Geisha, who: str) -> int:
+    if isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip()
+        if not text.isdigit():
+            raise HanamikojiError(
+                f"The count {text!r} before {geisha.name} ({who}) is not a whole number from 0."
+            )
+        number = int(text)
+    if number < 0:
+        raise HanamikojiError(
+            f"The count {number} before {geisha.name} ({who}) is not a whole number from 0."
+        )
+    return number
+
+
+@dataclass(frozen=True)
+class RoundCounts:
+    """The items each player has in front of each geisha (seed order) at a round's end.
+
+    Text form, as the command takes it: ``A1,...,A7:B1,...,B7``; ``RoundCounts.parse(c.text)
+    == c``. Built by ``parse`` or ``of``, whose values are checked one by one; ``check``
+    then refuses what cannot be on the table at a round's end."""
+
+    a: tuple = (0,) * len(GEISHAS)
+    b: tuple = (0,) * len(GEISHAS)
+
+    @classmethod
+    def parse(cls, text: str, names: dict | None = None) -> RoundCounts:
+        text = str(text).strip()
+        halves = text.split(":")
+        if len(halves) != 2:
+            raise HanamikojiError(
+                f"A round is given as A1,...,A7:B1,...,B7 (player A's items before the 7 "
+                f"geishas, a colon, then player B's), not {text!r}."
+            )
+        return cls.of(*(h.split(",") for h in halves), names=names)
+
+    @classmethod
+    def of(cls, a, b, names: dict | None = None) -> RoundCounts:
+        sides = []
+        for side, values in zip(SIDES, (a, b), strict=True):
+            values = list(values)
+            if len(values) != len(GEISHAS):
+                raise HanamikojiError(
+                    f"{_who(side, names).capitalize()}'s side lists {len(values)} counts, but "
+                    f"there are {len(GEISHAS)} geishas "
+                    f"({', '.join(g.name for g in GEISHAS)})."
+                )
+            who = _who(side, names)
+            sides.append(tuple(_count(v, g, who) for v, g in zip(values, GEISHAS, strict=True)))
+        return cls(*sides)
+
+    @classmethod
+    def from_value(cls, value, names: dict | None = None) -> RoundCounts:
+        """A RoundCounts, its text, or ``{"A": [...], "B": [...]}``."""
+        if isinstance(value, RoundCounts):
+            return value
+        if isinstance(value, dict) and set(value) == set(SIDES):
+            return cls.of(value["A"], value["B"], names=names)
+        if isinstance(value, str):
+            return cls.parse(value, names=names)
+        raise HanamikojiError(
+            "The counts are given as A1,...,A7:B1,...,B7 or as lists for A and B."
+        )
+
+    def side(self, side: str) -> tuple:
+        return self.a if side == "A" else self.b
+
+    def total(self, side: str) -> int:
+        return sum(self.side(side))
+
+    def with_count(self, side: str, index: int, count: int) -> RoundCounts:
+        values = list(self.side(side))
+        values[index] = count
+        return dataclasses.replace(self, **{side.lower(): tuple(values)})
+
+    def check_geishas(self, names: dict | None = None) -> None:
+        """Refuse more items before a geisha than she has cards (one side, or both)."""
+        for i, g in enumerate(GEISHAS):
+            for side in SIDES:
+                n = self.side(side)[i]
+                if n > g.value:
+                    raise HanamikojiError(
+                        f"{_who(side, names).capitalize()} has {n} items before {g.name}, "
+                        f"but she has only {g.value} item cards."
+                    )
+            both = self.a[i] + self.b[i]
+            if both > g.value:
+                raise HanamikojiError(
+                    f"{_who('A', names).capitalize()} and {_who('B', names)} have {both} items "
+                    f"before {g.name} together, but she has only {g.value} item cards."
+                )
+
+    def check(self, names: dict | None = None) -> None:
+        """Refuse what cannot be on the table when a round is scored."""
+        self.check_geishas(names)
+        wrong = [s for s in SIDES if self.total(s) != ITEMS_PER_PLAYER]
+        if wrong:
+            told = " and ".join(f"{_who(s, names)} {self.total(s)}" for s in wrong)
+            raise HanamikojiError(f"Items in front of the geishas: {told}, but {EIGHT_ITEMS}.")
+
+    @property
+    def text(self) -> str:
+        return ",".join(map(str, self.a)) + ":" + ",".join(map(str, self.b))
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict:
+        return {"A": list(self.a), "B": list(self.b)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring
+# ---------------------------------------------------------------------------------------------
+
+NO_FAVOURS: tuple = (None,) * len(GEISHAS)
+
+
+def score_round(counts: RoundCounts, favours: tuple = NO_FAVOURS) -> tuple:
+    """The favour tokens after a round: per geisha, the side with more items takes her token;
+    on a tie it stays where it was (``None``: still in the middle)."""
+    after = []
+    for a, b, before in zip(counts.a, counts.b, favours, strict=True):
+        after.append("A" if a > b else "B" if b > a else before)
+    return tuple(after)
+
+
+def standing(favours: tuple) -> tuple[dict, dict]:
+    """(points, geishas) of each side for token positions."""
+    points = {s: 0 for s in SIDES}
+    geishas = {s: 0 for s in SIDES}
+    for g, owner in zip(GEISHAS, favours, strict=True):
+        if owner is not None:
+            points[owner] += g.value
+            geishas[owner] += 1
+    return points, geishas
+
+
+def condition(points: int, geishas: int) -> str | None:
+    """The victory condition met, in words, or None."""
+    met = []
+    if geishas >= GEISHAS_TO_WIN:
+        met.append(f"{geishas} geishas")
+    if points >= POINTS_TO_WIN:
+        met.append(f"{points} points")
+    return " and ".join(met) or None
+
+
+@dataclass(frozen=True)
+class MatchOutcome:
+    """How the match was decided: ``winner`` "A", "B" or None (a tie), after which round,
+    and ``by``: ``condition`` | ``both_conditions`` | ``points_after_last_round`` | ``tie``."""
+
+    winner: str | None
+    decided_after_round: int
+    by: str
+    points: dict = field(hash=False)
+    geishas: dict = field(hash=False)
+    conditions: dict = field(hash=False)
+
+    def text(self, names: dict | None = None) -> str:
+        """One sentence: "Ben wins with 4 geishas", "both meet a condition: ..."."""
+        win = _who(self.winner, names) if self.winner else ""
+        if self.by == "condition":
+            return f"{win[:1].upper()}{win[1:]} wins with {self.conditions[self.winner]}."
+        pts = self.points
+        if self.by == "both_conditions":
+            each = ", ".join(f"{_who(s, names)} {self.conditions[s]}" for s in SIDES)
+            return (
+                f"Both meet a condition ({each}): {win} has more points "
+                f"({pts[self.winner]} to {pts[other(self.winner)]}) and wins."
+            )
+        if self.by == "points_after_last_round":
+            return (
+                f"No condition met after round {MAX_ROUNDS}: {win} has more points "
+                f"({pts[self.winner]} to {pts[other(self.winner)]}) and wins."
+            )
+        return f"No condition met after round {MAX_ROUNDS} and {pts['A']} points each: a tie."
+
+    def to_dict(self, names: dict | None = None) -> dict:
+        return {
+            "winner": self.winner,
+            "decided_after_round": self.decided_after_round,
+            "by": self.by,
+            "points": dict(self.points),
+            "geishas": dict(self.geishas),
+            "conditions": dict(self.conditions),
+            "text": self.text(names),
+        }
+
+
+def decide(number: int, points: dict, geishas: dict) -> MatchOutcome | None:
+    """The outcome after round ``number``, or None when another round is played."""
+    met = {s: condition(points[s], geishas[s]) for s in SIDES}
+    common = {"points": dict(points), "geishas": dict(geishas), "conditions": met}
+    meeting = [s for s in SIDES if met[s]]
+    if len(meeting) == 1:
+        return MatchOutcome(meeting[0], number, "condition", **common)
+    if len(meeting) == 2:
+        # Even in round 3: more points wins, no 4th round.
+        best = max(SIDES, key=lambda s: points[s])
+        winner = best if points[best] > points[other(best)] else None  # unreachable tie
+        return MatchOutcome(winner, number, "both_conditions", **common)
+    if number < MAX_ROUNDS:
+        return None
+    if points["A"] == points["B"]:
+        return MatchOutcome(None, number, "tie", **common)
+    best = "A" if points["A"] > points["B"] else "B"
+    return MatchOutcome(best, number, "points_after_last_round", **common)
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """One scored round: the counts, who started, the tokens before and after, the standing.
+
+    ``to_dict()`` is the command's contract: ``round``, ``favours``, ``points``, ``geishas``;
+    ``detail_dict()`` adds the rest."""
+
+    number: int
+    first: str
+    counts: RoundCounts
+    favours_before: tuple
+    favours: tuple
+    points: dict = field(hash=False)
+    geishas: dict = field(hash=False)
+    outcome: MatchOutcome | None = None
+
+    @property
+    def moved(self) -> tuple:
+        """Indices of the geishas whose token changed place this round."""
+        return tuple(
+            i
+            for i, (a, b) in enumerate(zip(self.favours_before, self.favours, strict=True))
+            if a != b
+        )
+
+    def reason(self, names: dict | None = None) -> str:
+        if self.outcome is not None:
+            return self.outcome.text(names)
+        nxt = _who(other(self.first), names)
+        return (
+            f"No condition met after round {self.number}: round {self.number + 1} follows, "
+            f"{nxt} starts."
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "round": self.number,
+            "favours": list(self.favours),
+            "points": dict(self.points),
+            "geishas": dict(self.geishas),
+        }
+
+    def detail_dict(self, names: dict | None = None) -> dict:
+        return {
+            **self.to_dict(),
+            "first": self.first,
+            "counts": self.counts.to_dict(),
+            "favours_before": list(self.favours_before),
+            "moved": [GEISHAS[i].id for i in self.moved],
+            "reason": self.reason(names),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
+# ---------------------------------------------------------------------------------------------
+
+EVENT_TYPES: dict[str, type[Event]] = {}
+MAX_NAME_LENGTH = 40
+
+
+def _name(value, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise HanamikojiError(f"The {what} must be a non-empty name, not {value!r}.")
+    value = " ".join(value.split())
+    if len(value) > MAX_NAME_LENGTH:
+        raise HanamikojiError(f"The {what} must be at most {MAX_NAME_LENGTH} characters.")
+    return value
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of the Hanamikoji events: a ``type`` and a few plain fields, JSON round-trip."""
+
+    type: ClassVar[str] = ""
+    required: ClassVar[tuple] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.type:
+            EVENT_TYPES[cls.type] = cls
+
+    def to_dict(self) -> dict:
+        data: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                data[f.name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @staticmethod
+    def from_dict(data) -> Event:
+        if isinstance(data, Event):
+            return data
+        if not isinstance(data, dict):
+            raise HanamikojiError("A Hanamikoji event must be an object with a 'type'.")
+        cls = EVENT_TYPES.get(data.get("type")) if isinstance(data.get("type"), str) else None
+        if cls is None:
+            raise HanamikojiError(
+                f"Unknown Hanamikoji event type {data.get('type')!r}: expected one of "
+                f"{', '.join(EVENT_TYPES)}."
+            )
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - {"type", *names})
+        if unknown:
+            raise HanamikojiError(f"Unknown field {unknown[0]!r} for {cls.type}.")
+        missing = [n for n in cls.required if n not in data]
+        if missing:
+            raise HanamikojiError(f"A {cls.type} event needs a {missing[0]!r} field.")
+        return cls(**{n: data[n] for n in names if n in data})
+
+    @staticmethod
+    def from_json(text: str) -> Event:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            raise HanamikojiError("The event is not valid JSON.") from None
+        return Event.from_dict(data)
+
+    def describe(self, names: dict | None = None) -> str:
+        return self.type.replace("_", " ")
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+@dataclass(frozen=True)
+class HanamikojiStarted(Event):
+    """Two players (A then B) and who starts round 1 (``first``: "A", "B" or a name)."""
+
+    type: ClassVar[str] = "hanamikoji_started"
+    required: ClassVar[tuple] = ("players",)
+    players: tuple = ()
+    first: str = "A"
+
+    def __post_init__(self):
+        players = self.players
+        if isinstance(players, str) or not isinstance(players, list | tuple):
+            raise HanamikojiError("The players must be a list of two names.")
+        players = tuple(_name(p, "player name") for p in players)
+        if len(players) != 2:
+            raise HanamikojiError(f"Hanamikoji is played by 2 players, not {len(players)}.")
+        if players[0].casefold() == players[1].casefold():
+            raise HanamikojiError("Two players have the same name.")
+        first = _name(self.first, "first player")
+        if first not in SIDES:
+            folded = [p.casefold() for p in players]
+            if first.casefold() not in folded:
+                raise HanamikojiError(f"The first player {first!r} is not one of the players.")
+            first = SIDES[folded.index(first.casefold())]
+        object.__setattr__(self, "players", players)
+        object.__setattr__(self, "first", first)
+
+    def describe(self, names: dict | None = None) -> str:
+        a, b = self.players
+        starts = self.players[SIDES.index(self.first)]
+        return f"Hanamikoji started: {a} vs {b}, {starts} starts round 1"
+
+
+@dataclass(frozen=True)
+class ItemsSet(Event):
+    """During a round, the items a player has before a geisha (the tablet's + and −)."""
+
+    type: ClassVar[str] = "items_set"
+    required: ClassVar[tuple] = ("player", "geisha", "count")
+    player: str = ""
+    geisha: str = ""
+    count: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "player", _name(self.player, "player"))
+        object.__setattr__(self, "geisha", GEISHAS[geisha_index(self.geisha)].id)
+        object.__setattr__(
+            self, "count", _count(self.count, GEISHAS[geisha_index(self.geisha)], self.player)
+        )
+
+    def describe(self, names: dict | None = None) -> str:
+        g = GEISHAS[geisha_index(self.geisha)]
+        items = "item" if self.count == 1 else "items"
+        return (
+            f"{(names or {}).get(self.player, self.player)}: {self.count} {items} before {g.name}"
+        )
+
+
+@dataclass(frozen=True)
+class RoundScored(Event):
+    """The round ends: score ``counts`` (``A1,...,A7:B1,...,B7``), or when absent the counts
+    set with ``items_set`` during the round; the log keeps the counts scored."""
+
+    type: ClassVar[str] = "round_scored"
+    counts: str | None = None
+
+    def __post_init__(self):
+        if self.counts is not None:
+            object.__setattr__(self, "counts", RoundCounts.from_value(self.counts).text)
+
+    def describe(self, names: dict | None = None) -> str:
+        return f"Round scored ({self.counts})" if self.counts else "Round scored"
+
+
+@dataclass(frozen=True)
+class Undo(Event):
+    type: ClassVar[str] = "undo"
+
+    def describe(self, names: dict | None = None) -> str:
+        return "Undo"
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------------
+
+
+class HanamikojiState:
+    """A match as of its last event. Never mutated: ``apply`` returns a new one."""
+
+    game = "hanamikoji"
+    rounds_planned = MAX_ROUNDS
+    teams = None
+
+    def __init__(self):
+        self.names: dict[str, str] = {}  # "A"/"B" -> name
+        self.first = "A"  # who starts round 1
+        self.rounds: list[RoundResult] = []
+        self.counts = RoundCounts()  # the round being played, as set on the tablet
+        self.favours: tuple = NO_FAVOURS
+        self.outcome: MatchOutcome | None = None
+        self.log: list[Event] = []
+        self.warnings: list[str] = []
+        self._previous: HanamikojiState | None = None
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return bool(self.names)
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def phase(self) -> str:
+        if not self.started:
+            return "not_started"
+        return "finished" if self.finished else "in_round"
+
+    @property
+    def players(self) -> tuple:
+        return tuple(self.names[s] for s in SIDES) if self.names else ()
+
+    @property
+    def round_number(self) -> int:
+        """The round being played, or the last one once the match is decided."""
+        return len(self.rounds) if self.finished else len(self.rounds) + 1
+
+    def first_of(self, number: int) -> str:
+        """Who starts round ``number``: the first player alternates each round."""
+        return self.first if number % 2 == 1 else other(self.first)
+
+    @property
+    def first_player(self) -> str:
+        return self.first_of(self.round_number)
+
+    @property
+    def points(self) -> dict:
+        return standing(self.favours)[0]
+
+    @property
+    def geishas(self) -> dict:
+        return standing(self.favours)[1]
+
+    @property
+    def totals(self) -> dict:
+        """Points by player name (what the match list shows)."""
+        return {self.names[s]: p for s, p in self.points.items()} if self.names else {}
+
+    def members(self, side: str) -> tuple:
+        return (side,)
+
+    @property
+    def winner(self) -> str | None:
+        return self.outcome.winner if self.outcome else None
+
+    @property
+    def decided_after_round(self) -> int | None:
+        return self.outcome.decided_after_round if self.outcome else None
+
+    def side_of(self, name: str) -> str:
+        """The label "A" or "B" for a label or a player's name (case does not matter)."""
+        text = " ".join(str(name).split())
+        if text in SIDES:
+            return text
+        for side, player in self.names.items():
+            if player.casefold() == text.casefold():
+                return side
+        names = ", ".join(self.players) or "none yet"
+        raise HanamikojiError(f"Unknown player {name!r}: the players are {names}.")
+
+    def contract_dict(self) -> dict:
+        """The command's JSON: ``rounds``, ``winner``, ``decided_after_round``."""
+        return {
+            "rounds": [r.to_dict() for r in self.rounds],
+            "winner": self.winner,
+            "decided_after_round": self.decided_after_round,
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "game": self.game,
+            "phase": self.phase,
+            "players": dict(self.names),
+            "first": self.first,
+            "round_number": self.round_number,
+            "first_player": self.first_player,
+            "counts": self.counts.to_dict(),
+            "favours": list(self.favours),
+            "points": self.points,
+            "geishas": self.geishas,
+            "rounds": [r.detail_dict(self.names) for r in self.rounds],
+            "winner": self.winner,
+            "decided_after_round": self.decided_after_round,
+            "outcome": self.outcome.to_dict(self.names) if self.outcome else None,
+            "events": len(self.log),
+        }
+
+    @property
+    def text(self) -> str:
+        if not self.started:
+            return "No match started."
+        lines = [f"Hanamikoji: {self.names['A']} (A) vs {self.names['B']} (B)"]
+        for r in self.rounds:
+            lines.extend(round_lines(r, self.names))
+        if self.outcome:
+            k = self.decided_after_round
+            if self.winner:
+                lines.append(f"{_who(self.winner, self.names)} wins the match after round {k}.")
+            else:
+                lines.append(f"The match is a tie after round {k}.")
+        else:
+            lines.append(
+                f"Round {self.round_number} of at most {MAX_ROUNDS} is next, "
+                f"{_who(self.first_player, self.names)} starts."
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"<HanamikojiState round {self.round_number} {self.phase}>"
+
+    def _copy(self) -> HanamikojiState:
+        new = HanamikojiState.__new__(HanamikojiState)
+        new.__dict__.update(self.__dict__)
+        new.names = dict(self.names)
+        new.rounds = list(self.rounds)
+        new.warnings = list(self.warnings)
+        return new
+
+
+def round_lines(r: RoundResult, names: dict) -> list[str]:
+    """A scored round as a small table (text output)."""
+    a, b = names.get("A", "A"), names.get("B", "B")
+    w = max(len(a), len(b), 3)
+    lines = [
+        f"Round {r.number} ({_who(r.first, names)} starts)",
+        f"  {'Geisha':<11}{a:>{w}}  {b:>{w}}  favour",
+    ]
+    for i, g in enumerate(GEISHAS):
+        owner = r.favours[i]
+        token = names.get(owner, owner) if owner else "-"
+        moved = " (moved)" if i in r.moved else ""
+        lines.append(
+            f"  {g.name + ' ' + str(g.value):<11}{r.counts.a[i]:>{w}}  {r.counts.b[i]:>{w}}"
+            f"  {token}{moved}"
+        )
+    lines.append(
+        f"  {a}: {r.geishas['A']} geishas, {r.points['A']} points · "
+        f"{b}: {r.geishas['B']} geishas, {r.points['B']} points"
+    )
+    lines.append(f"  {r.reason(names)}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# apply / replay
+# ---------------------------------------------------------------------------------------------
+
+
+def apply(state: HanamikojiState | None, event) -> HanamikojiState:
+    """The state after ``event``; HanamikojiError (state unchanged) when it is refused."""
+    state = state or HanamikojiState()
+    event = Event.from_dict(event)
+    if isinstance(event, Undo):
+        if state._previous is None or len(state.log) <= 1:
+            raise HanamikojiError("Nothing to undo.")
+        return state._previous
+    if not state.started and not isinstance(event, HanamikojiStarted):
+        raise HanamikojiError("No match has started: the first event must be hanamikoji_started.")
+    if state.started and isinstance(event, HanamikojiStarted):
+        raise HanamikojiError("The match has already started; start a new match instead.")
+    if state.finished and isinstance(event, ItemsSet | RoundScored):
+        number = len(state.rounds) + 1
+        if number > MAX_ROUNDS:
+            raise HanamikojiError(
+                f"Hanamikoji has {MAX_ROUNDS} rounds at most: there is no round {number}, "
+                f"even when both players meet a condition in round {MAX_ROUNDS}."
+            )
+        raise HanamikojiError(
+            f"The match was decided after round {state.decided_after_round} "
+            f"({state.outcome.text(state.names)[:-1]}): round {number} cannot be recorded."
+        )
+    new = state._copy()
+    logged = _HANDLERS[event.type](new, event) or event
+    new.log = [*state.log, logged]
+    new._previous = state
+    return new
+
+
+def replay(events) -> HanamikojiState:
+    """Fold a whole log; the error names the first refused event (1-based)."""
+    state = HanamikojiState()
+    for n, event in enumerate(events, 1):
+        try:
+            state = apply(state, event)
+        except HanamikojiError as exc:
+            raise HanamikojiError(f"Event {n} is refused: {exc}") from None
+    return state
+
+
+def play(rounds, players=("A", "B"), first: str = "A") -> HanamikojiState:
+    """A whole match from the counts of each round (texts or RoundCounts), as the command
+    reads them; the first refused round raises its own sentence."""
+    state = apply(None, HanamikojiStarted(players=tuple(players), first=first))
+    for counts in rounds:
+        state = apply(state, RoundScored(counts=RoundCounts.from_value(counts, state.names).text))
+    return state
+
+
+def _started(s: HanamikojiState, e: HanamikojiStarted):
+    s.names = dict(zip(SIDES, e.players, strict=True))
+    s.first = e.first
+
+
+def _items_set(s: HanamikojiState, e: ItemsSet):
+    side = s.side_of(e.player)
+    i = geisha_index(e.geisha)
+    g = GEISHAS[i]
+    who = s.names[side]
+    if s.counts.side(side)[i] == e.count:
+        raise HanamikojiError(f"{who} already has {e.count} items before {g.name}.")
+    counts = s.counts.with_count(side, i, e.count)
+    counts.check_geishas(s.names)
+    if counts.total(side) > ITEMS_PER_PLAYER:
+        raise HanamikojiError(
+            f"{who} would have {counts.total(side)} items in front of the geishas, but "
+            f"{EIGHT_ITEMS}."
+        )
+    s.counts = counts
+    return dataclasses.replace(e, player=side)
+
+
+def _round_scored(s: HanamikojiState, e: RoundScored):
+    counts = s.counts if e.counts is None else RoundCounts.parse(e.counts)
+    counts.check(s.names)
+    number = len(s.rounds) + 1
+    favours = score_round(counts, s.favours)
+    points, geishas = standing(favours)
+    outcome = decide(number, points, geishas)
+    s.rounds.append(
+        RoundResult(
+            number, s.first_of(number), counts, s.favours, favours, points, geishas, outcome
+        )
+    )
+    s.favours = favours
+    s.outcome = outcome
+    s.counts = RoundCounts()
+    return dataclasses.replace(e, counts=counts.text)
+
+
+_HANDLERS = {
+    "hanamikoji_started": _started,
+    "items_set": _items_set,
+    "round_scored": _round_scored,
+}

@@ -1,0 +1,360 @@
+"""The camera on the tablet: the live view, the zone calibration page and the crops of the
+cards the camera is unsure of (documented in ``companion/web/__init__`` and docs/LIVE.md).
+
+Everything here reads ``app.extensions["companion_live"]``, a ``LiveSession`` or None when the
+server runs without a camera: the pages then say so, and the image endpoints answer 404.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    stream_with_context,
+    url_for,
+)
+
+from companion import CompanionError
+from companion.web.views import WebError
+
+bp = Blueprint("camera", __name__)
+
+NO_CAMERA = "No camera: this server was started without one; keep scoring by hand."
+NO_FRAME = "The camera has not sent a picture yet; try again in a moment."
+LOST = "Camera lost — keep scoring by hand, retrying."
+DEFAULT_STREAM_SECONDS = 300
+MAX_STREAM_SECONDS = 3600
+STREAM_INTERVAL = 0.1  # seconds between looks for a new frame: at most 10 pictures a second
+BOUNDARY = "frame"
+
+# What each state of the camera means for the players, in one sentence.
+STATE_MESSAGES = {
+    "off": NO_CAMERA,
+    "connecting": "Connecting to the camera…",
+    "live": "The camera keeps the score; fix any misread card by hand.",
+    "lost": LOST,
+    "ended": "The video has ended; keep scoring by hand.",
+}
+ZONE_LABELS = {"field": "Field", "draw_pile": "Draw pile"}
+
+
+def live_session():
+    """The app's LiveSession, or None when serving without a camera."""
+    return current_app.extensions.get("companion_live")
+
+
+def _require_live():
+    session = live_session()
+    if session is None:
+        raise WebError(NO_CAMERA, 404)
+    return session
+
+
+def camera_status() -> dict:
+    """``LiveSession.status()`` with every documented key present and a message to show."""
+    session = live_session()
+    if session is None:
+        return {
+            "camera": "off",
+            "source": "",
+            "fps": 0.0,
+            "frames": 0,
+            "match_id": None,
+            "message": NO_CAMERA,
+            "proposal": None,
+        }
+    raw = dict(session.status() or {})
+    camera = raw.get("camera") if raw.get("camera") in STATE_MESSAGES else "connecting"
+    try:
+        fps = float(raw.get("fps") or 0.0)
+    except (TypeError, ValueError):
+        fps = 0.0
+    status = {
+        "camera": camera,
+        "source": str(raw.get("source") or ""),
+        "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
+        "frames": int(raw.get("frames") or 0),
+        "match_id": raw.get("match_id"),
+        "message": str(raw.get("message") or ""),
+    }
+    proposal = raw.get("proposal")
+    if isinstance(proposal, dict) and proposal.get("text"):
+        # What the camera suggests (a redeal, the next round): confirmed on the match page.
+        status["proposal"] = {
+            "kind": str(proposal.get("kind") or ""),
+            "text": str(proposal["text"]),
+        }
+    else:
+        status["proposal"] = None
+    if camera == "lost":
+        status["message"] = LOST  # whatever the source said: the players need to know this
+    elif not status["message"]:
+        status["message"] = STATE_MESSAGES[camera]
+    return status
+
+
+def zone_label(name: str) -> str:
+    if name.startswith("captures_"):
+        return f"Captures {name[len('captures_'):]}"
+    return ZONE_LABELS.get(name, name)
+
+
+@bp.app_context_processor
+def camera_for_templates():
+    # Pages show a camera link/panel only when a live session exists.
+    return {"camera_present": live_session() is not None}
+
+
+def _jpeg(data: bytes | None) -> Response:
+    if not data:
+        raise WebError(NO_FRAME, 503)
+    response = Response(data, mimetype="image/jpeg")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _no_store(response):
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+# ---------------------------------------------------------------------------------------------
+# Live view
+# ---------------------------------------------------------------------------------------------
+
+
+@bp.get("/live")
+def view():
+    status = camera_status()
+    match_id = status["match_id"]
+    return render_template(
+        "live.html",
+        status=status,
+        match_url=url_for("match.page", match_id=match_id) if match_id else None,
+    )
+
+
+@bp.get("/live/status")
+def status():
+    return _no_store(jsonify(camera_status()))
+
+
+@bp.get("/live/frame.jpg")
+def frame():
+    session = _require_live()
+    if request.args.get("plain") in ("1", "true", "yes"):
+        return _jpeg(session.snapshot_jpeg())
+    return _jpeg(session.latest_jpeg(annotated=True))
+
+
+def _seconds_arg(name: str, default: float, most: float) -> float:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise WebError(f"{name} must be a number of seconds.", 400) from None
+    if not (math.isfinite(value) and 0 <= value <= most):
+        raise WebError(f"{name} must be between 0 and {most:g} seconds.", 400)
+    return value
+
+
+@bp.get("/live/stream.mjpg")
+def stream():
+    """The annotated frames as MJPEG (``multipart/x-mixed-replace``), each new frame once;
+    the stream closes itself after ``?max_seconds=`` (default 300) so that a forgotten tab
+    does not hold a server thread for ever (an ``<img>`` simply shows the last frame)."""
+    session = _require_live()
+    max_seconds = _seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
+    plain = request.args.get("plain") in ("1", "true", "yes")
+
+    def frame_number():
+        try:
+            return (session.status() or {}).get("frames")
+        except Exception:  # noqa: BLE001 - a session that cannot say: encode every look
+            return None
+
+    def parts():
+        deadline = time.monotonic() + max_seconds
+        last = seen = None
+        while time.monotonic() < deadline:
+            # Encoding costs the pipeline's CPU: only when the camera has a new frame.
+            number = frame_number()
+            if number is not None and number == seen:
+                time.sleep(min(STREAM_INTERVAL, max(0.0, deadline - time.monotonic())))
+                continue
+            data = session.snapshot_jpeg() if plain else session.latest_jpeg(annotated=True)
+            seen = number
+            if data and data != last:
+                last = data
+                yield (
+                    f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\n"
+                    f"Content-Length: {len(data)}\r\n\r\n"
+                ).encode() + data + b"\r\n"
+            time.sleep(min(STREAM_INTERVAL, max(0.0, deadline - time.monotonic())))
+        yield f"--{BOUNDARY}--\r\n".encode()
+
+    response = Response(
+        stream_with_context(parts()), mimetype=f"multipart/x-mixed-replace; boundary={BOUNDARY}"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Accel-Buffering"] = "no"
+    return response
+
+
+@bp.get("/live/crop")
+def crop():
+    """The camera's picture of one captured card (the "check this card" panel shows it)."""
+    from companion.cards import STANDARD_DECK
+
+    session = _require_live()
+    player = (request.args.get("player") or "").strip()
+    if not player:
+        raise WebError("Say whose capture to show (player).", 400)
+    code = (request.args.get("card") or "").strip()
+    if not code:
+        raise WebError("Say which card to show (card=MM-K).", 400)
+    code = STANDARD_DECK.card(code).code  # CardError (400) for an unknown code
+    data = session.crop_jpeg(player, code)
+    if not data:
+        raise WebError(f"The camera kept no picture of {code} captured by {player}.", 404)
+    response = Response(data, mimetype="image/jpeg")
+    response.headers["Cache-Control"] = "private, max-age=60"
+    return response
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration
+# ---------------------------------------------------------------------------------------------
+
+
+def zones_for_page(zones) -> list[dict]:
+    return [
+        {
+            "name": z.name,
+            "label": zone_label(z.name),
+            "kind": z.kind,
+            "polygon": [[round(x, 4), round(y, 4)] for x, y in z.polygon],
+            "text": polygon_text(z.polygon),
+        }
+        for z in zones
+    ]
+
+
+def polygon_text(polygon) -> str:
+    """A polygon as the form writes it: ``x,y`` pairs separated by spaces."""
+    return " ".join(f"{x:.4f},{y:.4f}" for x, y in polygon)
+
+
+def parse_polygon(text: str, label: str) -> list[list[float]]:
+    """``x,y x,y x,y ...`` (normalised) -> corners; WebError with one sentence otherwise."""
+    pairs = str(text).replace(";", " ").split()
+    if len(pairs) < 3:
+        raise WebError(f"{label} needs at least 3 corners.", 400)
+    corners = []
+    for pair in pairs:
+        parts = pair.split(",")
+        try:
+            x, y = (float(v) for v in parts)
+        except ValueError:
+            raise WebError(
+                f"{label}: a corner is written x,y with two numbers, not {pair[:40]!r}.", 400
+            ) from None
+        if not (math.isfinite(x) and math.isfinite(y) and 0 <= x <= 1 and 0 <= y <= 1):
+            raise WebError(
+                f"{label}: corners are fractions of the picture from 0 to 1, not {pair[:40]}.",
+                400,
+            )
+        corners.append([x, y])
+    return corners
+
+
+def zones_from_form(zones, form):
+    """``zones`` with each ``zone_<name>`` field's polygon; every field is checked before
+    anything is replaced, so a bad form changes nothing."""
+    known = {z.name for z in zones}
+    sent = {k[len("zone_"):]: v for k, v in form.items() if k.startswith("zone_")}
+    if not sent:
+        raise WebError("The form sent no zone corners (zone_<name> fields).", 400)
+    unknown = sorted(set(sent) - known)
+    if unknown:
+        raise WebError(
+            f"There is no zone {unknown[0][:40]!r} in this layout: "
+            f"expected {', '.join(sorted(known))}.",
+            400,
+        )
+    polygons = {name: parse_polygon(text, zone_label(name)) for name, text in sent.items()}
+    for name, polygon in polygons.items():
+        try:
+            zones = zones.with_polygon(name, polygon)
+        except CompanionError as exc:  # ZoneError: one sentence already
+            raise WebError(str(exc), 400) from None
+    return zones
+
+
+def default_layout(zones):
+    from companion.live.zones import default_zones
+
+    return default_zones(max(2, min(3, len(zones.players))))
+
+
+def proposed_layout(session, zones):
+    """``(zones, note)``: the layout proposed from the dealt field the camera sees (the
+    session's optional ``field_boxes()``), or the current zones and why there is none."""
+    from companion.live.layout import zones_from_field
+
+    field_boxes = getattr(session, "field_boxes", None)
+    if field_boxes is None:
+        return zones, "This camera cannot propose zones; drag the corners instead."
+    try:
+        proposed = zones_from_field(field_boxes(), max(2, min(3, len(zones.players))))
+    except CompanionError as exc:
+        return zones, str(exc)
+    return proposed, None
+
+
+@bp.get("/calibrate")
+def calibrate():
+    session = live_session()
+    zones = session.zones if session is not None else None
+    proposed = problem = None
+    if zones is not None and request.args.get("propose"):
+        candidate, problem = proposed_layout(session, zones)
+        if problem is None:
+            proposed, zones = True, candidate
+    return render_template(
+        "calibrate.html",
+        status=camera_status(),
+        zones=zones_for_page(zones) if zones is not None else [],
+        layout=zones.name if zones is not None else None,
+        saved=request.args.get("saved"),
+        can_propose=session is not None and hasattr(session, "field_boxes"),
+        proposed=proposed,
+        problem=problem,
+    )
+
+
+@bp.post("/calibrate")
+def save_calibration():
+    session = _require_live()
+    if request.form.get("reset"):
+        zones = default_layout(session.zones)
+        done = "reset"
+    else:
+        zones = zones_from_form(session.zones, request.form)
+        done = "saved"
+    session.set_zones(zones)
+    if request.headers.get("HX-Request") == "true" or request.accept_mimetypes.best == (
+        "application/json"
+    ):
+        return jsonify({"saved": True, "zones": zones.to_dict(), "done": done})
+    return redirect(url_for("camera.calibrate", saved=done), 303)

@@ -1,0 +1,223 @@
+"""A Hanamikoji match on the tablet (seed 002): the geishas, + and − for the items on each
+side, the favour tokens where they stand, and each round's result with its reason.
+
+    GET  /matches/<id>/hanamikoji          the match page
+    GET  /matches/<id>/hanamikoji/board    its live part (fragment; the live endpoint and
+                                           app.js refresh it like the Koi-Koi board)
+    POST /matches/<id>/hanamikoji/events   record one event:
+        type          items_set | round_scored | undo
+        player        A | B (items_set)
+        geisha        ayane ... ruri (items_set)
+        count         the new number of items (items_set; the + and − buttons send it)
+        expected_seq  the last seq the page saw (a stale one gets 409)
+        request_id    one id per button press (a resent one records nothing)
+
+The new-match form hands ``rules=hanamikoji`` to ``new_match_options`` and ``create``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, current_app, redirect, render_template, request, url_for
+
+from companion.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
+from companion.web.views import WebError, is_htmx, render, store
+
+bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
+
+EVENT_TYPES = ("items_set", "round_scored", "undo")
+MAX_NAME_LENGTH = 24
+PLACEHOLDERS = ("Aki", "Ben")
+
+
+# ---------------------------------------------------------------------------------------------
+# New match
+# ---------------------------------------------------------------------------------------------
+
+
+def _names(values) -> list[str]:
+    return [" ".join((values.get(f"player_{i}") or "").split()) for i in (1, 2)]
+
+
+def new_match_options(values):
+    """The Hanamikoji part of the new-match form (it replaces the rule options)."""
+    first = str(values.get("first") or "1")
+    return render(
+        "_hanamikoji_options.html",
+        "_hanamikoji_options.html",
+        names=_names(values),
+        placeholders=PLACEHOLDERS,
+        first_chosen=int(first) if first in ("1", "2") else 1,
+    )
+
+
+def create(form):
+    """Start a Hanamikoji match from the new-match form and go to its page."""
+    names = _names(form)
+    if not all(names):
+        raise WebError("Hanamikoji is played by 2 players: give both names.", 400)
+    if any(len(n) > MAX_NAME_LENGTH for n in names):
+        raise WebError(f"A player name can be at most {MAX_NAME_LENGTH} characters.", 400)
+    if names[0].casefold() == names[1].casefold():
+        raise WebError("Two players have the same name; give each a different one.", 400)
+    first = (form.get("first") or form.get("oya") or "1").strip()
+    if first not in ("1", "2"):
+        raise WebError("Choose which player starts round 1.", 400)
+    title = " ".join((form.get("title") or "").split())[:80] or None
+    match_id = store().create_hanamikoji_match(names, first=SIDES[int(first) - 1], title=title)
+    target = url_for("hanamikoji.page", match_id=match_id)
+    if is_htmx():
+        resp = current_app.response_class("", 204)
+        resp.headers["HX-Redirect"] = target
+        return resp
+    return redirect(target, 303)
+
+
+# ---------------------------------------------------------------------------------------------
+# The board
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One side of one geisha: the items there now and which buttons make sense."""
+
+    side: str
+    count: int
+    can_add: bool
+    can_remove: bool
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int
+    time: str
+    text: str
+    undone: bool
+    kind: str
+
+
+def _log(stored, names) -> list[LogLine]:
+    undone: set[int] = set()
+    live: list[int] = []
+    for s in stored:
+        if s.event.type == "undo":
+            if live:
+                undone.add(live.pop())
+        elif s.event.type != "hanamikoji_started":
+            live.append(s.seq)
+    lines = [
+        LogLine(
+            s.seq,
+            (s.created_at or "")[11:19],
+            s.event.describe(names),
+            s.seq in undone,
+            s.event.type,
+        )
+        for s in stored
+    ]
+    return lines[::-1]
+
+
+def board_context(match_id: int) -> dict:
+    st = store()
+    info = st.get_match(match_id)
+    if info.game != "hanamikoji":
+        raise WebError(f"Match {match_id} is not a Hanamikoji match.", 404)
+    stored = st.events(match_id)
+    state = st.state(match_id)
+    names = state.names
+    last = state.rounds[-1] if state.rounds else None
+    # Once the match is decided the table shows the counts of the round that decided it.
+    counts = last.counts if state.finished and last else state.counts
+    totals = {s: counts.total(s) for s in SIDES}
+    geishas = []
+    for i, g in enumerate(GEISHAS):
+        both = counts.a[i] + counts.b[i]
+        cells = {
+            s: Cell(
+                s,
+                counts.side(s)[i],
+                both < g.value and totals[s] < ITEMS_PER_PLAYER,
+                counts.side(s)[i] > 0,
+            )
+            for s in SIDES
+        }
+        geishas.append({"geisha": g, "cells": cells, "favour": state.favours[i]})
+    return {
+        "info": info,
+        "state": state,
+        "seq": stored[-1].seq if stored else 0,
+        "names": names,
+        "sides": SIDES,
+        "geishas": geishas,
+        "totals": totals,
+        "per_player": ITEMS_PER_PLAYER,
+        "ready": all(t == ITEMS_PER_PLAYER for t in totals.values()),
+        "started": any(totals.values()),
+        "last": last,
+        "last_moved": {GEISHAS[i].id for i in last.moved} if last else set(),
+        "outcome": state.outcome,
+        "outcome_text": state.outcome.text(names) if state.outcome else "",
+        "max_rounds": MAX_ROUNDS,
+        "log": _log(stored, names),
+        "other": other,
+    }
+
+
+@bp.get("")
+def page(match_id: int):
+    return render_template("hanamikoji.html", **board_context(match_id))
+
+
+@bp.get("/board")
+def board(match_id: int):
+    if not is_htmx():
+        return redirect(url_for("hanamikoji.page", match_id=match_id), 303)
+    return render_template("_hanamikoji_board.html", **board_context(match_id))
+
+
+def _int_field(form, name: str, what: str) -> int:
+    raw = (form.get(name) or "").strip()
+    if not raw:
+        raise WebError(f"The request is missing {what} ({name}).", 400)
+    try:
+        return int(raw)
+    except ValueError:
+        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400) from None
+
+
+def event_from_form(form) -> dict:
+    kind = (form.get("type") or "").strip()
+    if kind not in EVENT_TYPES:
+        raise WebError(f"{kind or 'Nothing'!r} is not something this page can record.", 400)
+    event: dict = {"type": kind}
+    if kind == "items_set":
+        player = (form.get("player") or "").strip()
+        if player not in SIDES:
+            raise WebError("The request does not say which side (player A or B).", 400)
+        event["player"] = player
+        event["geisha"] = (form.get("geisha") or "").strip()
+        event["count"] = _int_field(form, "count", "the number of items")
+    return event
+
+
+@bp.post("/events")
+def record(match_id: int):
+    st = store()
+    if st.game(match_id) != "hanamikoji":
+        raise WebError(f"Match {match_id} is not a Hanamikoji match.", 404)
+    form = request.form
+    expected_seq = _int_field(form, "expected_seq", "the last event the page saw")
+    request_id = (form.get("request_id") or "").strip()
+    if not request_id:
+        raise WebError("The request has no request id (request_id); reload the page.", 400)
+    event = Event.from_dict(event_from_form(form))
+    st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
+    from companion.web.live import notify
+
+    notify()
+    if is_htmx():
+        return render_template("_hanamikoji_board.html", close_modal=True, **board_context(match_id))
+    return redirect(url_for("hanamikoji.page", match_id=match_id), 303)
