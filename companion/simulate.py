@@ -141,7 +141,7 @@ class ArmSpan:
     p1: tuple[float, float, float] = (0.0, 0.0, 0.0)
     move: Move | None = None
 
-    def point(self, frame: int, view: TableView) -> tuple[float, float, float]:
+    def point(self, frame: int) -> tuple[float, float, float]:
         if self.move is not None:
             i = len(self.move.cards) - 1
             pose, _ = self.move.pose_at(i, frame)
@@ -249,12 +249,12 @@ _FIELD_COLS = np.linspace(0.19, 0.79, 8)
 _FIELD_ROWS = (0.405, 0.595)
 _PILE_UV = (0.925, 0.50)
 # A's capture rows in image fractions (B's are the same turned half a turn about the centre):
-# (first card's centre u, v, room in cards) by row, filled left to right.
+# the first card's centre (u, v), each row filled to the right with room for all its cards.
 _ROWS_A = {
-    "brights": (0.06, 0.775, 5),
-    "animals": (0.225, 0.775, 9),
-    "ribbons": (0.475, 0.775, 10),
-    "chaff": (0.06, 0.9, 26),
+    "brights": (0.06, 0.775),
+    "animals": (0.225, 0.775),
+    "ribbons": (0.475, 0.775),
+    "chaff": (0.06, 0.9),
 }
 _FAN_STEP = 0.5  # a covered card shows this share of its width
 
@@ -296,11 +296,13 @@ class _Planner:
                 self.arms.append(ArmSpan(p, self.frame, self.frame + n, at, at))
         self.frame += n
 
-    def _reach(self, player: str, to: tuple[float, float, float] | None) -> None:
+    def _reach(
+        self, player: str, to: tuple[float, float, float] | None, seconds: float | None = None
+    ) -> None:
         """The player's hand goes to ``to`` (None: back off the table)."""
         at = self.hand_at[player] or self._away(player, self._shoulder_u(player))
         end = to if to is not None else self._away(player, self._shoulder_u(player))
-        n = self.cfg.frames(self.cfg.reach_s)
+        n = self.cfg.frames(seconds or self.cfg.reach_s)
         self.arms.append(ArmSpan(player, self.frame, self.frame + n, at, end))
         for p, other in self.hand_at.items():
             if p != player and other is not None:
@@ -382,7 +384,7 @@ class _Planner:
         )
 
     def _row_pose(self, player: str, row: str, index: int) -> Pose:
-        u0, v, _room = _ROWS_A[row]
+        u0, v = _ROWS_A[row]
         step_mm = _FAN_STEP * synth.CARD_W_MM
         if player == "A":
             x, y = self.view.table_point(u0, v)
@@ -531,18 +533,18 @@ class _Planner:
                 cards = order[top : top + want]
                 top += want
                 lie = self.pose[cards[0]]
-                self._reach(oya, (lie.x, lie.y, lie.lift))
+                self._reach(oya, (lie.x, lie.y, lie.lift), seconds=0.2)
                 if target == "field":
                     ends = []
                     for c in cards:
                         slot = slots[len(field_cards)]
                         field_cards.append(c)
                         ends.append(self._field_pose(slot, c))
-                    self._move(cards, ends, oya, seconds=0.45)
+                    self._move(cards, ends, oya, seconds=0.4)
                 else:
                     hands[target].extend(cards)
                     ends = self._off_table(target, cards, float(self.jit.uniform(0.4, 0.6)))
-                    self._move(cards, ends, oya, seconds=0.45, gone=True)
+                    self._move(cards, ends, oya, seconds=0.4, gone=True)
         self._reach(oya, None)
         pile = order[top:]
         return hands, field_cards, pile
@@ -617,10 +619,12 @@ class _Planner:
             self._hold(self.cfg.frames(float(self.rng.uniform(0.6, 1.5))))
             left = len(hands[who])
             hand = self.state.hands[who]
-            p_koi = 0.6 * left / 8
+            # Koi is likely early (many cards left to improve with), rare near the end, rarer
+            # with a big hand already, and each Koi makes the next one less likely.
+            p_koi = 0.85 * left / 8
             if hand.total >= 7:
-                p_koi *= 0.4
-            p_koi *= 0.35 ** self.state.koi.get(who, 0)
+                p_koi *= 0.5
+            p_koi *= 0.4 ** self.state.koi.get(who, 0)
             answer = "koi" if left > 0 and self.rng.random() < p_koi else "stop"
             self.decisions.append(
                 {"round": self.rounds[-1].number, "player": who, "answer": answer}
@@ -659,8 +663,9 @@ class _Planner:
         """Play ``card`` (from the hand, or the pile's top) onto the field; take what it
         matches into the player's rows. Returns (card, steady frame) in the order they settle."""
         cfg = self.cfg
+        # One match: take it; three: the fourth takes all of them; two: take the better one.
         matches = [f for f in self.on_field if f[:2] == card[:2]]
-        if len(matches) == 2:  # take the more valuable one
+        if len(matches) == 2:
             matches.sort(key=lambda f: (-_value(f), f))
             matches = matches[:1]
         if matches:
@@ -680,8 +685,6 @@ class _Planner:
         self.on_field.append(card)
         if not matches:
             return []
-        if len(matches) == 1 and sum(1 for f in self.on_field if f[:2] == card[:2]) == 4:
-            matches = [f for f in self.on_field if f[:2] == card[:2] and f != card]
         self._hold(cfg.frames(cfg.pause_s))
         taken = [card, *matches]
         settled = []
@@ -794,9 +797,10 @@ def _line_kernel(dx: float, dy: float) -> np.ndarray | None:
     return kernel / kernel.sum()
 
 
-def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, kernel=None) -> None:
+def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, smear=None) -> None:
     """An arm from ``start`` (off the frame) whose fingers reach ``tip``: synth's hand
-    (``synth._draw_hand``) with its shape given rather than drawn, smeared by ``kernel``."""
+    (``synth._draw_hand``) with its shape given rather than drawn, smeared by ``smear``
+    (dx, dy) pixels when it moves."""
     h, w = img.shape[:2]
     start = np.asarray(start, np.float32)
     tip = np.asarray(tip, np.float32)
@@ -809,7 +813,7 @@ def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, kernel=None
     palm_c = tip - d * 1.9 * s  # fingertips on the card's near edge, its face left to see
     wrist = palm_c - d * 0.75 * s
     key = np.array([wrist, palm_c, tip, start + d * max(0.0, length - 4 * s)])
-    pad = int(1.8 * s) + 4 + (kernel.shape[0] if kernel is not None else 0)
+    pad = int(1.8 * s) + 4 + (int(abs(smear[0]) + abs(smear[1])) if smear is not None else 0)
     x0, y0 = (max(int(v) - pad, 0) for v in key.min(axis=0))
     x1, y1 = (min(int(v) + pad + 1, lim) for v, lim in zip(key.max(axis=0), (w, h), strict=True))
     # The arm runs on to the frame's edge: widen the box along it.
@@ -898,11 +902,14 @@ def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, kernel=None
         sleeve = (along < cuff).astype(np.uint8)
         cloth = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.sleeve])
         cv2.copyTo(cloth, sleeve, colour)
-    colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
-    soft = cv2.blur(m, (3, 3))
-    if kernel is not None:
-        soft = cv2.filter2D(soft, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+    if smear is not None and (kernel := _line_kernel(smear[0] / f, smear[1] / f)) is not None:
+        # A moving arm is smeared: at the reduced scale, where it costs a few per cent.
         colour = cv2.filter2D(colour, -1, kernel, borderType=cv2.BORDER_REPLICATE)
+        soft = cv2.filter2D(small, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        soft = cv2.resize(soft, (mw, mh), interpolation=cv2.INTER_LINEAR)
+    else:
+        soft = cv2.blur(m, (3, 3))
+    colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
     synth._composite(roi, cv2.multiply(colour, cv2.merge([soft] * 3), scale=1 / 255), soft)
 
 
@@ -945,6 +952,7 @@ class _Film:
             p_procedural_background=0.3,
         )
         self.table, self.surface = synth._table_surface(rng, scene_cfg, view.hom_inv)
+        self.clutter = self._clutter(np.random.default_rng([plan.seed, 24]))
         self.variation = {c: synth._card_variation(rng) for c in ALL_CODES}
         self.back_color = "red" if rng.random() < 0.35 else "black"
         self.back_variant = int(rng.integers(8))
@@ -971,7 +979,21 @@ class _Film:
         self.focus = float(rng.uniform(0.3, 1.1))
         self.noise = float(rng.uniform(1.5, 4.5))
         self.exposure = float(rng.uniform(0.15, 0.45))  # shutter open, share of a frame
+        self.sheen = self._sheen(np.random.default_rng([plan.seed, 23]))
         self.noise_rng = np.random.default_rng([plan.seed, 22])
+        # Sensor noise as two saturating uint8 banks (plus and minus), cropped at a random
+        # offset each frame: synth's fixed bank, without float maths on the frame.
+        bank = synth._noise_bank(self.h, self.w) * self.noise
+        self.noise_banks = (
+            np.clip(np.round(bank), 0, 255).astype(np.uint8),
+            np.clip(np.round(-bank), 0, 255).astype(np.uint8),
+        )
+        self.lens_maps = None
+        if view.lens is not None:
+            from companion.lens import _bend_maps
+
+            map_x, map_y = _bend_maps(view.lens.k, self.w, self.h)
+            self.lens_maps = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
         self.sprites: dict = {}
 
     # -- cards --------------------------------------------------------------------------------
@@ -1014,6 +1036,7 @@ class _Film:
 
     def _still(self, resting: dict[str, Pose]) -> np.ndarray:
         img = self.table.copy()
+        cards = None if self.sheen is None else np.zeros((self.h, self.w), np.uint8)
         for code, pose in resting.items():
             key = (code, pose)
             sprite = self.sprites.get(key)
@@ -1021,7 +1044,39 @@ class _Film:
                 sprite = self.sprites[key] = self._sprite(code, pose)
             if sprite is not None:
                 self._draw(img, sprite, 0.0, shadow=pose.lift < 3)
+                if cards is not None:
+                    x0, y0, x1, y1 = sprite.box
+                    roi = cards[y0:y1, x0:x1]
+                    np.maximum(roi, sprite.alpha, out=roi)
+        if cards is not None:  # the lamp's sheen washes out the glossy faces under it
+            amount = cv2.merge([cv2.multiply(self.sheen, cards, scale=1 / 255)] * 3)
+            img = cv2.add(img, cv2.multiply(255 - img, amount, scale=1 / 255))
         return img
+
+    def _clutter(self, rng: np.random.Generator) -> str | None:
+        """Sometimes a score sheet, a phone or a card box lies at the table's left, beside the
+        field: synth's distractors, in the table surface (nothing is laid on it)."""
+        if rng.random() >= 0.5:
+            return None
+        centre = self.view.table_point(float(rng.uniform(0.03, 0.07)), float(rng.uniform(0.4, 0.6)))
+        idmap = np.full((self.h, self.w), -1, np.int16)
+        art = [synth._face(self.files[c], 128) for c in rng.choice(ALL_CODES, 2, replace=False)]
+        return synth._draw_distractor(rng, self.table, idmap, self.view.hom, centre, art, False)
+
+    def _sheen(self, rng: np.random.Generator) -> np.ndarray | None:
+        """A lamp's reflection on glossy cards, as synth's sheen: a soft band, fixed in the
+        image (lamp and camera stay put), or None (a matt light)."""
+        if rng.random() >= 0.4:
+            return None
+        w, h = self.w, self.h
+        angle = rng.uniform(0, math.pi)
+        normal = np.array([math.cos(angle), math.sin(angle)], np.float32)
+        mw, mh = max(4, w // 8), max(3, h // 8)
+        ys, xs = np.mgrid[0:mh, 0:mw].astype(np.float32)
+        dist = (xs * 8 - rng.uniform(0, w)) * normal[0] + (ys * 8 - rng.uniform(0, h)) * normal[1]
+        width = rng.uniform(0.12, 0.3) * math.hypot(w, h)
+        band = np.exp(-0.5 * (dist / (0.5 * width)) ** 2) * rng.uniform(0.15, 0.45) * 255
+        return cv2.resize(band.astype(np.float32), (w, h)).astype(np.uint8)
 
     # -- light --------------------------------------------------------------------------------
 
@@ -1032,7 +1087,9 @@ class _Film:
         bright = self.key_bright[k] * (1 - t) + self.key_bright[k + 1] * t
         # Auto exposure opens up a little while a dark arm fills part of the view.
         bright *= 1 + 0.12 * arm_share
-        small = fld * bright * self.gains * 128
+        # ...and auto white balance leans away from the skin's warm tones.
+        gains = self.gains * (1 + 0.04 * arm_share * np.array([1, 0, -1], np.float32))
+        small = fld * bright * gains * 128
         mw, mh = max(4, self.w // 8), max(3, self.h // 8)
         mid = cv2.resize(small, (mw, mh), interpolation=cv2.INTER_CUBIC)
         ys = np.linspace(-1, 1, mh, dtype=np.float32)
@@ -1093,23 +1150,22 @@ class _Film:
             span = arm_at.get((player, f))
             if span is None:
                 continue
-            x, y, lift = span.point(f, view)
+            x, y, lift = span.point(f)
             tip = view.image_point(x, y, lift)
-            px, py, pl = span.point(f - 1, view)
-            kernel = _line_kernel(*((tip - view.image_point(px, py, pl)) * self.exposure))
-            _draw_arm(img, self.shoulder[player], tip, self.hand_px, self.looks[player], kernel)
+            px, py, pl = span.point(f - 1)
+            smear = (tip - view.image_point(px, py, pl)) * self.exposure
+            _draw_arm(img, self.shoulder[player], tip, self.hand_px, self.looks[player], smear)
             inside = 1.0 - abs(float(tip[1]) / self.h - (1.0 if player == "A" else 0.0))
             arm_share += max(0.0, min(1.0, inside)) * 0.3
-        if view.lens is not None:
-            img, _ = view.lens.bend(img)
+        if self.lens_maps is not None:
+            img = cv2.remap(img, *self.lens_maps, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         img = cv2.multiply(img, self._light(f, arm_share), scale=1 / 128)
         if self.focus > 0.35:
             img = cv2.GaussianBlur(img, (0, 0), self.focus)
-        bank = synth._noise_bank(self.h, self.w)
         oy, ox = (int(v) for v in self.noise_rng.integers(0, 64, 2))
-        return cv2.addWeighted(
-            img, 1.0, bank[oy : oy + self.h, ox : ox + self.w], self.noise, 0.0, dtype=cv2.CV_8U
-        )
+        up, down = self.noise_banks
+        img = cv2.add(img, up[oy : oy + self.h, ox : ox + self.w])
+        return cv2.subtract(img, down[oy : oy + self.h, ox : ox + self.w])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1185,7 +1241,7 @@ def write_simulation(
     )
     if not writer.isOpened():
         raise SimulateError(f"OpenCV cannot write an mp4v video into {out}.")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         for frame in film.frames():
             writer.write(frame)
@@ -1194,6 +1250,7 @@ def write_simulation(
     finally:
         writer.release()
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     partial.replace(out / VIDEO_NAME)
     truth = truth_of(plan, film.deck_name)
     tmp = out / (TRUTH_NAME + ".partial")
@@ -1205,6 +1262,7 @@ def write_simulation(
         "seconds": round(seconds, 2),
         "seconds_per_round": round(seconds / max(1, len(plan.rounds)), 2),
         "ms_per_frame": round(1000 * seconds / max(1, plan.frames), 1),
+        "cpu_seconds_per_round": round(cpu / max(1, len(plan.rounds)), 2),
     }
 
 

@@ -90,6 +90,16 @@ def test_captures_lie_in_rows_in_their_capture_area(seed):
                 assert quad[:, 1].min() >= 0 and quad[:, 1].max() <= view.h
                 height = synth._card_height(quad)
                 assert 70 <= height <= 115  # about 90 px at 720 rows
+    # Each capture event comes once its card lies still in its row, where it stays.
+    captured = [e for e in plan.events if e["event"]["type"] == "card_captured"]
+    assert captured
+    for e in captured:
+        card, player = e["event"]["card"], e["event"]["player"]
+        at_rest = plan.resting_pose(card, e["steady_frame"])
+        assert at_rest is not None and plan.resting_pose(card, e["steady_frame"] - 1) is None
+        assert plan.resting_pose(card, e["frame"]) == at_rest
+        centre = view.to_frame(view.quad(at_rest)).mean(axis=0)
+        assert zones.zones_of(centre[None], view.w, view.h) == [f"captures_{player}"]
 
 
 def test_cli_writes_video_and_truth(tmp_path):

@@ -78,5 +78,6 @@ def simulate_command(
     )
     click.echo(
         f"Wrote {stats['frames']} frames ({stats['rounds']} round(s), {points}) to {out_dir}: "
-        f"{stats['seconds_per_round']} s per round, {stats['ms_per_frame']} ms per frame."
+        f"{stats['seconds_per_round']} s per round ({stats['cpu_seconds_per_round']} s of CPU), "
+        f"{stats['ms_per_frame']} ms per frame."
     )
