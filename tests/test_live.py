@@ -535,6 +535,10 @@ def test_the_live_session_serves_status_frames_crops_and_zones(tmp_path):
     assert session.snapshot_jpeg().startswith(b"\xff\xd8")
     assert session.crop_jpeg("Aki", "08-1").startswith(b"\xff\xd8")
     assert session.crop_jpeg("Aki", "12-1") is None
+    boxes = session.field_boxes()
+    assert len(boxes) == 9 and all(
+        0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 for x0, y0, x1, y1 in boxes
+    )
     moved = session.zones.with_polygon("field", [[0.1, 0.3], [0.9, 0.3], [0.9, 0.7], [0.1, 0.7]])
     session.set_zones(moved)
     assert (tmp_path / "zones.toml").is_file() and session.zones == moved
