@@ -582,3 +582,26 @@ def test_a_camera_unplugged_and_plugged_back_keeps_the_tally(live):
         world["now"] += 0.1
         session.step()
     assert [c.code for c in store.state(match_id).captures["Aki"]] == before
+
+
+def test_a_card_laid_half_over_a_capture_and_found_merged_with_it_is_captured(live):
+    store, match_id, table = live
+    table.take("05-1")
+    table.put("05-1", 300, 620)
+    table.put("05-3", 330, 620)
+    table.run(8)
+    table.take("11-2")
+    table.put("11-2", 600, 620)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == ["05-1", "05-3", "11-2"]
+    # 11-4 lies half over 05-3: the detector finds one card between the two, named either
+    table.take("05-3")
+    for i in range(16):
+        if i % 2:
+            table.put("05-3", 340, 620, conf=0.45, alts=[("11-4", 0.3)], name="05-3")
+        else:
+            table.put("05-3", 340, 620, conf=0.4, alts=[("05-3", 0.3)], name="11-4")
+        table.run()
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["05-1", "05-3", "11-2", "11-4"]
+    assert state.checks == []

@@ -28,6 +28,7 @@ PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
 CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
 UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
 PAIR_PENALTY = math.log(20.0)  # a month left odd by a reading (captures come in pairs)
+OVER_WAIT = 3.0  # seconds a card over a capture, pairing with nothing, lies before it counts
 SURE = 0.8  # a lone card read this surely is registered before its partner arrives
 FIELD_BONUS = math.log(4.0)  # a card that just left the field is this much likelier
 FIELD_RECENT = 60  # frames during which a card that left the field counts as just left
@@ -202,13 +203,18 @@ class CaptureDecider:
                 continue
             # the player's arm keeps crossing his own capture area: each card is decided as
             # soon as nothing moves over it, not when the whole area is still
-            quiet = [a for a in arrivals if table.frame - a.quiet_since >= SETTLE_FRAMES]
+            side = match.side_of(player)
+            held = [c.code for c in match.captures.get(side, [])]
+            quiet = [
+                a
+                for a in arrivals
+                if table.frame - a.quiet_since >= SETTLE_FRAMES
+                and (not a.overlaps or self._plausible_over(a, held, table))
+            ]
             if not quiet:
                 if not arrivals:
                     self._alone_since.pop(seat, None)
                 continue
-            side = match.side_of(player)
-            held = [c.code for c in match.captures.get(side, [])]
             decided = set()
             for a in sorted(quiet, key=lambda a: (a.steady_since, a.track)):
                 if surely(a) >= SURE:
@@ -229,9 +235,22 @@ class CaptureDecider:
             ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
             self._decide(ordered, player, seat, owned, recent, table, waiting, out, held)
 
+    def _plausible_over(self, a: Arrival, held, table: TableState) -> bool:
+        """A card found over one of the player's captures is a new card (not a misread of
+        the covered one) when it pairs with a capture waiting for its partner, or when it
+        has lain there steadily for ``OVER_WAIT`` seconds, surely read (then it is
+        flagged)."""
+        months = {_month(c) for c in _waiting(held)}
+        if any(_month(c) in months and p >= 0.1 for c, p in a.candidates):
+            return True
+        return table.time - a.steady_time >= OVER_WAIT and surely(a) >= SURE
+
     def _decide(self, group, player, seat, owned, recent, table, waiting, out, held) -> None:
         readings = resolve_group(group, owned, recent, table.field, fixed=waiting)
+        waiting_months = {_month(c) for c in waiting}
         for a, (code, conf, check, alts) in zip(group, readings, strict=True):
+            # over a capture and pairing with nothing: maybe a misread of the covered card
+            check = check or (a.overlaps and _month(code) not in waiting_months)
             event = {
                 "type": "card_captured",
                 "player": player,

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from companion.cards import ALL_CODES
-from companion.detections import BACK_ID, CLASSES, Detections, iou_matrix
+from companion.detections import BACK, BACK_ID, CLASSES, Detections, iou_matrix
 from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)
+CODE_IDS = {code: i for i, code in enumerate(ALL_CODES)}
 FLOOR = 1e-4  # the least probability one look gives a class: one bad look never rules it out
 SAME_CARD_IOU = 0.55  # a fanned row's next card overlaps the one below by about 0.5
 SAME_NAME_DISTANCE = 0.45  # same top class: same card if the centres are this close (card heights)
@@ -43,6 +44,8 @@ VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something co
 CLEARED_AFTER = 1.0  # seconds without a sight of the ended round's cards: they were cleared
 DOUBTFUL_BELOW = 0.8
 AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
+OVERLAP = 0.6  # an arrival overlapping a registered capture this much may be a misread of it
+ON_TOP_CONFIDENCE = 0.3  # a capture's look naming another card this surely: a card on top?
 
 
 @dataclass
@@ -55,13 +58,15 @@ class Track:
     born: int  # update number
     anchor: np.ndarray  # centre where it came to rest
     looks: deque  # per-look log-probability vectors (N_CODES,), the last ``window``
-    hits: deque  # per update since birth: seen or not (bool), the last ``window``
+    hits: deque  # per update since birth: seen or not (bool), the last ``2 * window``
     last_seen: int = 0  # update number
     last_seen_frame: int = 0
     last_seen_time: float = 0.0
     born_time: float = 0.0
     stale: bool = False  # lay on the table when the round ended: waits to be cleared away
+    over: int | None = None  # the registered capture it was found on (a card on top of it)
     steady_since: int | None = None  # frame index
+    steady_time: float = 0.0
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
     registered: str | None = None  # code, once a capture
@@ -98,6 +103,8 @@ class Arrival:
     steady_since: int  # frame index
     quad: np.ndarray = dataclasses.field(compare=False, repr=False)
     quiet_since: int = 0  # frame index since which nothing moved over it
+    overlaps: bool = False  # lies largely over a registered capture (or a look of it)
+    steady_time: float = 0.0  # seconds
 
 
 @dataclass
@@ -233,7 +240,8 @@ class TableTracker:
         self._backs.append(backs)
         matched = self._associate(cards, u, frame)
         for track in self.tracks.values():
-            track.hits.append(track.id in matched)
+            if track.born < u:  # one born now already holds its first look
+                track.hits.append(track.id in matched)
         occluded = self._occluded(matched)
         if motion >= HAND_MOTION or occluded:
             self._hand_until = u + 1  # and the next look too: the hand is only just leaving
@@ -248,7 +256,7 @@ class TableTracker:
             if _disturbed(track, moving, width, height, motion):
                 track.disturbed = u
                 track.quiet_since = frame.index + 1
-        self._settle(u, frame.index, hand, occluded)
+        self._settle(u, frame.index, frame.time, hand, occluded)
         cleared = self._clear_stale(frame.time)
         self.state = self._table_state(frame, hand)
         self.state.cleared = cleared
@@ -278,11 +286,12 @@ class TableTracker:
             track = self.tracks[t]
             name = track.registered or track.code
             dist = np.linalg.norm(centers - track.center, axis=1) / track.height
-            # an established card does not take a look that names another card outright
-            # (a card laid on it); a registered one takes any look at its place (it is
-            # partly covered, and its code is settled)
+            # a card does not take a look that names another card outright: a card laid on
+            # it (the next of a fanned row, often found with a quad between the two)
             agree = None
-            if track.registered is None and len(track.looks) >= 3:
+            if track.registered is not None:
+                agree = looks[:, CODE_IDS[track.registered]]
+            elif len(track.looks) >= 3:
                 agree = looks @ track.posterior()
             for i in range(len(cards)):
                 same = name is not None and CLASSES[cards.class_ids[i]] == name
@@ -297,7 +306,37 @@ class TableTracker:
             used.add(i)
             matched[t] = i
             self._observe(self.tracks[t], cards, i, u, frame)
+        self._cards_on_top(cards, matched, u, frame)
         return matched
+
+    def _cards_on_top(self, cards: Detections, matched: dict, u: int, frame) -> None:
+        """A card laid on a capture, half over it (the next of a fanned row), is often found
+        as one detection with the two cards as its top classes. When a registered capture's
+        look names another free card first, that look also goes to a track of its own over
+        it, which settles like any card (the decider then asks more of it)."""
+        taken = {t.registered for t in self.tracks.values() if t.registered}
+        for t, i in list(matched.items()):
+            below = self.tracks[t]
+            top = CLASSES[cards.class_ids[i]]
+            if below.registered is None or top == below.registered or top == BACK:
+                continue
+            if top in taken or cards.confidence[i] < ON_TOP_CONFIDENCE:
+                continue
+            over = next(
+                (
+                    o
+                    for o in self.tracks.values()
+                    if o.over == below.id and o.registered is None and not o.stale
+                ),
+                None,
+            )
+            if over is None:
+                self._new_track(cards, i, u, frame)
+                over = self.tracks[self._next_id - 1]
+                over.over = below.id
+            else:
+                self._observe(over, cards, i, u, frame)
+            matched[over.id] = i
 
     def _observe(self, track: Track, cards: Detections, i: int, u: int, frame):
         quad = cards.quads[i].astype(np.float32)
@@ -327,7 +366,7 @@ class TableTracker:
             born=u,
             anchor=quad.mean(axis=0),
             looks=deque([look_vector(cards, i)], maxlen=self.window),
-            hits=deque([True], maxlen=self.window),
+            hits=deque([True], maxlen=2 * self.window),
             last_seen=u,
             last_seen_frame=frame_index,
             last_seen_time=frame.time,
@@ -345,23 +384,31 @@ class TableTracker:
         )
         return missing >= VANISHED_AT_ONCE
 
-    def _settle(self, u: int, frame_index: int, hand: bool, covered: bool) -> None:
+    def _settle(self, u: int, frame_index: int, now: float, hand: bool, covered: bool) -> None:
         """Steadiness (nothing moving over the card, nothing covering several cards), and
         which unregistered tracks are gone (never while a hand is over the table)."""
         gone = []
         for track in self.tracks.values():
             if track.registered is not None or track.stale:
                 continue
-            seen = sum(track.hits)
+            hits = list(track.hits)
+            seen = sum(hits[-self.window :])
+            # a card seen now and then only (an edge of the frame, glare) settles over twice
+            # the window, as long as nothing moves over it
+            often = seen >= self.steady_looks or sum(hits) >= self.window
             quiet = track.disturbed < u and not covered
-            if seen >= self.steady_looks and track.last_seen == u and quiet:
+            in_captures = bool(track.zone and track.zone.startswith(CAPTURES))
+            # a card in a capture area cannot leave it: it is only missed for longer
+            patience = 2 * self.window - 2 if in_captures else self.window - self.steady_looks + 1
+            if often and track.last_seen == u and quiet:
                 if track.steady_since is None:
                     track.steady_since = frame_index
-            elif u - track.last_seen >= self.window - self.steady_looks + 1 and not hand:
+                    track.steady_time = now
+            elif u - track.last_seen >= patience and not hand:
                 if track.steady_since is not None and track.zone == FIELD and track.code:
                     self._field_left[track.code] = frame_index
                 gone.append(track.id)
-            elif track.steady_since is not None and seen < self.steady_looks - 1 and not hand:
+            elif track.steady_since is not None and not often and not in_captures and not hand:
                 track.steady_since = None
             if u - track.last_seen > 4 * self.window:
                 gone.append(track.id)  # long unseen, hand or not: a card carried away
@@ -392,6 +439,12 @@ class TableTracker:
                     t.code = code
                     taken.add(code)
                     break
+
+    def _over_capture(self, track: Track) -> bool:
+        held = [t.quad for t in self.tracks.values() if t.registered and not t.ignored]
+        if not held:
+            return False
+        return bool(iou_matrix(track.quad[None], np.stack(held)).max() >= OVERLAP)
 
     def candidates(self, track: Track, k: int = 5) -> tuple:
         p = track.posterior()
@@ -432,6 +485,8 @@ class TableTracker:
                         track.steady_since,
                         track.quad,
                         max(track.quiet_since, track.steady_since),
+                        self._over_capture(track),
+                        track.steady_time,
                     )
                 )
                 if track.code:
