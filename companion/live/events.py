@@ -28,11 +28,11 @@ PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
 CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
 UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
 PAIR_PENALTY = math.log(20.0)  # a month left odd by a reading (captures come in pairs)
-OVER_WAIT = 3.0  # seconds a card over a capture, pairing with nothing, lies before it counts
+PAIR_WINDOW = 8.0  # seconds within which a card's partner is expected (one turn)
 SURE = 0.8  # a lone card read this surely is registered before its partner arrives
 FIELD_BONUS = math.log(4.0)  # a card that just left the field is this much likelier
 FIELD_RECENT = 60  # frames during which a card that left the field counts as just left
-DEAL_STEADY = 1.0  # seconds the dealt field lies still before the round is opened
+DEAL_STEADY = 0.5  # seconds the dealt field lies unchanged before the round is opened
 RAN_OUT_AFTER = 2.0  # seconds without backs in view (after some were) before cards ran out
 GATHERED_AFTER = 1.5  # seconds without a sight of the captures: they were gathered
 MAX_COMBOS = 20000
@@ -86,7 +86,9 @@ def _odd_months(codes) -> int:
     return sum(1 for n in Counter(_month(c) for c in codes).values() if n % 2)
 
 
-def resolve_group(arrivals, owned=(), field_left=None, field_now=(), fixed=()) -> list[tuple]:
+def resolve_group(
+    arrivals, owned=(), field_left=None, field_now=(), fixed=(), expected=None
+) -> list[tuple]:
     """The group's reading: [(code, confidence, check, alternatives)] in arrival order.
 
     ``fixed``: the player's captures still waiting for their partner (an odd month), which the
@@ -96,8 +98,10 @@ def resolve_group(arrivals, owned=(), field_left=None, field_now=(), fixed=()) -
     joint reading pairs up unless the looks say otherwise strongly. A card's confidence is its
     probability under that prior (chaff of one month counted as one); a card is flagged when
     it is doubtful, when the pair rule chose against its looks, or when it had a card to pair
-    with and does not.
+    with and does not (``expected``: the waiting cards it should pair with, those of the
+    turn under way; all of ``fixed`` by default).
     """
+    expected = list(fixed if expected is None else expected)
     owned = set(owned) | set(fixed)
     field_left = set(field_left or ())
     field_now = set(field_now)
@@ -131,11 +135,12 @@ def resolve_group(arrivals, owned=(), field_left=None, field_now=(), fixed=()) -
         if best is None or score > best[0]:
             best = (score, codes)
     chosen = best[1] if best else [o[0][1] for o in options]
-    partners = len(fixed) + n > 1
+    partners = len(expected) + n > 1
     out = []
     for i, (a, code) in enumerate(zip(arrivals, chosen, strict=True)):
         probs = dict(a.candidates)
         others = [*fixed, *chosen[:i], *chosen[i + 1 :]]
+        mates = [*expected, *chosen[:i], *chosen[i + 1 :]]
         weights = {
             c: p * math.exp(prior(c) - PAIR_PENALTY * _odd_months([*others, c]))
             for c, p in a.candidates
@@ -145,7 +150,7 @@ def resolve_group(arrivals, owned=(), field_left=None, field_now=(), fixed=()) -
         total = sum(weights.values()) or 1.0
         confidence = min(1.0, sum(w for c, w in weights.items() if _equivalent(c) == key) / total)
         alternatives = tuple(c for c, _ in a.candidates if c != code and c not in owned)[:3]
-        unpaired = partners and Counter(_month(c) for c in [*others, code])[_month(code)] % 2 == 1
+        unpaired = partners and Counter(_month(c) for c in [*mates, code])[_month(code)] % 2 == 1
         check = confidence < CHECK_BELOW or probs.get(code, 0.0) < UNLIKELY or unpaired
         out.append((code, confidence, check, alternatives))
     return out
@@ -173,6 +178,7 @@ class CaptureDecider:
 
     def __init__(self, players_per_deal: dict | None = None):
         self._alone_since: dict[str, float] = {}
+        self._registered_at: dict[str, float] = {}  # code -> when the camera captured it
         self._deal_since: float | None = None
         self._deal_codes: tuple = ()
         self._backs_seen = False
@@ -237,16 +243,19 @@ class CaptureDecider:
 
     def _plausible_over(self, a: Arrival, held, table: TableState) -> bool:
         """A card found over one of the player's captures is a new card (not a misread of
-        the covered one) when it pairs with a capture waiting for its partner, or when it
-        has lain there steadily for ``OVER_WAIT`` seconds, surely read (then it is
-        flagged)."""
+        the covered one) only when it pairs with a capture waiting for its partner."""
         months = {_month(c) for c in _waiting(held)}
-        if any(_month(c) in months and p >= 0.1 for c, p in a.candidates):
-            return True
-        return table.time - a.steady_time >= OVER_WAIT and surely(a) >= SURE
+        return any(_month(c) in months and p >= 0.1 for c, p in a.candidates)
 
     def _decide(self, group, player, seat, owned, recent, table, waiting, out, held) -> None:
-        readings = resolve_group(group, owned, recent, table.field, fixed=waiting)
+        # the partner of a card comes within the same turn: older odd cards (a misread, a
+        # capture missed) help reading but are not expected to pair any more
+        expected = [
+            c for c in waiting if table.time - self._registered_at.get(c, -1e9) <= PAIR_WINDOW
+        ]
+        readings = resolve_group(
+            group, owned, recent, table.field, fixed=waiting, expected=expected
+        )
         waiting_months = {_month(c) for c in waiting}
         for a, (code, conf, check, alts) in zip(group, readings, strict=True):
             # over a capture and pairing with nothing: maybe a misread of the covered card
@@ -266,6 +275,7 @@ class CaptureDecider:
             out.readings.append(Reading(a.track, seat, code, conf, check, alts, a.steady_since))
             owned.add(code)
             held.append(code)
+            self._registered_at[code] = table.time
 
     def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:
         if self._gathered(table, match) and not match.pending_decision:
@@ -313,17 +323,18 @@ class CaptureDecider:
             return  # the finished round's cards still lie there
         deal = _deal_size(match)
         field_cards = tuple(sorted(table.field))
-        clear_captures = not any(table.arrivals.values())
-        enough = len(field_cards) >= deal or (
-            len(field_cards) >= deal - 2 and table.time - (self._deal_since or table.time) >= 3
-        )
-        if table.hand_present or len(field_cards) < deal - 2 or not clear_captures:
+        # play starts as soon as the deal is done (arms over the table at once): the round
+        # opens when the dealt field has lain unchanged a moment, or when a capture shows
+        playing = any(table.arrivals.values())
+        if len(field_cards) < deal - 2:
             self._deal_since = None
             return
-        if field_cards != self._deal_codes:
+        if field_cards != self._deal_codes or self._deal_since is None:
             self._deal_codes, self._deal_since = field_cards, table.time
-            return
-        if not enough or table.time - (self._deal_since or table.time) < DEAL_STEADY:
+            if not playing:
+                return
+        lain = table.time - self._deal_since
+        if not (playing or (len(field_cards) >= deal and lain >= DEAL_STEADY) or lain >= 3.0):
             return
         out.events.append({"type": "round_started", "field": list(field_cards)})
         self.proposal = None
