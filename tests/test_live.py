@@ -605,3 +605,36 @@ def test_a_card_laid_half_over_a_capture_and_found_merged_with_it_is_captured(li
     state = store.state(match_id)
     assert sorted(c.code for c in state.captures["Aki"]) == ["05-1", "05-3", "11-2", "11-4"]
     assert state.checks == []
+
+
+def test_after_a_round_the_cleared_table_and_a_new_deal_open_the_next_round(live):
+    store, match_id, table = live
+    table.take("02-3")
+    table.put("02-1", 300, 620)
+    table.put("02-3", 330, 620)
+    table.run(8)
+    store.append(match_id, {"type": "cards_ran_out"})  # the players end it on the tablet
+    table.run(5)
+    assert types(table).count("round_started") == 1  # the old table is no new deal
+    table.cards.clear()  # gathered
+    table.run(30)
+    deal = ["01-1", "03-1", "04-2", "06-1", "07-3", "08-1", "10-2", "12-4"]
+    for code, (x, y) in zip(deal, FIELD_SPOTS, strict=True):  # some at the old places
+        table.put(code, x, y)
+    table.run(20)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.field) == deal
+    assert state.captures == {"Aki": [], "Ben": []}
+
+
+def test_a_table_gathered_without_a_stop_ends_the_round(live):
+    store, match_id, table = live
+    table.take("06-2")
+    table.put("06-1", 300, 620)
+    table.put("06-2", 330, 620)
+    table.run(8)
+    table.cards.clear()
+    table.run(50)
+    state = store.state(match_id)
+    assert not state.round_in_progress and state.rounds[-1].kind in ("draw", "exhausted")

@@ -41,6 +41,7 @@ SAME_NAME_DISTANCE = 0.45  # same top class: same card if the centres are this c
 MOVED = 0.2  # a track whose centre moves this far (card heights) is in a hand, not lying
 HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or an arm
 VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
+COVERED_AT_MOST = 2.0  # seconds: cards missing longer than this were taken away
 CLEARED_AFTER = 1.0  # seconds without a sight of the ended round's cards: they were cleared
 STALE_GONE = 0.5  # seconds after which a card of the ended round no longer takes a look
 IN_SIGHT = 2.0  # seconds: a card seen this recently when the round ends is in sight
@@ -167,6 +168,7 @@ class TableTracker:
         self._backs: deque = deque(maxlen=3)
         self._hand_frame: int | None = None
         self._hand_until = -1  # update number until which the hand counts as present
+        self._occluded_since: float | None = None
         self._field_left: dict[str, int] = {}
         self._captures_seen = -1.0  # time a registered capture was last seen
         self.state = TableState()
@@ -250,6 +252,13 @@ class TableTracker:
             if track.born < u:  # one born now already holds its first look
                 track.hits.append(track.id in matched)
         occluded = self._occluded(matched)
+        # cards covered for long were taken away (a gathered field), not covered by a hand
+        if not occluded:
+            self._occluded_since = None
+        elif self._occluded_since is None:
+            self._occluded_since = frame.time
+        elif frame.time - self._occluded_since > COVERED_AT_MOST:
+            occluded = False
         if motion >= HAND_MOTION or occluded:
             self._hand_until = u + 1  # and the next look too: the hand is only just leaving
             self._hand_frame = frame.index
