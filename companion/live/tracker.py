@@ -43,7 +43,6 @@ HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or 
 VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
 COVERED_AT_MOST = 2.0  # seconds: cards missing longer than this were taken away
 CLEARED_AFTER = 1.0  # seconds without a sight of the ended round's cards: they were cleared
-STALE_GONE = 0.5  # seconds after which a card of the ended round no longer takes a look
 IN_SIGHT = 2.0  # seconds: a card seen this recently when the round ends is in sight
 DOUBTFUL_BELOW = 0.8
 AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
@@ -283,7 +282,9 @@ class TableTracker:
         ``CLEARED_AFTER`` (a card left lying does not hold the next round up)."""
         stale = [t for t in self.tracks.values() if t.stale]
         watched = [t for t in stale if t.in_sight]
-        seen = sum(1 for t in watched if now - t.last_seen_time < CLEARED_AFTER)
+        seen = sum(
+            1 for t in watched if not _gone(t, 3) or now - t.last_seen_time < CLEARED_AFTER
+        )
         if not stale or seen > len(watched) // 5:
             return False
         for t in stale:
@@ -294,12 +295,7 @@ class TableTracker:
         """Match detections to tracks (track id -> detection index), most overlapping first."""
         # a card of the ended round, once gone a moment, does not come back: a card dealt
         # at its place is a new one
-        ids = [
-            t
-            for t, tr in self.tracks.items()
-            if not tr.ignored
-            and not (tr.stale and tr.in_sight and frame.time - tr.last_seen_time >= STALE_GONE)
-        ]
+        ids = [t for t, tr in self.tracks.items() if not tr.ignored and not _gone(tr, 2)]
         matched: dict[int, int] = {}
         if not ids or not len(cards):
             return matched
@@ -532,6 +528,14 @@ class TableTracker:
                 and t.born_time > self._captures_seen
             )
         return st
+
+
+def _gone(track: Track, looks: int) -> bool:
+    """A card of the ended round, in sight when it ended, missed in the last ``looks``
+    looks: taken away (a card dealt at its place later is a new one)."""
+    if not (track.stale and track.in_sight) or len(track.hits) < looks:
+        return False
+    return not any(list(track.hits)[-looks:])
 
 
 def twins(a: str, b: str) -> bool:
