@@ -11,7 +11,8 @@ PIP = $(PY) -m pip install -q --disable-pip-version-check -c constraints.txt
 demo: setup
 	$(PY) -m companion.cli demo
 
-## make test: install everything the tests need (Chromium included) and run the whole suite
+## make test: install the product and the lab (torch) and everything the tests need (Chromium
+## included), then run the whole suite: tests/ and lab/tests/
 test: setup-test
 	$(PY) -m pytest -q
 
@@ -22,7 +23,7 @@ setup: $(PY)
 	$(PIP) -e .
 
 setup-test: browser $(PY)
-	$(PIP) -e '.[test,train]'
+	$(PIP) -e '.[test]' -e ./lab
 
 ## make wheel-check: build the wheel, install it in a clean environment away from the
 ## checkout, serve its main page and detect cards with it
@@ -41,11 +42,11 @@ browser:
 	fi
 
 lint: $(PY)
-	$(PY) -m ruff check companion tests
+	$(PY) -m ruff check companion tests lab
 
 ## make lock: write constraints.txt again from a fresh environment with every extra installed
 lock:
 	rm -rf /tmp/companion-lock && $(PYTHON) -m venv /tmp/companion-lock
-	/tmp/companion-lock/bin/pip install -q -e '.[test,train]' build
-	/tmp/companion-lock/bin/pip freeze --exclude-editable | grep -v -E '^(cuda|nvidia|triton)' > constraints.txt.new
+	/tmp/companion-lock/bin/pip install -q -e '.[test]' -e ./lab build
+	/tmp/companion-lock/bin/pip freeze --exclude-editable | grep -v -i '^hanafuda-companion' | grep -v -E '^(cuda|nvidia|triton)' > constraints.txt.new
 	mv constraints.txt.new constraints.txt

@@ -381,7 +381,7 @@ def consistent_sizes(det: Detections, tolerance: float, keep_above: float = 1.0)
     """Drop the detections whose size does not fit the others' (``size_offsets``): more than
     ``tolerance`` off in log size, unless at least ``keep_above`` sure. Phones, card boxes,
     quads straddling two cards and outlines of a covered card's visible corner often are that
-    far off; real cards rarely are (models/README.md). Too few detections: nothing is dropped.
+    far off; real cards rarely are. Too few detections: nothing is dropped.
     """
     keep = sizes_fit(det, tolerance, keep_above)
     return det if keep.all() else det[keep]
@@ -425,7 +425,7 @@ def final_cards(
     card once (``unique_cards``), then small quads grown (``grow_to_size``). The size check
     comes first so that a thing of the wrong size (a card box showing a card's art, a quad
     straddling two cards) neither suppresses a real card in NMS nor claims its name before it
-    is dropped itself; both used to lose the real card (models/JOURNAL.md).
+    is dropped itself; both would lose the real card.
 
     ``rank`` (one number per detection; default: confidence) says which of two overlapping
     detections NMS keeps and which of two claimants of one card keeps its name: the learned

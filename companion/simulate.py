@@ -14,9 +14,11 @@
 
 The table is laid out as ``default_zones(2)`` expects: A's captures along the bottom edge, B's
 along the top, the field in the middle, the draw pile face down at the right; hands are held
-off-camera. Captures lie in rows by category (brights, animals and ribbons nearer the field,
-chaff nearer the player), each row fanned so that every card shows a strip of its face, the
-newest card on top.
+off-camera. Captures lie by category as players lay them: three lines from the field towards
+the player (brights then animals; ribbons; chaff fanned sideways), each line over the one behind
+it so that the top 60 % of every card shows, the newest card on top of its row
+(``rows="overlap"``); or side by side in rows fanned sideways, as synth's scenes have them
+(``rows="apart"``).
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ class SimConfig:
     pause_s: float = 0.3  # between the steps of a turn
     p_distractor: float = 0.15  # per turn: an arm crosses the table without playing
     backgrounds: tuple[str, ...] = ()  # texture folders/files; default ../shared/backgrounds
+    rows: str = "overlap"  # how captures lie: "overlap" (top 60 % shows) or "apart"
+
+    def __post_init__(self):
+        if self.rows not in ("overlap", "apart"):
+            raise SimulateError(f"Captures lie 'overlap' or 'apart', not {self.rows!r}.")
 
     def frames(self, seconds: float) -> int:
         return max(1, int(round(seconds * self.fps)))
@@ -94,6 +101,7 @@ class Pose:
     angle: float
     face_up: bool = True
     lift: float = 0.0
+    layer: int = 0  # cards at rest are drawn by layer, then in the order they came to rest
 
 
 @dataclass(frozen=True)
@@ -250,12 +258,20 @@ _FIELD_ROWS = (0.405, 0.595)
 _PILE_UV = (0.925, 0.50)
 # A's capture rows in image fractions (B's are the same turned half a turn about the centre):
 # the first card's centre (u, v), each row filled to the right with room for all its cards.
-_ROWS_A = {
+# "apart": side by side, chaff below, each row fanned to show half of every covered card.
+_ROWS_APART = {
     "brights": (0.06, 0.775),
     "animals": (0.225, 0.775),
     "ribbons": (0.475, 0.775),
     "chaff": (0.06, 0.9),
 }
+# "overlap": three lines from the field towards the player (brights then animals, ribbons,
+# chaff), each nearer line lying over the one behind so that its top 60 % shows; cards side
+# by side (chaff fanned).
+_ROWS_OVERLAP = ("brights", "animals", "ribbons", "chaff")
+_OVERLAP_LINE = {"brights": 2, "animals": 2, "ribbons": 1, "chaff": 0}  # lines before chaff's
+_OVERLAP_UV = (0.05, 0.9)  # the chaff row's first card
+_OVERLAP_SHOW = 0.62  # share of a card's height left to see by the line in front of it
 _FAN_STEP = 0.5  # a covered card shows this share of its width
 
 
@@ -267,6 +283,7 @@ class _Planner:
         self.seed = seed
         self.rng = np.random.default_rng([seed, 11])  # the game: shuffles, choices, answers
         self.jit = np.random.default_rng([seed, 12])  # how cards lie: offsets and angles
+        self.pace = np.random.default_rng([seed, 14])  # how long players think
         self.view = TableView(np.random.default_rng([seed, 13]), cfg)
         self.frame = 0
         self.moves: list[Move] = []
@@ -384,20 +401,30 @@ class _Planner:
         )
 
     def _row_pose(self, player: str, row: str, index: int) -> Pose:
-        u0, v = _ROWS_A[row]
-        step_mm = _FAN_STEP * synth.CARD_W_MM
-        if player == "A":
-            x, y = self.view.table_point(u0, v)
-            d = self.view.along(u0, v)
-            angle = self.view.upright(u0, v)
+        overlap = self.cfg.rows == "overlap"
+        u0, v = _OVERLAP_UV if overlap else _ROWS_APART[row]
+        if player == "B":
+            u0, v = 1 - u0, 1 - v
+        x, y = self.view.table_point(u0, v)
+        d = self.view.along(u0, v) * (1 if player == "A" else -1)
+        angle = self.view.upright(u0, v) + (0.0 if player == "A" else math.pi)
+        layer = 1
+        if overlap:
+            line = _OVERLAP_LINE[row]
+            # Lines further from the player lie further in, and under the nearer ones.
+            up = np.array([-math.sin(angle), math.cos(angle)])
+            x, y = np.array([x, y]) + up * line * _OVERLAP_SHOW * synth.CARD_H_MM
+            layer = 4 - line
+            step_mm = _FAN_STEP * synth.CARD_W_MM if row == "chaff" else synth.CARD_W_MM + 3
+            if row == "animals":  # after room for the five brights
+                index += 5
         else:
-            x, y = self.view.table_point(1 - u0, 1 - v)
-            d = -self.view.along(1 - u0, 1 - v)
-            angle = self.view.upright(1 - u0, 1 - v) + math.pi
+            step_mm = _FAN_STEP * synth.CARD_W_MM
         return Pose(
             float(x + d[0] * step_mm * index + self.jit.normal(0, 0.5)),
             float(y + d[1] * step_mm * index + self.jit.normal(0, 0.8)),
             float(angle + self.jit.normal(0, math.radians(1.5))),
+            layer=layer,
         )
 
     # -- the match --------------------------------------------------------------------------
@@ -457,7 +484,8 @@ class _Planner:
             self._gather(oya)
             hands, field_cards, pile = self._deal(oya, other)
         plan.field = list(field_cards)
-        self._hold(cfg.frames(0.6))
+        # Players look at their hands (off-camera) before the Oya plays.
+        self._hold(cfg.frames(float(self.pace.uniform(2.0, 3.5))))
 
         declared = self._declaration(hands, oya, other)
         if declared:
@@ -580,7 +608,7 @@ class _Planner:
         cfg = self.cfg
         field_cards = [c for c in self.pose if self.pose[c].face_up and c in self.field_slot]
         self.on_field = field_cards
-        self.rows: dict[str, dict[str, int]] = {p: {r: 0 for r in _ROWS_A} for p in PLAYERS}
+        self.rows: dict[str, dict[str, int]] = {p: {r: 0 for r in _ROWS_OVERLAP} for p in PLAYERS}
         pile = list(pile)
         turn = 0
         limit = cfg.max_turns if cfg.max_turns is not None else 10**9
@@ -606,7 +634,7 @@ class _Planner:
                     frame=due,
                     steady_frame=steady,
                 )
-            self._hold(cfg.frames(cfg.pause_s))
+            self._hold(cfg.frames(cfg.pause_s + float(self.pace.uniform(0.0, 1.2))))
             if self._decide(player, hands):
                 return
         self._hold(cfg.frames(0.5))
@@ -1037,7 +1065,7 @@ class _Film:
     def _still(self, resting: dict[str, Pose]) -> np.ndarray:
         img = self.table.copy()
         cards = None if self.sheen is None else np.zeros((self.h, self.w), np.uint8)
-        for code, pose in resting.items():
+        for code, pose in sorted(resting.items(), key=lambda item: item[1].layer):
             key = (code, pose)
             sprite = self.sprites.get(key)
             if sprite is None and key not in self.sprites:

@@ -74,9 +74,9 @@ def test_events_replay_to_the_points_and_every_card_once(seed):
     ]
 
 
-@pytest.mark.parametrize("seed", [3, 8, 13])
-def test_captures_lie_in_rows_in_their_capture_area(seed):
-    plan = simulate.plan_match(seed, simulate.SimConfig())
+@pytest.mark.parametrize("seed,rows", [(3, "overlap"), (8, "overlap"), (13, "apart")])
+def test_captures_lie_in_rows_in_their_capture_area(seed, rows):
+    plan = simulate.plan_match(seed, simulate.SimConfig(rows=rows))
     zones = default_zones(2)
     view = plan.view
     for rnd in plan.rounds:

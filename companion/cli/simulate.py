@@ -21,7 +21,14 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     type=click.Path(file_okay=False),
     help="Folder to write table.mp4 and truth.json into.",
 )
-@click.option("--rounds", default=1, show_default=True, type=click.IntRange(1, 48))
+@click.option(
+    "--rounds",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 48),
+    help="Rounds to play and film, the table cleared between them (the first rounds of the "
+    "shortest match the rule set allows).",
+)
 @click.option("--rules", "rules_name", default="livret", show_default=True, help=RULES_OPTION_HELP)
 @click.option("--width", default=1280, show_default=True, type=click.IntRange(min=160))
 @click.option("--height", default=720, show_default=True, type=click.IntRange(min=90))
@@ -39,10 +46,30 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     type=click.FloatRange(0.0, 1.0),
     help="Chance, per turn, that an arm crosses the table without playing.",
 )
+@click.option(
+    "--rows",
+    type=click.Choice(["overlap", "apart"]),
+    default="overlap",
+    show_default=True,
+    help="How captures lie: overlap (lines by category, each over the one behind it, the top "
+    "60 % of every card showing, as players lay them) or apart (rows side by side, as synth "
+    "renders them).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @friendly_errors
 def simulate_command(
-    deck, seed, out_dir, rounds, rules_name, width, height, fps, max_turns, distractors, quiet
+    deck,
+    seed,
+    out_dir,
+    rounds,
+    rules_name,
+    width,
+    height,
+    fps,
+    max_turns,
+    distractors,
+    rows,
+    quiet,
 ):
     """Play whole Koi-Koi rounds with scripted players and film them as a camera over the
     table would: DIR/table.mp4 and DIR/truth.json (the engine events, Koi/Stop answers, points)."""
@@ -61,6 +88,7 @@ def simulate_command(
         rounds=rounds,
         max_turns=max_turns,
         p_distractor=distractors,
+        rows=rows,
     )
     plan = simulate.plan_match(seed, config)
     bar = (

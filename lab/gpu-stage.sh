@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # One training stage on a lent GPU machine, sized for its device time (15 minutes a session, the
-# start included; 10 minutes a command), in four steps (models/README.md, "The next stage"):
+# start included; 10 minutes a command), in four steps (models/README.md, "Training"):
 #
-#   models/gpu-stage.sh prepare              here: the training decks and backgrounds into an
+#   lab/gpu-stage.sh    prepare              here: the training decks and backgrounds into an
 #                                            ignored shared/ of the checkout, which travels
-#   models/gpu-stage.sh device [WAIT_S]      there (the device tool's command): start the stage
+#   lab/gpu-stage.sh    device [WAIT_S]      there (the device tool's command): start the stage
 #                                            once, wait on it up to WAIT_S seconds (default 540),
 #                                            and send back what it has made so far ($OUT)
-#   models/gpu-stage.sh anneal [MINUTES [WAIT_S]]  there, the next call on the same machine: the
+#   lab/gpu-stage.sh    anneal [MINUTES [WAIT_S]]  there, the next call on the same machine: the
 #                                            stage's nets on for MINUTES more (default 2.8) at 0.3
 #                                            times the learning rate, on the same cached scenes
 #                                            (waits up to WAIT_S, default 300)
-#   models/gpu-stage.sh finish FILES OUT SEED  here: export the nets sent back (FILES) into OUT,
+#   lab/gpu-stage.sh    finish FILES OUT SEED  here: export the nets sent back (FILES) into OUT,
 #                                            fit the acceptance rule, and pair them with the
 #                                            committed model, and with a control (its nets, the
 #                                            rule fitted again here: OUT.control), on fresh
@@ -21,7 +21,7 @@
 #                                            control (or the committed model)
 #
 # A second `device` (or `anneal`) call on the same warm machine starts nothing: it waits on the
-# same run. Measured on an H200 (2026-11-26, seed 23): `device` returned after 462 s (503 s of
+# same run. Measured on an H200 (seed 23): `device` returned after 462 s (503 s of
 # device time with the start), `anneal` after 227 s (741 s in all).
 # The stage (environment, with their defaults): STAGE_SEED=24, STAGE_SCENES=12000 plain scenes,
 # STAGE_LENS=3000 through a lens, STAGE_BACKS=1000 rich in face-down cards, STAGE_MINUTES=5.5 of
@@ -33,6 +33,8 @@ set -u
 called_from=$PWD
 cd "$(dirname "$0")/.."
 here=$PWD
+# the lab runs from the checkout whether it is installed or not (a device machine has a copy)
+export PYTHONPATH="$here/lab${PYTHONPATH:+:$PYTHONPATH}"
 python=${PYTHON:-python3}
 work=${STAGE_WORK:-/tmp/gpu-stage} # on the device: the stage's scenes, runs and logs
 
@@ -42,7 +44,7 @@ usage() {
 }
 
 train_decks() { # the decks a stage trains on: training.TRAIN_DECKS, never the held-out deck
-	"$python" -c 'from companion.training import TRAIN_DECKS; print(*TRAIN_DECKS)'
+	"$python" -c 'from companion_lab.training import TRAIN_DECKS; print(*TRAIN_DECKS)'
 }
 
 alive() { # the process lives and is no zombie (its state, after the name in /proc/PID/stat)
@@ -80,7 +82,7 @@ run_detached() {
 	[ -d shared/decks ] && export COMPANION_SHARED=$here/shared
 	export PYTHONUNBUFFERED=1
 	if [ ! -f "$pidfile" ]; then
-		setsid nohup "$python" -m companion.cli train --resume "$from" --out "$out" \
+		setsid nohup "$python" -m companion_lab train --resume "$from" --out "$out" \
 			--scenes "${STAGE_SCENES:-12000}" --lens-scenes "${STAGE_LENS:-3000}" \
 			--back-scenes "${STAGE_BACKS:-1000}" --seed "${STAGE_SEED:-24}" \
 			--cache "$work/cache" --workers "${STAGE_WORKERS:-15}" \
@@ -125,7 +127,7 @@ device() { # the stage: both nets from the committed model, on fresh scenes
 
 anneal() { # the stage's nets on for a few minutes more at a lower learning rate, same scenes
 	if [ ! -f "$work/out/recognizer.json" ] || { [ -f "$work/pid" ] && alive "$(cat "$work/pid")"; }; then
-		echo "no finished stage in $work/out: run 'models/gpu-stage.sh device' until it says finished"
+		echo "no finished stage in $work/out: run 'lab/gpu-stage.sh device' until it says finished"
 		return 2
 	fi
 	run_detached "${2:-300}" "$work/anneal.pid" anneal.log "$work/out" "$work/anneal" \
@@ -133,7 +135,7 @@ anneal() { # the stage's nets on for a few minutes more at a lower learning rate
 }
 
 fit_rule() { # the acceptance rule of the model MODEL_JSON, fitted again as the committed one was
-	"$python" -m companion.cli fit-acceptance --model "$1" --seed "${FINISH_RULE_SEED:-300}" \
+	"$python" -m companion_lab fit-acceptance --model "$1" --seed "${FINISH_RULE_SEED:-300}" \
 		--n "${FINISH_RULE_N:-1500}" --trees "${FINISH_TREES:-100}" --above "${FINISH_ABOVE:-0.775}"
 }
 
@@ -166,12 +168,12 @@ finish() {
 		echo "$files holds neither recognizer.json nor partial checkpoints"
 		exit 2
 	fi
-	"$python" -m companion.cli train --export-from "$from" --out "$out"
+	"$python" -m companion_lab train --export-from "$from" --out "$out"
 	fit_rule "$out/recognizer.json"
 	local control=$out.control with_control=${FINISH_CONTROL:-1}
 	if [ "$with_control" != 0 ]; then
 		# the committed nets with their rule fitted again the same way, on this machine: the rule
-		# fitted to the nets that run gives part of any gain by itself (0.10 points on 2026-11-26),
+		# fitted to the nets that run gives part of any gain by itself (0.10 points, measured once),
 		# so the stage's gain over this control is the nets' own
 		rm -rf "$control"
 		mkdir -p "$control"
@@ -180,11 +182,10 @@ finish() {
 	fi
 	local mean=
 	if [ "${FINISH_AVERAGE:-1}" != 0 ]; then
-		# the stage's nets averaged with the ones they started from, weight by weight: stage
-		# fourteen alone changed nothing, averaged it found a quarter point more on the held-out
-		# deck (models/JOURNAL.md, 2026-11-26; not kept for the bench frame's speed)
+		# the stage's nets averaged with the ones they started from, weight by weight: an
+		# average can find more cards than either model alone
 		rm -rf "$out.mean"
-		if "$python" -m companion.cli train --export-from companion/models --average-with "$out" --out "$out.mean"; then
+		if "$python" -m companion_lab train --export-from companion/models --average-with "$out" --out "$out.mean"; then
 			mean=$out.mean
 			fit_rule "$mean/recognizer.json"
 		else

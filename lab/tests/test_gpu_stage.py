@@ -1,4 +1,4 @@
-"""models/gpu-stage.sh: a training stage sized for a lent GPU machine's device time, run here on
+"""lab/gpu-stage.sh: a training stage sized for a lent GPU machine's device time, run here on
 the CPU with a handful of scenes through the same four steps (prepare, device, anneal, finish); and
 what makes such a stage's minutes count (one host-to-device copy of the augmentation a step)."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from companion import synth
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "models" / "gpu-stage.sh"
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "lab" / "gpu-stage.sh"
 SHARED = synth.find_shared_dir()
 pytestmark = pytest.mark.skipif(
     not (SHARED / "decks").is_dir() or shutil.which("bash") is None,
@@ -35,15 +35,15 @@ def run_script(*args, env=None, cwd=None, script=SCRIPT):
 
 
 def test_prepare_copies_the_training_decks_into_an_ignored_shared_folder(tmp_path):
-    (tmp_path / "models").mkdir()
-    shutil.copy(SCRIPT, tmp_path / "models" / SCRIPT.name)
+    (tmp_path / "lab").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "lab" / SCRIPT.name)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
 
     def prepare():
         return run_script(
             "prepare",
             env={"COMPANION_SHARED": str(SHARED)},
-            script=tmp_path / "models" / SCRIPT.name,
+            script=tmp_path / "lab" / SCRIPT.name,
         )
 
     result = prepare()
@@ -56,7 +56,7 @@ def test_prepare_copies_the_training_decks_into_an_ignored_shared_folder(tmp_pat
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True
     ).stdout
-    assert "shared" not in status and "models/" in status  # shared/ is ignored, not committed
+    assert "shared" not in status and "lab/" in status  # shared/ is ignored, not committed
     # twice: the exclusion is not written again
     assert prepare().returncode == 0
     assert (tmp_path / ".git" / "info" / "exclude").read_text().count("/shared/") == 1
@@ -140,7 +140,9 @@ def test_a_stage_runs_detached_is_collected_annealed_then_exported_fitted_and_pa
     control = json.loads((tmp_path / "stage.control" / "recognizer.json").read_text())
     assert control["localizer"] == json.loads(committed)["localizer"]
     assert control["training"]["acceptance"]["scenes_per_deck"] == 30
-    assert (ROOT / "companion" / "models" / "recognizer.json").read_bytes() == committed  # left as it was
+    assert (
+        ROOT / "companion" / "models" / "recognizer.json"
+    ).read_bytes() == committed  # left as it was
     assert sorted(p.name for p in out.glob("control-*.json")) == [
         "control-" + name[len("eval-") :] for name in evals
     ]
@@ -173,7 +175,7 @@ def test_a_stage_runs_detached_is_collected_annealed_then_exported_fitted_and_pa
 
 def test_training_finds_decks_where_companion_shared_points(tmp_path, monkeypatch):
     # on a device machine the decks travel inside the checkout, not in ../shared
-    from companion.training import deck_dir
+    from companion_lab.training import deck_dir
 
     (tmp_path / "decks" / "some-deck").mkdir(parents=True)
     monkeypatch.setenv("COMPANION_SHARED", str(tmp_path))
@@ -188,8 +190,7 @@ def test_augment_sends_its_random_numbers_in_one_copy_and_repeats_for_a_seed(mon
     # on a GPU each copy from host memory waits for the work queued before it: one per step
     torch = pytest.importorskip("torch")
     import numpy as np
-
-    from companion import training
+    from companion_lab import training
 
     sent = []
     real = training.to_device

@@ -47,6 +47,7 @@ from companion.recognizer import (
     crop_targets,
     letterbox,
     quad_to_rbox,
+    rbox_quad,
 )
 
 TRAIN_DECKS = ("traditional-ngs", "modern-mantia", "hwatu-korean")
@@ -81,10 +82,10 @@ BACK_SCENES_SEED_OFFSET = 10  # the "backs" scenes are dataset seed + this: neve
 LENS_SCENES_SEED_OFFSET = 20  # ...and the "lens" scenes dataset seed + this
 RESTYLE_SCENES_SEED_OFFSET = 30  # ...and the "restyle" scenes dataset seed + this
 # How a freshly trained model decodes (written into its recognizer.json): the settings chosen
-# on unseen scenes of training decks for the committed model (its "training.settings_chosen").
+# on unseen scenes of training decks for the committed model (the model card, models/README.md).
 # The one-hour `train` measured 67.2 % recall and 1.94 false cards per image on the held-out
-# deck with the neutral Settings() decode, 79.2 % and 0.72 with this one (models/README.md).
-# Consistent sizes came later (2026-11-22); on the one-hour model they removed 0.10 to 0.17
+# deck with the neutral Settings() decode, 79.2 % and 0.72 with this one. Consistent sizes
+# (measured after those figures): on the one-hour model they removed 0.10 to 0.17
 # false cards per image for 0.1 to 0.4 points of recall on four validation sets, and growing
 # small quads to that size 0 to 0.1 more for 0 to 0.2 points. Second chances are left out: on
 # that model's weaker heatmap they added 0.23 to 0.28 false cards per image.
@@ -98,6 +99,45 @@ CHOSEN_DECODE = {
     "size_keep_above": 0.97,
     "size_grow_below": 0.08,
 }
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """What a training run or a resumed stage learns from, for how long, where, and how wide
+    its nets are (``train``, ``resume``; ``companion-lab train`` builds one from its options)."""
+
+    decks: tuple = TRAIN_DECKS  # deck names in ../shared/decks, or folders
+    scenes: int = 2400  # plain scenes of dataset ``seed``
+    seed: int = 1
+    epochs: int = 12  # passes over the data of a fresh run, when ``minutes`` is None
+    # train until this many minutes have passed (after rendering); a resumed stage: 60 if None
+    minutes: float | None = None
+    input_size: tuple[int, int] | None = None  # localizer input; None: 512x288 or the model's
+    scene_size: tuple[int, int] = (960, 540)
+    cache: str | Path | None = None  # a folder caching rendered scenes between runs
+    jitters: int = 1  # classifier crops per card and scene
+    # extra scenes of a resumed stage: rich in face-down cards, through a lens, restyled faces
+    back_scenes: int = 0
+    lens_scenes: int = 0
+    restyle_scenes: int = 0
+    workers: int = 1  # processes rendering scenes and cutting samples (same data for any number)
+    device: str = "cpu"  # where the nets train: "cpu" or "cuda"
+    deep_widths: dict | None = None  # the nets' widths (``DEEP_WIDTHS``); None: standard
+    tiny: bool = False  # half-width nets, for tests
+    command: str | None = None  # the command recorded in recognizer.json (default: sys.argv)
+
+    def recorded_command(self) -> str:
+        return self.command or " ".join(shlex.quote(a) for a in sys.argv)
+
+
+@dataclass(frozen=True)
+class NetSchedule:
+    """How one net trains in a resumed stage (``finetune_localizer``, ``finetune_classifier``)."""
+
+    lr: float = 1e-3  # peak learning rate
+    batch: int | None = None  # None: the training function's own
+    threads: int = 1  # torch threads
+    stage: int = 0  # the stage's number: each stage shuffles and augments differently
 
 
 def log(msg: str) -> None:
@@ -403,15 +443,6 @@ class CropSet:
         )
 
 
-def rbox_quad(cx, cy, w, h, theta) -> np.ndarray:
-    """The four corners (TL,TR,BR,BL) of a rotated box; ``theta`` is its long axis, as in
-    ``quad_to_rbox``."""
-    down = np.array([math.cos(theta), math.sin(theta)]) * h / 2
-    right = np.array([math.sin(theta), -math.cos(theta)]) * w / 2  # as crop_matrix
-    c = np.array([cx, cy])
-    return np.array([c - right - down, c + right - down, c + right + down, c - right + down])
-
-
 def cascade_samples(scene: SceneData, boxes: np.ndarray, st: Settings, rng: np.random.Generator):
     """Crops cut at the boxes a trained localizer really proposes (rows cx,cy,w,h,theta in scene
     pixels), labelled by the card they overlap most.
@@ -480,16 +511,12 @@ _PROPOSERS: dict = {}  # in each worker process: ONNX path -> session, opened on
 
 
 def _proposed_boxes(scene: SceneData, recipe: SampleRecipe) -> np.ndarray:
-    from companion.recognizer import _session, decode_heatmap, net_input
+    from companion.recognizer import localize, open_session
 
     session = _PROPOSERS.get(recipe.proposer)
     if session is None:
-        session = _PROPOSERS[recipe.proposer] = _session(Path(recipe.proposer), 1)
-    boxed, scale = letterbox(scene.image, recipe.propose)
-    heat, reg = session.run(None, {"image": net_input(session, boxed[None])})
-    boxes = decode_heatmap(heat, reg, recipe.propose)
-    boxes[:, :4] /= scale
-    return boxes
+        session = _PROPOSERS[recipe.proposer] = open_session(Path(recipe.proposer), 1)
+    return localize(session, scene.image, recipe.propose).boxes
 
 
 def _scene_samples(job):
@@ -515,7 +542,7 @@ def _scene_samples(job):
 def _scene_samples_to_file(job):
     """Pool worker: ``_scene_samples`` of a chunk, pickled into a file of the job's folder;
     returns the file's path. A localizer sample is about 2 MB, and messages that large crawl
-    through a pool's pipe (4 MB/s on the 2-core machine of models/README.md, where cutting
+    through a pool's pipe (4 MB/s on a 2-core machine, where cutting
     cached scenes in-process ran 36 times faster than with 2 workers); a file does not."""
     folder, job = job
     fd, path = tempfile.mkstemp(suffix=".pkl", dir=folder)
@@ -559,21 +586,20 @@ def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def stage_data(
-    recipe: SampleRecipe,
-    scenes: int,
-    seed: int,
-    workers: int = 1,
-    back_scenes=0,
-    lens_scenes=0,
-    restyle_scenes=0,
-):
+def stage_data(recipe: SampleRecipe, config: TrainConfig):
     """(localizer samples, classifier arrays or None, how many crops came from proposals) of
-    ``scenes`` scenes of dataset ``seed``, of ``back_scenes`` scenes of the "backs" variant
-    (dataset ``seed + BACK_SCENES_SEED_OFFSET``), of ``lens_scenes`` scenes of the "lens"
-    variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``) and of ``restyle_scenes`` scenes of the
-    "restyle" variant (dataset ``seed + RESTYLE_SCENES_SEED_OFFSET``)."""
-    parts = [stage_samples(scenes, seed, recipe, workers)]
+    ``config.scenes`` scenes of dataset ``config.seed``, of its ``back_scenes`` scenes of the
+    "backs" variant (dataset ``seed + BACK_SCENES_SEED_OFFSET``), of its ``lens_scenes`` scenes
+    of the "lens" variant (dataset ``seed + LENS_SCENES_SEED_OFFSET``) and of its
+    ``restyle_scenes`` scenes of the "restyle" variant (dataset
+    ``seed + RESTYLE_SCENES_SEED_OFFSET``), cut by ``config.workers`` processes."""
+    seed, workers = config.seed, config.workers
+    back_scenes, lens_scenes, restyle_scenes = (
+        config.back_scenes,
+        config.lens_scenes,
+        config.restyle_scenes,
+    )
+    parts = [stage_samples(config.scenes, seed, recipe, workers)]
     # The classifier cuts its crops of the "backs" scenes too: it, not only the localizer, was
     # unsure of plain backs (in a scratch trace, 23 of 55 missed backs cut at their true box
     # were named "back" less than half sure). The last number keeps each set's shuffling apart.
@@ -605,7 +631,7 @@ def stage_data(
 # stride-16 and stride-32 stages, the classifier's stride-8 and stride-16 layers and its dense
 # layer). Widening there buys capacity cheaply: those layers see few pixels, so doubling them
 # costs the localizer net about 1.2 ms where doubling every layer costs 4, and a whole frame
-# 0.8 ms (int8, 2 threads; models/JOURNAL.md, "Wider nets, and what they cost"). A model keeps
+# 0.8 ms (int8, 2 threads). A model keeps
 # its widths in recognizer.json (training.deep_widths); without them it has the standard ones.
 DEEP_WIDTHS = {"localizer": 1.0, "classifier": 1.0}
 
@@ -931,7 +957,7 @@ def resolve_device(name: str = "auto") -> str:
 def _release_freed_memory() -> None:
     """Hand the memory of freed samples back to the system now. glibc keeps freed blocks of a
     few hundred KB (a sample's targets) in its heap, so moving 8,600 samples into one array
-    each held them twice: 22 GB instead of 16 on the machine of models/README.md."""
+    each held them twice: 22 GB instead of 16 in one training run."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
@@ -1219,28 +1245,27 @@ def _localizer_job(net, data, epochs, seed, out, deadline, device, queue):
     queue.put(history)
 
 
-def train(
-    out: str | Path = "companion/models",
-    decks=TRAIN_DECKS,
-    scenes: int = 3000,
-    epochs: int = 12,
-    seed: int = 1,
-    tiny: bool = False,
-    scene_size=(960, 540),
-    eval_scenes: int = 200,
-    classifier_epochs: int | None = None,
-    command: str | None = None,
-    cache: str | Path | None = None,
-    workers: int = 2,
-    minutes: float | None = None,
-    jitters: int = 1,
-    input_size: tuple[int, int] | None = None,
-    device: str = "cpu",
-    deep_widths: dict | None = None,
-) -> dict:
-    """Render, train both nets on ``device``, export to ONNX and write ``recognizer.json``;
-    returns the metadata. ``deep_widths``: the nets' widths (``DEEP_WIDTHS``)."""
+def train(out: str | Path = "companion/models", config: TrainConfig | None = None) -> dict:
+    """Render ``config.scenes`` scenes, train both nets from scratch on ``config.device`` for
+    ``config.epochs`` (or ``config.minutes``), export to ONNX and write ``recognizer.json``;
+    returns the metadata."""
     import torch
+
+    config = config or TrainConfig()
+    decks, scenes, seed, epochs, minutes = (
+        config.decks,
+        config.scenes,
+        config.seed,
+        config.epochs,
+        config.minutes,
+    )
+    scene_size, cache, workers, jitters = (
+        config.scene_size,
+        config.cache,
+        config.workers,
+        config.jitters,
+    )
+    input_size, device, tiny = config.input_size, config.device, config.tiny
 
     torch.set_num_threads(1)
     out = Path(out)
@@ -1259,7 +1284,7 @@ def train(
     deadline = time.time() + 60 * minutes if minutes else None
     log(f"data ready: {len(loc_data)} frames, {len(crops)} crops ({time.time() - t_start:.0f}s)")
 
-    widths = {**DEEP_WIDTHS, **(deep_widths or {})}
+    widths = {**DEEP_WIDTHS, **(config.deep_widths or {})}
     localizer, classifier = build_nets(tiny, widths)
     # The two nets train side by side in two single-threaded processes: on a small shared CPU,
     # one thread per process beats two threads per process (no OpenMP spin-wait collapse).
@@ -1270,7 +1295,7 @@ def train(
     ce = train_classifier(
         classifier,
         cls_data,
-        classifier_epochs or epochs,
+        epochs,
         rng,
         checkpoint=out / "classifier.ckpt",
         deadline=deadline,
@@ -1286,7 +1311,7 @@ def train(
         cls_name,
         st,
         {
-            "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+            "command": config.recorded_command(),
             "decks": [Path(d).name for d in decks],
             "scenes": scenes,
             "scene_size": list(scene_size),
@@ -1678,33 +1703,16 @@ def export_yardstick(out_dir="companion/models", size: int = 640) -> Path:
 
 
 def finetune_localizer(
-    out="companion/models",
-    init=None,
-    scenes: int = 2400,
-    seed: int = 1,
-    decks=TRAIN_DECKS,
-    minutes: float = 30,
-    input_size=(512, 288),
-    scene_size=(960, 540),
-    cache=None,
-    lr: float = 1e-3,
-    threads: int = 1,
-    tiny: bool = False,
-    deep_widths: dict | None = None,
-    stage: int = 0,
-    back_scenes: int = 0,
-    workers: int = 1,
-    device: str = "cpu",
-    batch: int = 16,
+    out: str | Path,
+    init: str | Path | None,
+    config: TrainConfig,
+    schedule: NetSchedule = NetSchedule(batch=16),
     data: list | None = None,
-    lens_scenes: int = 0,
-    restyle_scenes: int = 0,
 ) -> tuple[Path, list]:
-    """Continue training a localizer checkpoint at another input size (sharper targets),
-    on ``scenes`` scenes plus ``back_scenes`` scenes of the "backs" variant (and then the
-    centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in the heat loss), ``lens_scenes``
-    of the "lens" variant and ``restyle_scenes`` of the "restyle" variant, or on ``data``
-    already cut (``stage_data``).
+    """Continue training the localizer checkpoint ``init`` for ``config.minutes`` (30 if None)
+    at ``config.input_size`` (512x288 if None), on ``config.scenes`` scenes plus its extra
+    scenes (with "backs" scenes, the centres of face-down cards weigh ``BACK_HEAT_WEIGHT`` in
+    the heat loss), or on ``data`` already cut (``stage_data``).
 
     Writes ``localizer.ckpt`` in ``out`` and returns its path and the heat loss per epoch;
     ``export_trained`` turns checkpoints into ONNX.
@@ -1712,78 +1720,63 @@ def finetune_localizer(
     """
     import torch
 
-    torch.set_num_threads(threads)
+    input_size = config.input_size or (512, 288)
+    seed, stage, back_scenes = config.seed, schedule.stage, config.back_scenes
+    torch.set_num_threads(schedule.threads)
     out = Path(out)
     if data is None:
         st = Settings(input_width=input_size[0], input_height=input_size[1])
         recipe = SampleRecipe(
-            decks=tuple(str(d) for d in decks),
-            scene_size=tuple(scene_size),
-            cache=str(cache) if cache else None,
+            decks=tuple(str(d) for d in config.decks),
+            scene_size=tuple(config.scene_size),
+            cache=str(config.cache) if config.cache else None,
             localizer=st,
             # a stage with the extra face-down scenes also weighs face-down centres more
             back_weight=BACK_HEAT_WEIGHT if back_scenes else 1.0,
             key=(seed, stage),
         )
-        data, _, _ = stage_data(
-            recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
-        )
+        data, _, _ = stage_data(recipe, config)
     log(f"fine-tuning the localizer at {input_size[0]}x{input_size[1]} on {len(data)} frames")
-    net, _ = build_nets(tiny, deep_widths)
+    net, _ = build_nets(config.tiny, config.deep_widths)
     rng = np.random.default_rng((seed + 7, stage))
     return _train_until(
-        train_localizer, net, init, data, rng, lr, out / "localizer.ckpt", minutes, device, batch
+        train_localizer, net, init, data, rng, out / "localizer.ckpt", config, schedule
     )
 
 
 def finetune_classifier(
-    out="companion/models",
-    init=None,
-    localizer=None,
-    scenes: int = 2400,
-    seed: int = 1,
-    decks=TRAIN_DECKS,
-    minutes: float = 30,
-    input_size=(768, 448),
-    scene_size=(960, 540),
-    cache=None,
-    lr: float = 1e-3,
-    threads: int = 1,
-    jitters: int = 1,
-    proposal_threshold: float = 0.15,
+    out: str | Path,
+    init: str | Path | None,
+    config: TrainConfig,
+    schedule: NetSchedule = NetSchedule(batch=128),
+    localizer: str | Path | None = None,
     peak_spacing: float = 0.0,
-    tiny: bool = False,
-    deep_widths: dict | None = None,
-    stage: int = 0,
-    workers: int = 1,
-    device: str = "cpu",
-    batch: int = 128,
+    proposal_threshold: float = 0.15,
     data: tuple | None = None,
-    back_scenes: int = 0,
-    lens_scenes: int = 0,
-    restyle_scenes: int = 0,
 ) -> tuple[Path, list, int]:
-    """Continue training a classifier checkpoint on jittered true boxes plus the boxes that the
-    ONNX ``localizer`` (run at ``input_size``) proposes on the same scenes (``cascade_samples``),
-    decoded as the model will decode them (``peak_spacing``), on ``scenes`` scenes plus
-    ``back_scenes`` scenes of the "backs" variant, ``lens_scenes`` of the "lens" variant and
-    ``restyle_scenes`` of the "restyle" variant; or on ``data`` already cut.
+    """Continue training the classifier checkpoint ``init`` for ``config.minutes`` (30 if None)
+    on jittered true boxes plus the boxes that the ONNX ``localizer`` (run at
+    ``config.input_size``, 768x448 if None) proposes on the same scenes (``cascade_samples``),
+    decoded as the model will decode them (``peak_spacing``), on ``config.scenes`` scenes plus
+    its extra scenes; or on ``data`` already cut.
 
     Writes ``classifier.ckpt`` in ``out``; returns its path, the loss per epoch and the number
     of crops.
     """
     import torch
 
-    torch.set_num_threads(threads)
+    input_size = config.input_size or (768, 448)
+    seed, stage = config.seed, schedule.stage
+    torch.set_num_threads(schedule.threads)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if data is None:
         recipe = SampleRecipe(
-            decks=tuple(str(d) for d in decks),
-            scene_size=tuple(scene_size),
-            cache=str(cache) if cache else None,
+            decks=tuple(str(d) for d in config.decks),
+            scene_size=tuple(config.scene_size),
+            cache=str(config.cache) if config.cache else None,
             classifier=Settings(input_width=input_size[0], input_height=input_size[1]),
-            jitters=jitters,
+            jitters=config.jitters,
             proposer=str(localizer) if localizer else None,
             propose=Settings(
                 input_width=input_size[0],
@@ -1793,38 +1786,37 @@ def finetune_classifier(
             ),
             key=(seed, stage),
         )
-        _, data, cascade = stage_data(
-            recipe, scenes, seed, workers, back_scenes, lens_scenes, restyle_scenes
-        )
+        _, data, cascade = stage_data(recipe, config)
         log(f"{len(data[0])} crops ({cascade} at proposed boxes)")
-    _, net = build_nets(tiny, deep_widths)
+    _, net = build_nets(config.tiny, config.deep_widths)
     rng = np.random.default_rng((seed + 11, stage))
     ckpt, history = _train_until(
-        train_classifier, net, init, data, rng, lr, out / "classifier.ckpt", minutes, device, batch
+        train_classifier, net, init, data, rng, out / "classifier.ckpt", config, schedule
     )
     return ckpt, history, len(data[0])
 
 
 def _train_until(
-    train_net, net, init, data, rng, lr, checkpoint: Path, minutes: float, device="cpu", batch=None
+    train_net, net, init, data, rng, checkpoint: Path, config: TrainConfig, schedule: NetSchedule
 ):
     """Load ``init`` into ``net`` (grown to its widths: ``grown_state``), train it on
-    ``device`` for ``minutes`` of wall-clock time, keep the weights in ``checkpoint`` and the
-    loss per epoch beside it; returns (checkpoint, losses)."""
+    ``config.device`` for ``config.minutes`` (30 if None) of wall-clock time, keep the weights
+    in ``checkpoint`` and the loss per epoch beside it; returns (checkpoint, losses)."""
     import torch
 
     if init:
         net.load_state_dict(grown_state(torch.load(init, map_location="cpu"), net))
+    minutes = 30 if config.minutes is None else config.minutes
     history = train_net(
         net,
         data,
         1,
         rng,
-        lr=lr,
+        lr=schedule.lr,
         checkpoint=checkpoint,
         deadline=time.time() + 60 * minutes,
-        device=device,
-        **({"batch": batch} if batch else {}),
+        device=config.device,
+        **({"batch": schedule.batch} if schedule.batch else {}),
     )
     checkpoint.with_name(checkpoint.stem + "_history.json").write_text(json.dumps(history))
     return checkpoint, history
@@ -1900,9 +1892,9 @@ def _averaged_history(
     averaged = {
         "command": command,
         "nets": "both",
+        # the stages above it from ``len(ours) + 1`` on were trained apart from the nets of
+        # ``from``; these nets are the average of the two
         "averaged": {"with": str(average_with), "share": share, "from": str(start)},
-        "note": f"the stages above from {len(ours) + 1} on were trained apart from the nets of "
-        f"{start}; these nets are the average of the two ({share:g} of the later)",
     }
     return {**training, "stages": [*ours, *added, averaged]}
 
@@ -1923,8 +1915,7 @@ def reexport(
     ``start``; both nets are then the average of the two models' weights, ``share`` of
     ``average_with``'s (``average_weights``), and the history gains that model's stages after
     ``start``'s and a last one saying so. Two nets fine-tuned apart from one start often find a
-    wider, better-placed minimum between them than either (models/JOURNAL.md, "Stage fourteen
-    averaged with stage thirteen")."""
+    wider, better-placed minimum between them than either."""
     import torch
 
     from companion.recognizer import RecognizerError
@@ -1981,53 +1972,55 @@ def _finetune_localizer_job(kwargs, queue):
 def resume(
     out: str | Path,
     start: str | Path = "companion/models",
-    decks=TRAIN_DECKS,
-    scenes: int = 2400,
-    seed: int = 1,
-    minutes: float = 60,
-    input_size: tuple[int, int] | None = None,
-    scene_size=(960, 540),
-    cache=None,
-    jitters: int = 1,
-    command: str | None = None,
+    config: TrainConfig | None = None,
     localizer_only: bool = False,
-    back_scenes: int = 0,
-    workers: int = 1,
-    device: str = "cpu",
-    lr_scale: float = 1.0,
     classifier_only: bool = False,
-    lens_scenes: int = 0,
-    restyle_scenes: int = 0,
-    deep_widths: dict | None = None,
+    lr_scale: float = 1.0,
 ) -> dict:
-    """Continue training the model in ``start`` (its ``checkpoints/``) for ``minutes``: the
-    localizer at ``input_size`` and, side by side, the classifier on jittered true boxes plus
-    the boxes ``start``'s own localizer proposes (``cascade_samples``). Exports to ``out``.
+    """Continue training the model in ``start`` (its ``checkpoints/``) for ``config.minutes``
+    (60 if None): the localizer at ``config.input_size`` (the model's if None) and, side by
+    side, the classifier on jittered true boxes plus the boxes ``start``'s own localizer
+    proposes (``cascade_samples``). Exports to ``out``.
 
     ``localizer_only``: train the localizer alone, on both threads, and keep the classifier;
     ``classifier_only``: the other way round (the classifier is small: on a CPU it sees several
     times as many crops in the same minutes as when it shares the machine with the localizer).
-    ``back_scenes``: both nets also learn from that many scenes rich in face-down cards;
-    ``lens_scenes``: ...and from that many scenes each seen through a lens of its own
+    ``config.back_scenes``: both nets also learn from that many scenes rich in face-down
+    cards; ``lens_scenes``: ...and from that many scenes each seen through a lens of its own
     (``synth.SceneConfig.p_lens``), as a webcam's wide-angle lens bends the table;
     ``restyle_scenes``: ...and from that many scenes whose faces are printed in inks of their
     own (``synth.SceneConfig.p_restyle``), as a deck never seen may be.
-    ``workers``: processes cutting the samples (the scenes are the same for any number).
-    ``device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
+    ``config.device``: where the nets train ("cpu", "cuda"); on a GPU the batches are larger
     (``GPU_BATCHES``), since a step there costs about the same for a batch several times as big.
     ``lr_scale``: multiplies both nets' learning rates (``RESUME_LR``), e.g. to fine-tune a
     model trained with a GPU's larger batches on a CPU's smaller ones.
-    ``deep_widths``: the nets grow to these widths (``DEEP_WIDTHS``; ``grown_state``) before
-    training; a net not named keeps its width, and none can shrink.
+    ``config.deep_widths``: the nets grow to these widths (``DEEP_WIDTHS``; ``grown_state``)
+    before training; a net not named keeps its width, and none can shrink.
     """
     from companion.recognizer import RecognizerError
+
+    config = config or TrainConfig()
+    if config.minutes is None:
+        config = replace(config, minutes=60)
+    decks, scenes, seed, minutes, device = (
+        config.decks,
+        config.scenes,
+        config.seed,
+        config.minutes,
+        config.device,
+    )
+    back_scenes, lens_scenes, restyle_scenes = (
+        config.back_scenes,
+        config.lens_scenes,
+        config.restyle_scenes,
+    )
 
     if localizer_only and classifier_only:
         raise ValueError("train the localizer only or the classifier only, not both")
     start, out = Path(start), Path(out)
     old, ckpts = _trained_model(start, "to resume from")
     shape = model_shape(old)
-    widths = {**shape["deep_widths"], **(deep_widths or {})}
+    widths = {**shape["deep_widths"], **(config.deep_widths or {})}
     for net, width in widths.items():
         if width < shape["deep_widths"][net]:
             raise RecognizerError(
@@ -2038,73 +2031,46 @@ def resume(
     if (localizer_only and "classifier" in grown) or (classifier_only and "localizer" in grown):
         raise RecognizerError("Only a net that trains in this stage can grow.")
     settings = Settings.from_dict(old.get("settings", {}))
-    if input_size:
-        settings = replace(settings, input_width=input_size[0], input_height=input_size[1])
+    if config.input_size:
+        width, height = config.input_size
+        settings = replace(settings, input_width=width, input_height=height)
     size = (settings.input_width, settings.input_height)
     work = out / "resume-work"
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     batches = GPU_BATCHES if device.startswith("cuda") else CPU_BATCHES
     lrs = {net: lr * lr_scale for net, lr in RESUME_LR.items()}
-    common = dict(
-        scenes=scenes,
-        seed=seed,
-        decks=decks,
-        minutes=minutes,
-        input_size=size,
-        scene_size=scene_size,
-        cache=cache,
-        threads=1,
-        tiny=shape["tiny"],
-        deep_widths=widths,
-        # each stage shuffles and augments the same scenes differently
-        stage=len(old.get("training", {}).get("stages", [])) + 1,
-        workers=workers,
-        device=device,
-        lens_scenes=lens_scenes,
-        restyle_scenes=restyle_scenes,
-    )
-    localizer_job = dict(
-        out=work,
-        init=ckpts / "localizer.pt",
-        lr=lrs["localizer"],
-        back_scenes=back_scenes,
-        batch=batches["localizer"],
-        **common,
-    )
+    stage_config = replace(config, input_size=size, tiny=shape["tiny"], deep_widths=widths)
+    # each stage shuffles and augments the same scenes differently
+    stage_number = len(old.get("training", {}).get("stages", [])) + 1
+    schedules = {
+        net: NetSchedule(lr=lrs[net], batch=batches[net], threads=1, stage=stage_number)
+        for net in ("localizer", "classifier")
+    }
     loc_ckpt = work / "localizer.ckpt"
     if localizer_only:
-        _, heat = finetune_localizer(**{**localizer_job, "threads": 2})
+        schedule = replace(schedules["localizer"], threads=2)
+        _, heat = finetune_localizer(work, ckpts / "localizer.pt", stage_config, schedule)
         cls_ckpt, ce, crops = ckpts / "classifier.pt", None, 0
     elif classifier_only:
         cls_ckpt, ce, crops = finetune_classifier(
             work,
-            init=ckpts / "classifier.pt",
+            ckpts / "classifier.pt",
+            stage_config,
+            replace(schedules["classifier"], threads=2),
             localizer=start / old["localizer"],
-            lr=lrs["classifier"],
-            jitters=jitters,
-            batch=batches["classifier"],
-            back_scenes=back_scenes,
             peak_spacing=settings.peak_spacing,
-            **{**common, "threads": 2},
         )
         loc_ckpt, heat = ckpts / "localizer.pt", None
     else:
         cls_ckpt, ce, crops, heat = _resume_both(
-            start,
-            old,
-            settings,
-            common,
-            localizer_job,
-            jitters,
-            batches["classifier"],
-            lrs["classifier"],
+            start, old, settings, stage_config, schedules, work
         )
     training = dict(old.get("training", {}))
     if widths != DEEP_WIDTHS:  # no net shrinks, so a model with widths keeps them
         training["deep_widths"] = widths
     stage = {
-        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "command": config.recorded_command(),
         "resumed_from": str(start),
         "nets": "localizer" if localizer_only else "classifier" if classifier_only else "both",
         "input_size": list(size),
@@ -2163,7 +2129,12 @@ def resume(
 
 
 def _resume_both(
-    start: Path, old: dict, settings: Settings, common: dict, localizer_job, jitters, batch, lr
+    start: Path,
+    old: dict,
+    settings: Settings,
+    config: TrainConfig,
+    schedules: dict[str, NetSchedule],
+    work: Path,
 ):
     """Both nets side by side, the localizer in a forked process, on samples cut in one pass
     over the scenes. Returns (classifier checkpoint, its losses, crops made, the localizer's
@@ -2171,38 +2142,35 @@ def _resume_both(
     # cut as finetune_localizer and finetune_classifier cut them on their own
     size = dict(input_width=settings.input_width, input_height=settings.input_height)
     recipe = SampleRecipe(
-        decks=tuple(str(d) for d in common["decks"]),
-        scene_size=tuple(common["scene_size"]),
-        cache=str(common["cache"]) if common["cache"] else None,
+        decks=tuple(str(d) for d in config.decks),
+        scene_size=tuple(config.scene_size),
+        cache=str(config.cache) if config.cache else None,
         localizer=Settings(**size),
-        back_weight=BACK_HEAT_WEIGHT if localizer_job["back_scenes"] else 1.0,
+        back_weight=BACK_HEAT_WEIGHT if config.back_scenes else 1.0,
         classifier=Settings(**size),
-        jitters=jitters,
+        jitters=config.jitters,
         proposer=str(start / old["localizer"]),
         propose=Settings(**size, heat_threshold=0.15, peak_spacing=settings.peak_spacing),
-        key=(common["seed"], common["stage"]),
+        key=(config.seed, schedules["localizer"].stage),
     )
-    loc_data, crops, cascade = stage_data(
-        recipe,
-        common["scenes"],
-        common["seed"],
-        common["workers"],
-        localizer_job["back_scenes"],
-        common["lens_scenes"],
-        common["restyle_scenes"],
-    )
+    loc_data, crops, cascade = stage_data(recipe, config)
     log(f"{len(loc_data)} frames, {len(crops[0])} crops ({cascade} at proposed boxes)")
     # fork before torch starts its threads here: its thread pool does not survive a fork
-    job, queue = start_forked(_finetune_localizer_job, {**localizer_job, "data": loc_data})
-    del loc_data
+    localizer_job = dict(
+        out=work,
+        init=start / CHECKPOINTS / "localizer.pt",
+        config=config,
+        schedule=schedules["localizer"],
+        data=loc_data,
+    )
+    job, queue = start_forked(_finetune_localizer_job, localizer_job)
+    del loc_data, localizer_job
     cls_ckpt, ce, n_crops = finetune_classifier(
-        localizer_job["out"],
-        init=start / CHECKPOINTS / "classifier.pt",
-        lr=lr,
-        jitters=jitters,
-        batch=batch,
+        work,
+        start / CHECKPOINTS / "classifier.pt",
+        config,
+        schedules["classifier"],
         data=crops,
-        **common,
     )
     heat = wait_for_report(job, queue, "localizer")
     return cls_ckpt, ce, n_crops, heat
@@ -2213,7 +2181,7 @@ def quantize(out: str | Path, decks=TRAIN_DECKS, seed: int = 555, frames: int = 
     per-channel weights), keeping the float ones beside them (``float_nets``), calibrated on
     ``frames`` synthetic frames of the training decks and the crops the localizer proposes on
     them. About 1.4x faster on a CPU with int8 dot products, for the same accuracy; slower and
-    a little less accurate on one without (measured in models/README.md). Then adds the nets for
+    a little less accurate on one without. Then adds the nets for
     x86 CPUs without int8 dot products (``quantize_avx2``). Returns the metadata it added:
     ``quantization`` (what it did), ``float_nets`` and ``avx2_nets`` (the files' names)."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -2281,25 +2249,23 @@ def _Feed(name: str, batches):
     return Feed()
 
 
-def _calibration(out: Path, precision: str, decks, seed: int, frames: int):
-    """Calibration data for quantizing the nets of ``out`` (run as ``precision``): ``frames``
+def _calibration(out: Path, nets: str, decks, seed: int, frames: int):
+    """Calibration data for quantizing the nets of ``out`` (run as ``nets``): ``frames``
     letterboxed frames (1,H,W,3) of the training decks, and per frame the crops the classifier
     sees there: first looks at the proposed boxes, second looks at the true cards."""
     from companion import synth
-    from companion.recognizer import Recognizer, crop_matrices, decode_heatmap
+    from companion.recognizer import Recognizer, crop_matrices, localize
 
-    rec = Recognizer.load(out, threads=1, precision=precision)
+    rec = Recognizer.load(out, threads=1, nets=nets)
     st = rec.settings
     config = synth.SceneConfig(decks=tuple(str(deck_dir(d)) for d in decks))
     images, crops = [], []
     for i in range(frames):
         scene = synth.render_scene(synth.scene_seed(seed, i), config)
         image = scene.image
-        boxed, scale = letterbox(image, st)
-        images.append(boxed[None])
-        heat, reg = rec.localizer.run(None, {"image": boxed[None]})
-        boxes = decode_heatmap(heat, reg, st)
-        boxes[:, :4] /= scale
+        found = localize(rec.localizer, image, st)
+        images.append(found.boxed[None])
+        boxes = found.boxes
         true_boxes = [quad_to_rbox(np.float32(lab.quad)) for lab in scene.labels]
         boxes = np.concatenate([boxes[:, :5], np.float32(true_boxes).reshape(-1, 5)])
         if len(boxes):
@@ -2387,11 +2353,11 @@ def quantize_avx2(
     16 bits, which 8-bit weights overflow (0.44 points of recall lost) and 7-bit ones cannot.
     The first convolution (3 input channels: slower in int8 than in float) and the heads (cheap;
     their outputs stay exact floats) stay float. The classifier then runs about a quarter
-    faster than the float one, for about 0.07 points of recall (models/README.md, "Speed"); the
+    faster than the float one, for about 0.07 points of recall; the
     int8 localizer is no faster than the float one there, so the float one serves, unless its
     low-resolution layers were grown (``localizer_width`` > 1): then those layers get 7-bit
     weights (``quantize_deep_localizer``, calibrated on ``images``), which takes back about half
-    of what growing them costs there (models/JOURNAL.md, "A grown localizer on AVX2"). At the
+    of what growing them costs there. At the
     standard width that saves nothing. Returns the metadata to add: ``avx2_nets`` and
     ``quantization`` (its ``avx2`` note)."""
     out = Path(out)
@@ -2680,12 +2646,6 @@ def _metadata(loc_name, cls_name, st: Settings, training: dict) -> dict:
         "localizer": loc_name,
         "classifier": cls_name,
         "settings": st.to_dict(),
-        "preprocessing": (
-            "localizer: BGR frame letterboxed (aspect kept, top-left, pad 114) to input size; "
-            "classifier: affine crop of the rotated box enlarged by crop_enlarge, long axis "
-            "down; both fed as uint8 BGR NHWC (the float graphs convert to RGB 0..1 NCHW; "
-            "in the int8 ones the first convolution reads the pixels as they are)"
-        ),
         "training": training,
         "metrics": {},
     }

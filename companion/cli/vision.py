@@ -1,0 +1,388 @@
+"""Vision commands: render scenes, detect cards, evaluate and time the recognizer.
+
+They need OpenCV, numpy and onnxruntime only, as the player's install has them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from companion import CompanionError
+from companion.cli import echo_json, fail, friendly_errors, main, model_option, pct
+
+tiny_option = click.option(
+    "--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs)."
+)
+
+
+def count_option(name: str, default: int, help: str, minimum: int = 1):
+    return click.option(
+        name, default=default, show_default=True, type=click.IntRange(min=minimum), help=help
+    )
+
+
+def seed_option(help: str):
+    return click.option("--seed", default=1, show_default=True, type=int, help=help)
+
+
+lens_k_option = click.option(
+    "--lens-k",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(-0.2, 0.5),
+    help="See every scene through a camera lens with this radial distortion "
+    "(companion/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
+)
+
+
+@main.command()
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Dataset folder to write (required unless --bench).",
+)
+@click.option("--n", "n", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same scenes.")
+@click.option(
+    "--deck",
+    "decks",
+    multiple=True,
+    help="Deck folder of MM-K.png images, or a deck name in ../shared/decks (repeatable; "
+    "default: all of them).",
+)
+@click.option(
+    "--background",
+    "backgrounds",
+    multiple=True,
+    help="Texture folder or file (repeatable; default: ../shared/backgrounds).",
+)
+@click.option("--width", default=1280, show_default=True, type=click.IntRange(min=64))
+@click.option("--height", default=720, show_default=True, type=click.IntRange(min=64))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--bench", is_flag=True, help="Time N scenes in memory, print JSON, write nothing.")
+@lens_k_option
+@click.option(
+    "--restyle",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="Chance that a scene's faces are printed in inks of their own (hues turned, "
+    "saturation and contrast changed: synth.deck_style), as train --restyle-scenes renders.",
+)
+@friendly_errors
+def render(
+    out_dir, n, seed, decks, backgrounds, width, height, workers, quiet, bench, lens_k, restyle
+):
+    """Render synthetic table scenes with ground truth: images/NNNNNN.jpg + labels.jsonl."""
+    import time
+
+    from companion import synth
+
+    config = synth.SceneConfig(
+        width=width,
+        height=height,
+        decks=tuple(synth.resolve_deck_dir(d) for d in decks),
+        backgrounds=tuple(backgrounds),
+        lens_k=lens_k,
+        p_restyle=restyle,
+    )
+    if bench:
+        echo_json(synth.benchmark(n, config, seed))
+        return
+    if not out_dir:
+        fail("--out DIR is required (or use --bench).")
+    start = time.perf_counter()
+    path = synth.write_dataset(out_dir, n, seed, config, progress=not quiet, workers=workers)
+    rate = n / (time.perf_counter() - start)
+    click.echo(f"Wrote {n} scenes to {path} ({rate:.1f} scenes/s at {width}x{height}).")
+
+
+def deck_names(decks) -> list[str]:
+    """Deck names from a repeatable ``--decks`` option, each value comma-separated."""
+    return [d.strip() for item in decks for d in item.split(",") if d.strip()]
+
+
+def resolve_deck(deck: str) -> str:
+    """A deck folder path, or the name of a deck in ../shared/decks."""
+    from companion import synth
+
+    if Path(deck).is_dir():
+        return deck
+    candidate = synth.find_shared_dir() / "decks" / deck
+    if candidate.is_dir():
+        return str(candidate)
+    raise CompanionError(
+        f"No deck folder {deck!r} (neither a folder nor a deck in {candidate.parent})."
+    )
+
+
+nets_option = click.option(
+    "--nets",
+    "nets",
+    default="auto",
+    show_default=True,
+    # recognizer.NETS, written out: importing the recognizer loads OpenCV for every command
+    type=click.Choice(["auto", "int8", "float", "avx2"]),
+    help="Which of the model's nets run: auto takes int8 on CPUs with int8 dot products, "
+    "avx2 (a float localizer, a 7-bit classifier) on other x86 CPUs.",
+)
+
+
+@main.command("detect")
+@click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document (a list, one entry per image)."
+)
+@click.option(
+    "--annotate",
+    "annotate_dir",
+    type=click.Path(file_okay=False),
+    help="Write annotated copies of the images here.",
+)
+@model_option
+@click.option(
+    "--threads",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="onnxruntime threads.",
+)
+@nets_option
+@friendly_errors
+def detect_command(images, as_json, annotate_dir, model_path, threads, nets):
+    """Find and name every card in IMAGE files (quads in original image pixels)."""
+    import cv2
+
+    from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
+
+    recognizer = Recognizer.load(model_path, threads=threads, nets=nets)
+    results, read_any = [], False
+    for path in images:
+        try:
+            image = read_image(path)
+        except RecognizerError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            continue
+        read_any = True
+        det = recognizer.detect(image)
+        results.append({"image": path, "detections": det.to_json()})
+        if annotate_dir:
+            out = Path(annotate_dir)
+            out.mkdir(parents=True, exist_ok=True)
+            target = out / (Path(path).stem + ".annotated.png")
+            cv2.imwrite(str(target), annotate(image, det))
+        if not as_json:
+            click.echo(f"{path}: {len(det)} card(s)")
+            for d in det.to_json():
+                alts = ", ".join(
+                    f"{a['card']} {a['confidence']:.2f}" for a in d["alternatives"][:2]
+                )
+                click.echo(f"  {d['card']:>5} {d['confidence']:.2f}  (next: {alts})")
+    if as_json:
+        echo_json(results)
+    if not read_any:
+        sys.exit(2)
+
+
+def interval_text(spans: dict, key: str, show) -> str:
+    """One of ``eval``'s intervals (``spans``: its "intervals"), its bounds written by ``show``,
+    in brackets; empty where there is none."""
+    if not spans[key]:
+        return ""
+    low, high = spans[key]
+    return f"({100 * spans['level']:g} % interval, scenes resampled: {show(low)} to {show(high)})"
+
+
+def echo_comparison(against_path: str, other: dict) -> None:
+    """``eval --against``: the other model's figures, and this model's minus them."""
+    diff, spans = other["difference"], other["intervals"]
+
+    def minus(key, show):
+        if diff[key] is None:
+            return "n/a"
+        return f"{show(diff[key])} {interval_text(spans, key, show)}"
+
+    click.echo(f"against {against_path} (this model minus it):")
+    points = minus("recall", lambda v: f"{100 * v:+.2f} points")
+    click.echo(f"  recall                  {pct(other['recall'])}; {points}")
+    false_rate = minus("false_positives_per_image", lambda v: f"{v:+.3f}")
+    click.echo(f"  false positives / image {other['false_positives_per_image']:.3f}; {false_rate}")
+
+
+@main.command("eval")
+@click.option(
+    "--deck",
+    required=True,
+    help="Deck folder (or name in ../shared/decks) to render test scenes from.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Test set seed.")
+@click.option(
+    "--n", "n", default=500, show_default=True, type=click.IntRange(min=1), help="Number of scenes."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@model_option
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Processes rendering scenes.",
+)
+@click.option("--record", is_flag=True, help="Also store the metrics in the model's metadata JSON.")
+@lens_k_option
+@nets_option
+@click.option(
+    "--misses",
+    "misses_dir",
+    type=click.Path(file_okay=False, writable=True),
+    help="Write each scene with a missed or false card into this folder, outlined and tagged.",
+)
+@click.option(
+    "--against",
+    "against_path",
+    type=click.Path(),
+    help="Also run this model (metadata JSON or its folder) on the same scenes, and say how "
+    "much better or worse --model is, with how far that difference could move.",
+)
+@friendly_errors
+def eval_command(
+    deck, seed, n, as_json, model_path, workers, record, lens_k, nets, misses_dir, against_path
+):
+    """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
+    from companion.recognizer import Recognizer
+    from companion.recognizer.evaluation import evaluate
+
+    deck_dir = resolve_deck(deck)
+    recognizer = Recognizer.load(model_path, nets=nets)
+    other = Recognizer.load(against_path, nets=nets) if against_path else None
+    metrics = evaluate(
+        recognizer,
+        deck_dir,
+        seed=seed,
+        n=n,
+        workers=workers,
+        lens_k=lens_k,
+        misses_dir=misses_dir,
+        against=other,
+    )
+    if record:
+        from companion.recognizer import metadata_path
+
+        meta_path = metadata_path(model_path)
+        meta = json.loads(meta_path.read_text())
+        command = f"companion eval --deck {deck} --seed {seed} --n {n}"
+        if model_path:
+            command += f" --model {model_path}"
+        if nets != "auto":
+            command += f" --nets {nets}"
+        if lens_k:
+            command += f" --lens-k {lens_k:g}"
+        key = f"{metrics['deck']} seed={seed} n={n}"
+        if recognizer.nets != "int8":
+            key += f" nets={recognizer.nets}"
+        if lens_k:
+            key += f" lens_k={lens_k:g}"
+        meta.setdefault("metrics", {})[key] = {
+            k: v
+            for k, v in metrics.items()
+            # the long breakdowns, what only this run drew, and the other model's figures
+            if k not in ("by_condition", "false_positives_by_scene", "scenes_drawn", "against")
+        } | {"command": command, "nets": recognizer.nets}
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    if as_json:
+        echo_json(metrics)
+        return
+
+    click.echo(
+        f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find "
+        f"({recognizer.nets} nets)" + (f", lens distortion k={lens_k:+g}" if lens_k else "")
+    )
+    click.echo(f"precision                 {pct(metrics['precision'])}")
+
+    def span(key, show):
+        text = interval_text(metrics["intervals"], key, show)
+        return f"   {text}" if text else ""
+
+    click.echo(f"recall                    {pct(metrics['recall'])}{span('recall', pct)}")
+    click.echo(f"exact-card accuracy       {pct(metrics['exact_accuracy'])}")
+    click.echo(f"chaff-equivalent accuracy {pct(metrics['chaff_accuracy'])}")
+    fp = metrics["false_positives_per_image"]
+    click.echo(
+        f"false positives / image   {fp:.3f}"
+        + span("false_positives_per_image", lambda v: f"{v:.3f}")
+    )
+    if metrics["confused_pairs"]:
+        click.echo(
+            "most confused (true -> predicted): "
+            + ", ".join(
+                f"{p['true']}->{p['predicted']} x{p['count']}" for p in metrics["confused_pairs"]
+            )
+        )
+    if metrics["false_positive_kinds"]:
+        click.echo(
+            "false positives by kind:   "
+            + ", ".join(f"{k} {c}" for k, c in metrics["false_positive_kinds"].items())
+        )
+    if metrics["missed_card_kinds"]:
+        click.echo(
+            "missed cards by where lost: "
+            + ", ".join(f"{k} {c}" for k, c in metrics["missed_card_kinds"].items())
+        )
+    if "against" in metrics:
+        echo_comparison(against_path, metrics["against"])
+    click.echo("by condition:                     cards   recall   exact   chaff-eq")
+    for key, t in metrics["by_condition"].items():
+        click.echo(
+            f"  {key:<30} {t['labels']:>6} {pct(t['recall']):>9} {pct(t['exact_accuracy']):>8} "
+            f"{pct(t['chaff_accuracy']):>9}"
+        )
+    click.echo("false positives by scene:        images  per image")
+    for key, t in metrics["false_positives_by_scene"].items():
+        click.echo(f"  {key:<30} {t['images']:>6} {t['per_image']:>10.3f}")
+    if misses_dir is not None:
+        click.echo(
+            f"{metrics['scenes_drawn']} scenes with a missed or false card drawn in {misses_dir}"
+        )
+
+
+@main.command("bench")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median."
+)
+@model_option
+@click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
+@nets_option
+@friendly_errors
+def bench_command(as_json, model_path, runs, nets):
+    """Time detect-and-classify on a 1280x720 table scene with 2 threads, next to YOLO11n."""
+    from companion.recognizer import Recognizer
+    from companion.recognizer.bench import bench_scene, benchmark
+
+    recognizer = Recognizer.load(model_path, threads=2, nets=nets)
+    frame, _ = bench_scene()
+    result = benchmark(recognizer, frame, runs=runs, threads=2)
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(
+        f"full pass ({result['nets']} nets) on a {result['frame']} frame, 2 threads, {runs} runs: "
+        f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
+        f"({result['cards_detected']} cards)"
+    )
+    dot = "with" if result["int8_dot_products"] else "without"
+    click.echo(f"CPU: {result['cpu']} ({dot} int8 dot products)")
+    if result["yolo11n_ms_median"] is None:
+        click.echo(
+            "YOLO11n yardstick: models/yolo11n_yardstick.onnx missing (companion train --yardstick)."
+        )
+    else:
+        click.echo(
+            f"YOLO11n-shaped net at 640x640: median {result['yolo11n_ms_median']:.1f} ms "
+            f"({result['speedup_vs_yolo11n']:.1f}x slower than the full pass)"
+        )

@@ -1,0 +1,125 @@
+"""The detector: ``Recognizer.load(path).detect(bgr) -> Detections`` (Frigate style), and reading
+images."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from companion.detections import Detections
+from companion.recognizer.decoding import Decoder, DecodeTrace
+from companion.recognizer.nets import NET_SETS, NETS, auto_nets, metadata_path, open_session
+from companion.recognizer.settings import RecognizerError, Settings
+
+MAX_SIDE = 4096  # larger frames are downscaled first: crops never need more detail
+
+
+class Recognizer:
+    """Loads the two ONNX nets named in a metadata JSON file and turns frames into Detections."""
+
+    def __init__(
+        self,
+        localizer,
+        classifier,
+        settings: Settings,
+        metadata: dict | None = None,
+        nets: str = "int8",
+    ):
+        self.localizer = localizer
+        self.classifier = classifier
+        self.settings = settings
+        self.metadata = metadata or {}
+        self.nets = nets  # which of the model's sets of nets run (NETS)
+
+    @classmethod
+    def load(
+        cls, path: str | Path | None = None, threads: int = 2, nets: str = "auto"
+    ) -> Recognizer:
+        """The model of a metadata JSON file; ``nets``: "int8", "float" (the model's
+        ``float_nets``), "avx2" (its ``avx2_nets``) or "auto" (``auto_nets``: the set made for
+        this CPU among those the model has)."""
+        if nets not in NETS:
+            raise RecognizerError(f"nets is one of {', '.join(NETS)}, not {nets!r}.")
+        path = metadata_path(path)
+        if not path.is_file():
+            raise RecognizerError(
+                f"No recognizer model at {path}: train one with 'companion train'."
+            )
+        try:
+            meta = json.loads(path.read_text())
+            settings = Settings.from_dict(meta.get("settings", {}))
+            sets = {"int8": meta} | {k: meta[key] for k, key in NET_SETS.items() if meta.get(key)}
+            if nets == "auto":
+                nets = auto_nets(sets)
+            if nets not in sets:
+                raise RecognizerError(f"The model {path} has no {nets} nets.")
+            loc_path = path.parent / sets[nets]["localizer"]
+            cls_path = path.parent / sets[nets]["classifier"]
+        except RecognizerError:  # already one sentence: a set the model lacks, bad settings
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RecognizerError(f"The model metadata {path} is unreadable ({exc}).") from None
+        localizer, classifier = open_session(loc_path, threads), open_session(cls_path, threads)
+        return cls(localizer, classifier, settings, meta, nets)
+
+    def detect(self, bgr: np.ndarray) -> Detections:
+        """All face-up cards and backs in a BGR frame (any size); empty for a blank frame."""
+        return self._detect(bgr, None)
+
+    def detect_traced(self, bgr: np.ndarray) -> tuple[Detections, DecodeTrace]:
+        """``detect``, and what the decode looked at on the way (for evaluation and fitting)."""
+        trace = DecodeTrace()
+        return self._detect(bgr, trace), trace
+
+    def _detect(self, bgr: np.ndarray, trace: DecodeTrace | None) -> Detections:
+        image = as_bgr(bgr)
+        if image is None:
+            return Detections.empty()
+        factor = 1.0
+        if max(image.shape[:2]) > MAX_SIDE:
+            factor = MAX_SIDE / max(image.shape[:2])
+            image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+        det = Decoder(self.localizer, self.classifier, self.settings, trace).run(image)
+        if factor != 1.0 and len(det):
+            det = Detections(
+                det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
+            )
+        return det
+
+
+def as_bgr(image) -> np.ndarray | None:
+    """Accept BGR, BGRA, grey or grey-and-alpha uint8 arrays; None/empty -> None."""
+    if image is None:
+        return None
+    image = np.asarray(image)
+    if image.size == 0 or image.ndim not in (2, 3) or min(image.shape[:2]) < 8:
+        return None
+    if image.dtype != np.uint8:
+        image = np.clip(image, 0, 255).astype(np.uint8)
+    if image.ndim == 3 and image.shape[2] <= 2:  # grey, or grey and alpha: the grey
+        image = image[..., 0]
+    if image.ndim == 2:
+        return cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_GRAY2BGR)
+    if image.shape[2] == 4:
+        return cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    return image[..., :3]
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    """Read an image file as BGR; RecognizerError (one sentence) if it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecognizerError(f"Cannot read {path}: no such file.")
+    if path.stat().st_size == 0:
+        raise RecognizerError(f"Cannot read {path}: the file is empty.")
+    data = np.fromfile(str(path), np.uint8)
+    try:
+        image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    except cv2.error:
+        image = None
+    if image is None:
+        raise RecognizerError(f"Cannot read {path}: not an image OpenCV can decode (or too large).")
+    return image

@@ -1,0 +1,81 @@
+"""The product apart from the lab: what a player installs imports neither torch nor the lab
+(``lab/``, a distribution of its own), and a lab command says how to get the lab."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from companion.cli import LAB_COMMANDS, main
+
+ROOT = Path(__file__).resolve().parents[1]
+# an import hook that refuses the lab and what only the lab needs, as a player's install would
+WITHOUT_THE_LAB = """
+import importlib.abc, sys
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "companion_lab", "onnx"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Refuse())
+"""
+
+
+def run_python(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_cli_the_web_app_and_the_recognizer_load_neither_torch_nor_the_lab():
+    out = run_python(
+        "import json, sys\n"
+        "import companion.cli, companion.web, companion.recognizer\n"
+        "companion.cli.main(['--help'], standalone_mode=False)\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('torch', 'companion_lab')]\n"
+        "print(json.dumps(loaded))\n"
+    )
+    assert json.loads(out.splitlines()[-1]) == []
+
+
+def test_every_product_module_imports_without_torch_or_the_lab():
+    out = run_python(
+        WITHOUT_THE_LAB + "import pkgutil, importlib, companion\n"
+        "names = [m.name for m in pkgutil.walk_packages(companion.__path__, 'companion.')\n"
+        "         if not m.name.endswith('__main__')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(len(names))\n"
+    )
+    assert int(out.split()[-1]) >= 20  # the product's modules, every one imported
+
+
+def test_no_product_source_imports_torch():
+    sources = [p for p in (ROOT / "companion").rglob("*.py")]
+    assert sources
+    for path in sources:
+        for line in path.read_text().splitlines():
+            words = line.split()
+            assert words[:2] not in (["import", "torch"], ["from", "torch"]), path
+
+
+def test_a_lab_command_without_the_lab_says_in_one_sentence_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "companion_lab", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "companion_lab.cli", None)
+    for name in LAB_COMMANDS:
+        result = CliRunner().invoke(main, [name, "--out", "/tmp/x"])
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and "pip install -e lab" in lines[0], result.output
+        assert "Traceback" not in result.output
+
+
+def test_help_lists_the_players_commands_first_and_the_lab_last():
+    text = CliRunner().invoke(main, ["--help"]).output
+    positions = [text.index(f"  {name} ") for name in ("serve", "score", "detect", "train")]
+    assert positions == sorted(positions), text
+    assert "Lab (pip install -e lab)" in text
