@@ -638,3 +638,21 @@ def test_a_table_gathered_without_a_stop_ends_the_round(live):
     table.run(50)
     state = store.state(match_id)
     assert not state.round_in_progress and state.rounds[-1].kind in ("draw", "exhausted")
+
+
+def test_the_live_commands_turn_bad_input_into_one_sentence(tmp_path):
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    runner = CliRunner()
+    missing = runner.invoke(main, ["replay", str(tmp_path / "none.mp4")])
+    assert missing.exit_code == 2 and "No video file" in missing.output
+    (tmp_path / "truth.json").write_text("not json")
+    (tmp_path / "table.mp4").write_bytes(b"")
+    bad = runner.invoke(
+        main, ["replay", str(tmp_path / "table.mp4"), "--truth", str(tmp_path / "truth.json")]
+    )
+    assert bad.exit_code == 2 and "is not JSON" in bad.output
+    two = runner.invoke(main, ["run", "--camera", "0", "--url", "rtsp://x.invalid/"])
+    assert two.exit_code == 2 and "one source" in two.output

@@ -38,8 +38,10 @@ def load_truth(path: str | Path) -> dict:
     path = Path(path)
     try:
         truth = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TruthError(f"Cannot read the truth file {path} ({exc}).") from None
+    except OSError as exc:
+        raise TruthError(f"Cannot read the truth file {path}: {exc.strerror}.") from None
+    except ValueError:
+        raise TruthError(f"The truth file {path} is not JSON.") from None
     if not isinstance(truth, dict) or not str(truth.get("format", "")).startswith(
         "companion-simulation/"
     ):
