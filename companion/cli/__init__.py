@@ -463,5 +463,5 @@ def serve_command(db, host, port, read_only):
 
 # Each area with commands of its own keeps them in a module of this package, registered on
 # ``main`` when imported here.
-from companion.cli import hanamikoji  # noqa: E402,F401
-from companion.cli import live  # noqa: E402,F401
+import companion.cli.hanamikoji  # noqa: E402,F401
+import companion.cli.live  # noqa: E402,F401
