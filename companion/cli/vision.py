@@ -13,6 +13,7 @@ import click
 
 from companion import CompanionError
 from companion.cli import echo_json, fail, friendly_errors, main, model_option, pct
+from companion.cli.decks import decks_dir_option
 
 tiny_option = click.option(
     "--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs)."
@@ -134,6 +135,23 @@ nets_option = click.option(
 )
 
 
+user_deck_option = click.option(
+    "--deck",
+    "deck",
+    help="Name the cards of a deck you added with 'companion deck add' (and its definition's "
+    "names in the JSON).",
+)
+
+
+def load_with_deck(model_path, threads, nets, deck, decks_dir):
+    """The recognizer, naming the cards of the added deck ``deck`` where one is given."""
+    from companion.recognizer import Recognizer
+    from companion.recognizer.decks import UserDeck
+
+    user_deck = UserDeck.load(deck, decks_dir) if deck else None  # a clear error first
+    return Recognizer.load(model_path, threads=threads, nets=nets).with_deck(user_deck)
+
+
 @main.command("detect")
 @click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
@@ -154,14 +172,21 @@ nets_option = click.option(
     help="onnxruntime threads.",
 )
 @nets_option
+@user_deck_option
+@decks_dir_option
 @friendly_errors
-def detect_command(images, as_json, annotate_dir, model_path, threads, nets):
+def detect_command(images, as_json, annotate_dir, model_path, threads, nets, deck, decks_dir):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
     import cv2
 
-    from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
+    from companion.recognizer import RecognizerError, annotate, read_image
 
-    recognizer = Recognizer.load(model_path, threads=threads, nets=nets)
+    recognizer = load_with_deck(model_path, threads, nets, deck, decks_dir)
+    names = None
+    if recognizer.namer is not None:
+        from companion.cards import Deck
+
+        names = Deck.load(recognizer.namer.deck.definition)
     results, read_any = [], False
     for path in images:
         try:
@@ -171,7 +196,12 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets):
             continue
         read_any = True
         det = recognizer.detect(image)
-        results.append({"image": path, "detections": det.to_json()})
+        found = det.to_json()
+        if names is not None:  # the deck definition's names of its slots
+            for item in found:
+                if item["card"] != "back":
+                    item["name"] = names.card(item["card"]).names.get("en", item["card"])
+        results.append({"image": path, "detections": found})
         if annotate_dir:
             out = Path(annotate_dir)
             out.mkdir(parents=True, exist_ok=True)
@@ -179,11 +209,12 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets):
             cv2.imwrite(str(target), annotate(image, det))
         if not as_json:
             click.echo(f"{path}: {len(det)} card(s)")
-            for d in det.to_json():
+            for d in found:
                 alts = ", ".join(
                     f"{a['card']} {a['confidence']:.2f}" for a in d["alternatives"][:2]
                 )
-                click.echo(f"  {d['card']:>5} {d['confidence']:.2f}  (next: {alts})")
+                name = f"  {d['name']}" if "name" in d else ""
+                click.echo(f"  {d['card']:>5} {d['confidence']:.2f}{name}  (next: {alts})")
     if as_json:
         echo_json(results)
     if not read_any:
@@ -250,16 +281,34 @@ def echo_comparison(against_path: str, other: dict) -> None:
     help="Also run this model (metadata JSON or its folder) on the same scenes, and say how "
     "much better or worse --model is, with how far that difference could move.",
 )
+@click.option(
+    "--with-deck",
+    "with_deck",
+    help="Name the cards by a deck added with 'companion deck add' (as detect --deck).",
+)
+@decks_dir_option
 @friendly_errors
 def eval_command(
-    deck, seed, n, as_json, model_path, workers, record, lens_k, nets, misses_dir, against_path
+    deck,
+    seed,
+    n,
+    as_json,
+    model_path,
+    workers,
+    record,
+    lens_k,
+    nets,
+    misses_dir,
+    against_path,
+    with_deck,
+    decks_dir,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer
     from companion.recognizer.evaluation import evaluate
 
     deck_dir = resolve_deck(deck)
-    recognizer = Recognizer.load(model_path, nets=nets)
+    recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     other = Recognizer.load(against_path, nets=nets) if against_path else None
     metrics = evaluate(
         recognizer,
@@ -301,7 +350,9 @@ def eval_command(
 
     click.echo(
         f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find "
-        f"({recognizer.nets} nets)" + (f", lens distortion k={lens_k:+g}" if lens_k else "")
+        f"({recognizer.nets} nets)"
+        + (f", lens distortion k={lens_k:+g}" if lens_k else "")
+        + (f", named by deck {with_deck}" if with_deck else "")
     )
     click.echo(f"precision                 {pct(metrics['precision'])}")
 

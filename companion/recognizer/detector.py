@@ -38,6 +38,7 @@ class Recognizer:
         self.nets = nets  # which of the model's sets of nets run (NETS)
         # coarser and finer looks where the first says cards lie outside the trained sizes
         self.any_distance = True
+        self.namer = None  # names the cards of the player's own deck (``with_deck``)
 
     @classmethod
     def load(
@@ -70,6 +71,15 @@ class Recognizer:
         localizer, classifier = open_session(loc_path, threads), open_session(cls_path, threads)
         return cls(localizer, classifier, settings, meta, nets)
 
+    def with_deck(self, deck) -> Recognizer:
+        """This recognizer naming the cards of a deck the player added (a ``decks.UserDeck``,
+        or None for the classifier's own names): each face-up card is named after the deck's
+        card whose images its crop lies nearest (``decks.DeckNamer``)."""
+        from companion.recognizer.decks import DeckNamer
+
+        self.namer = None if deck is None else DeckNamer(deck, self.settings)
+        return self
+
     def detect(self, bgr: np.ndarray) -> Detections:
         """All face-up cards and backs in a BGR frame (any size); empty for a blank frame."""
         return self._detect(bgr, None)
@@ -88,6 +98,8 @@ class Recognizer:
             factor = MAX_SIDE / max(image.shape[:2])
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
         det = self._looks(image, trace)
+        if self.namer is not None and len(det):
+            det = self.namer(image, det)
         if factor != 1.0 and len(det):
             det = Detections(
                 det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
