@@ -4,6 +4,8 @@ added by the user."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -166,3 +168,100 @@ def test_portrait_and_large_frames_read_as_the_webcam_frame():
         det = rec.detect(image)
         _, matched = match_detections(det, truth, np.ones(len(truth)))
         assert (matched >= 0).mean() >= share, (matched >= 0).mean()
+
+
+# --------------------------------------------------------------------------------------------
+# Any deck
+# --------------------------------------------------------------------------------------------
+
+# a tiny re-skinned deck: its 01-1 shows the art the recognizer knows as 08-1, and so on
+TINY = {"01-1": "08-1", "02-1": "11-1", "03-1": "12-1", "04-1": "09-1"}
+
+
+@pytest.fixture(scope="module")
+def tiny_deck(tmp_path_factory):
+    import shutil
+
+    from companion import synth
+
+    shared = Path(synth.resolve_deck_dir("traditional-scan"))
+    folder = tmp_path_factory.mktemp("tiny")
+    for code, art in TINY.items():
+        shutil.copy(shared / f"{art}.png", folder / f"{code}.png")
+    return folder
+
+
+def test_deck_add_and_detect_deck_name_a_tiny_re_skinned_deck(tiny_deck, tmp_path):
+    import json
+
+    import cv2
+    from click.testing import CliRunner
+
+    from companion.cli import main
+    from companion.closeup import render_closeup
+
+    decks = tmp_path / "decks"
+    runner = CliRunner()
+    added = runner.invoke(
+        main, ["deck", "add", "tiny", str(tiny_deck), "--decks-dir", str(decks), "--json"]
+    )
+    assert added.exit_code == 0, added.output
+    info = json.loads(added.stdout)
+    assert (info["cards"], info["references"]) == (4, 4 * 48)
+    listed = runner.invoke(main, ["deck", "list", "--decks-dir", str(decks)])
+    assert "tiny: 4 cards, named by standard" in listed.output
+    images, truth = [], []
+    for seed in range(3):
+        scene = render_closeup(seed, str(tiny_deck))
+        images.append(str(tmp_path / f"{seed}.png"))
+        cv2.imwrite(images[-1], scene.image)
+        truth.append({lab.card for lab in scene.labels})
+    plain = json.loads(runner.invoke(main, ["detect", "--json", *images]).stdout)
+    named = runner.invoke(
+        main, ["detect", "--json", "--deck", "tiny", "--decks-dir", str(decks), *images]
+    )
+    assert named.exit_code == 0, named.output
+    named = json.loads(named.stdout)
+    found = 0
+    for cards, before, after in zip(truth, plain, named, strict=True):
+        assert {d["card"] for d in before["detections"]} <= {TINY[c] for c in cards} | {"back"}
+        assert {d["card"] for d in after["detections"]} <= cards  # the deck's own codes
+        assert all("name" in d for d in after["detections"])
+        found += len(after["detections"])
+    assert found >= 3
+
+
+def test_deck_errors_are_one_sentence(tiny_deck, tmp_path):
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    runner = CliRunner()
+    decks = ["--decks-dir", str(tmp_path / "decks")]
+    for args, words in [
+        (["deck", "add", "Bad Name!", str(tiny_deck), *decks], "deck name is"),
+        (["deck", "add", "empty", str(tmp_path), *decks], "no card images"),
+        (["deck", "add", "x", str(tiny_deck), "--definition", "nope", *decks], "No deck 'nope'"),
+        (["detect", "--deck", "missing", *decks, str(tiny_deck / "01-1.png")], "No deck 'missing'"),
+    ]:
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert words in result.output and "Traceback" not in result.output
+
+
+def test_a_partial_deck_names_only_crops_near_its_cards(tiny_deck, tmp_path):
+    from companion.recognizer.bench import bench_frames
+    from companion.recognizer.decks import UserDeck, add_deck
+
+    deck = add_deck("tiny", tiny_deck, tmp_path, views=8)
+    assert UserDeck.load("tiny", tmp_path).accept_similarity == pytest.approx(
+        deck.accept_similarity, abs=1e-3
+    )
+    frame = bench_frames(1)[0]  # a table of the whole held-out deck
+    rec = Recognizer.load()
+    plain = rec.detect(frame)
+    named = rec.with_deck(deck).detect(frame)
+    # the four re-skinned cards' art stands for other codes; every other card keeps its name
+    kept = [a == b for a, b in zip(plain.card_codes, named.card_codes, strict=True)]
+    assert np.mean(kept) >= 0.8
+    assert set(named.card_codes) - set(plain.card_codes) <= set(TINY)

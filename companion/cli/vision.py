@@ -433,17 +433,43 @@ def eval_command(
 @click.option("--width", default=1280, show_default=True, type=click.IntRange(min=64))
 @click.option("--height", default=720, show_default=True, type=click.IntRange(min=64))
 @nets_option
+@click.option(
+    "--one-look",
+    is_flag=True,
+    help="Only the first look at each frame (no coarser or finer ones): what they cost.",
+)
+@click.option("--with-deck", "with_deck", help="Name the cards by a deck added with 'deck add'.")
+@decks_dir_option
 @friendly_errors
-def bench_command(as_json, model_path, runs, scenes, seed, deck, width, height, nets):
+def bench_command(
+    as_json,
+    model_path,
+    runs,
+    scenes,
+    seed,
+    deck,
+    width,
+    height,
+    nets,
+    one_look,
+    with_deck,
+    decks_dir,
+):
     """Time detect-and-classify on a fixed set of rendered table scenes with 2 threads, next to
     a YOLO11n-shaped net on the same frames."""
-    from companion.recognizer import Recognizer
     from companion.recognizer.bench import bench_frames, benchmark
 
-    recognizer = Recognizer.load(model_path, threads=2, nets=nets)
+    recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
+    recognizer.any_distance = not one_look
     frames = bench_frames(min(runs, scenes), seed, resolve_deck(deck), width, height)
     result = benchmark(recognizer, frames, runs=runs, threads=2)
-    result |= {"scenes": len(frames), "seed": seed, "deck": Path(resolve_deck(deck)).name}
+    result |= {
+        "scenes": len(frames),
+        "seed": seed,
+        "deck": Path(resolve_deck(deck)).name,
+        "looks": "one" if one_look else "as needed",
+        "named_by_deck": with_deck,
+    }
     if as_json:
         echo_json(result)
         return
