@@ -287,6 +287,15 @@ def echo_comparison(against_path: str, other: dict) -> None:
     help="Name the cards by a deck added with 'companion deck add' (as detect --deck).",
 )
 @decks_dir_option
+@click.option("--width", default=1280, show_default=True, type=click.IntRange(min=64))
+@click.option("--height", default=720, show_default=True, type=click.IntRange(min=64))
+@click.option(
+    "--closeups",
+    is_flag=True,
+    help="Close-ups of 1-3 cards filling 30-80 %% of the frame's short side, turned and tilted "
+    "up to 60 degrees, instead of whole tables.",
+)
+@click.option("--one-look", is_flag=True, help="Only the first look at each frame.")
 @friendly_errors
 def eval_command(
     deck,
@@ -302,6 +311,10 @@ def eval_command(
     against_path,
     with_deck,
     decks_dir,
+    width,
+    height,
+    closeups,
+    one_look,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer
@@ -309,6 +322,7 @@ def eval_command(
 
     deck_dir = resolve_deck(deck)
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
+    recognizer.any_distance = not one_look
     other = Recognizer.load(against_path, nets=nets) if against_path else None
     metrics = evaluate(
         recognizer,
@@ -319,6 +333,9 @@ def eval_command(
         lens_k=lens_k,
         misses_dir=misses_dir,
         against=other,
+        width=width,
+        height=height,
+        closeup=closeups,
     )
     if record:
         from companion.recognizer import metadata_path
@@ -349,7 +366,8 @@ def eval_command(
         return
 
     click.echo(
-        f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find "
+        f"deck {metrics['deck']}, seed {seed}, {n} {metrics['frame']} scenes, "
+        f"{metrics['labels']} cards to find "
         f"({recognizer.nets} nets)"
         + (f", lens distortion k={lens_k:+g}" if lens_k else "")
         + (f", named by deck {with_deck}" if with_deck else "")

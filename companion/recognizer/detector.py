@@ -11,7 +11,7 @@ import numpy as np
 
 from companion.detections import BACK_ID, Detections
 from companion.recognizer.decoding import Decoder, DecodeTrace
-from companion.recognizer.distance import drop_parts, merge_looks, more_zooms
+from companion.recognizer.distance import drop_parts, in_band, merge_looks, more_zooms
 from companion.recognizer.geometry import view_size
 from companion.recognizer.nets import NET_SETS, NETS, auto_nets, metadata_path, open_session
 from companion.recognizer.settings import RecognizerError, Settings
@@ -116,7 +116,7 @@ class Recognizer:
         looks = [(first, scale)]
         for zoom in more_zooms(first, scale):
             det = Decoder(self.localizer, self.classifier, self.settings, trace, zoom).run(image)
-            looks.append((det, scale * zoom))
+            looks.append((det[in_band(det, scale, zoom)], scale * zoom))
         if len(looks) == 1:
             return drop_parts(first)
         # where more looks were needed, cards larger than the localizer learned may show plain

@@ -25,6 +25,8 @@ FEW_CARDS = 4  # a first look finding fewer cards may be a close-up: look coarse
 BIG_IN_INPUT = 110.0  # px, a card's long side in the input: near the trained range's top
 SMALL_IN_INPUT = 30.0  # px: the median card this small, look finer
 BEST_IN_INPUT = 70.0  # px: the size the localizer sees best, to choose between looks
+KEEP_ABOVE = 90.0  # px in the first look's input: what a coarser look may add
+KEEP_BELOW = 36.0  # ... and a finer one
 SAME_CARD_IOU = 0.5  # two looks' detections overlapping this much are one card
 PART_AREA = 0.45  # a detection this much smaller than one its centre lies on is a part of it
 
@@ -49,6 +51,15 @@ def more_zooms(first: Detections, scale: float) -> tuple[float, ...]:
     ):
         zooms.append(FINE_ZOOM)
     return tuple(zooms)
+
+
+def in_band(det: Detections, scale: float, zoom: float) -> np.ndarray:
+    """Mask of a coarser or finer look's detections that the first look (at ``scale``) could
+    not see well: a coarser look keeps the cards the first saw larger than ``KEEP_ABOVE``, a
+    finer one those it saw smaller than ``KEEP_BELOW``. Among cards of the size the first look
+    sees best, another look adds only doubt (outlines of half-hidden cards, loose quads)."""
+    sizes = long_sides(det.quads) * scale
+    return sizes > KEEP_ABOVE if zoom < 1 else sizes < KEEP_BELOW
 
 
 def merge_looks(looks: list[tuple[Detections, float]], same_card_iou: float = 1.0) -> Detections:
