@@ -82,7 +82,7 @@ def test_more_looks_follow_a_first_look_with_few_big_or_small_cards():
         )
 
     assert more_zooms(many(100), 0.6) == ()  # a normal table: one look
-    assert more_zooms(many(300), 0.6) == COARSE_ZOOMS  # a big card
+    assert more_zooms(many(300), 0.6) == COARSE_ZOOMS  # a big card (180 px in the input)
     assert more_zooms(_card(600, 300, 100), 0.6) == COARSE_ZOOMS  # few cards
     assert more_zooms(Detections.empty(), 0.6) == (*COARSE_ZOOMS, FINE_ZOOM)
     assert more_zooms(many(30), 0.4) == (FINE_ZOOM,)  # small cards, a big frame

@@ -22,10 +22,10 @@ COARSE_ZOOMS = (0.5, 0.25, 0.125)  # the coarser looks, when the first one calls
 FINE_ZOOM = 2.0  # the finer look
 MAX_FINE_SCALE = 1.5  # ... unless the frame would be seen larger than this (input per frame px)
 FEW_CARDS = 4  # a first look finding fewer cards may be a close-up: look coarser
-BIG_IN_INPUT = 110.0  # px, a card's long side in the input: near the trained range's top
+BIG_IN_INPUT = 130.0  # px, a card's long side in the input: near the trained range's top
 SMALL_IN_INPUT = 30.0  # px: the median card this small, look finer
 BEST_IN_INPUT = 70.0  # px: the size the localizer sees best, to choose between looks
-KEEP_ABOVE = 90.0  # px in the first look's input: what a coarser look may add
+KEEP_ABOVE = 130.0  # px in the first look's input: what a coarser look may add
 KEEP_BELOW = 36.0  # ... and a finer one
 SAME_CARD_IOU = 0.5  # two looks' detections overlapping this much are one card
 PART_AREA = 0.45  # a detection this much smaller than one its centre lies on is a part of it
@@ -62,22 +62,30 @@ def in_band(det: Detections, scale: float, zoom: float) -> np.ndarray:
     return sizes > KEEP_ABOVE if zoom < 1 else sizes < KEEP_BELOW
 
 
-def merge_looks(looks: list[tuple[Detections, float]], same_card_iou: float = 1.0) -> Detections:
+def merge_looks(
+    looks: list[tuple[Detections, float]], same_card_iou: float = 1.0, first_wins: bool = True
+) -> Detections:
     """One frame's cards from several looks (each: its Detections, its scale in input pixels
     per frame pixel). Each look's detections already passed NMS and one card once; across
-    looks, a card found twice keeps the look that saw it nearest ``BEST_IN_INPUT``, a smaller
+    looks, a card found twice keeps the first look's detection where that look saw it at most
+    ``KEEP_ABOVE`` long (``first_wins``: its quads are the surer there), else the look that saw
+    it nearest ``BEST_IN_INPUT``; a smaller
     detection whose centre lies on a larger one (``PART_AREA``) is a part of it and goes, and a
     card's name goes to one detection only (``unique_cards``, ``same_card_iou`` as the
     model's settings say)."""
-    looks = [(det, scale) for det, scale in looks if len(det)]
-    if not looks:
+    numbered = [(i, det, scale) for i, (det, scale) in enumerate(looks) if len(det)]
+    if not numbered:
         return Detections.empty()
-    if len(looks) == 1:
-        return drop_parts(looks[0][0])
+    if len(numbered) == 1:
+        return drop_parts(numbered[0][1])
+    looks = [(det, scale) for _, det, scale in numbered]
     det = Detections(*(np.concatenate([getattr(d, k) for d, _ in looks]) for k in DETECTION_FIELDS))
-    look = np.concatenate([np.full(len(d), i) for i, (d, _) in enumerate(looks)])
-    scale = np.array([s for _, s in looks])[look]
-    misfit = np.abs(np.log(np.maximum(long_sides(det.quads) * scale, 1e-3) / BEST_IN_INPUT))
+    look = np.concatenate([np.full(len(d), i) for i, d, _ in numbered])
+    scale = np.concatenate([np.full(len(d), s) for d, s in looks])
+    seen = long_sides(det.quads) * scale
+    misfit = np.abs(np.log(np.maximum(seen, 1e-3) / BEST_IN_INPUT))
+    if first_wins:  # the first look's cards of sizes it sees well first, then by misfit
+        misfit = np.where((look == 0) & (seen <= KEEP_ABOVE), -1.0, misfit)
     order = np.lexsort((-det.confidence, misfit))
     det, look = det[order], look[order]
     ious = iou_matrix(det.quads, det.quads)
