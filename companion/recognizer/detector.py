@@ -115,7 +115,8 @@ class Recognizer:
         scale = view_size(image.shape, self.settings)[2]
         looks = [(first, scale)]
         for zoom in more_zooms(first, scale):
-            det = Decoder(self.localizer, self.classifier, self.settings, trace, zoom).run(image)
+            # the trace is the first look's: the acceptance rule is fitted to one decode a frame
+            det = Decoder(self.localizer, self.classifier, self.settings, None, zoom).run(image)
             looks.append((det[in_band(det, scale, zoom)], scale * zoom))
         if len(looks) == 1:
             return drop_parts(first)
