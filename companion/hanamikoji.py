@@ -122,6 +122,11 @@ def other(side: str) -> str:
     return "B" if side == "A" else "A"
 
 
+def _upper_first(text: str) -> str:
+    """``text`` opening a sentence (``str.capitalize`` would lower the rest of a name)."""
+    return text[:1].upper() + text[1:]
+
+
 def _who(side: str, names: dict | None) -> str:
     name = (names or {}).get(side)
     return name if name and name != side else f"player {side}"
@@ -180,7 +185,7 @@ class RoundCounts:
             values = list(values)
             if len(values) != len(GEISHAS):
                 raise HanamikojiError(
-                    f"{_who(side, names).capitalize()}'s side lists {len(values)} counts, but "
+                    f"{_upper_first(_who(side, names))}'s side lists {len(values)} counts, but "
                     f"there are {len(GEISHAS)} geishas "
                     f"({', '.join(g.name for g in GEISHAS)})."
                 )
@@ -219,13 +224,13 @@ class RoundCounts:
                 n = self.side(side)[i]
                 if n > g.value:
                     raise HanamikojiError(
-                        f"{_who(side, names).capitalize()} has {n} items before {g.name}, "
+                        f"{_upper_first(_who(side, names))} has {n} items before {g.name}, "
                         f"but she has only {g.value} item cards."
                     )
             both = self.a[i] + self.b[i]
             if both > g.value:
                 raise HanamikojiError(
-                    f"{_who('A', names).capitalize()} and {_who('B', names)} have {both} items "
+                    f"{_upper_first(_who('A', names))} and {_who('B', names)} have {both} items "
                     f"before {g.name} together, but she has only {g.value} item cards."
                 )
 

@@ -360,6 +360,21 @@ def test_calibration_follows_the_join_code_and_read_only_rules(store, tmp_path):
     assert Zones.load(fake.zone_file) == default_zones(2)
 
 
+def test_camera_pictures_need_the_join_code_on_a_lan_server(store, tmp_path):
+    fake = FakeLive(tmp_path / "zones.toml")
+    app = create_app(store, testing=True, live=fake, join_code="123456")
+    client = app.test_client()
+    token = csrf(client)
+    pictures = ["/live/frame.jpg", "/live/frame.jpg?plain=1", "/live/stream.mjpg?max_seconds=0.1"]
+    for url in pictures:
+        refused = client.get(url)
+        assert refused.status_code == 403 and "join code" in message(refused), url
+    assert client.get("/live/status").status_code == 200  # the state is not a picture
+    client.post("/join", data={"csrf_token": token, "code": "123456"})
+    response = client.get("/live/frame.jpg")
+    assert response.status_code == 200 and response.data[:2] == b"\xff\xd8"
+
+
 # ---------------------------------------------------------------------------------------------
 # The event endpoint knows capture_checked
 # ---------------------------------------------------------------------------------------------

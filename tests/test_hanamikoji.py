@@ -594,3 +594,14 @@ def test_the_tablet_refuses_a_koikoi_match_on_the_hanamikoji_page(client, store)
     assert client.get(f"/matches/{koikoi}/hanamikoji").status_code == 404
     assert client.get(f"/matches/{koikoi}").status_code == 200
     assert client.get("/matches/99/hanamikoji").status_code == 404
+
+
+def test_a_refusal_names_the_player_as_typed_at_the_start_of_its_sentence():
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    result = CliRunner().invoke(main, ["hanamikoji", "--round", "1,1,1:1"])
+    assert result.exit_code == 2 and "Player A's side lists 3 counts" in result.output
+    named = CliRunner().invoke(main, ["hanamikoji", "--players", "McKay,Ben", "--round", "1,1,1:1"])
+    assert named.exit_code == 2 and "McKay's side" in named.output

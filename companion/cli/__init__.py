@@ -292,7 +292,7 @@ model_option = click.option(
 )
 
 # The vision commands (detect, eval, bench, render) live in their own module.
-from companion.cli import vision  # noqa: E402,F401
+import companion.cli.vision  # noqa: E402,F401
 
 # ---------------------------------------------------------------------------------------------
 # Match store and tablet page: serve, demo, summary, matches, bench-live
@@ -466,3 +466,4 @@ def serve_command(db, host, port, read_only):
 import companion.cli.decks  # noqa: E402,F401
 import companion.cli.hanamikoji  # noqa: E402,F401
 import companion.cli.live  # noqa: E402,F401
+import companion.cli.simulate  # noqa: E402,F401

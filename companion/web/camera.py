@@ -58,6 +58,17 @@ def _require_live():
     return session
 
 
+def _require_pictures():
+    """The session, for a request allowed to see the camera's pictures: with a join code set
+    (serving on the LAN), only tablets that entered it see the room, as only they may change."""
+    from companion.web.auth import joined
+
+    session = _require_live()
+    if not joined():
+        raise WebError("Enter the join code first: the camera's pictures are for the players.", 403)
+    return session
+
+
 def camera_status() -> dict:
     """``LiveSession.status()`` with every documented key present and a message to show."""
     session = live_session()
@@ -149,7 +160,7 @@ def status():
 
 @bp.get("/live/frame.jpg")
 def frame():
-    session = _require_live()
+    session = _require_pictures()
     if request.args.get("plain") in ("1", "true", "yes"):
         return _jpeg(session.snapshot_jpeg())
     return _jpeg(session.latest_jpeg(annotated=True))
@@ -173,7 +184,7 @@ def stream():
     """The annotated frames as MJPEG (``multipart/x-mixed-replace``), each new frame once;
     the stream closes itself after ``?max_seconds=`` (default 300) so that a forgotten tab
     does not hold a server thread for ever (an ``<img>`` simply shows the last frame)."""
-    session = _require_live()
+    session = _require_pictures()
     max_seconds = _seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
     plain = request.args.get("plain") in ("1", "true", "yes")
 
@@ -220,7 +231,7 @@ def crop():
     """The camera's picture of one captured card (the "check this card" panel shows it)."""
     from companion.cards import STANDARD_DECK
 
-    session = _require_live()
+    session = _require_pictures()
     player = (request.args.get("player") or "").strip()
     if not player:
         raise WebError("Say whose capture to show (player).", 400)

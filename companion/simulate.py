@@ -1,0 +1,1303 @@
+"""Whole Koi-Koi rounds played by scripted players, filmed by a simulated camera over the table.
+
+``simulate(deck, seed, out_dir)`` writes ``table.mp4`` and ``truth.json`` (the contract is in
+``docs/LIVE.md``, "Simulated rounds"). Two stages, both driven by ``seed`` alone:
+
+1. ``plan_match`` plays the match: a seeded shuffle, the deal, each turn's play and draw, the
+   scripted Koi/Stop answers, all fed through the real engine (``companion.engine``) so that the
+   truth is the engine's, never a score computed here. Every physical action becomes a ``Move``
+   of one or more cards between table poses over a span of frames, carried by a player's hand.
+2. ``render_frames`` films the plan: the table surface and cards come from ``synth`` (the same
+   faces, surfaces, shadows, hands and lens the recognizer was trained on); cards at rest are
+   composited once into a cached still layer, only moving cards and arms are drawn per frame,
+   then slow light drift, focus blur, motion blur on what moves, sensor noise and the lens.
+
+The table is laid out as ``default_zones(2)`` expects: A's captures along the bottom edge, B's
+along the top, the field in the middle, the draw pile face down at the right; hands are held
+off-camera. Captures lie by category as players lay them: three lines from the field towards
+the player (brights then animals; ribbons; chaff fanned sideways), each line over the one behind
+it so that the top 60 % of every card shows, the newest card on top of its row
+(``rows="overlap"``); or side by side in rows fanned sideways, as synth's scenes have them
+(``rows="apart"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from companion import CompanionError, synth
+from companion.cards import ALL_CODES, Card, Category
+from companion.engine import MatchStarted, apply
+from companion.lens import Lens
+from companion.live.zones import default_zones
+
+FORMAT = "companion-simulation/1"
+PLAYERS = ("A", "B")
+VIDEO_NAME = "table.mp4"
+TRUTH_NAME = "truth.json"
+_VALUES = {Category.BRIGHT: 20, Category.ANIMAL: 10, Category.RIBBON: 5, Category.CHAFF: 1}
+_ROW_OF = {
+    Category.BRIGHT: "brights",
+    Category.ANIMAL: "animals",
+    Category.RIBBON: "ribbons",
+    Category.CHAFF: "chaff",
+}
+
+
+class SimulateError(CompanionError):
+    """Bad input for a simulation (one sentence)."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """What the simulated camera and players do; every random choice comes from the seed."""
+
+    width: int = 1280
+    height: int = 720
+    fps: int = 10
+    rules: str = "livret"
+    rounds: int = 1
+    # End each round after this many turns (cards_ran_out): short videos for tests.
+    max_turns: int | None = None
+    card_px: float = 90.0  # card height at the image centre, at 720 rows (TABLE.md)
+    tilt_deg: tuple[float, float] = (4.0, 14.0)  # camera tilt from straight down, from A's side
+    lens_k: tuple[float, float] = (0.0, 0.12)  # a mild wide-angle barrel
+    move_s: float = 0.55  # a card move (longer moves take longer, up to ~1 s)
+    reach_s: float = 0.35  # an empty hand moving to the next card
+    pause_s: float = 0.3  # between the steps of a turn
+    p_distractor: float = 0.15  # per turn: an arm crosses the table without playing
+    backgrounds: tuple[str, ...] = ()  # texture folders/files; default ../shared/backgrounds
+    rows: str = "overlap"  # how captures lie: "overlap" (top 60 % shows) or "apart"
+
+    def __post_init__(self):
+        if self.rows not in ("overlap", "apart"):
+            raise SimulateError(f"Captures lie 'overlap' or 'apart', not {self.rows!r}.")
+
+    def frames(self, seconds: float) -> int:
+        return max(1, int(round(seconds * self.fps)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: poses, moves, arms, events
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A card on (or above) the table plane: centre in mm, angle in radians (0: its top points
+    away from A), face up or down, height above the table in mm."""
+
+    x: float
+    y: float
+    angle: float
+    face_up: bool = True
+    lift: float = 0.0
+    layer: int = 0  # cards at rest are drawn by layer, then in the order they came to rest
+
+
+@dataclass(frozen=True)
+class Move:
+    """Cards going from ``starts`` to ``ends`` over frames ``f0`` .. ``f1`` (at rest from
+    ``f1``), carried by ``player``'s hand; ``gone`` cards leave the table (into a hand, or
+    gathered) once there."""
+
+    cards: tuple[str, ...]
+    f0: int
+    f1: int
+    starts: tuple[Pose, ...]
+    ends: tuple[Pose, ...]
+    player: str | None = None
+    gone: bool = False
+    arc_mm: float = 25.0
+
+    def pose_at(self, i: int, frame: int) -> tuple[Pose, float]:
+        """Card ``i``'s pose at ``frame`` and its squash (a card turning over looks narrow)."""
+        t = min(1.0, max(0.0, (frame - self.f0) / max(1, self.f1 - self.f0)))
+        e = 0.5 - 0.5 * math.cos(math.pi * t)
+        a, b = self.starts[i], self.ends[i]
+        turn = (b.angle - a.angle + math.pi) % (2 * math.pi) - math.pi
+        flips = a.face_up != b.face_up
+        pose = Pose(
+            a.x + (b.x - a.x) * e,
+            a.y + (b.y - a.y) * e,
+            a.angle + turn * e,
+            (b.face_up if e >= 0.5 else a.face_up) if flips else a.face_up,
+            a.lift + (b.lift - a.lift) * e + self.arc_mm * math.sin(math.pi * t),
+        )
+        squash = max(0.06, abs(math.cos(math.pi * e))) if flips else 1.0
+        return pose, squash
+
+
+@dataclass(frozen=True)
+class ArmSpan:
+    """A player's hand over frames ``f0`` .. ``f1``: at the grip of ``move`` (carrying), or
+    going from table point ``p0`` to ``p1`` (x, y, lift in mm)."""
+
+    player: str
+    f0: int
+    f1: int
+    p0: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    p1: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    move: Move | None = None
+
+    def point(self, frame: int) -> tuple[float, float, float]:
+        if self.move is not None:
+            i = len(self.move.cards) - 1
+            pose, _ = self.move.pose_at(i, frame)
+            return pose.x, pose.y, pose.lift
+        t = min(1.0, max(0.0, (frame - self.f0) / max(1, self.f1 - self.f0)))
+        e = 0.5 - 0.5 * math.cos(math.pi * t)
+        return tuple(a + (b - a) * e for a, b in zip(self.p0, self.p1, strict=True))
+
+
+@dataclass
+class RoundPlan:
+    number: int
+    oya: str
+    first_frame: int
+    last_frame: int = 0
+    field: list[str] = dataclasses.field(default_factory=list)
+    captures: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    winner: str | None = None
+    points: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Where each captured card finally lies (for checks): code -> Pose
+    resting: dict[str, Pose] = dataclasses.field(default_factory=dict)
+
+
+@dataclass
+class MatchPlan:
+    config: SimConfig
+    seed: int
+    view: TableView
+    moves: list[Move]
+    arms: list[ArmSpan]
+    events: list[dict]
+    decisions: list[dict]
+    rounds: list[RoundPlan]
+    frames: int
+    rules_name: str
+
+    def resting_pose(self, code: str, frame: int) -> Pose | None:
+        """Where ``code`` lies at ``frame`` when not moving (None: off the table or moving)."""
+        pose = None
+        for m in self.moves:
+            if code not in m.cards or m.f0 > frame:
+                continue
+            if m.f1 > frame:
+                return None
+            pose = None if m.gone else m.ends[m.cards.index(code)]
+        return pose
+
+
+class TableView:
+    """The camera: table plane (mm) to image pixels, and the layout in image fractions."""
+
+    def __init__(self, rng: np.random.Generator, cfg: SimConfig):
+        self.w, self.h = cfg.width, cfg.height
+        self.card_px = cfg.card_px * cfg.height / 720 * float(rng.uniform(0.95, 1.06))
+        self.tilt = float(rng.uniform(*cfg.tilt_deg))
+        scene_cfg = synth.SceneConfig(width=cfg.width, height=cfg.height)
+        hom, self.camera_pos = synth._camera(rng, scene_cfg, self.card_px, self.tilt)
+        # A table never sits square to the camera: turn it a little about the image centre.
+        self.yaw = float(rng.normal(0, math.radians(1.5)))
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        cx, cy = self.w / 2, self.h / 2
+        turn = np.array([[c, -s, cx - c * cx + s * cy], [s, c, cy - s * cx - c * cy], [0, 0, 1]])
+        self.hom = turn @ hom
+        self.hom_inv = np.linalg.inv(self.hom)
+        k = float(rng.uniform(*cfg.lens_k)) if cfg.lens_k[1] > 0 else 0.0
+        self.lens = Lens(round(k, 4)) if k > 1e-4 else None
+
+    def table_point(self, u: float, v: float) -> np.ndarray:
+        """The table point seen at image fractions (u, v) (straight view, before the lens)."""
+        return synth._project(self.hom_inv, np.array([[u * self.w, v * self.h]]))[0].astype(float)
+
+    def upright(self, u: float, v: float) -> float:
+        """The card angle whose top points to the top of the image at (u, v)."""
+        d = self.table_point(u, v - 0.02) - self.table_point(u, v)
+        return math.atan2(-d[0], d[1])
+
+    def along(self, u: float, v: float) -> np.ndarray:
+        """The unit table direction that runs along the image's +x at (u, v)."""
+        d = self.table_point(u + 0.02, v) - self.table_point(u, v)
+        return d / np.linalg.norm(d)
+
+    def quad(self, pose: Pose, squash: float = 1.0, lifted: bool = True) -> np.ndarray:
+        """Image corners (straight view) TL, TR, BR, BL of the card's upright face."""
+        corners = synth._card_corners(pose.x, pose.y, pose.angle, synth.CARD_W_MM * squash)
+        if lifted:
+            corners = synth._lifted(corners, pose.lift, self.camera_pos)
+        return synth._project(self.hom, corners)
+
+    def image_point(self, x: float, y: float, lift: float = 0.0) -> np.ndarray:
+        p = synth._lifted(np.array([[x, y]]), lift, self.camera_pos)
+        return synth._project(self.hom, p)[0]
+
+    def to_frame(self, pts: np.ndarray) -> np.ndarray:
+        """Straight-view pixels -> where the lens puts them in the frame."""
+        if self.lens is None:
+            return np.asarray(pts, np.float64)
+        return self.lens.to_frame(np.asarray(pts, np.float64), self.w, self.h)
+
+
+# ---------------------------------------------------------------------------------------------
+# Playing the match
+# ---------------------------------------------------------------------------------------------
+
+_FIELD_COLS = np.linspace(0.19, 0.79, 8)
+_FIELD_ROWS = (0.405, 0.595)
+_PILE_UV = (0.925, 0.50)
+# A's capture rows in image fractions (B's are the same turned half a turn about the centre):
+# the first card's centre (u, v), each row filled to the right with room for all its cards.
+# "apart": side by side, chaff below, each row fanned to show half of every covered card.
+_ROWS_APART = {
+    "brights": (0.06, 0.775),
+    "animals": (0.225, 0.775),
+    "ribbons": (0.475, 0.775),
+    "chaff": (0.06, 0.9),
+}
+# "overlap": three lines from the field towards the player (brights then animals, ribbons,
+# chaff), each nearer line lying over the one behind so that its top 60 % shows; cards side
+# by side (chaff fanned).
+_ROWS_OVERLAP = ("brights", "animals", "ribbons", "chaff")
+_OVERLAP_LINE = {"brights": 2, "animals": 2, "ribbons": 1, "chaff": 0}  # lines before chaff's
+_OVERLAP_UV = (0.05, 0.9)  # the chaff row's first card
+_OVERLAP_SHOW = 0.62  # share of a card's height left to see by the line in front of it
+_FAN_STEP = 0.5  # a covered card shows this share of its width
+
+
+class _Planner:
+    """Plays the match through the engine and lays every action out on the timeline."""
+
+    def __init__(self, cfg: SimConfig, seed: int):
+        self.cfg = cfg
+        self.seed = seed
+        self.rng = np.random.default_rng([seed, 11])  # the game: shuffles, choices, answers
+        self.jit = np.random.default_rng([seed, 12])  # how cards lie: offsets and angles
+        self.pace = np.random.default_rng([seed, 14])  # how long players think
+        self.view = TableView(np.random.default_rng([seed, 13]), cfg)
+        self.frame = 0
+        self.moves: list[Move] = []
+        self.arms: list[ArmSpan] = []
+        self.events: list[dict] = []
+        self.decisions: list[dict] = []
+        self.rounds: list[RoundPlan] = []
+        self.pose: dict[str, Pose] = {}  # cards on the table, at rest
+        self.hand_at: dict[str, tuple[float, float, float] | None] = {p: None for p in PLAYERS}
+        self.field_slot: dict[str, tuple[int, int]] = {}  # field card -> its grid slot
+        self.on_field: list[str] = []
+        self.state = None
+        self.rules = None
+
+    # -- timeline helpers -------------------------------------------------------------------
+
+    def _away(self, player: str, u: float = 0.5) -> tuple[float, float, float]:
+        """A point off the table's visible part, beyond ``player``'s edge (where hands are)."""
+        v = 1.28 if player == "A" else -0.28
+        x, y = self.view.table_point(u, v)
+        return float(x), float(y), 60.0
+
+    def _hold(self, n: int) -> None:
+        """Time passes: hands over the table stay where they are."""
+        for p, at in self.hand_at.items():
+            if at is not None:
+                self.arms.append(ArmSpan(p, self.frame, self.frame + n, at, at))
+        self.frame += n
+
+    def _reach(
+        self, player: str, to: tuple[float, float, float] | None, seconds: float | None = None
+    ) -> None:
+        """The player's hand goes to ``to`` (None: back off the table)."""
+        at = self.hand_at[player] or self._away(player, self._shoulder_u(player))
+        end = to if to is not None else self._away(player, self._shoulder_u(player))
+        n = self.cfg.frames(seconds or self.cfg.reach_s)
+        self.arms.append(ArmSpan(player, self.frame, self.frame + n, at, end))
+        for p, other in self.hand_at.items():
+            if p != player and other is not None:
+                self.arms.append(ArmSpan(p, self.frame, self.frame + n, other, other))
+        self.frame += n
+        self.hand_at[player] = to
+
+    def _shoulder_u(self, player: str) -> float:
+        return 0.62 if player == "A" else 0.38
+
+    def _move(
+        self,
+        cards: list[str],
+        ends: list[Pose],
+        player: str | None,
+        starts: list[Pose] | None = None,
+        seconds: float | None = None,
+        gone: bool = False,
+    ) -> Move:
+        starts = starts or [self.pose[c] for c in cards]
+        a, b = starts[-1], ends[-1]
+        dist = math.hypot(b.x - a.x, b.y - a.y)
+        secs = seconds or self.cfg.move_s * (0.8 + 0.6 * min(1.0, dist / 400))
+        n = self.cfg.frames(secs)
+        move = Move(
+            tuple(cards), self.frame, self.frame + n, tuple(starts), tuple(ends), player, gone
+        )
+        self.moves.append(move)
+        if player is not None:
+            self.arms.append(ArmSpan(player, self.frame, self.frame + n, move=move))
+        for p, other in self.hand_at.items():
+            if p != player and other is not None:
+                self.arms.append(ArmSpan(p, self.frame, self.frame + n, other, other))
+        self.frame += n
+        for c, e in zip(cards, ends, strict=True):
+            self.pose.pop(c, None)  # re-inserted last: the newest card lies on top
+            if not gone:
+                self.pose[c] = e
+        if player is not None:
+            self.hand_at[player] = None if gone else (b.x, b.y, b.lift)
+        return move
+
+    def _off_table(self, player: str, cards: list[str], u: float = 0.5) -> list[Pose]:
+        """Where cards go when they leave the table by ``player``'s edge (stacked)."""
+        x, y, lift = self._away(player, u)
+        angle = self.view.upright(u, 0.5) + (0.0 if player == "A" else math.pi)
+        return [Pose(x, y, angle, False, lift + 0.7 * i) for i in range(len(cards))]
+
+    def _event(self, event: dict, frame: int | None = None, **extra) -> None:
+        self.state = apply(self.state, event)
+        entry = {"frame": self.frame if frame is None else frame, **extra, "event": event}
+        self.events.append(entry)
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def _pose_at(
+        self,
+        u: float,
+        v: float,
+        turned: bool = False,
+        face_up=True,
+        lift=0.0,
+        jitter_mm: float = 1.5,
+        jitter_deg: float = 3.0,
+    ) -> Pose:
+        x, y = self.view.table_point(u, v)
+        angle = self.view.upright(u, v) + (math.pi if turned else 0.0)
+        return Pose(
+            float(x + self.jit.normal(0, jitter_mm)),
+            float(y + self.jit.normal(0, jitter_mm)),
+            float(angle + self.jit.normal(0, math.radians(jitter_deg))),
+            face_up,
+            lift,
+        )
+
+    def _pile_pose(self, index: int) -> Pose:
+        return self._pose_at(
+            *_PILE_UV, face_up=False, lift=index * 0.75, jitter_mm=0.7, jitter_deg=1.2
+        )
+
+    def _row_pose(self, player: str, row: str, index: int) -> Pose:
+        overlap = self.cfg.rows == "overlap"
+        u0, v = _OVERLAP_UV if overlap else _ROWS_APART[row]
+        if player == "B":
+            u0, v = 1 - u0, 1 - v
+        x, y = self.view.table_point(u0, v)
+        d = self.view.along(u0, v) * (1 if player == "A" else -1)
+        angle = self.view.upright(u0, v) + (0.0 if player == "A" else math.pi)
+        layer = 1
+        if overlap:
+            line = _OVERLAP_LINE[row]
+            # Lines further from the player lie further in, and under the nearer ones.
+            up = np.array([-math.sin(angle), math.cos(angle)])
+            x, y = np.array([x, y]) + up * line * _OVERLAP_SHOW * synth.CARD_H_MM
+            layer = 4 - line
+            step_mm = _FAN_STEP * synth.CARD_W_MM if row == "chaff" else synth.CARD_W_MM + 3
+            if row == "animals":  # after room for the five brights
+                index += 5
+        else:
+            step_mm = _FAN_STEP * synth.CARD_W_MM
+        return Pose(
+            float(x + d[0] * step_mm * index + self.jit.normal(0, 0.5)),
+            float(y + d[1] * step_mm * index + self.jit.normal(0, 0.8)),
+            float(angle + self.jit.normal(0, math.radians(1.5))),
+            layer=layer,
+        )
+
+    # -- the match --------------------------------------------------------------------------
+
+    def play(self) -> MatchPlan:
+        from companion.rules import RuleSet
+
+        cfg = self.cfg
+        self.rules = RuleSet.load(cfg.rules)
+        # A match is as long as the rule set says (6 or 12 rounds): the video shows its first
+        # ``cfg.rounds``.
+        lengths = sorted(int(n) for n in self.rules.game.rounds)
+        longer = [n for n in lengths if n >= cfg.rounds]
+        if not longer:
+            raise SimulateError(
+                f"Rule set {self.rules.name!r} plays at most {lengths[-1]} rounds, "
+                f"not {cfg.rounds}."
+            )
+        started = MatchStarted.new(list(PLAYERS), cfg.rules, rounds=longer[0]).to_dict()
+        if Path(cfg.rules).suffix.lower() != ".toml":
+            started.pop("rules_text", None)  # a preset: its name is enough to replay
+        self._event(started)
+        self._hold(cfg.frames(1.0))
+        for number in range(1, cfg.rounds + 1):
+            self._play_round(number)
+        self._hold(cfg.frames(1.0))
+        return MatchPlan(
+            cfg,
+            self.seed,
+            self.view,
+            self.moves,
+            self.arms,
+            self.events,
+            self.decisions,
+            self.rounds,
+            self.frame,
+            self.rules.name,
+        )
+
+    def _deal_sizes(self) -> tuple[int, int]:
+        sizes = self.rules.game.deal.get("2") or (8, 8)
+        return int(sizes[0]), int(sizes[1])
+
+    def _play_round(self, number: int) -> None:
+        cfg = self.cfg
+        oya = self.state.next_oya or PLAYERS[0]
+        other = PLAYERS[1] if oya == PLAYERS[0] else PLAYERS[0]
+        plan = RoundPlan(number, oya, self.frame)
+        self.rounds.append(plan)
+        hands, field_cards, pile = self._deal(oya, other)
+        self._event({"type": "round_started", "oya": oya, "field": list(field_cards)})
+        for _ in range(5):
+            if not self._field_needs_redeal(field_cards):
+                break
+            self._hold(cfg.frames(1.5))
+            self._event({"type": "redeal"})
+            self._gather(oya)
+            hands, field_cards, pile = self._deal(oya, other)
+        plan.field = list(field_cards)
+        # Players look at their hands (off-camera) before the Oya plays.
+        self._hold(cfg.frames(float(self.pace.uniform(2.0, 3.5))))
+
+        declared = self._declaration(hands, oya, other)
+        if declared:
+            player, kind = declared
+            self._hold(cfg.frames(1.0))
+            self._event({"type": "hand_declared", "player": player, "kind": kind})
+        else:
+            self._turns(oya, other, hands, pile)
+        result = self.state.rounds[-1] if self.state.rounds else None
+        plan.captures = {p: [] for p in PLAYERS}
+        for entry in self.events:
+            ev = entry["event"]
+            if ev["type"] == "card_captured" and entry["frame"] >= plan.first_frame:
+                plan.captures[ev["player"]].append(ev["card"])
+        plan.resting = {c: self.pose[c] for cs in plan.captures.values() for c in cs}
+        if result is not None and result.number == number:
+            plan.winner = result.winner
+            plan.points = dict(result.points)
+        self._hold(cfg.frames(2.0))  # the final table, still
+        self._gather(oya)
+        plan.last_frame = self.frame - 1
+        self._hold(cfg.frames(0.8))
+
+    def _field_needs_redeal(self, field_cards: list[str]) -> bool:
+        rr = self.rules.round
+        if not rr.field_redeal:
+            return False
+        months = {}
+        for c in field_cards:
+            months[c[:2]] = months.get(c[:2], 0) + 1
+        if max(months.values()) >= 4:
+            return True
+        return rr.field_redeal_pairs and sum(1 for n in months.values() if n >= 2) >= 4
+
+    def _declaration(self, hands, oya, other) -> tuple[str, str] | None:
+        allowed = tuple(self.rules.round.instant_wins)
+        for player in (oya, other):
+            months = {}
+            for c in hands[player]:
+                months[c[:2]] = months.get(c[:2], 0) + 1
+            if "teshi" in allowed and max(months.values()) >= 4:
+                return player, "teshi"
+            if "kuttsuki" in allowed and sorted(months.values()) == [2, 2, 2, 2]:
+                return player, "kuttsuki"
+        return None
+
+    def _deal(self, oya: str, other: str):
+        """A shuffled deck is set down at the pile's place, then dealt: 2 to the other player,
+        2 to the field, 2 to the dealer, four times (or as the rule set's sizes say)."""
+        cfg = self.cfg
+        order = [str(c) for c in self.rng.permutation(np.array(ALL_CODES))]
+        away = self._away(oya, self._shoulder_u(oya))
+        stack = [self._pile_pose(i) for i in range(len(order))]
+        # Bottom of the stack first, so that order[0] (the top) is drawn last.
+        bottom_first = list(reversed(order))
+        starts = [Pose(away[0], away[1], p.angle, False, 60 + p.lift) for p in stack]
+        self._reach(oya, (stack[-1].x, stack[-1].y, 40.0))
+        self._move(bottom_first, stack, oya, starts=starts, seconds=0.9)
+        self._hold(cfg.frames(0.3))
+        hand_n, field_n = self._deal_sizes()
+        hands = {p: [] for p in PLAYERS}
+        field_cards: list[str] = []
+        top = 0
+        slots = self._deal_slots(field_n)
+        while len(field_cards) < field_n or any(len(hands[p]) < hand_n for p in PLAYERS):
+            for target in (other, "field", oya):
+                if target == "field":
+                    want = min(2, field_n - len(field_cards))
+                else:
+                    want = min(2, hand_n - len(hands[target]))
+                if want <= 0:
+                    continue
+                cards = order[top : top + want]
+                top += want
+                lie = self.pose[cards[0]]
+                self._reach(oya, (lie.x, lie.y, lie.lift), seconds=0.2)
+                if target == "field":
+                    ends = []
+                    for c in cards:
+                        slot = slots[len(field_cards)]
+                        field_cards.append(c)
+                        ends.append(self._field_pose(slot, c))
+                    self._move(cards, ends, oya, seconds=0.4)
+                else:
+                    hands[target].extend(cards)
+                    ends = self._off_table(target, cards, float(self.jit.uniform(0.4, 0.6)))
+                    self._move(cards, ends, oya, seconds=0.4, gone=True)
+        self._reach(oya, None)
+        pile = order[top:]
+        return hands, field_cards, pile
+
+    def _deal_slots(self, n: int) -> list[tuple[int, int]]:
+        cols = len(_FIELD_COLS)
+        mid = (cols - 1) / 2
+        slots = sorted(
+            ((r, c) for r in range(2) for c in range(cols)), key=lambda rc: (abs(rc[1] - mid), rc)
+        )
+        return slots[:n]
+
+    def _field_pose(self, slot: tuple[int, int], code: str, on: Pose | None = None) -> Pose:
+        self.field_slot[code] = slot
+        if on is not None:  # laid on a card of the same month, a little offset
+            off = self.view.along(_FIELD_COLS[slot[1]], _FIELD_ROWS[slot[0]]) * 9
+            return Pose(
+                on.x + off[0] + self.jit.normal(0, 1),
+                on.y + off[1] - 7 + self.jit.normal(0, 1),
+                on.angle + self.jit.normal(0, 0.05),
+                True,
+                on.lift + 1.0,
+            )
+        r, c = slot
+        turned = bool(self.jit.random() < 0.3)
+        return self._pose_at(
+            _FIELD_COLS[c], _FIELD_ROWS[r], turned=turned, jitter_mm=2.5, jitter_deg=5.0
+        )
+
+    # -- turns ------------------------------------------------------------------------------
+
+    def _turns(self, oya, other, hands, pile) -> None:
+        cfg = self.cfg
+        field_cards = [c for c in self.pose if self.pose[c].face_up and c in self.field_slot]
+        self.on_field = field_cards
+        self.rows: dict[str, dict[str, int]] = {p: {r: 0 for r in _ROWS_OVERLAP} for p in PLAYERS}
+        pile = list(pile)
+        turn = 0
+        limit = cfg.max_turns if cfg.max_turns is not None else 10**9
+        while turn < limit and (hands[oya] or hands[other]):
+            player = (oya, other)[turn % 2]
+            turn += 1
+            if self.rng.random() < cfg.p_distractor:
+                self._distractor()
+            captured = []
+            if hands[player]:
+                card = self._choose(hands[player])
+                hands[player].remove(card)
+                captured += self._lay(player, card, from_hand=True)
+                self._hold(cfg.frames(cfg.pause_s))
+            if pile:
+                card = pile.pop(0)
+                captured += self._lay(player, card, from_hand=False)
+            self._reach(player, None)
+            due = self.frame
+            for card, steady in captured:
+                self._event(
+                    {"type": "card_captured", "player": player, "card": card},
+                    frame=due,
+                    steady_frame=steady,
+                )
+            self._hold(cfg.frames(cfg.pause_s + float(self.pace.uniform(0.0, 1.2))))
+            if self._decide(player, hands):
+                return
+        self._hold(cfg.frames(0.5))
+        self._event({"type": "cards_ran_out"})
+
+    def _decide(self, player: str, hands) -> bool:
+        """Answer the engine's pending Koi/Stop decisions; True when the round ended."""
+        while self.state.pending_decision is not None:
+            who = self.state.pending_decision
+            self._hold(self.cfg.frames(float(self.rng.uniform(0.6, 1.5))))
+            left = len(hands[who])
+            hand = self.state.hands[who]
+            # Koi is likely early (many cards left to improve with), rare near the end, rarer
+            # with a big hand already, and each Koi makes the next one less likely.
+            p_koi = 0.85 * left / 8
+            if hand.total >= 7:
+                p_koi *= 0.5
+            p_koi *= 0.4 ** self.state.koi.get(who, 0)
+            answer = "koi" if left > 0 and self.rng.random() < p_koi else "stop"
+            self.decisions.append(
+                {"round": self.rounds[-1].number, "player": who, "answer": answer}
+            )
+            self._event({"type": "koi_called" if answer == "koi" else "stop_called", "player": who})
+            if answer == "stop":
+                return True
+        return False
+
+    def _choose(self, hand: list[str]) -> str:
+        """The hand card to play: the best capture, else the least valuable card."""
+        best, best_score = None, -1.0
+        for c in hand:
+            matches = [f for f in self.on_field if f[:2] == c[:2]]
+            noise = float(self.rng.uniform(0, 3))
+            if matches:
+                score = 100 + _value(c) + max(_value(f) for f in matches) + noise
+            else:
+                score = 30 - _value(c) + noise
+            if score > best_score:
+                best, best_score = c, score
+        return best
+
+    def _free_slot(self) -> tuple[int, int]:
+        used = {self.field_slot[c] for c in self.on_field}
+        cols = len(_FIELD_COLS)
+        mid = (cols - 1) / 2
+        free = [(r, c) for r in range(2) for c in range(cols) if (r, c) not in used]
+        if not free:  # a crowded field: lay it across the gap between two rows
+            return (int(self.rng.integers(2)), int(self.rng.integers(cols)))
+        free.sort(key=lambda rc: (abs(rc[1] - mid) + 0.1 * rc[0], rc))
+        k = min(len(free) - 1, int(self.rng.integers(0, 3)))
+        return free[k]
+
+    def _lay(self, player: str, card: str, from_hand: bool) -> list[tuple[str, int]]:
+        """Play ``card`` (from the hand, or the pile's top) onto the field; take what it
+        matches into the player's rows. Returns (card, steady frame) in the order they settle."""
+        cfg = self.cfg
+        # One match: take it; three: the fourth takes all of them; two: take the better one.
+        matches = [f for f in self.on_field if f[:2] == card[:2]]
+        if len(matches) == 2:
+            matches.sort(key=lambda f: (-_value(f), f))
+            matches = matches[:1]
+        if matches:
+            target = matches[0]
+            slot = self.field_slot[target]
+            end = self._field_pose(slot, card, on=self.pose[target])
+        else:
+            slot = self._free_slot()
+            end = self._field_pose(slot, card)
+        if from_hand:
+            away = self._away(player, float(self.jit.uniform(0.4, 0.6)))
+            start = Pose(away[0], away[1], end.angle, True, 40.0)
+            self._move([card], [end], player, starts=[start])
+        else:
+            self._reach(player, (self.pose[card].x, self.pose[card].y, self.pose[card].lift))
+            self._move([card], [replace(end, face_up=True)], player)
+        self.on_field.append(card)
+        if not matches:
+            return []
+        self._hold(cfg.frames(cfg.pause_s))
+        taken = [card, *matches]
+        settled = []
+        for i, c in enumerate(taken):
+            if i:
+                p = self.pose[c]
+                self._reach(player, (p.x, p.y, p.lift))
+            row = _ROW_OF[Card.from_code(c).category]
+            index = self.rows[player][row]
+            self.rows[player][row] += 1
+            move = self._move([c], [self._row_pose(player, row, index)], player)
+            self.on_field.remove(c)
+            self.field_slot.pop(c, None)
+            settled.append((c, move.f1))
+        return settled
+
+    def _distractor(self) -> None:
+        """An arm crosses the table without playing (pointing, reaching for a cup)."""
+        player = PLAYERS[int(self.rng.integers(2))]
+        u = float(self.jit.uniform(0.2, 0.8))
+        v = float(self.jit.uniform(0.35, 0.65))
+        x, y = self.view.table_point(u, v)
+        self._reach(player, (float(x), float(y), 80.0))
+        self._hold(self.cfg.frames(float(self.jit.uniform(0.2, 0.8))))
+        self._reach(player, None)
+
+    def _gather(self, oya: str) -> None:
+        """The table is cleared: field, captures and pile leave by the dealer's edge."""
+        on_table = sorted(self.pose, key=lambda c: c)
+        field_group = [c for c in on_table if c in self.field_slot]
+        capture_groups = {p: [] for p in PLAYERS}
+        for rp in self.rounds[-1:]:
+            for p, cs in rp.captures.items():
+                capture_groups[p] = [c for c in cs if c in self.pose]
+        rest = [
+            c
+            for c in on_table
+            if c not in field_group and all(c not in g for g in capture_groups.values())
+        ]
+        groups = [field_group, capture_groups["A"], capture_groups["B"], rest]
+        for group in groups:
+            if not group:
+                continue
+            p = self.pose[group[-1]]
+            self._reach(oya, (p.x, p.y, p.lift))
+            ends = self._off_table(oya, group, self._shoulder_u(oya))
+            self._move(group, ends, oya, seconds=0.8, gone=True)
+        self._reach(oya, None)
+        self.field_slot = {}
+
+
+def _value(code: str) -> int:
+    return _VALUES[Card.from_code(code).category]
+
+
+def plan_match(seed: int, config: SimConfig = SimConfig()) -> MatchPlan:
+    """Play a whole match with scripted players; where every card is, frame by frame."""
+    return _Planner(config, seed).play()
+
+
+# ---------------------------------------------------------------------------------------------
+# Filming the plan
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ArmLook:
+    skin: np.ndarray
+    sleeve: np.ndarray | None
+    cuff: float  # where the sleeve ends, in hand sizes before the wrist
+    width: float
+    light: tuple[float, float]
+    shadow: tuple[float, float]  # shadow offset in hand sizes
+    strength: int
+    spread: float
+    thumb: int
+
+
+def _arm_look(rng: np.random.Generator) -> _ArmLook:
+    lx, ly = rng.normal(0, 1, 2)
+    return _ArmLook(
+        skin=synth._skin_color(rng),
+        sleeve=rng.uniform(15, 210, 3) if rng.random() < 0.6 else None,
+        cuff=float(rng.uniform(0.3, 2.5)),
+        width=float(rng.uniform(0.9, 1.15)),
+        light=(float(lx), float(ly)),
+        shadow=(float(rng.uniform(0.15, 0.5) * rng.choice([-1, 1])), float(rng.uniform(0.15, 0.5))),
+        strength=int(rng.uniform(70, 140)),
+        spread=float(rng.uniform(0.0, 0.3)),
+        thumb=int(rng.choice([-1, 1])),
+    )
+
+
+def _line_kernel(dx: float, dy: float) -> np.ndarray | None:
+    """A straight smear ``(dx, dy)`` pixels long, or None when too short to show."""
+    length = math.hypot(dx, dy)
+    if length < 1.5:
+        return None
+    size = 2 * int(math.ceil(length / 2)) + 1
+    kernel = np.zeros((size, size), np.float32)
+    c = size // 2
+    cv2.line(
+        kernel,
+        synth._pt((c - dx / 2, c - dy / 2)),
+        synth._pt((c + dx / 2, c + dy / 2)),
+        1.0,
+        1,
+        cv2.LINE_AA,
+    )
+    return kernel / kernel.sum()
+
+
+def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, smear=None) -> None:
+    """An arm from ``start`` (off the frame) whose fingers reach ``tip``: synth's hand
+    (``synth._draw_hand``) with its shape given rather than drawn, smeared by ``smear``
+    (dx, dy) pixels when it moves."""
+    h, w = img.shape[:2]
+    start = np.asarray(start, np.float32)
+    tip = np.asarray(tip, np.float32)
+    d = tip - start
+    length = float(np.linalg.norm(d))
+    if length < 1:
+        return
+    d /= length
+    n = np.array([-d[1], d[0]], np.float32)
+    palm_c = tip - d * 1.9 * s  # fingertips on the card's near edge, its face left to see
+    wrist = palm_c - d * 0.75 * s
+    key = np.array([wrist, palm_c, tip, start + d * max(0.0, length - 4 * s)])
+    pad = int(1.8 * s) + 4 + (int(abs(smear[0]) + abs(smear[1])) if smear is not None else 0)
+    x0, y0 = (max(int(v) - pad, 0) for v in key.min(axis=0))
+    x1, y1 = (min(int(v) + pad + 1, lim) for v, lim in zip(key.max(axis=0), (w, h), strict=True))
+    # The arm runs on to the frame's edge: widen the box along it.
+    for t in np.linspace(0, 1, 9):
+        p = start + (wrist - start) * t
+        if 0 <= p[0] < w and 0 <= p[1] < h:
+            x0, y0 = min(x0, max(int(p[0]) - pad, 0)), min(y0, max(int(p[1]) - pad, 0))
+            x1, y1 = max(x1, min(int(p[0]) + pad, w)), max(y1, min(int(p[1]) + pad, h))
+    edge_hit = _edge_point(start, wrist, w, h)
+    if edge_hit is not None:
+        x0, y0 = min(x0, max(int(edge_hit[0]) - pad, 0)), min(y0, max(int(edge_hit[1]) - pad, 0))
+        x1, y1 = max(x1, min(int(edge_hit[0]) + pad, w)), max(y1, min(int(edge_hit[1]) + pad, h))
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return
+    o = np.array([x0, y0], np.float32)
+    mh, mw = y1 - y0, x1 - x0
+    m = np.zeros((mh, mw), np.uint8)
+    arm_w = 0.55 * s * look.width
+    synth._poly_fill(
+        m,
+        [
+            start + n * arm_w * 1.1 - o,
+            wrist + n * arm_w * 0.9 - o,
+            wrist - n * arm_w * 0.9 - o,
+            start - n * arm_w * 1.1 - o,
+        ],
+        255,
+    )
+    angle = math.degrees(math.atan2(d[1], d[0]))
+    cv2.ellipse(
+        m,
+        synth._pt(palm_c - o),
+        (int(0.85 * s), int(0.78 * s)),
+        angle,
+        0,
+        360,
+        255,
+        -1,
+        cv2.LINE_AA,
+    )
+    finger_w = max(2, int(0.3 * s))
+    for i, off in enumerate((-0.5, -0.17, 0.17, 0.5)):
+        fdir = d + n * off * look.spread
+        fdir /= np.linalg.norm(fdir)
+        base = palm_c + n * off * 1.05 * s + d * 0.55 * s
+        flen = (0.95, 1.15, 1.05, 0.8)[i] * s
+        cv2.line(
+            m, synth._pt(base - o), synth._pt(base + fdir * flen - o), 255, finger_w, cv2.LINE_AA
+        )
+    tdir = d * 0.6 + n * look.thumb * 0.8
+    tdir /= np.linalg.norm(tdir)
+    tbase = palm_c + n * look.thumb * 0.6 * s - d * 0.2 * s
+    cv2.line(
+        m,
+        synth._pt(tbase - o),
+        synth._pt(tbase + tdir * 0.8 * s - o),
+        255,
+        max(2, int(0.34 * s)),
+        cv2.LINE_AA,
+    )
+    roi = img[y0:y1, x0:x1]
+    f = max(1, int(s // 40))
+    small = cv2.resize(m, (max(1, mw // f), max(1, mh // f)), interpolation=cv2.INTER_AREA)
+    sh, sw = small.shape
+    ss = s / f
+    off = np.array(look.shadow, np.float32) * ss
+    shadow = cv2.warpAffine(small, np.float32([[1, 0, off[0]], [0, 1, off[1]]]), (sw, sh))
+    k = 2 * int(0.15 * ss + 1) + 1
+    shadow = cv2.blur(cv2.blur(shadow, (k, k)), (k, k))
+    factor = 255 - (shadow.astype(np.uint16) * look.strength // 255).astype(np.uint8)
+    factor = cv2.resize(factor, (mw, mh), interpolation=cv2.INTER_LINEAR)
+    roi[:] = cv2.multiply(roi, cv2.merge([factor] * 3), scale=1 / 255)
+    dist = cv2.distanceTransform((small > 127).astype(np.uint8), cv2.DIST_L2, 3)
+    volume = np.sqrt(np.minimum(dist * (1 / (0.22 * ss)), 1))
+    xs_ = np.arange(sw, dtype=np.float32) * f + x0
+    ys_ = np.arange(sh, dtype=np.float32) * f + y0
+    lx, ly = look.light
+    ramp = np.add.outer((ys_ - palm_c[1]) * ly, (xs_ - palm_c[0]) * lx) / (
+        3 * s * math.hypot(lx, ly) + 1e-6
+    )
+    shade = (0.55 + 0.45 * volume) * (1 + 0.25 * np.clip(ramp, -1, 1))
+    colour = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.skin])
+    if look.sleeve is not None:
+        along = np.add.outer((ys_ - start[1]) * d[1], (xs_ - start[0]) * d[0])
+        cuff = float(np.dot(wrist - start, d)) - look.cuff * s
+        sleeve = (along < cuff).astype(np.uint8)
+        cloth = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.sleeve])
+        cv2.copyTo(cloth, sleeve, colour)
+    if smear is not None and (kernel := _line_kernel(smear[0] / f, smear[1] / f)) is not None:
+        # A moving arm is smeared: at the reduced scale, where it costs a few per cent.
+        colour = cv2.filter2D(colour, -1, kernel, borderType=cv2.BORDER_REPLICATE)
+        soft = cv2.filter2D(small, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        soft = cv2.resize(soft, (mw, mh), interpolation=cv2.INTER_LINEAR)
+    else:
+        soft = cv2.blur(m, (3, 3))
+    colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
+    synth._composite(roi, cv2.multiply(colour, cv2.merge([soft] * 3), scale=1 / 255), soft)
+
+
+def _edge_point(a, b, w, h):
+    """Where segment a->b enters the frame, if it does."""
+    for t in np.linspace(0, 1, 33):
+        p = a + (b - a) * t
+        if 0 <= p[0] < w and 0 <= p[1] < h:
+            return p
+    return None
+
+
+class _Sprite:
+    __slots__ = ("box", "quad", "colour", "alpha")
+
+    def __init__(self, box, quad, colour, alpha):
+        self.box, self.quad, self.colour, self.alpha = box, quad, colour, alpha
+
+
+class _Film:
+    """Renders a ``MatchPlan`` frame by frame with ``synth``'s faces, surfaces and effects."""
+
+    def __init__(self, plan: MatchPlan, deck_dir: str):
+        cfg = plan.config
+        self.plan = plan
+        self.view = view = plan.view
+        self.w, self.h = cfg.width, cfg.height
+        rng = np.random.default_rng([plan.seed, 21])
+        self.deck_name, files = synth.load_deck(deck_dir)
+        missing = [c for c in ALL_CODES if c not in files]
+        if missing:
+            raise SimulateError(
+                f"Deck {deck_dir} has no image for {len(missing)} card(s), e.g. {missing[0]}.png."
+            )
+        self.files = files
+        scene_cfg = synth.SceneConfig(
+            width=cfg.width,
+            height=cfg.height,
+            backgrounds=cfg.backgrounds,
+            p_procedural_background=0.3,
+        )
+        self.table, self.surface = synth._table_surface(rng, scene_cfg, view.hom_inv)
+        self.clutter = self._clutter(np.random.default_rng([plan.seed, 24]))
+        self.variation = {c: synth._card_variation(rng) for c in ALL_CODES}
+        self.back_color = "red" if rng.random() < 0.35 else "black"
+        self.back_variant = int(rng.integers(8))
+        self.edge_color = (18, 18, 18) if rng.random() < 0.7 else (200, 205, 210)
+        sd = np.array([rng.uniform(-1, 1), rng.uniform(0.2, 1)], np.float32)
+        self.shadow_dir = sd / np.linalg.norm(sd)
+        self.looks = {p: _arm_look(rng) for p in PLAYERS}
+        self.hand_px = view.card_px * float(rng.uniform(1.0, 1.25))
+        self.shoulder = {
+            "A": np.array([0.64 * self.w, 1.5 * self.h], np.float32),
+            "B": np.array([0.36 * self.w, -0.5 * self.h], np.float32),
+        }
+        # Light: a slow drift between key lights a few seconds apart, one colour cast.
+        n_keys = plan.frames // (5 * cfg.fps) + 2
+        self.key_every = 5 * cfg.fps
+        self.key_fields = rng.uniform(0.82, 1.12, (n_keys, 3, 4, 1)).astype(np.float32)
+        self.key_bright = rng.uniform(0.8, 1.08, n_keys).astype(np.float32)
+        cast = ["neutral", "warm", "warm", "magenta", "blue", "green"][int(rng.integers(6))]
+        self.cast = cast
+        self.gains = np.array(synth._CASTS[cast], np.float32) * rng.normal(1, 0.03, 3).astype(
+            np.float32
+        )
+        self.vignette = float(rng.uniform(0.0, 0.3))
+        self.focus = float(rng.uniform(0.3, 1.1))
+        self.noise = float(rng.uniform(1.5, 4.5))
+        self.exposure = float(rng.uniform(0.15, 0.45))  # shutter open, share of a frame
+        self.sheen = self._sheen(np.random.default_rng([plan.seed, 23]))
+        self.noise_rng = np.random.default_rng([plan.seed, 22])
+        # Sensor noise as two saturating uint8 banks (plus and minus), cropped at a random
+        # offset each frame: synth's fixed bank, without float maths on the frame.
+        bank = synth._noise_bank(self.h, self.w) * self.noise
+        self.noise_banks = (
+            np.clip(np.round(bank), 0, 255).astype(np.uint8),
+            np.clip(np.round(-bank), 0, 255).astype(np.uint8),
+        )
+        self.lens_maps = None
+        if view.lens is not None:
+            from companion.lens import _bend_maps
+
+            map_x, map_y = _bend_maps(view.lens.k, self.w, self.h)
+            self.lens_maps = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
+        self.sprites: dict = {}
+
+    # -- cards --------------------------------------------------------------------------------
+
+    def _sprite(self, code: str, pose: Pose, squash: float = 1.0) -> _Sprite | None:
+        quad = self.view.quad(pose, squash)
+        box = synth._bbox(quad, self.w, self.h)
+        if box[2] <= box[0] or box[3] <= box[1]:
+            return None
+        side = max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2]))
+        level = synth._face_level(side)
+        if pose.face_up:
+            face = synth._face(self.files[code], level)
+        else:
+            face = synth._back_face(self.back_color, self.back_variant, level)
+        warped = synth._warp_into(face, quad, box)
+        alpha = warped[..., 3].copy()
+        colour = synth._tint(warped, self.variation[code]) if pose.face_up else warped[..., :3]
+        return _Sprite(box, quad, np.ascontiguousarray(colour), alpha)
+
+    def _draw(
+        self, img: np.ndarray, sprite: _Sprite, lift: float, kernel=None, shadow: bool = True
+    ) -> None:
+        quad = sprite.quad
+        side = float(np.linalg.norm(quad[0] - quad[3]))
+        if shadow:  # a lifted card throws a wider, softer shadow further off
+            offset = self.shadow_dir * side * (0.04 + lift / 90)
+            synth._draw_shadow(
+                img, quad, offset, max(0.5, side / 40 + lift / 6), 0.35 if lift < 5 else 0.25
+            )
+        colour, alpha = sprite.colour, sprite.alpha
+        x0, y0, x1, y1 = sprite.box
+        if kernel is None:
+            thickness = max(0.6, side / 90)
+            synth._poly_fill(img, quad + np.array([0, thickness], np.float32), self.edge_color)
+        else:
+            colour = cv2.filter2D(colour, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+            alpha = cv2.filter2D(alpha, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        synth._composite(img[y0:y1, x0:x1], colour, alpha)
+
+    def _still(self, resting: dict[str, Pose]) -> np.ndarray:
+        img = self.table.copy()
+        cards = None if self.sheen is None else np.zeros((self.h, self.w), np.uint8)
+        for code, pose in sorted(resting.items(), key=lambda item: item[1].layer):
+            key = (code, pose)
+            sprite = self.sprites.get(key)
+            if sprite is None and key not in self.sprites:
+                sprite = self.sprites[key] = self._sprite(code, pose)
+            if sprite is not None:
+                self._draw(img, sprite, 0.0, shadow=pose.lift < 3)
+                if cards is not None:
+                    x0, y0, x1, y1 = sprite.box
+                    roi = cards[y0:y1, x0:x1]
+                    np.maximum(roi, sprite.alpha, out=roi)
+        if cards is not None:  # the lamp's sheen washes out the glossy faces under it
+            amount = cv2.merge([cv2.multiply(self.sheen, cards, scale=1 / 255)] * 3)
+            img = cv2.add(img, cv2.multiply(255 - img, amount, scale=1 / 255))
+        return img
+
+    def _clutter(self, rng: np.random.Generator) -> str | None:
+        """Sometimes a score sheet, a phone or a card box lies at the table's left, beside the
+        field: synth's distractors, in the table surface (nothing is laid on it)."""
+        if rng.random() >= 0.5:
+            return None
+        centre = self.view.table_point(float(rng.uniform(0.03, 0.07)), float(rng.uniform(0.4, 0.6)))
+        idmap = np.full((self.h, self.w), -1, np.int16)
+        art = [synth._face(self.files[c], 128) for c in rng.choice(ALL_CODES, 2, replace=False)]
+        return synth._draw_distractor(rng, self.table, idmap, self.view.hom, centre, art, False)
+
+    def _sheen(self, rng: np.random.Generator) -> np.ndarray | None:
+        """A lamp's reflection on glossy cards, as synth's sheen: a soft band, fixed in the
+        image (lamp and camera stay put), or None (a matt light)."""
+        if rng.random() >= 0.4:
+            return None
+        w, h = self.w, self.h
+        angle = rng.uniform(0, math.pi)
+        normal = np.array([math.cos(angle), math.sin(angle)], np.float32)
+        mw, mh = max(4, w // 8), max(3, h // 8)
+        ys, xs = np.mgrid[0:mh, 0:mw].astype(np.float32)
+        dist = (xs * 8 - rng.uniform(0, w)) * normal[0] + (ys * 8 - rng.uniform(0, h)) * normal[1]
+        width = rng.uniform(0.12, 0.3) * math.hypot(w, h)
+        band = np.exp(-0.5 * (dist / (0.5 * width)) ** 2) * rng.uniform(0.15, 0.45) * 255
+        return cv2.resize(band.astype(np.float32), (w, h)).astype(np.uint8)
+
+    # -- light --------------------------------------------------------------------------------
+
+    def _light(self, frame: int, arm_share: float) -> np.ndarray:
+        k, rem = divmod(frame, self.key_every)
+        t = 0.5 - 0.5 * math.cos(math.pi * rem / self.key_every)
+        fld = self.key_fields[k] * (1 - t) + self.key_fields[k + 1] * t
+        bright = self.key_bright[k] * (1 - t) + self.key_bright[k + 1] * t
+        # Auto exposure opens up a little while a dark arm fills part of the view.
+        bright *= 1 + 0.12 * arm_share
+        # ...and auto white balance leans away from the skin's warm tones.
+        gains = self.gains * (1 + 0.04 * arm_share * np.array([1, 0, -1], np.float32))
+        small = fld * bright * gains * 128
+        mw, mh = max(4, self.w // 8), max(3, self.h // 8)
+        mid = cv2.resize(small, (mw, mh), interpolation=cv2.INTER_CUBIC)
+        ys = np.linspace(-1, 1, mh, dtype=np.float32)
+        xs = np.linspace(-1, 1, mw, dtype=np.float32)
+        mid = mid * (1 - self.vignette * np.add.outer(ys**2, xs**2) / 2)[..., None]
+        mid = np.clip(mid, 0, 255).astype(np.uint8)
+        return cv2.resize(mid, (self.w, self.h), interpolation=cv2.INTER_LINEAR)
+
+    # -- frames -------------------------------------------------------------------------------
+
+    def frames(self) -> Iterator[np.ndarray]:
+        plan = self.plan
+        starts: dict[int, list[Move]] = {}
+        ends: dict[int, list[Move]] = {}
+        for m in plan.moves:
+            starts.setdefault(m.f0, []).append(m)
+            ends.setdefault(m.f1, []).append(m)
+        arm_at: dict[tuple[str, int], ArmSpan] = {}
+        for span in plan.arms:
+            for f in range(span.f0, span.f1 + 1):
+                arm_at[(span.player, f)] = span
+        resting: dict[str, Pose] = {}
+        moving: list[Move] = []
+        still = None
+        for f in range(plan.frames):
+            changed = still is None
+            for m in ends.get(f, []):
+                moving.remove(m)
+                if not m.gone:
+                    for c, e in zip(m.cards, m.ends, strict=True):
+                        resting[c] = e
+                changed = True
+            for m in starts.get(f, []):
+                for c in m.cards:
+                    resting.pop(c, None)
+                moving.append(m)
+                changed = True
+            if changed:
+                still = self._still(resting)
+            yield self._frame(f, still, moving, arm_at)
+
+    def _frame(self, f: int, still: np.ndarray, moving: list[Move], arm_at) -> np.ndarray:
+        img = still.copy()
+        view = self.view
+        for m in moving:
+            for i, code in enumerate(m.cards):
+                pose, squash = m.pose_at(i, f)
+                sprite = self._sprite(code, pose, squash)
+                if sprite is None:
+                    continue
+                before, _ = m.pose_at(i, f - 1)
+                a = view.image_point(before.x, before.y, before.lift)
+                b = view.image_point(pose.x, pose.y, pose.lift)
+                kernel = _line_kernel(*((b - a) * self.exposure))
+                self._draw(img, sprite, pose.lift, kernel, shadow=i == 0)
+        arm_share = 0.0
+        for player in PLAYERS:
+            span = arm_at.get((player, f))
+            if span is None:
+                continue
+            x, y, lift = span.point(f)
+            tip = view.image_point(x, y, lift)
+            px, py, pl = span.point(f - 1)
+            smear = (tip - view.image_point(px, py, pl)) * self.exposure
+            _draw_arm(img, self.shoulder[player], tip, self.hand_px, self.looks[player], smear)
+            inside = 1.0 - abs(float(tip[1]) / self.h - (1.0 if player == "A" else 0.0))
+            arm_share += max(0.0, min(1.0, inside)) * 0.3
+        if self.lens_maps is not None:
+            img = cv2.remap(img, *self.lens_maps, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        img = cv2.multiply(img, self._light(f, arm_share), scale=1 / 128)
+        if self.focus > 0.35:
+            img = cv2.GaussianBlur(img, (0, 0), self.focus)
+        oy, ox = (int(v) for v in self.noise_rng.integers(0, 64, 2))
+        up, down = self.noise_banks
+        img = cv2.add(img, up[oy : oy + self.h, ox : ox + self.w])
+        return cv2.subtract(img, down[oy : oy + self.h, ox : ox + self.w])
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+
+def truth_of(plan: MatchPlan, deck_name: str) -> dict:
+    """The truth file's content (``docs/LIVE.md``, "Simulated rounds")."""
+    cfg = plan.config
+    return {
+        "format": FORMAT,
+        "seed": plan.seed,
+        "deck": deck_name,
+        "rules": plan.rules_name,
+        "video": VIDEO_NAME,
+        "fps": cfg.fps,
+        "width": cfg.width,
+        "height": cfg.height,
+        "frames": plan.frames,
+        "players": list(PLAYERS),
+        "zones": default_zones(2).to_dict(),
+        "events": plan.events,
+        "decisions": plan.decisions,
+        "rounds": [
+            {
+                "round": r.number,
+                "oya": r.oya,
+                "first_frame": r.first_frame,
+                "last_frame": r.last_frame,
+                "field": r.field,
+                "captures": r.captures,
+                "winner": r.winner,
+                "points": r.points,
+            }
+            for r in plan.rounds
+        ],
+    }
+
+
+def check_output_dir(out_dir) -> Path:
+    """The output folder, created; SimulateError (one sentence) when it cannot be written."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".companion-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SimulateError(f"Cannot write into the output folder {out}: {reason}.") from None
+    return out
+
+
+def render_frames(plan: MatchPlan, deck_dir: str) -> Iterator[np.ndarray]:
+    """The video's frames (BGR), one by one."""
+    return _Film(plan, deck_dir).frames()
+
+
+def write_simulation(
+    plan: MatchPlan,
+    deck_dir: str,
+    out_dir,
+    on_frame: Callable[[int], None] | None = None,
+) -> dict:
+    """Film ``plan`` into ``out_dir``/table.mp4 and write truth.json; returns timings."""
+    out = check_output_dir(out_dir)
+    film = _Film(plan, deck_dir)
+    cfg = plan.config
+    partial = out / "table.partial.mp4"
+    writer = cv2.VideoWriter(
+        str(partial), cv2.VideoWriter_fourcc(*"mp4v"), float(cfg.fps), (cfg.width, cfg.height)
+    )
+    if not writer.isOpened():
+        raise SimulateError(f"OpenCV cannot write an mp4v video into {out}.")
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        for frame in film.frames():
+            writer.write(frame)
+            if on_frame is not None:
+                on_frame(1)
+    finally:
+        writer.release()
+    seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    partial.replace(out / VIDEO_NAME)
+    truth = truth_of(plan, film.deck_name)
+    tmp = out / (TRUTH_NAME + ".partial")
+    tmp.write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(out / TRUTH_NAME)
+    return {
+        "frames": plan.frames,
+        "rounds": len(plan.rounds),
+        "seconds": round(seconds, 2),
+        "seconds_per_round": round(seconds / max(1, len(plan.rounds)), 2),
+        "ms_per_frame": round(1000 * seconds / max(1, plan.frames), 1),
+        "cpu_seconds_per_round": round(cpu / max(1, len(plan.rounds)), 2),
+    }
+
+
+def simulate(deck: str, seed: int, out_dir, config: SimConfig = SimConfig(), on_frame=None):
+    """Play and film a match: ``out_dir``/table.mp4 and truth.json. ``deck``: a deck folder or
+    a deck name in ../shared/decks."""
+    deck_dir = synth.resolve_deck_dir(deck)
+    check_output_dir(out_dir)
+    plan = plan_match(seed, config)
+    return plan, write_simulation(plan, deck_dir, out_dir, on_frame)
