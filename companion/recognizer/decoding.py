@@ -223,17 +223,23 @@ class Decoder:
         settings: Settings,
         trace: DecodeTrace | None = None,
         zoom: float = 1.0,
+        lengths: tuple[float, float] | None = None,
     ):
         self.localizer = localizer
         self.classifier = classifier
         self.settings = settings
         self.trace = trace
         self.zoom = zoom  # the localizer's view of the frame (``localize``)
+        # (shortest, longest) long side in frame pixels of the localizer's boxes looked at
+        self.lengths = lengths
 
     def run(self, image: np.ndarray) -> Detections:
         """The cards in ``image`` (BGR, at most MAX_SIDE pixels a side)."""
         st = self.settings
         found = localize(self.localizer, image, st, self.zoom)
+        if self.lengths is not None and len(found.boxes):  # only boxes of these lengths
+            long = np.maximum(found.boxes[:, 2], found.boxes[:, 3])
+            found.boxes = found.boxes[(long >= self.lengths[0]) & (long <= self.lengths[1])]
         if len(found.boxes) == 0:
             return Detections.empty()
         heat, reg, scale = found.heat, found.reg, found.scale

@@ -11,7 +11,13 @@ import numpy as np
 
 from companion.detections import BACK_ID, Detections
 from companion.recognizer.decoding import Decoder, DecodeTrace
-from companion.recognizer.distance import drop_parts, in_band, merge_looks, more_zooms
+from companion.recognizer.distance import (
+    band_lengths,
+    drop_parts,
+    in_band,
+    merge_looks,
+    more_zooms,
+)
 from companion.recognizer.geometry import view_size
 from companion.recognizer.nets import NET_SETS, NETS, auto_nets, metadata_path, open_session
 from companion.recognizer.settings import RecognizerError, Settings
@@ -116,7 +122,11 @@ class Recognizer:
         looks = [(first, scale)]
         for zoom in more_zooms(first, scale):
             # the trace is the first look's: the acceptance rule is fitted to one decode a frame
-            det = Decoder(self.localizer, self.classifier, self.settings, None, zoom).run(image)
+            # a look crops only the boxes of the sizes it may add (``in_band``, with a margin)
+            lengths = band_lengths(scale, zoom)
+            det = Decoder(self.localizer, self.classifier, self.settings, None, zoom, lengths).run(
+                image
+            )
             looks.append((det[in_band(det, scale, zoom)], scale * zoom))
         if len(looks) == 1:
             return drop_parts(first)

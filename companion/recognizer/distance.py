@@ -62,6 +62,18 @@ def in_band(det: Detections, scale: float, zoom: float) -> np.ndarray:
     return sizes > KEEP_ABOVE if zoom < 1 else sizes < KEEP_BELOW
 
 
+BAND_MARGIN = 0.7  # a look crops boxes down to (up to) this (its inverse) times its band's edge
+
+
+def band_lengths(scale: float, zoom: float) -> tuple[float, float]:
+    """(shortest, longest) long side in frame pixels of the localizer's boxes a coarser or finer
+    look cuts crops for: about the sizes it may add (``in_band``), with a margin for the box's
+    error. The others would be classified only to be dropped."""
+    if zoom < 1:
+        return BAND_MARGIN * KEEP_ABOVE / scale, np.inf
+    return 0.0, KEEP_BELOW / BAND_MARGIN / scale
+
+
 def merge_looks(
     looks: list[tuple[Detections, float]], same_card_iou: float = 1.0, first_wins: bool = True
 ) -> Detections:
