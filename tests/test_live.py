@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from companion import CompanionError
 from companion.detections import Detections, class_id
 from companion.live.events import CaptureDecider, pairs_up, resolve_group
 from companion.live.pipeline import LivePipeline
@@ -426,3 +427,232 @@ def test_sources_are_named_by_spec(tmp_path):
 
 def test_the_decider_does_nothing_without_a_match():
     assert CaptureDecider().step(TableTracker(ZONES).state, None, {}).events == []
+
+
+def test_a_sure_lone_card_is_registered_before_its_partner_and_the_partner_pairs_with_it(live):
+    store, match_id, table = live
+    table.take("09-4")
+    table.put("09-1", 300, 620)  # from the hand, surely read
+    table.run(6)
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == ["09-1"]
+    # its partner reads as 08-4 first, 09-4 second: it pairs with the card waiting
+    table.put("09-4", 330, 620, conf=0.5, alts=[("09-4", 0.4)], name="08-4")
+    table.run(6)
+    state = store.state(match_id)
+    assert [c.code for c in state.captures["Aki"]] == ["09-1", "09-4"]
+    assert state.checks == []
+
+
+def test_a_doubtful_lone_card_waits_for_its_partner():
+    decider = CaptureDecider()
+    from companion.engine import replay
+
+    match = replay(
+        [
+            {"type": "match_started", "players": ["A", "B"], "rules": "livret", "rounds": 6},
+            {"type": "round_started"},
+        ]
+    )
+    doubtful = arrival(1, ("08-3", 0.5), ("09-3", 0.45))
+    from companion.live.tracker import TableState
+
+    def table(arrivals, frame, time):
+        return TableState(frame=frame, time=time, arrivals={"A": arrivals, "B": []})
+
+    assert decider.step(table([doubtful], 10, 1.0), match, {"A": "A", "B": "B"}).events == []
+    partner = arrival(2, ("09-1", 0.95))
+    out = decider.step(table([doubtful, partner], 12, 1.2), match, {"A": "A", "B": "B"})
+    assert sorted(e["card"] for e in out.events) == ["09-1", "09-3"]
+
+
+@pytest.mark.slow
+def test_a_short_simulated_round_is_replayed_to_its_exact_score(tmp_path):
+    from companion.live.replay import load_truth, replay_video
+    from companion.recognizer import Recognizer
+    from companion.simulate import SimConfig, simulate
+
+    try:
+        simulate("traditional-scan", 7, tmp_path, SimConfig(max_turns=4))
+    except CompanionError as exc:  # no shared decks on this machine
+        pytest.skip(str(exc))
+    truth = load_truth(tmp_path / "truth.json")
+    report = replay_video(tmp_path / "table.mp4", Recognizer.load(threads=2), truth=truth)
+    assert report.rounds_total == 1
+    captured = sum(len(c) for c in truth["rounds"][0]["captures"].values())
+    assert captured > 0
+    for player, codes in truth["rounds"][0]["captures"].items():
+        assert sorted(report.rounds[0].captures[player]) == sorted(codes)
+    assert report.rounds_exact == 1
+
+
+def test_the_live_session_serves_status_frames_crops_and_zones(tmp_path):
+    from companion.live.session import LiveSession
+    from companion.live.sources import Frame, FrameSource
+
+    class Recorded(FrameSource):
+        """The frames of a Table scene, as a source."""
+
+        def __init__(self, frames):
+            self.frames, self.state = list(frames), "live"
+
+        def read(self):
+            if not self.frames:
+                self.state = "ended"
+                return None
+            return self.frames.pop(0)
+
+        def describe(self):
+            return "recorded"
+
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6)
+    detector = ScriptedDetector()
+    session = LiveSession(
+        Recorded([]), detector, store, zones_path=tmp_path / "zones.toml", realtime=False
+    )
+    assert session.status()["camera"] == "live" and session.latest_jpeg() is None
+    scene = Table(session.pipeline, detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        scene.put(code, x, y)
+    frames, looks = [], {}
+    for i in range(40):
+        if i == 25:
+            scene.take("08-3")
+            scene.put("08-1", 300, 620)
+            scene.put("08-3", 330, 620)
+        if i in (0, 25):
+            looks[i] = list(scene.cards.values())
+        frames.append(Frame(scene.image(), i, i / 10))
+    session.source = Recorded(frames)
+    while session.source.state != "ended":
+        index = session.source.frames[0].index if session.source.frames else None
+        if index in looks:
+            detector.looks = looks[index]
+        session.step()
+    status = session.status()
+    assert status["match_id"] == match_id and status["frames"] == 40
+    assert session.latest_jpeg().startswith(b"\xff\xd8")
+    assert session.snapshot_jpeg().startswith(b"\xff\xd8")
+    assert session.crop_jpeg("Aki", "08-1").startswith(b"\xff\xd8")
+    assert session.crop_jpeg("Aki", "12-1") is None
+    boxes = session.field_boxes()
+    assert len(boxes) == 9 and all(
+        0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 for x0, y0, x1, y1 in boxes
+    )
+    moved = session.zones.with_polygon("field", [[0.1, 0.3], [0.9, 0.3], [0.9, 0.7], [0.1, 0.7]])
+    session.set_zones(moved)
+    assert (tmp_path / "zones.toml").is_file() and session.zones == moved
+
+
+def test_a_camera_unplugged_and_plugged_back_keeps_the_tally(live):
+    from companion.live.session import LiveSession
+
+    store, match_id, table = live
+    table.take("06-2")
+    table.put("06-1", 300, 620)
+    table.put("06-2", 330, 620)
+    world = {"plugged": True, "now": 0.0}
+
+    class Camera(FakeCapture):
+        def read(self):
+            if not world["plugged"]:
+                return False, None
+            return True, table.image()
+
+    source = LiveSource(0, opener=lambda target: Camera(world), clock=lambda: world["now"])
+    session = LiveSession(source, table.detector, store, match_id=match_id, realtime=False)
+    session.pipeline = table.pipeline  # the pipeline that saw the deal
+    table.detector.looks = list(table.cards.values())
+    for _ in range(15):
+        world["now"] += 0.1
+        session.step()
+    before = [c.code for c in store.state(match_id).captures["Aki"]]
+    assert sorted(before) == ["06-1", "06-2"]
+    world["plugged"] = False
+    for _ in range(50):
+        world["now"] += 0.1
+        assert not session.step()
+    assert session.status()["camera"] == "lost"
+    world["plugged"] = True
+    back = world["now"]
+    while not session.step():
+        world["now"] += 0.1
+    assert world["now"] - back <= 5.0 and session.status()["camera"] == "live"
+    for _ in range(15):
+        world["now"] += 0.1
+        session.step()
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == before
+
+
+def test_a_card_laid_half_over_a_capture_and_found_merged_with_it_is_captured(live):
+    store, match_id, table = live
+    table.take("05-1")
+    table.put("05-1", 300, 620)
+    table.put("05-3", 330, 620)
+    table.run(8)
+    table.take("11-2")
+    table.put("11-2", 600, 620)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == ["05-1", "05-3", "11-2"]
+    # 11-4 lies half over 05-3: the detector finds one card between the two, named either
+    table.take("05-3")
+    for i in range(16):
+        if i % 2:
+            table.put("05-3", 340, 620, conf=0.45, alts=[("11-4", 0.3)], name="05-3")
+        else:
+            table.put("05-3", 340, 620, conf=0.4, alts=[("05-3", 0.3)], name="11-4")
+        table.run()
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["05-1", "05-3", "11-2", "11-4"]
+    assert state.checks == []
+
+
+def test_after_a_round_the_cleared_table_and_a_new_deal_open_the_next_round(live):
+    store, match_id, table = live
+    table.take("02-3")
+    table.put("02-1", 300, 620)
+    table.put("02-3", 330, 620)
+    table.run(8)
+    store.append(match_id, {"type": "cards_ran_out"})  # the players end it on the tablet
+    table.run(5)
+    assert types(table).count("round_started") == 1  # the old table is no new deal
+    table.cards.clear()  # gathered
+    table.run(30)
+    deal = ["01-1", "03-1", "04-2", "06-1", "07-3", "08-1", "10-2", "12-4"]
+    for code, (x, y) in zip(deal, FIELD_SPOTS, strict=True):  # some at the old places
+        table.put(code, x, y)
+    table.run(20)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.field) == deal
+    assert state.captures == {"Aki": [], "Ben": []}
+
+
+def test_a_table_gathered_without_a_stop_ends_the_round(live):
+    store, match_id, table = live
+    table.take("06-2")
+    table.put("06-1", 300, 620)
+    table.put("06-2", 330, 620)
+    table.run(8)
+    table.cards.clear()
+    table.run(50)
+    state = store.state(match_id)
+    assert not state.round_in_progress and state.rounds[-1].kind in ("draw", "exhausted")
+
+
+def test_the_live_commands_turn_bad_input_into_one_sentence(tmp_path):
+    from click.testing import CliRunner
+
+    from companion.cli import main
+
+    runner = CliRunner()
+    missing = runner.invoke(main, ["replay", str(tmp_path / "none.mp4")])
+    assert missing.exit_code == 2 and "No video file" in missing.output
+    (tmp_path / "truth.json").write_text("not json")
+    (tmp_path / "table.mp4").write_bytes(b"")
+    bad = runner.invoke(
+        main, ["replay", str(tmp_path / "table.mp4"), "--truth", str(tmp_path / "truth.json")]
+    )
+    assert bad.exit_code == 2 and "is not JSON" in bad.output
+    two = runner.invoke(main, ["run", "--camera", "0", "--url", "rtsp://x.invalid/"])
+    assert two.exit_code == 2 and "one source" in two.output

@@ -3,7 +3,6 @@ through the real pipeline, scored against a truth file) and ``bench-pipeline``."
 
 from __future__ import annotations
 
-import inspect
 import tempfile
 from pathlib import Path
 
@@ -74,12 +73,7 @@ def run_command(camera, video, images, url, zones_path, rules_name, db, host, po
     lan = not web.is_loopback(host)
     join_code = web.new_join_code() if lan else None
     public_url = f"http://{web.url_host(web.lan_address(host))}:{port}" if lan else None
-    kwargs = dict(join_code=join_code, public_url=public_url)
-    if "live" in inspect.signature(web.create_app).parameters:
-        app = web.create_app(store, live=session, **kwargs)
-    else:
-        app = web.create_app(store, **kwargs)
-        app.extensions["companion_live"] = session
+    app = web.create_app(store, live=session, join_code=join_code, public_url=public_url)
 
     def on_ready(server):
         shown_host = web.lan_address(host) if lan else host

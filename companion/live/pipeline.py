@@ -7,9 +7,8 @@
 Motion gating (as Frigate does): each frame is shrunk to a small grey picture and compared
 with the previous one and with the last one the detector saw. The detector runs only when
 something changed since its last look, for a few frames after motion stops (so a card put
-down is seen steadily at once), and at least every ``refresh`` frames; while a hand sweeps
-over the table it looks at every other frame only. The rest of the time the table's state
-stands as it was.
+down is seen steadily at once), and at least every ``refresh`` frames. The rest of the time
+the table's state stands as it was.
 
 The store is the truth: corrections, removals and undos made on the tablet are read back
 (by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
@@ -27,7 +26,7 @@ import numpy as np
 from companion.detections import Detections
 from companion.engine import IllegalEvent
 from companion.live.events import CaptureDecider
-from companion.live.tracker import HAND_MOTION, TableState, TableTracker
+from companion.live.tracker import TableState, TableTracker
 from companion.live.zones import Zones
 
 MOTION_SIZE = (160, 90)
@@ -63,7 +62,7 @@ class LivePipeline:
         match_id: int | None,
         seats: dict | None = None,
         *,
-        window: int = 6,
+        window: int = 5,
         refresh: int = REFRESH,
     ):
         self.detector = detector
@@ -87,6 +86,7 @@ class LivePipeline:
         self._since_detect = 10**9
         self._since_motion = 10**9
         self._match_state = None
+        self._moving: np.ndarray | None = None  # where something moved since the last look
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -122,6 +122,10 @@ class LivePipeline:
                             record.card = e.new_card
                 elif e.type == "redeal":
                     self.tracker.reset_round()
+            if self._match_state is not None and len(state.rounds) > len(
+                self._match_state.rounds
+            ):
+                self.tracker.end_round()
             # whatever the tablet removed or undid is never brought back
             held = {c.code for cards in state.captures.values() for c in cards}
             if state.round_in_progress:
@@ -141,7 +145,9 @@ class LivePipeline:
         small = cv2.GaussianBlur(small, (3, 3), 0)
         moved = changed = 1.0
         if self._prev_small is not None:
-            moved = float(np.mean(cv2.absdiff(small, self._prev_small) > PIXEL_CHANGE))
+            mask = cv2.absdiff(small, self._prev_small) > PIXEL_CHANGE
+            moved = float(np.mean(mask))
+            self._moving = mask if self._moving is None else self._moving | mask
         if self._detected_small is not None:
             changed = float(np.mean(cv2.absdiff(small, self._detected_small) > PIXEL_CHANGE))
         self._prev_small = small
@@ -149,8 +155,6 @@ class LivePipeline:
         return moved, changed
 
     def should_detect(self, moved: float, changed: float) -> bool:
-        if moved >= HAND_MOTION and self._since_detect < 2:
-            return False  # a hand sweeping: every other frame is enough, nothing settles
         return (
             changed >= CHANGED
             or self._since_motion <= SETTLE_AFTER_MOTION
@@ -171,13 +175,14 @@ class LivePipeline:
             self.detected_frames += 1
             self._since_detect = 0
             self._detected_small = self._last_small
-            self.table = self.tracker.update(self.detections, frame, motion=moved)
+            self.table = self.tracker.update(
+                self.detections, frame, motion=moved, moving=self._moving
+            )
+            self._moving = None
             state = self._sync()
             if state is None:
                 return []
             out = self.decider.step(self.table, state, self.seats(state))
-            if out.cleared:
-                self.tracker.reset_round()
             appended = []
             readings = iter(out.readings)
             for event in out.events:
@@ -188,7 +193,6 @@ class LivePipeline:
                     self.errors.append(str(exc))
                     continue
                 appended.append(stored)
-                self._seen_seq = stored.seq
                 if reading is not None:
                     self.tracker.register(reading.track, reading.seat, reading.code)
                     self.captures.append(
@@ -205,7 +209,7 @@ class LivePipeline:
                         )
                     )
             if appended:
-                self._match_state = self.store.state(self.match_id)
+                self._sync()
             return appended
 
     @property

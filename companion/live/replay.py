@@ -5,8 +5,10 @@
 
 The match lives in an in-memory store. Koi/Stop answers come from the truth file's
 ``decisions`` in order, as a tablet's taps would (the next unused answer of that round and
-player); without one (or when it has none left for that player), a player stops at his first
-yaku. No correction is ever made, so ``rounds_exact`` counts rounds scored right by the camera
+player, tapped no earlier than the simulated player called it); without one (or when it has
+none left for that player), a player stops at his first yaku, 3 s after it shows. What the
+camera cannot see (a dealt-hand declaration, a redeal) is tapped from the truth's events too.
+No correction is ever made, so ``rounds_exact`` counts rounds scored right by the camera
 alone. ``bench_pipeline`` times the same loop (frames per second, per-frame times, and the
 latency from a card lying steady to its event). The truth format is in docs/LIVE.md.
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from companion import CompanionError
-from companion.engine import apply
+from companion.engine import IllegalEvent, apply
 from companion.live.pipeline import LivePipeline
 from companion.live.sources import VideoFileSource
 from companion.live.zones import Zones, default_zones
@@ -36,8 +38,10 @@ def load_truth(path: str | Path) -> dict:
     path = Path(path)
     try:
         truth = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TruthError(f"Cannot read the truth file {path} ({exc}).") from None
+    except OSError as exc:
+        raise TruthError(f"Cannot read the truth file {path}: {exc.strerror}.") from None
+    except ValueError:
+        raise TruthError(f"The truth file {path} is not JSON.") from None
     if not isinstance(truth, dict) or not str(truth.get("format", "")).startswith(
         "companion-simulation/"
     ):
@@ -155,18 +159,60 @@ def _match_setup(truth: dict | None) -> dict:
     return setup
 
 
+TABLET_TAPS = ("hand_declared", "redeal")  # what the camera cannot see: a player says it
+
+
 class _Answers:
-    """Koi/Stop as the tablet's taps: the truth's answers in order, else stop."""
+    """The tablet's taps. Koi/Stop: the truth's answers in order, each tapped no earlier than
+    the frame the simulated player called it (his turn over); with none left for that player
+    (or no truth), stop after ``WAIT`` seconds of a pending decision. Declarations and
+    redeals, which the camera cannot see: the truth's events at their frame, tried until the
+    match accepts them (for 5 seconds)."""
+
+    WAIT = 3.0
 
     def __init__(self, truth: dict | None):
-        self.left = list((truth or {}).get("decisions", []))
+        truth = truth or {}
+        calls = [
+            item["frame"]
+            for item in truth.get("events", [])
+            if item.get("event", {}).get("type") in ("koi_called", "stop_called")
+        ]
+        decisions = list(truth.get("decisions", []))
+        frames = calls if len(calls) == len(decisions) else [0] * len(decisions)
+        self.left = [dict(d, frame=f) for d, f in zip(decisions, frames, strict=True)]
+        self.pending_since: int | None = None
+        self.taps = [
+            (item["frame"], item["event"])
+            for item in (truth or {}).get("events", [])
+            if item.get("event", {}).get("type") in TABLET_TAPS
+        ]
 
-    def answer(self, round_number: int, player: str) -> str:
+    def due_taps(self, frame_index: int) -> list:
+        return [(f, e) for f, e in self.taps if f <= frame_index]
+
+    def tapped(self, tap) -> None:
+        self.taps.remove(tap)
+
+    def answer(self, state, frame_index: int, fps: float) -> str | None:
+        """"koi", "stop", or None: not yet (the player has not tapped)."""
+        if not (state.pending_decision and state.round_in_progress):
+            self.pending_since = None
+            return None
+        if self.pending_since is None:
+            self.pending_since = frame_index
+        player = state.pending_decision
         for i, d in enumerate(self.left):
-            if d.get("round") == round_number and d.get("player") == player:
+            if d.get("round") == state.round_number and d.get("player") == player:
+                if frame_index < d["frame"]:
+                    return None
                 del self.left[i]
+                self.pending_since = None
                 return d.get("answer", "stop")
-        return "stop"
+        if frame_index - self.pending_since >= self.WAIT * fps:
+            self.pending_since = None
+            return "stop"
+        return None
 
 
 def replay_video(
@@ -200,12 +246,18 @@ def replay_video(
         for frame in source:
             t0 = time.perf_counter()
             appended = pipeline.process(frame)
-            state = store.state(match_id) if appended else None
-            while state is not None and state.pending_decision and state.round_in_progress:
+            for tap in answers.due_taps(frame.index):
+                try:
+                    appended.append(store.append(match_id, tap[1]))
+                    answers.tapped(tap)
+                except IllegalEvent:
+                    if tap[0] < frame.index - 5 * source.fps:
+                        answers.tapped(tap)  # never accepted: the camera missed its round
+            state = store.state(match_id)
+            while (kind := answers.answer(state, frame.index, source.fps)) is not None:
                 player = state.pending_decision
-                kind = answers.answer(state.round_number, player)
                 event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
-                store.append(match_id, event)
+                appended.append(store.append(match_id, event))
                 state = store.state(match_id)
             ms = (time.perf_counter() - t0) * 1000
             report.frame_ms.append(ms)
@@ -313,7 +365,9 @@ BENCH_DECK = "traditional-scan"  # held out from training
 BENCH_SEED = 4242
 
 
-def simulate(out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, rounds: int = 1):
+def simulate(
+    out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, rounds: int = 1, turns=8
+):
     """Render a simulated table with ``companion simulate`` (its command line is the stable
     contract); returns (video path, truth path)."""
     import subprocess
@@ -324,8 +378,10 @@ def simulate(out_dir: Path, *, seed: int = BENCH_SEED, deck: str = BENCH_DECK, r
     deck_path = Path(deck) if Path(deck).is_dir() else synth.find_shared_dir() / "decks" / deck
     cmd = [
         sys.executable, "-m", "companion.cli", "simulate", "--deck", str(deck_path),
-        "--seed", str(seed), "--out", str(out_dir), "--rounds", str(rounds),
+        "--seed", str(seed), "--out", str(out_dir), "--rounds", str(rounds), "--quiet",
     ]  # fmt: skip
+    if turns:
+        cmd += ["--max-turns", str(turns)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
@@ -339,6 +395,9 @@ def bench_pipeline(detector, *, video=None, frames: int = 600) -> dict:
     a card lying steady in a capture area to its event (video time plus that frame's work)."""
     import tempfile
 
+    import cv2
+
+    cv2.setNumThreads(2)  # as on a 2-core machine: the recognizer's sessions use 2 threads too
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         if video is None:
             video, truth_path = simulate(Path(tmp))

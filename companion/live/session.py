@@ -144,6 +144,22 @@ class LiveSession:
     def snapshot_jpeg(self) -> bytes | None:
         return self.latest_jpeg(annotated=False)
 
+    def field_boxes(self) -> list[tuple[float, float, float, float]]:
+        """The normalised boxes (x0, y0, x1, y1) of the face-up cards in the last look (for
+        the calibration page's "propose from the dealt field")."""
+        from companion.detections import BACK_ID
+
+        with self._lock:
+            frame, det = self._frame, self.pipeline.detections
+        if frame is None or not len(det):
+            return []
+        h, w = frame.image.shape[:2]
+        quads = det.quads[det.class_ids != BACK_ID] / np.float32([w, h])
+        return [
+            (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
+            for q in quads
+        ]
+
     def crop_jpeg(self, player: str, card: str) -> bytes | None:
         return encode_jpeg(self.pipeline.crop(player, card))
 

@@ -29,19 +29,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion.cards import ALL_CODES
-from companion.detections import BACK_ID, CLASSES, Detections, iou_matrix
+from companion.cards import ALL_CODES, Card, Category
+from companion.detections import BACK, BACK_ID, CLASSES, Detections, iou_matrix
 from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)
+CODE_IDS = {code: i for i, code in enumerate(ALL_CODES)}
 FLOOR = 1e-4  # the least probability one look gives a class: one bad look never rules it out
 SAME_CARD_IOU = 0.55  # a fanned row's next card overlaps the one below by about 0.5
 SAME_NAME_DISTANCE = 0.45  # same top class: same card if the centres are this close (card heights)
 MOVED = 0.2  # a track whose centre moves this far (card heights) is in a hand, not lying
 HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or an arm
 VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
-CLEARED_AFTER = 1.5  # seconds without a face-up card in view: the table was cleared
+COVERED_AT_MOST = 2.0  # seconds: cards missing longer than this were taken away
+CLEARED_AFTER = 1.0  # seconds without a sight of the ended round's cards: they were cleared
+IN_SIGHT = 2.0  # seconds: a card seen this recently when the round ends is in sight
 DOUBTFUL_BELOW = 0.8
+AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
+OVERLAP = 0.6  # an arrival overlapping a registered capture this much may be a misread of it
+ON_TOP_CONFIDENCE = 0.3  # a capture's look naming another card this surely: a card on top?
 
 
 @dataclass
@@ -54,10 +60,18 @@ class Track:
     born: int  # update number
     anchor: np.ndarray  # centre where it came to rest
     looks: deque  # per-look log-probability vectors (N_CODES,), the last ``window``
-    hits: deque  # per update since birth: seen or not (bool), the last ``window``
+    hits: deque  # per update since birth: seen or not (bool), the last ``2 * window``
     last_seen: int = 0  # update number
     last_seen_frame: int = 0
+    last_seen_time: float = 0.0
+    born_time: float = 0.0
+    stale: bool = False  # lay on the table when the round ended: waits to be cleared away
+    over: int | None = None  # the registered capture it was found on (a card on top of it)
+    in_sight: bool = False  # stale and seen when the round ended
     steady_since: int | None = None  # frame index
+    steady_time: float = 0.0
+    disturbed: int = 0  # the last update something moved over it
+    quiet_since: int = 0  # frame index since which nothing moved over it
     registered: str | None = None  # code, once a capture
     seat: str | None = None
     pinned: bool = False  # corrected on the tablet: the code is the player's
@@ -91,6 +105,9 @@ class Arrival:
     candidates: tuple  # ((code, probability), ...) likeliest first
     steady_since: int  # frame index
     quad: np.ndarray = dataclasses.field(compare=False, repr=False)
+    quiet_since: int = 0  # frame index since which nothing moved over it
+    overlaps: bool = False  # lies largely over a registered capture (or a look of it)
+    steady_time: float = 0.0  # seconds
 
 
 @dataclass
@@ -108,7 +125,10 @@ class TableState:
     hand_present: bool = False
     arrivals: dict = dataclasses.field(default_factory=dict)  # seat -> [Arrival]
     field_left: dict = dataclasses.field(default_factory=dict)  # code -> frame it left the field
-    cleared: bool = False  # no face-up card in view for a while
+    cleared: bool = False  # the ended round's cards were cleared away (this look)
+    stale: int = 0  # cards of the ended round still on the table
+    captures_unseen: float = float("inf")  # seconds since a registered capture was seen
+    fresh_field: int = 0  # steady field cards first seen after the captures were last seen
     quads: dict = dataclasses.field(default_factory=dict)  # code -> quad (pixels), cards in view
     hand_since: int | None = None  # frame index the hand was last seen (None: never)
 
@@ -136,7 +156,7 @@ def look_vector(det: Detections, i: int) -> np.ndarray:
 class TableTracker:
     """``tracker.update(detections, frame) -> TableState``; see the module docstring."""
 
-    def __init__(self, zones: Zones, window: int = 6, steady: int = 4):
+    def __init__(self, zones: Zones, window: int = 5, steady: int = 3):
         self.zones = zones
         self.window = window
         self.steady_looks = min(steady, window)
@@ -145,10 +165,11 @@ class TableTracker:
         self._updates = 0
         self._order: list[int] = []  # registered track ids, in registration order
         self._backs: deque = deque(maxlen=3)
-        self._last_card_time = 0.0
         self._hand_frame: int | None = None
         self._hand_until = -1  # update number until which the hand counts as present
+        self._occluded_since: float | None = None
         self._field_left: dict[str, int] = {}
+        self._captures_seen = -1.0  # time a registered capture was last seen
         self.state = TableState()
 
     # -- the tablet and the decider ----------------------------------------------------------
@@ -188,59 +209,116 @@ class TableTracker:
         self.register(track_id, seat, code)
 
     def reset_round(self) -> None:
-        """A new round: everything forgotten (the table was cleared)."""
+        """Everything forgotten (a redeal, another match)."""
         self.tracks.clear()
         self._order.clear()
         self._field_left.clear()
+        self._captures_seen = -1.0
+
+    def end_round(self) -> None:
+        """The round ended: the cards lying there are the old round's (but those first seen
+        after its captures were last seen: a new deal already), to be cleared away before the
+        next round counts."""
+        none_captured = not any(t.registered for t in self.tracks.values())
+        now = self.state.time
+        for track in self.tracks.values():
+            if none_captured or track.registered or track.born_time <= self._captures_seen:
+                track.stale = True
+                track.registered = None
+                # the cards in sight now tell when the table is cleared; the covered ones
+                # (deep in a fanned row) go with them
+                track.in_sight = now - track.last_seen_time <= IN_SIGHT
+        self._order.clear()
+        self._field_left.clear()
+        self._captures_seen = -1.0
 
     # -- one frame -----------------------------------------------------------------------------
 
-    def update(self, det: Detections, frame, motion: float = 0.0) -> TableState:
+    def update(self, det: Detections, frame, motion: float = 0.0, moving=None) -> TableState:
         """Fold one frame's detections in. ``frame`` has ``index``, ``time`` and ``image`` (or
         ``size``); ``motion``: the fraction of the (downscaled) frame that moved since the
-        previous one (a hand or an arm moves much of it)."""
+        previous look (a hand or an arm moves much of it); ``moving``: where, as a boolean
+        picture of any size covering the frame. A card something moved over does not settle
+        (without ``moving``, any big motion counts as moving over every card)."""
         self._updates += 1
         u = self._updates
         width, height = _frame_size(frame)
         cards = det[det.class_ids != BACK_ID] if len(det) else det
         backs = int(np.sum(det.class_ids == BACK_ID)) if len(det) else 0
         self._backs.append(backs)
-        matched = self._associate(cards, u, frame.index)
+        matched = self._associate(cards, u, frame)
         for track in self.tracks.values():
-            track.hits.append(track.id in matched)
+            if track.born < u:  # one born now already holds its first look
+                track.hits.append(track.id in matched)
         occluded = self._occluded(matched)
+        # cards covered for long were taken away (a gathered field), not covered by a hand
+        if not occluded:
+            self._occluded_since = None
+        elif self._occluded_since is None:
+            self._occluded_since = frame.time
+        elif frame.time - self._occluded_since > COVERED_AT_MOST:
+            occluded = False
         if motion >= HAND_MOTION or occluded:
             self._hand_until = u + 1  # and the next look too: the hand is only just leaving
             self._hand_frame = frame.index
         hand = u <= self._hand_until
         for i in range(len(cards)):
             if i not in matched.values():
-                self._new_track(cards, i, u, frame.index)
+                self._new_track(cards, i, u, frame)
         for track in self.tracks.values():
             c = track.center
             track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
-        self._settle(u, frame.index, hand)
-        if len(cards):
-            self._last_card_time = frame.time
+            if _disturbed(track, moving, width, height, motion):
+                track.disturbed = u
+                track.quiet_since = frame.index + 1
+        self._settle(u, frame.index, frame.time, hand, occluded)
+        cleared = self._clear_stale(frame.time)
         self.state = self._table_state(frame, hand)
+        self.state.cleared = cleared
         return self.state
 
-    def _associate(self, cards: Detections, u: int, frame_index: int) -> dict[int, int]:
+    def _clear_stale(self, now: float) -> bool:
+        """Drop the ended round's cards once (nearly) none has been seen for
+        ``CLEARED_AFTER`` (a card left lying does not hold the next round up)."""
+        stale = [t for t in self.tracks.values() if t.stale]
+        watched = [t for t in stale if t.in_sight]
+        seen = sum(
+            1 for t in watched if not _gone(t, 3) or now - t.last_seen_time < CLEARED_AFTER
+        )
+        if not stale or seen > len(watched) // 5:
+            return False
+        for t in stale:
+            del self.tracks[t.id]
+        return True
+
+    def _associate(self, cards: Detections, u: int, frame) -> dict[int, int]:
         """Match detections to tracks (track id -> detection index), most overlapping first."""
-        ids = [t for t, tr in self.tracks.items() if not tr.ignored]
+        # a card of the ended round, once gone a moment, does not come back: a card dealt
+        # at its place is a new one
+        ids = [t for t, tr in self.tracks.items() if not tr.ignored and not _gone(tr, 2)]
         matched: dict[int, int] = {}
         if not ids or not len(cards):
             return matched
         tquads = np.stack([self.tracks[t].quad for t in ids])
         iou = iou_matrix(cards.quads, tquads)
         centers = cards.quads.mean(axis=1)
+        looks = np.exp(np.stack([look_vector(cards, i) for i in range(len(cards))]))
         pairs = []
         for j, t in enumerate(ids):
             track = self.tracks[t]
             name = track.registered or track.code
             dist = np.linalg.norm(centers - track.center, axis=1) / track.height
+            # a card does not take a look that names another card outright: a card laid on
+            # it (the next of a fanned row, often found with a quad between the two)
+            agree = None
+            if track.registered is not None:
+                agree = looks[:, CODE_IDS[track.registered]]
+            elif len(track.looks) >= 3:
+                agree = looks @ track.posterior()
             for i in range(len(cards)):
                 same = name is not None and CLASSES[cards.class_ids[i]] == name
+                if agree is not None and agree[i] < AGREE:
+                    continue
                 if iou[i, j] >= SAME_CARD_IOU or (same and dist[i] < SAME_NAME_DISTANCE):
                     pairs.append((iou[i, j] + (0.5 if same else 0.0), i, t))
         used: set[int] = set()
@@ -249,12 +327,48 @@ class TableTracker:
                 continue
             used.add(i)
             matched[t] = i
-            self._observe(self.tracks[t], cards, i, u, frame_index)
+            self._observe(self.tracks[t], cards, i, u, frame)
+        self._cards_on_top(cards, matched, u, frame)
         return matched
 
-    def _observe(self, track: Track, cards: Detections, i: int, u: int, frame_index: int):
+    def _cards_on_top(self, cards: Detections, matched: dict, u: int, frame) -> None:
+        """A card laid on a capture, half over it (the next of a fanned row), is often found
+        as one detection with the two cards as its top classes. When a registered capture's
+        look names another free card first, that look also goes to a track of its own over
+        it, which settles like any card (the decider then asks more of it)."""
+        taken = {t.registered for t in self.tracks.values() if t.registered}
+        for t, i in list(matched.items()):
+            below = self.tracks[t]
+            top = CLASSES[cards.class_ids[i]]
+            if below.registered is None or top == below.registered or top == BACK:
+                continue
+            if top in taken or cards.confidence[i] < ON_TOP_CONFIDENCE:
+                continue
+            if twins(top, below.registered):
+                continue  # the classifier's commonest slip on the card itself
+            over = next(
+                (
+                    o
+                    for o in self.tracks.values()
+                    if o.over == below.id and o.registered is None and not o.stale
+                ),
+                None,
+            )
+            if over is None:
+                self._new_track(cards, i, u, frame)
+                over = self.tracks[self._next_id - 1]
+                over.over = below.id
+            else:
+                self._observe(over, cards, i, u, frame)
+            matched[over.id] = i
+
+    def _observe(self, track: Track, cards: Detections, i: int, u: int, frame):
         quad = cards.quads[i].astype(np.float32)
-        if track.registered is None:
+        frame_index = frame.index
+        track.last_seen_time = frame.time
+        if track.registered is not None:
+            self._captures_seen = frame.time
+        elif not track.stale:
             moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
             if moved > MOVED:  # carried: it has not come to rest yet
                 track.anchor = quad.mean(axis=0)
@@ -266,8 +380,9 @@ class TableTracker:
         track.last_seen = u
         track.last_seen_frame = frame_index
 
-    def _new_track(self, cards: Detections, i: int, u: int, frame_index: int) -> None:
+    def _new_track(self, cards: Detections, i: int, u: int, frame) -> None:
         quad = cards.quads[i].astype(np.float32)
+        frame_index = frame.index
         track = Track(
             id=self._next_id,
             quad=quad,
@@ -275,9 +390,11 @@ class TableTracker:
             born=u,
             anchor=quad.mean(axis=0),
             looks=deque([look_vector(cards, i)], maxlen=self.window),
-            hits=deque([True], maxlen=self.window),
+            hits=deque([True], maxlen=2 * self.window),
             last_seen=u,
             last_seen_frame=frame_index,
+            last_seen_time=frame.time,
+            born_time=frame.time,
         )
         self.tracks[track.id] = track
         self._next_id += 1
@@ -291,21 +408,31 @@ class TableTracker:
         )
         return missing >= VANISHED_AT_ONCE
 
-    def _settle(self, u: int, frame_index: int, hand: bool) -> None:
-        """Steadiness, and which unregistered tracks are gone (never while a hand is there)."""
+    def _settle(self, u: int, frame_index: int, now: float, hand: bool, covered: bool) -> None:
+        """Steadiness (nothing moving over the card, nothing covering several cards), and
+        which unregistered tracks are gone (never while a hand is over the table)."""
         gone = []
         for track in self.tracks.values():
-            if track.registered is not None:
+            if track.registered is not None or track.stale:
                 continue
-            seen = sum(track.hits)
-            if seen >= self.steady_looks and track.last_seen == u and not hand:
+            hits = list(track.hits)
+            seen = sum(hits[-self.window :])
+            # a card seen now and then only (an edge of the frame, glare) settles over twice
+            # the window, as long as nothing moves over it
+            often = seen >= self.steady_looks or sum(hits) >= self.window
+            quiet = track.disturbed < u and not covered
+            in_captures = bool(track.zone and track.zone.startswith(CAPTURES))
+            # a card in a capture area cannot leave it: it is only missed for longer
+            patience = 2 * self.window - 2 if in_captures else self.window - self.steady_looks + 1
+            if often and track.last_seen == u and quiet:
                 if track.steady_since is None:
                     track.steady_since = frame_index
-            elif u - track.last_seen >= self.window - self.steady_looks + 1 and not hand:
+                    track.steady_time = now
+            elif u - track.last_seen >= patience and not hand:
                 if track.steady_since is not None and track.zone == FIELD and track.code:
                     self._field_left[track.code] = frame_index
                 gone.append(track.id)
-            elif track.steady_since is not None and seen < self.steady_looks - 1 and not hand:
+            elif track.steady_since is not None and not often and not in_captures and not hand:
                 track.steady_since = None
             if u - track.last_seen > 4 * self.window:
                 gone.append(track.id)  # long unseen, hand or not: a card carried away
@@ -316,7 +443,11 @@ class TableTracker:
         """Hand out codes: one physical card per code, most confident first; codes held by
         registered captures are taken."""
         taken = {t.registered for t in self.tracks.values() if t.registered and not t.ignored}
-        open_tracks = [t for t in self.tracks.values() if t.registered is None and not t.ignored]
+        open_tracks = [
+            t
+            for t in self.tracks.values()
+            if t.registered is None and not t.ignored and not t.stale
+        ]
         posts = {t.id: t.posterior() for t in open_tracks}
         for t in open_tracks:
             t.code = None
@@ -332,6 +463,12 @@ class TableTracker:
                     t.code = code
                     taken.add(code)
                     break
+
+    def _over_capture(self, track: Track) -> bool:
+        held = [t.quad for t in self.tracks.values() if t.registered and not t.ignored]
+        if not held:
+            return False
+        return bool(iou_matrix(track.quad[None], np.stack(held)).max() >= OVERLAP)
 
     def candidates(self, track: Track, k: int = 5) -> tuple:
         p = track.posterior()
@@ -349,7 +486,11 @@ class TableTracker:
             st.quads[code] = track.quad
         st.arrivals = {seat: [] for seat in self.zones.players}
         for track in self.tracks.values():
+            if track.stale:
+                st.stale += 1
             if track.registered is not None or track.ignored or track.steady_since is None:
+                continue
+            if track.stale:
                 continue
             if track.zone == FIELD and track.code:
                 st.field.append(track.code)
@@ -361,15 +502,69 @@ class TableTracker:
             elif track.zone and track.zone.startswith(CAPTURES):
                 seat = self.zones[track.zone].player
                 st.arrivals.setdefault(seat, []).append(
-                    Arrival(track.id, seat, self.candidates(track), track.steady_since, track.quad)
+                    Arrival(
+                        track.id,
+                        seat,
+                        self.candidates(track),
+                        track.steady_since,
+                        track.quad,
+                        max(track.quiet_since, track.steady_since),
+                        self._over_capture(track),
+                        track.steady_time,
+                    )
                 )
                 if track.code:
                     st.steady_since[track.code] = track.steady_since
         st.field_left = dict(self._field_left)
-        st.cleared = frame.time - self._last_card_time >= CLEARED_AFTER and not any(
-            t.last_seen == self._updates for t in self.tracks.values()
-        )
+        if self._captures_seen >= 0:
+            st.captures_unseen = frame.time - self._captures_seen
+            st.fresh_field = sum(
+                1
+                for t in self.tracks.values()
+                if t.zone == FIELD
+                and t.steady_since is not None
+                and not t.stale
+                and t.registered is None
+                and t.born_time > self._captures_seen
+            )
         return st
+
+
+def _gone(track: Track, looks: int) -> bool:
+    """A card of the ended round, in sight when it ended, missed in the last ``looks``
+    looks: taken away (a card dealt at its place later is a new one)."""
+    if not (track.stale and track.in_sight) or len(track.hits) < looks:
+        return False
+    return not any(list(track.hits)[-looks:])
+
+
+def twins(a: str, b: str) -> bool:
+    """Plain chaff of one month: cards scoring never tells apart, and the classifier often
+    does not either (the lightning 11-4 and the coloured 12-2 are not twins)."""
+    special = ("11-4", "12-2")
+    return (
+        a[:2] == b[:2]
+        and a not in special
+        and b not in special
+        and _CHAFF.get(a, False)
+        and _CHAFF.get(b, False)
+    )
+
+
+_CHAFF = {c: Card.from_code(c).category is Category.CHAFF for c in ALL_CODES}
+
+
+def _disturbed(track: Track, moving, width: int, height: int, motion: float) -> bool:
+    """Whether something moved over the track's card (its box grown by a tenth)."""
+    if moving is None:
+        return motion >= HAND_MOTION
+    mh, mw = moving.shape[:2]
+    lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
+    pad = (hi - lo) * 0.1
+    x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
+    x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
+    return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
 
 
 def _frame_size(frame) -> tuple[int, int]:
