@@ -12,9 +12,8 @@ onnx = pytest.importorskip("onnx")
 
 
 def test_export_embedder_matches_the_committed_file_and_the_classifier(tmp_path):
-    from onnx import numpy_helper
-
     from companion_lab.embedder import export_embedder
+    from onnx import numpy_helper
 
     classifier = MODELS_DIR / "classifier.float.onnx"
     out = export_embedder(classifier, tmp_path / "embedder.onnx")
