@@ -494,6 +494,7 @@ def serve_command(db, host, port, read_only):
 
 # Each area with commands of its own keeps them in a module of this package, registered on
 # ``main`` when imported here.
+import companion.cli.decks  # noqa: E402,F401
 import companion.cli.hanamikoji  # noqa: E402,F401
 import companion.cli.live  # noqa: E402,F401
 import companion.cli.simulate  # noqa: E402,F401

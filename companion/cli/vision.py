@@ -13,6 +13,7 @@ import click
 
 from companion import CompanionError
 from companion.cli import echo_json, fail, friendly_errors, main, model_option, pct
+from companion.cli.decks import decks_dir_option
 
 tiny_option = click.option(
     "--tiny", is_flag=True, help="Half-width nets (for tests and smoke runs)."
@@ -134,6 +135,23 @@ nets_option = click.option(
 )
 
 
+user_deck_option = click.option(
+    "--deck",
+    "deck",
+    help="Name the cards of a deck you added with 'companion deck add' (and its definition's "
+    "names in the JSON).",
+)
+
+
+def load_with_deck(model_path, threads, nets, deck, decks_dir):
+    """The recognizer, naming the cards of the added deck ``deck`` where one is given."""
+    from companion.recognizer import Recognizer
+    from companion.recognizer.decks import UserDeck
+
+    user_deck = UserDeck.load(deck, decks_dir) if deck else None  # a clear error first
+    return Recognizer.load(model_path, threads=threads, nets=nets).with_deck(user_deck)
+
+
 @main.command("detect")
 @click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
@@ -154,19 +172,26 @@ nets_option = click.option(
     help="onnxruntime threads.",
 )
 @nets_option
+@user_deck_option
+@decks_dir_option
 @friendly_errors
-def detect_command(images, as_json, annotate_dir, model_path, threads, nets):
+def detect_command(images, as_json, annotate_dir, model_path, threads, nets, deck, decks_dir):
     """Find and name every card in IMAGE files (quads in original image pixels)."""
     import cv2
 
-    from companion.recognizer import Recognizer, RecognizerError, annotate, read_image
+    from companion.recognizer import RecognizerError, annotate, read_image
 
     if annotate_dir:
         try:
             Path(annotate_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             fail(f"Cannot write annotated images to {annotate_dir}: {exc.strerror}.")
-    recognizer = Recognizer.load(model_path, threads=threads, nets=nets)
+    recognizer = load_with_deck(model_path, threads, nets, deck, decks_dir)
+    names = None
+    if recognizer.namer is not None:
+        from companion.cards import Deck
+
+        names = Deck.load(recognizer.namer.deck.definition)
     results, read_any = [], False
     for path in images:
         try:
@@ -176,18 +201,24 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets):
             continue
         read_any = True
         det = recognizer.detect(image)
-        results.append({"image": path, "detections": det.to_json()})
+        found = det.to_json()
+        if names is not None:  # the deck definition's names of its slots
+            for item in found:
+                if item["card"] != "back":
+                    item["name"] = names.card(item["card"]).names.get("en", item["card"])
+        results.append({"image": path, "detections": found})
         if annotate_dir:
             target = Path(annotate_dir) / (Path(path).stem + ".annotated.png")
             if not cv2.imwrite(str(target), annotate(image, det)):
                 fail(f"Cannot write the annotated image {target}.")
         if not as_json:
             click.echo(f"{path}: {len(det)} card(s)")
-            for d in det.to_json():
+            for d in found:
                 alts = ", ".join(
                     f"{a['card']} {a['confidence']:.2f}" for a in d["alternatives"][:2]
                 )
-                click.echo(f"  {d['card']:>5} {d['confidence']:.2f}  (next: {alts})")
+                name = f"  {d['name']}" if "name" in d else ""
+                click.echo(f"  {d['card']:>5} {d['confidence']:.2f}{name}  (next: {alts})")
     if as_json:
         echo_json(results)
     if not read_any:
@@ -254,16 +285,48 @@ def echo_comparison(against_path: str, other: dict) -> None:
     help="Also run this model (metadata JSON or its folder) on the same scenes, and say how "
     "much better or worse --model is, with how far that difference could move.",
 )
+@click.option(
+    "--with-deck",
+    "with_deck",
+    help="Name the cards by a deck added with 'companion deck add' (as detect --deck).",
+)
+@decks_dir_option
+@click.option("--width", default=1280, show_default=True, type=click.IntRange(min=64))
+@click.option("--height", default=720, show_default=True, type=click.IntRange(min=64))
+@click.option(
+    "--closeups",
+    is_flag=True,
+    help="Close-ups of 1-3 cards filling 30-80 %% of the frame's short side, turned and tilted "
+    "up to 60 degrees, instead of whole tables.",
+)
+@click.option("--one-look", is_flag=True, help="Only the first look at each frame.")
 @friendly_errors
 def eval_command(
-    deck, seed, n, as_json, model_path, workers, record, lens_k, nets, misses_dir, against_path
+    deck,
+    seed,
+    n,
+    as_json,
+    model_path,
+    workers,
+    record,
+    lens_k,
+    nets,
+    misses_dir,
+    against_path,
+    with_deck,
+    decks_dir,
+    width,
+    height,
+    closeups,
+    one_look,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer
     from companion.recognizer.evaluation import evaluate
 
     deck_dir = resolve_deck(deck)
-    recognizer = Recognizer.load(model_path, nets=nets)
+    recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
+    recognizer.any_distance = not one_look
     other = Recognizer.load(against_path, nets=nets) if against_path else None
     metrics = evaluate(
         recognizer,
@@ -274,6 +337,9 @@ def eval_command(
         lens_k=lens_k,
         misses_dir=misses_dir,
         against=other,
+        width=width,
+        height=height,
+        closeup=closeups,
     )
     if record:
         from companion.recognizer import metadata_path
@@ -304,8 +370,11 @@ def eval_command(
         return
 
     click.echo(
-        f"deck {metrics['deck']}, seed {seed}, {n} scenes, {metrics['labels']} cards to find "
-        f"({recognizer.nets} nets)" + (f", lens distortion k={lens_k:+g}" if lens_k else "")
+        f"deck {metrics['deck']}, seed {seed}, {n} {metrics['frame']} scenes, "
+        f"{metrics['labels']} cards to find "
+        f"({recognizer.nets} nets)"
+        + (f", lens distortion k={lens_k:+g}" if lens_k else "")
+        + (f", named by deck {with_deck}" if with_deck else "")
     )
     click.echo(f"precision                 {pct(metrics['precision'])}")
 
@@ -360,24 +429,77 @@ def eval_command(
     "--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median."
 )
 @model_option
-@click.option("--runs", default=50, show_default=True, type=click.IntRange(min=5))
+@click.option(
+    "--runs",
+    default=80,
+    show_default=True,
+    type=click.IntRange(min=5),
+    help="Timed frames, cycling through the set (fewer than --scenes: its first ones only).",
+)
+@click.option(
+    "--scenes",
+    default=40,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many scenes of the fixed set to time.",
+)
+@click.option(
+    "--seed", default=68, show_default=True, type=int, help="The set's seed (the model card's: 68)."
+)
+@click.option(
+    "--deck",
+    default="traditional-scan",
+    show_default=True,
+    help="Deck folder (or name in ../shared/decks) the scenes show: the held-out deck.",
+)
+@click.option("--width", default=1280, show_default=True, type=click.IntRange(min=64))
+@click.option("--height", default=720, show_default=True, type=click.IntRange(min=64))
 @nets_option
+@click.option(
+    "--one-look",
+    is_flag=True,
+    help="Only the first look at each frame (no coarser or finer ones): what they cost.",
+)
+@click.option("--with-deck", "with_deck", help="Name the cards by a deck added with 'deck add'.")
+@decks_dir_option
 @friendly_errors
-def bench_command(as_json, model_path, runs, nets):
-    """Time detect-and-classify on a 1280x720 table scene with 2 threads, next to YOLO11n."""
-    from companion.recognizer import Recognizer
-    from companion.recognizer.bench import bench_scene, benchmark
+def bench_command(
+    as_json,
+    model_path,
+    runs,
+    scenes,
+    seed,
+    deck,
+    width,
+    height,
+    nets,
+    one_look,
+    with_deck,
+    decks_dir,
+):
+    """Time detect-and-classify on a fixed set of rendered table scenes with 2 threads, next to
+    a YOLO11n-shaped net on the same frames."""
+    from companion.recognizer.bench import bench_frames, benchmark
 
-    recognizer = Recognizer.load(model_path, threads=2, nets=nets)
-    frame, _ = bench_scene()
-    result = benchmark(recognizer, frame, runs=runs, threads=2)
+    recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
+    recognizer.any_distance = not one_look
+    frames = bench_frames(min(runs, scenes), seed, resolve_deck(deck), width, height)
+    result = benchmark(recognizer, frames, runs=runs, threads=2)
+    result |= {
+        "scenes": len(frames),
+        "seed": seed,
+        "deck": Path(resolve_deck(deck)).name,
+        "looks": "one" if one_look else "as needed",
+        "named_by_deck": with_deck,
+    }
     if as_json:
         echo_json(result)
         return
     click.echo(
-        f"full pass ({result['nets']} nets) on a {result['frame']} frame, 2 threads, {runs} runs: "
-        f"median {result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
-        f"({result['cards_detected']} cards)"
+        f"full pass ({result['nets']} nets) on {len(frames)} {result['frame']} scenes of "
+        f"{result['deck']} (seed {seed}), 2 threads, {runs} runs: median "
+        f"{result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
+        f"({result['cards_per_frame']:.1f} cards a frame)"
     )
     dot = "with" if result["int8_dot_products"] else "without"
     click.echo(f"CPU: {result['cpu']} ({dot} int8 dot products)")
@@ -387,6 +509,7 @@ def bench_command(as_json, model_path, runs, nets):
         )
     else:
         click.echo(
-            f"YOLO11n-shaped net at 640x640: median {result['yolo11n_ms_median']:.1f} ms "
-            f"({result['speedup_vs_yolo11n']:.1f}x slower than the full pass)"
+            f"YOLO11n-shaped net at 640x640 on the same frames: median "
+            f"{result['yolo11n_ms_median']:.1f} ms ({result['speedup_vs_yolo11n']:.1f}x slower "
+            "than the full pass)"
         )

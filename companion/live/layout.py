@@ -21,8 +21,12 @@ GAP = 0.01  # between the field and the capture areas
 def _rect(x0, y0, x1, y1):
     x0, x1 = max(EDGE, x0), min(1 - EDGE, x1)
     y0, y1 = max(EDGE, y0), min(1 - EDGE, y1)
-    return [[round(x0, 4), round(y0, 4)], [round(x1, 4), round(y0, 4)],
-            [round(x1, 4), round(y1, 4)], [round(x0, 4), round(y1, 4)]]
+    return [
+        [round(x0, 4), round(y0, 4)],
+        [round(x1, 4), round(y0, 4)],
+        [round(x1, 4), round(y1, 4)],
+        [round(x0, 4), round(y1, 4)],
+    ]
 
 
 def zones_from_field(boxes, players: int = 2) -> Zones:

@@ -168,7 +168,7 @@ class Zones:
         if players is None:
             players = [z.player for z in zones if z.player]
         if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
-            raise ZoneError("'players' must be a list of seat labels such as [\"A\", \"B\"].")
+            raise ZoneError('\'players\' must be a list of seat labels such as ["A", "B"].')
         name = data.get("name", default_name)
         return Zones(str(name), tuple(players), tuple(zones))
 
@@ -244,7 +244,9 @@ def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
     if len(pts) < 3:
         raise ZoneError(f"Zone {name!r}: a polygon needs at least 3 corners.")
     for x, y in pts:
-        if not (math.isfinite(x) and math.isfinite(y)) or not (-0.01 <= x <= 1.01 and -0.01 <= y <= 1.01):
+        if not (math.isfinite(x) and math.isfinite(y)) or not (
+            -0.01 <= x <= 1.01 and -0.01 <= y <= 1.01
+        ):
             raise ZoneError(
                 f"Zone {name!r}: corners are fractions of the image, from 0 to 1, not ({x}, {y})."
             )

@@ -1,5 +1,6 @@
-"""The speed benchmark (``companion bench``): the full pass on a realistic frame, timed next to
-a YOLO11n-shaped yardstick net on the same CPU."""
+"""The speed benchmark (``companion bench``): the full pass over a fixed set of rendered table
+frames of the held-out deck, timed next to a YOLO11n-shaped yardstick net on the same frames,
+the same CPU and in the same run."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from companion.recognizer.detector import Recognizer
 from companion.recognizer.nets import MODELS_DIR, cpu_name, cpuinfo_text, int8_is_fast, open_session
 
 YARDSTICK = MODELS_DIR / "yolo11n_yardstick.onnx"
+YARDSTICK_SIDE = 640  # the yardstick's input: a frame letterboxed to 640x640, as YOLO11n's
+BENCH_DECK = "traditional-scan"  # the deck the committed model never trained on
+BENCH_SEED = 68  # the set's seed: scenes synth.scene_seed(BENCH_SEED, i), i < BENCH_SCENES
+BENCH_SCENES = 40
 
 
 def bench_scene(width: int = 1280, height: int = 720) -> tuple[np.ndarray, int]:
@@ -25,47 +30,87 @@ def bench_scene(width: int = 1280, height: int = 720) -> tuple[np.ndarray, int]:
     return scene.image, len(scene.labels)
 
 
+def bench_frames(
+    n: int = BENCH_SCENES,
+    seed: int = BENCH_SEED,
+    deck: str = BENCH_DECK,
+    width: int = 1280,
+    height: int = 720,
+) -> list[np.ndarray]:
+    """The fixed benchmark set: scenes ``synth.scene_seed(seed, i)`` for i < n of one deck (a
+    folder, or a deck name in ../shared/decks), rendered at ``width`` x ``height``."""
+    from companion import synth
+
+    config = synth.SceneConfig(width=width, height=height, decks=(synth.resolve_deck_dir(deck),))
+    return [synth.render_scene(synth.scene_seed(seed, i), config).image for i in range(n)]
+
+
+def yardstick_input(frame: np.ndarray, side: int = YARDSTICK_SIDE) -> np.ndarray:
+    """A frame as the yardstick reads it: letterboxed into side x side (grey padding, as YOLO's
+    preprocessing), RGB float NCHW in 0..1. Its cost is not timed: only the net is."""
+    import cv2
+
+    h, w = frame.shape[:2]
+    scale = side / max(h, w)
+    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+    boxed = np.full((side, side, 3), 114, np.uint8)
+    boxed[:nh, :nw] = cv2.resize(frame, (nw, nh), interpolation=cv2.INTER_LINEAR)
+    return np.ascontiguousarray(boxed[None, ..., ::-1].transpose(0, 3, 1, 2), np.float32) / 255
+
+
 def benchmark(
     recognizer: Recognizer,
-    frame: np.ndarray,
-    runs: int = 50,
+    frames,
+    runs: int | None = None,
     yardstick: str | Path | None = YARDSTICK,
     threads: int = 2,
+    warmup: int = 3,
 ) -> dict:
-    """Median/p95 ms of ``detect`` on ``frame``, and the YOLO11n-shaped yardstick's median.
+    """Median/p95 ms of ``detect`` over ``frames`` (one frame, or a list: the fixed set), and
+    the YOLO11n-shaped yardstick's median on the same frames.
 
-    The two are timed alternately (one detect, then one yardstick run, ...), so a load change
-    on a shared machine hits both alike and their ratio stays meaningful.
+    ``runs`` timed frames, cycling through the set (default: each frame once). The two are
+    timed alternately on each frame (one detect, then one yardstick run, ...), so a load
+    change on a shared machine hits both alike and their ratio stays meaningful.
     """
     import os
     import time
 
-    sess, x, name = None, None, None
+    if isinstance(frames, np.ndarray):
+        frames = [frames]
+    frames = list(frames)
+    runs = len(frames) if runs is None else runs
+    sess, name, inputs = None, None, []
     if yardstick and Path(yardstick).is_file():
         sess = open_session(Path(yardstick), threads)
-        x = np.random.default_rng(0).random((1, 3, 640, 640), dtype=np.float32)
         name = sess.get_inputs()[0].name
-    for _ in range(5):
-        det = recognizer.detect(frame)
+        inputs = [yardstick_input(f) for f in frames]
+    for k in range(warmup):
+        recognizer.detect(frames[k % len(frames)])
         if sess:
-            sess.run(None, {name: x})
-    times, ytimes = [], []
-    for _ in range(runs):
+            sess.run(None, {name: inputs[k % len(frames)]})
+    times, ytimes, cards = [], [], {}
+    for k in range(runs):
+        i = k % len(frames)
         t0 = time.perf_counter()
-        det = recognizer.detect(frame)
+        det = recognizer.detect(frames[i])
         times.append((time.perf_counter() - t0) * 1000)
+        cards[i] = len(det)
         if sess:
             t0 = time.perf_counter()
-            sess.run(None, {name: x})
+            sess.run(None, {name: inputs[i]})
             ytimes.append((time.perf_counter() - t0) * 1000)
     cpuinfo = cpuinfo_text()
+    shapes = sorted({f"{f.shape[1]}x{f.shape[0]}" for f in frames})
     result = {
         "ms_median": round(float(np.median(times)), 2),
         "ms_p95": round(float(np.percentile(times, 95)), 2),
         "runs": runs,
+        "frames": min(runs, len(frames)),  # distinct frames timed
         "threads": threads,
-        "frame": f"{frame.shape[1]}x{frame.shape[0]}",
-        "cards_detected": len(det),
+        "frame": ",".join(shapes),
+        "cards_detected": int(sum(cards.values())),  # over the distinct frames timed
+        "cards_per_frame": round(sum(cards.values()) / len(cards), 2),
         "nets": recognizer.nets,  # int8, float or avx2
         # the ratio to the yardstick depends on the CPU kind far more than on the run: say
         # which kind this was

@@ -51,6 +51,7 @@ from companion.recognizer.geometry import (
     quads_to_rboxes,
     row_boxes,
     spaced,
+    view_size,
 )
 from companion.recognizer.nets import net_input
 from companion.recognizer.settings import NONE_ID, Settings
@@ -187,9 +188,13 @@ class Localized:
     boxes: np.ndarray
 
 
-def localize(localizer, image: np.ndarray, settings: Settings) -> Localized:
-    """Run the localizer (an onnxruntime session) on a BGR frame and decode its heatmap."""
-    boxed, scale = letterbox(image, settings)
+def localize(localizer, image: np.ndarray, settings: Settings, zoom: float = 1.0) -> Localized:
+    """Run the localizer (an onnxruntime session) on a BGR frame and decode its heatmap.
+    ``zoom``: the frame seen this many times larger than the scale that fits it into the
+    model's input (``view_size``; a portrait frame gets a portrait input)."""
+    h, w = image.shape[:2]
+    view = None if (zoom == 1.0 and w >= h) else view_size(image.shape, settings, zoom)
+    boxed, scale = letterbox(image, settings, view)
     heat, reg = localizer.run(None, {"image": net_input(localizer, boxed[None])})
     boxes = decode_heatmap(heat, reg, settings)
     boxes[:, :4] /= scale  # into frame pixels
@@ -211,16 +216,30 @@ class Decoder:
     """One frame's decode with a model's two nets and settings (``trace``: a DecodeTrace to
     fill, or None)."""
 
-    def __init__(self, localizer, classifier, settings: Settings, trace: DecodeTrace | None = None):
+    def __init__(
+        self,
+        localizer,
+        classifier,
+        settings: Settings,
+        trace: DecodeTrace | None = None,
+        zoom: float = 1.0,
+        lengths: tuple[float, float] | None = None,
+    ):
         self.localizer = localizer
         self.classifier = classifier
         self.settings = settings
         self.trace = trace
+        self.zoom = zoom  # the localizer's view of the frame (``localize``)
+        # (shortest, longest) long side in frame pixels of the localizer's boxes looked at
+        self.lengths = lengths
 
     def run(self, image: np.ndarray) -> Detections:
         """The cards in ``image`` (BGR, at most MAX_SIDE pixels a side)."""
         st = self.settings
-        found = localize(self.localizer, image, st)
+        found = localize(self.localizer, image, st, self.zoom)
+        if self.lengths is not None and len(found.boxes):  # only boxes of these lengths
+            long = np.maximum(found.boxes[:, 2], found.boxes[:, 3])
+            found.boxes = found.boxes[(long >= self.lengths[0]) & (long <= self.lengths[1])]
         if len(found.boxes) == 0:
             return Detections.empty()
         heat, reg, scale = found.heat, found.reg, found.scale

@@ -9,11 +9,20 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from companion.detections import Detections
+from companion.detections import BACK_ID, Detections
 from companion.recognizer.decoding import Decoder, DecodeTrace
+from companion.recognizer.distance import (
+    band_lengths,
+    drop_parts,
+    in_band,
+    merge_looks,
+    more_zooms,
+)
+from companion.recognizer.geometry import view_size
 from companion.recognizer.nets import NET_SETS, NETS, auto_nets, metadata_path, open_session
 from companion.recognizer.settings import RecognizerError, Settings
 
+SURE_BACK = 0.5  # how sure a back must be in a frame that needed more looks
 MAX_SIDE = 4096  # larger frames are downscaled first: crops never need more detail
 
 
@@ -33,6 +42,9 @@ class Recognizer:
         self.settings = settings
         self.metadata = metadata or {}
         self.nets = nets  # which of the model's sets of nets run (NETS)
+        # coarser and finer looks where the first says cards lie outside the trained sizes
+        self.any_distance = True
+        self.namer = None  # names the cards of the player's own deck (``with_deck``)
 
     @classmethod
     def load(
@@ -65,6 +77,15 @@ class Recognizer:
         localizer, classifier = open_session(loc_path, threads), open_session(cls_path, threads)
         return cls(localizer, classifier, settings, meta, nets)
 
+    def with_deck(self, deck) -> Recognizer:
+        """This recognizer naming the cards of a deck the player added (a ``decks.UserDeck``,
+        or None for the classifier's own names): each face-up card is named after the deck's
+        card whose images its crop lies nearest (``decks.DeckNamer``)."""
+        from companion.recognizer.decks import DeckNamer
+
+        self.namer = None if deck is None else DeckNamer(deck, self.settings)
+        return self
+
     def detect(self, bgr: np.ndarray) -> Detections:
         """All face-up cards and backs in a BGR frame (any size); empty for a blank frame."""
         return self._detect(bgr, None)
@@ -82,12 +103,37 @@ class Recognizer:
         if max(image.shape[:2]) > MAX_SIDE:
             factor = MAX_SIDE / max(image.shape[:2])
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
-        det = Decoder(self.localizer, self.classifier, self.settings, trace).run(image)
+        det = self._looks(image, trace)
+        if self.namer is not None and len(det):
+            det = self.namer(image, det)
         if factor != 1.0 and len(det):
             det = Detections(
                 det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
             )
         return det
+
+    def _looks(self, image: np.ndarray, trace: DecodeTrace | None) -> Detections:
+        """The first look at the frame, and the coarser or finer looks it calls for
+        (``distance``), merged."""
+        first = Decoder(self.localizer, self.classifier, self.settings, trace).run(image)
+        if not self.any_distance:
+            return first
+        scale = view_size(image.shape, self.settings)[2]
+        looks = [(first, scale)]
+        for zoom in more_zooms(first, scale):
+            # the trace is the first look's: the acceptance rule is fitted to one decode a frame
+            # a look crops only the boxes of the sizes it may add (``in_band``, with a margin)
+            lengths = band_lengths(scale, zoom)
+            det = Decoder(self.localizer, self.classifier, self.settings, None, zoom, lengths).run(
+                image
+            )
+            looks.append((det[in_band(det, scale, zoom)], scale * zoom))
+        if len(looks) == 1:
+            return drop_parts(first)
+        # where more looks were needed, cards larger than the localizer learned may show plain
+        # patches (a sky, a field of colour) that look like a back from near: backs must be sure
+        looks = [(d[(d.class_ids != BACK_ID) | (d.confidence >= SURE_BACK)], s) for d, s in looks]
+        return merge_looks(looks, self.settings.same_card_iou)
 
 
 def as_bgr(image) -> np.ndarray | None:

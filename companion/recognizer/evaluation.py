@@ -260,7 +260,21 @@ def _render_for_eval(args):
     from companion import synth
 
     seed, config = args
+    if isinstance(config, Closeups):
+        from companion.closeup import render_closeup
+
+        return render_closeup(seed, config.deck, config.width, config.height)
     return synth.render_scene(seed, config)
+
+
+@dataclass(frozen=True)
+class Closeups:
+    """Close-up frames (``companion.closeup``) instead of whole tables: what ``evaluate``
+    renders with ``closeup=True``."""
+
+    deck: str
+    width: int
+    height: int
 
 
 def _rendered(config, seed: int, n: int, workers: int):
@@ -297,19 +311,23 @@ def evaluate(
     lens_k: float = 0.0,
     misses_dir: str | Path | None = None,
     against=None,
+    closeup: bool = False,
 ) -> dict:
     """Render ``n`` scenes of one deck with synth and score the recognizer (a ``Recognizer``, or
     anything with ``detect(bgr)`` and ``settings``) on them (``lens_k``: every scene seen through a lens with that radial distortion,
     ``synth.SceneConfig.lens_k``). ``misses_dir``: a folder to write each scene with a missed
     or false card into (``annotate_misses``; named by its index in the set: ``0042.jpg``).
     ``against``: a second recognizer run on the same scenes, for the difference between the
-    two and how far it could move (key "against")."""
+    two and how far it could move (key "against"). ``closeup``: close-ups of one to three cards
+    filling 30-80 % of the frame's short side (``companion.closeup``) instead of tables."""
     from collections import Counter
 
     from companion import synth
     from companion.detections import chaff_group
 
     config = synth.SceneConfig(width=width, height=height, decks=(str(deck),), lens_k=lens_k)
+    if closeup:
+        config = Closeups(str(deck), width, height)
     synth.load_deck(str(deck))  # a clear error before rendering anything
     scenes = _rendered(config, seed, n, workers)
     total, by_cond = _Tally(), {}
@@ -401,6 +419,7 @@ def evaluate(
         "render_version": synth.RENDER_VERSION,  # the scenes change when the renderer does
         "seed": seed,
         "lens_k": float(lens_k),
+        "frame": f"{width}x{height}" + (" close-ups" if closeup else ""),
         "images": n,
         "labels": total.labels,
         "detections": detections,

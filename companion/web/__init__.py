@@ -332,7 +332,9 @@ def interface_addresses() -> list[str]:
     except (ImportError, OSError, AttributeError):  # not Linux
         pass
     try:
-        found += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
+        found += [
+            info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+        ]
     except OSError:
         pass
     usable = []

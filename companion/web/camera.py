@@ -114,7 +114,7 @@ def camera_status() -> dict:
 
 def zone_label(name: str) -> str:
     if name.startswith("captures_"):
-        return f"Captures {name[len('captures_'):]}"
+        return f"Captures {name[len('captures_') :]}"
     return ZONE_LABELS.get(name, name)
 
 
@@ -208,9 +208,13 @@ def stream():
             if data and data != last:
                 last = data
                 yield (
-                    f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\n"
-                    f"Content-Length: {len(data)}\r\n\r\n"
-                ).encode() + data + b"\r\n"
+                    (
+                        f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\n"
+                        f"Content-Length: {len(data)}\r\n\r\n"
+                    ).encode()
+                    + data
+                    + b"\r\n"
+                )
             time.sleep(min(STREAM_INTERVAL, max(0.0, deadline - time.monotonic())))
         yield f"--{BOUNDARY}--\r\n".encode()
 
@@ -293,7 +297,7 @@ def zones_from_form(zones, form):
     """``zones`` with each ``zone_<name>`` field's polygon; every field is checked before
     anything is replaced, so a bad form changes nothing."""
     known = {z.name for z in zones}
-    sent = {k[len("zone_"):]: v for k, v in form.items() if k.startswith("zone_")}
+    sent = {k[len("zone_") :]: v for k, v in form.items() if k.startswith("zone_")}
     if not sent:
         raise WebError("The form sent no zone corners (zone_<name> fields).", 400)
     unknown = sorted(set(sent) - known)

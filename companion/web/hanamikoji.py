@@ -219,5 +219,7 @@ def record(match_id: int):
 
     notify()
     if is_htmx():
-        return render_template("_hanamikoji_board.html", close_modal=True, **board_context(match_id))
+        return render_template(
+            "_hanamikoji_board.html", close_modal=True, **board_context(match_id)
+        )
     return redirect(url_for("hanamikoji.page", match_id=match_id), 303)

@@ -1,0 +1,322 @@
+"""The player's own deck: ``companion deck add NAME DIR`` and the stage that names its cards.
+
+``add_deck`` reads one image per card (``MM-K`` names, as in ``../shared/decks``), cuts from
+each many crops as the detector would see the card on a table (turned either way up, off
+centre, larger or smaller, blurred, under other light, its lower part hidden as in a fanned
+capture row, on table colours), and keeps their embeddings: the 192 features the classifier's
+heads read (``models/embedder.onnx``, the float classifier cut at its last hidden layer). That
+needs no GPU and takes seconds. ``DeckNamer`` then names each face-up detection after the card
+whose crops its own crop lies nearest, blended with the classifier's own belief. A deck
+definition (``companion/decks/*.toml``) can rename and re-role the slots: the deck records
+which one it uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from companion import CompanionError
+from companion.cards import ALL_CODES
+from companion.detections import BACK_ID, CLASSES, Detections
+from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
+from companion.recognizer.nets import MODELS_DIR, open_session
+from companion.recognizer.settings import Settings
+
+EMBEDDER = MODELS_DIR / "embedder.onnx"
+DECK_FORMAT = 1
+VIEWS = 24  # crops per card image, each way up
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+CODE_FILE_RE = re.compile(r"^(\d{2})-(\d)$")
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp"}
+# how much the deck's own references weigh against the classifier (log-probability units)
+SIMILARITY_WEIGHT = 100.0
+CONFIDENCE_SHARPNESS = 30.0  # a name's confidence: softmax of this times the similarities
+
+
+class DeckError(CompanionError):
+    """A deck that cannot be added or found."""
+
+
+def default_decks_dir() -> Path:
+    """Beside the default match database: the player's data folder's ``decks``."""
+    from companion.store import default_db_path
+
+    return default_db_path().parent / "decks"
+
+
+def deck_images(folder: str | Path) -> dict[str, Path]:
+    """Card code -> image file of a folder of ``MM-K`` images; DeckError when it has none."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DeckError(f"{folder} is not a folder of card images named like 01-1.png.")
+    files = {}
+    for path in sorted(folder.iterdir()):
+        found = CODE_FILE_RE.match(path.stem)
+        if found and path.suffix.lower() in IMAGE_SUFFIXES:
+            code = f"{found.group(1)}-{found.group(2)}"
+            if code in ALL_CODES:
+                files[code] = path
+    if not files:
+        raise DeckError(f"{folder} has no card images named like 01-1.png (month-card).")
+    return files
+
+
+def _face(path: Path) -> np.ndarray:
+    """A card image as BGR on mid-grey where it is transparent."""
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise DeckError(f"Cannot read the card image {path}.")
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    if image.shape[2] == 4:
+        alpha = image[..., 3:4].astype(np.float32) / 255
+        image = (image[..., :3] * alpha + 128 * (1 - alpha)).astype(np.uint8)
+    return image[..., :3]
+
+
+def card_views(face: np.ndarray, settings: Settings, rng, views: int = VIEWS) -> np.ndarray:
+    """``views`` crops of one card (BGR image) as the detector cuts them from a table, and as
+    many turned a half turn: (2 * views, crop height, crop width, 3)."""
+    fh, fw = face.shape[:2]
+    height = 160  # the card's long side on the made-up table, pixels
+    width = max(8, round(fw * height / fh))
+    card = cv2.resize(face, (width, height), interpolation=cv2.INTER_AREA)
+    pad = height
+    crops = []
+    for k in range(views):
+        table = np.empty((height + 2 * pad, width + 2 * pad, 3), np.uint8)
+        table[:] = rng.integers(20, 235, 3)
+        table = np.clip(table + rng.normal(0, 8, table.shape), 0, 255).astype(np.uint8)
+        table[pad : pad + height, pad : pad + width] = card
+        if k % 3 == 2:  # a fanned row: the next card covers the lower part
+            cover = int(height * rng.uniform(0.3, 0.6))
+            shade = rng.integers(60, 250, 3)
+            table[pad + height - cover : pad + height + 20, pad - 10 : pad + width + 10] = shade
+        gain, bias = rng.uniform(0.7, 1.25), rng.uniform(-25, 25)
+        tint = rng.uniform(0.9, 1.1, 3)
+        table = np.clip(table * gain * tint + bias, 0, 255).astype(np.uint8)
+        sigma = rng.uniform(0, 1.5)
+        if sigma > 0.3:
+            table = cv2.GaussianBlur(table, (0, 0), sigma)
+        # the box the detector would cut: off centre, a little large or small, turned a little
+        cx = pad + width / 2 + rng.normal(0, 0.04) * width
+        cy = pad + height / 2 + rng.normal(0, 0.04) * height
+        grow = np.exp(rng.normal(0, 0.06))
+        theta = np.pi / 2 + rng.normal(0, 0.05)  # the long axis points down the crop
+        scale = rng.uniform(0.35, 1.0)  # as far as the camera may be: fewer pixels a card
+        small = cv2.resize(table, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        boxes = np.array(
+            [
+                [cx * scale, cy * scale, width * grow * scale, height * grow * scale, theta],
+                [cx * scale, cy * scale, width * grow * scale, height * grow * scale, -theta],
+            ]
+        )
+        boxes[1, 4] = theta + np.pi  # the same card the other way up
+        crops.append(crop_cards(small, crop_matrices(boxes, settings), settings))
+    return np.concatenate(crops)
+
+
+def embed(session, crops: np.ndarray, batch: int = 256) -> np.ndarray:
+    """Unit-length embeddings of crops (N, H, W, 3) uint8 BGR."""
+    out = []
+    for i in range(0, len(crops), batch):
+        out.append(session.run(None, {"crop": np.ascontiguousarray(crops[i : i + batch])})[0])
+    feats = np.concatenate(out) if out else np.zeros((0, 1), np.float32)
+    return feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-6)
+
+
+@dataclass(frozen=True)
+class UserDeck:
+    """A deck the player added: reference embeddings of its cards' crops, each with the class
+    id of its card, and the deck definition that names its slots."""
+
+    name: str
+    definition: str  # a deck definition's name or path (companion.cards.Deck.load)
+    embeddings: np.ndarray  # (M, D) float32, unit length
+    class_ids: np.ndarray  # (M,) int64, indices into CLASSES
+    source: str = ""
+    seconds: float = 0.0
+    # a crop this similar to a card's nearest reference is that card (a partial deck's bar)
+    accept_similarity: float = 0.0
+
+    @property
+    def codes(self) -> list[str]:
+        return sorted({CLASSES[i] for i in self.class_ids})
+
+    def save(self, decks_dir: str | Path) -> Path:
+        folder = Path(decks_dir) / self.name
+        folder.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(
+            folder / "references.npz",
+            embeddings=self.embeddings.astype(np.float16),
+            class_ids=self.class_ids,
+        )
+        meta = {
+            "format": DECK_FORMAT,
+            "name": self.name,
+            "definition": self.definition,
+            "cards": self.codes,
+            "views_per_card": int(len(self.class_ids) // max(1, len(self.codes))),
+            "source": self.source,
+            "seconds": round(self.seconds, 2),
+            "accept_similarity": round(float(self.accept_similarity), 4),
+        }
+        (folder / "deck.json").write_text(json.dumps(meta, indent=2) + "\n")
+        return folder
+
+    @classmethod
+    def load(cls, name: str, decks_dir: str | Path | None = None) -> UserDeck:
+        decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
+        folder = decks_dir / name
+        if not (folder / "deck.json").is_file():
+            known = ", ".join(list_decks(decks_dir)) or "none yet"
+            raise DeckError(
+                f"No deck {name!r} in {decks_dir} (added: {known}); add it with "
+                "'companion deck add NAME DIR'."
+            )
+        try:
+            meta = json.loads((folder / "deck.json").read_text())
+            refs = np.load(folder / "references.npz")
+            return cls(
+                meta["name"],
+                meta.get("definition", "standard"),
+                refs["embeddings"].astype(np.float32),
+                refs["class_ids"].astype(np.int64),
+                meta.get("source", ""),
+                float(meta.get("seconds", 0.0)),
+                float(meta.get("accept_similarity", 0.0)),
+            )
+        except (OSError, ValueError, KeyError) as exc:
+            raise DeckError(f"The deck {name!r} in {decks_dir} is unreadable ({exc}).") from None
+
+
+def list_decks(decks_dir: str | Path | None = None) -> list[str]:
+    decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
+    if not decks_dir.is_dir():
+        return []
+    return sorted(p.name for p in decks_dir.iterdir() if (p / "deck.json").is_file())
+
+
+def add_deck(
+    name: str,
+    image_dir: str | Path,
+    decks_dir: str | Path | None = None,
+    definition: str = "standard",
+    settings: Settings | None = None,
+    views: int = VIEWS,
+    seed: int = 0,
+) -> UserDeck:
+    """Make and store deck ``name`` from ``image_dir`` (one ``MM-K`` image per card; the cards
+    it lacks keep the classifier's names). ``definition``: the deck definition naming its slots
+    (checked here). Returns the stored deck."""
+    from companion.cards import Deck
+
+    if not NAME_RE.match(name):
+        raise DeckError(
+            f"A deck name is lower-case letters, digits, '-' or '_' (up to 40), not {name!r}."
+        )
+    Deck.load(definition)  # a clear error before any work
+    start = time.perf_counter()
+    files = deck_images(image_dir)
+    settings = settings or Settings.from_dict(_model_settings())
+    session = open_session(EMBEDDER, 2)
+    rng = np.random.default_rng(seed)
+    crops, ids = [], []
+    for code, path in files.items():
+        made = card_views(_face(path), settings, rng, views)
+        crops.append(made)
+        ids += [CLASSES.index(code)] * len(made)
+    embeddings = embed(session, np.concatenate(crops)).astype(np.float32)
+    ids = np.array(ids, np.int64)
+    deck = UserDeck(
+        name,
+        str(definition),
+        embeddings,
+        ids,
+        str(Path(image_dir).resolve()),
+        time.perf_counter() - start,
+        own_card_similarity(embeddings, ids),
+    )
+    deck.save(decks_dir or default_decks_dir())
+    return deck
+
+
+def own_card_similarity(embeddings: np.ndarray, class_ids: np.ndarray, share: float = 0.02):
+    """How similar a crop of a card is to the nearest other crop of the same card, at worst
+    but for ``share`` of the crops: the bar a crop must pass to be named by a partial deck."""
+    sims = embeddings @ embeddings.T
+    np.fill_diagonal(sims, -1.0)
+    same = class_ids[:, None] == class_ids[None]
+    nearest = np.where(same, sims, -1.0).max(axis=1)
+    return float(np.quantile(nearest, share))
+
+
+def _model_settings() -> dict:
+    from companion.recognizer.nets import DEFAULT_MODEL
+
+    return json.loads(DEFAULT_MODEL.read_text()).get("settings", {})
+
+
+class DeckNamer:
+    """The stage that names detections after a user deck: ``namer(bgr, det) -> Detections``.
+    Each face-up detection's crop (cut upright by its quad) is embedded; a card's score is the
+    classifier's log-probability (its confidence and alternatives) plus ``SIMILARITY_WEIGHT``
+    times the crop's nearest similarity to that card's references; the best card names it, its
+    confidence the scores' softmax. Backs stay backs; cards the deck has no image of keep the
+    classifier's name."""
+
+    def __init__(self, deck: UserDeck, settings: Settings, embedder=None):
+        self.deck = deck
+        self.settings = settings
+        self.session = embedder or open_session(EMBEDDER, 2)
+        self.card_ids = np.array(sorted(set(deck.class_ids.tolist())), np.int64)
+        self._ref_card = np.searchsorted(self.card_ids, deck.class_ids)
+
+    def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
+        faces = np.flatnonzero(det.class_ids != BACK_ID)
+        if len(faces) == 0:
+            return det
+        matrices = crop_matrices(quads_to_rboxes(det.quads[faces]), self.settings)
+        feats = embed(self.session, crop_cards(bgr, matrices, self.settings))
+        sims = feats @ self.deck.embeddings.T  # (faces, refs)
+        best = np.full((len(faces), len(self.card_ids)), -1.0, np.float32)
+        np.maximum.at(best.T, self._ref_card, sims.T)
+        # the classifier's belief on the same cards, from its confidence and alternatives
+        prior = np.full((len(faces), len(self.card_ids)), np.log(1e-3), np.float32)
+        column = {int(c): k for k, c in enumerate(self.card_ids)}
+        for row, i in enumerate(faces):
+            ids = [det.class_ids[i], *det.alt_ids[i]]
+            probs = [det.confidence[i], *det.alt_scores[i]]
+            for cid, p in zip(ids, probs, strict=False):
+                if int(cid) in column:
+                    prior[row, column[int(cid)]] = np.log(max(float(p), 1e-3))
+        score = prior + SIMILARITY_WEIGHT * best
+        if len(self.card_ids) < len(ALL_CODES):
+            # a deck with images of some cards only: a crop that lies near none of them is one
+            # of the others, and keeps the classifier's name
+            near = best.max(axis=1) >= self.deck.accept_similarity
+            faces, score, best = faces[near], score[near], best[near]
+            if len(faces) == 0:
+                return det
+        order = np.argsort(-score, axis=1)
+        # how sure: the similarities alone, sharpened (the score's weight would say 1.00 always)
+        soft = CONFIDENCE_SHARPNESS * best
+        soft = np.exp(soft - soft.max(axis=1, keepdims=True))
+        soft /= soft.sum(axis=1, keepdims=True)
+        class_ids, confidence = det.class_ids.copy(), det.confidence.copy()
+        k = det.alt_ids.shape[1]
+        alt_ids, alt_scores = det.alt_ids.copy(), det.alt_scores.copy()
+        rows = np.arange(len(faces))
+        class_ids[faces] = self.card_ids[order[:, 0]]
+        confidence[faces] = soft[rows, order[:, 0]]
+        if k:
+            alt_ids[faces] = self.card_ids[order[:, 1 : k + 1]]
+            alt_scores[faces] = np.take_along_axis(soft, order[:, 1 : k + 1], axis=1)
+        return Detections(det.quads, class_ids, confidence, alt_ids, alt_scores)
