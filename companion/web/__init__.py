@@ -157,9 +157,10 @@ def create_app(
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import auth, camera, hanamikoji, match, matches, views
+    from companion.web import auth, camera, hanamikoji, i18n, match, matches, views
     from companion.web import live as live_updates  # ``live`` here is the camera session
 
+    i18n.init_app(app)
     views.init_app(app)
     auth.init_app(app)
     app.register_blueprint(matches.bp)

@@ -10,6 +10,7 @@ import threading
 import time
 
 from flask import Blueprint, current_app, redirect, request, session, url_for
+from flask_babel import gettext as _
 
 from companion.web.views import WebError, render
 
@@ -51,7 +52,7 @@ def _check_csrf() -> None:
     expected = session.get("csrf") or ""
     if not expected or not same_secret(sent, expected):
         raise WebError(
-            "This form has expired or did not come from this page; reload and try again.", 400
+            _("This form has expired or did not come from this page; reload and try again."), 400
         )
 
 
@@ -61,12 +62,12 @@ def init_app(app) -> None:
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return None
         if app.config.get("READ_ONLY"):
-            raise WebError("This page is read-only: changes are turned off on this server.", 403)
+            raise WebError(_("This page is read-only: changes are turned off on this server."), 403)
         if request.endpoint == "matches.import_match":
             request.max_content_length = IMPORT_MAX_BYTES  # before the form is read
         is_join = request.endpoint == "auth.join"
         if not is_join and not joined():
-            raise WebError("Enter the join code first: without it this page is read-only.", 403)
+            raise WebError(_("Enter the join code first: without it this page is read-only."), 403)
         _check_csrf()
         return None
 
@@ -112,13 +113,13 @@ def join():
         return redirect(next_url, 303)
     addr = request.remote_addr or "?"
     if _too_many_failures(addr):
-        raise WebError("Too many wrong join codes; wait a minute and try again.", 429)
+        raise WebError(_("Too many wrong join codes; wait a minute and try again."), 429)
     sent = (request.form.get("code") or "").strip()
     if not sent:
-        raise WebError("Type the join code shown on the server.", 400)
+        raise WebError(_("Type the join code shown on the server."), 400)
     if not same_secret(sent, code):
         _record_failure(addr)
-        raise WebError("That join code is wrong; it is the 6 digits shown on the server.", 403)
+        raise WebError(_("That join code is wrong; it is the 6 digits shown on the server."), 403)
     session["joined"] = code
     if request.headers.get("HX-Request") == "true":
         resp = current_app.response_class("", 204)

@@ -26,12 +26,14 @@ import hashlib
 import threading
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from companion import engine
 from companion.cards import Deck
 from companion.engine import MatchState
 from companion.rules import RuleSet
 from companion.web import views
+from companion.web.i18n import language
 from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
@@ -184,7 +186,8 @@ def _cached_board_fragment(match_id: int) -> str:
 
     cache = current_app.extensions.setdefault("companion_board_cache", {})
     changeable = can_change()
-    key = (match_id, store().last_seq(match_id), changeable)
+    lang = language()  # one rendering per language: each tablet reads its own
+    key = (match_id, store().last_seq(match_id), changeable, lang)
     html = cache.get(key)
     if html is None:
         # The followers all ask at once after an event: one renders, the others wait for it.
@@ -198,7 +201,7 @@ def _cached_board_fragment(match_id: int) -> str:
                     new_request_id=lambda: _RID_MARK,
                     **ctx,
                 )
-                cache[(match_id, ctx["seq"], changeable)] = html
+                cache[(match_id, ctx["seq"], changeable, lang)] = html
                 while len(cache) > _BOARD_CACHE_SIZE:
                     cache.pop(next(iter(cache)))  # oldest first (dicts keep insertion order)
     html = html.replace(_CSRF_MARK, csrf_token())
@@ -220,7 +223,15 @@ def picker(match_id: int):
     if card is not None:
         card = views.tile(card, deck)  # CardError -> 400
         if owner.get(card.code) != side:
-            raise WebError(f"{player} has not captured {card.name} ({card.code}).", 400)
+            raise WebError(
+                _(
+                    "%(player)s has not captured %(card)s (%(code)s).",
+                    player=player,
+                    card=card.name,
+                    code=card.code,
+                ),
+                400,
+            )
     return render(
         "picker_page.html",
         "_picker.html",
@@ -236,17 +247,19 @@ def picker(match_id: int):
 def _int_field(form, name: str, what: str) -> int:
     raw = form.get(name)
     if raw is None or str(raw).strip() == "":
-        raise WebError(f"The request is missing {what} ({name}).", 400)
+        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name))
     number = views.whole_number(raw)
     if number is None:
-        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400)
+        raise WebError(
+            _("%(what)s (%(name)s) must be a whole number.", what=what, name=name).capitalize()
+        )
     return number
 
 
 def _text_field(form, name: str, what: str) -> str:
     raw = (form.get(name) or "").strip()
     if not raw:
-        raise WebError(f"The request is missing {what} ({name}).", 400)
+        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name))
     return raw
 
 
@@ -256,28 +269,28 @@ def event_from_form(form) -> dict:
     rules allow...) is the engine's to say."""
     kind = (form.get("type") or "").strip()
     if not kind:
-        raise WebError("The request does not say what happened (type).", 400)
+        raise WebError(_("The request does not say what happened (type)."), 400)
     if kind not in EVENT_TYPES:
-        raise WebError(f"{kind!r} is not something the page can record.", 400)
+        raise WebError(_("%(kind)r is not something the page can record.", kind=kind), 400)
     event: dict = {"type": kind}
     if kind in PLAYER_EVENTS:
         player = (form.get("player") or "").strip()
         if not player:
-            raise WebError("The request does not say which player (player).", 400)
+            raise WebError(_("The request does not say which player (player)."), 400)
         event["player"] = player
     if kind in ("card_captured", "capture_checked", "capture_corrected", "capture_removed"):
-        event["card"] = _text_field(form, "card", "the card")
+        event["card"] = _text_field(form, "card", _("the card"))
     if kind == "capture_corrected":
-        event["new_card"] = _text_field(form, "new_card", "the card")
+        event["new_card"] = _text_field(form, "new_card", _("the card"))
     if kind == "hand_declared":
-        event["kind"] = _text_field(form, "kind", "the kind of hand")
+        event["kind"] = _text_field(form, "kind", _("the kind of hand"))
     if kind == "field_brights_set":
-        event["count"] = _int_field(form, "count", "the number of brights")
+        event["count"] = _int_field(form, "count", _("the number of brights"))
     if kind == "round_started":
         if (form.get("oya") or "").strip():  # else the engine picks the one the rules name
             event["oya"] = form["oya"].strip()
         if (form.get("field_brights") or "").strip():
-            event["field_brights"] = _int_field(form, "field_brights", "the number of brights")
+            event["field_brights"] = _int_field(form, "field_brights", _("the number of brights"))
     return event
 
 
@@ -286,16 +299,16 @@ def record(match_id: int):
     st = store()
     st.get_match(match_id)  # 404 before anything else
     form = request.form
-    expected_seq = _int_field(form, "expected_seq", "the last event the page saw")
+    expected_seq = _int_field(form, "expected_seq", _("the last event the page saw"))
     request_id = (form.get("request_id") or "").strip()
     if not request_id:
-        raise WebError("The request has no request id (request_id); reload the page.", 400)
+        raise WebError(_("The request has no request id (request_id); reload the page."), 400)
     fields = event_from_form(form)
     cards = [c.strip() for c in form.getlist("card") if c.strip()]
     if fields["type"] == "card_captured" and len(cards) > 1:
         # A turn's capture in one tap: the cards of a month taken together, one change.
         if len(cards) > MAX_CARDS_AT_ONCE:
-            raise WebError(f"At most {MAX_CARDS_AT_ONCE} cards are captured at once.", 400)
+            raise WebError(_("At most %(n)d cards are captured at once.", n=MAX_CARDS_AT_ONCE), 400)
         events = [engine.Event.from_dict({**fields, "card": c}) for c in cards]
         st.append_many(match_id, events, expected_seq=expected_seq, request_id=request_id)
     else:

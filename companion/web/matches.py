@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import Blueprint, current_app, redirect, request, url_for
+from flask_babel import gettext as _
 
 from companion import CompanionError
 from companion.web.views import WebError, is_htmx, render, store, team_label, whole_number
@@ -28,7 +29,7 @@ def _ruleset(name: str):
     from companion.rules import RuleSet
 
     if not name:
-        raise WebError("Choose a rule preset.", 400)
+        raise WebError(_("Choose a rule preset."), 400)
     if name not in RuleSet.presets():
         raise WebError(f"There is no rule preset {name!r}.", 400)
     return RuleSet.load(name)
@@ -147,13 +148,13 @@ def _names_from_form(form) -> list[str]:
     if any(len(n) > MAX_NAME_LENGTH for n in names):
         raise WebError(f"A player name can be at most {MAX_NAME_LENGTH} characters.", 400)
     if len({n.casefold() for n in names}) != len(names):
-        raise WebError("Two players have the same name; give each a different one.", 400)
+        raise WebError(_("Two players have the same name; give each a different one."), 400)
     return names
 
 
 def _players_from_form(names, rules) -> list[str]:
     if len(names) < 2:
-        raise WebError("Give at least two player names.", 400)
+        raise WebError(_("Give at least two player names."), 400)
     allowed = tuple(getattr(rules, "players", (2,)))
     if len(names) not in allowed:
         counts = " or ".join(str(n) for n in allowed)
@@ -205,7 +206,7 @@ def create():
         raise WebError(f"The {rules.name} rules play {allowed} rounds, not {rounds}.", 400)
     oya_seat = whole_number(form.get("oya") or "1")
     if oya_seat is None or not 1 <= oya_seat <= len(names):
-        raise WebError("Choose which player is Oya (the first dealer).", 400)
+        raise WebError(_("Choose which player is Oya (the first dealer)."), 400)
     oya = names[oya_seat - 1]  # with teams, a member: the engine seats his team as Oya
     title = " ".join((form.get("title") or "").split())[:80] or None
     match_id = store().create_match(
@@ -273,11 +274,11 @@ def import_match():
 
     upload = request.files.get("file")
     if upload is None:
-        raise WebError("Choose the exported match (a .json file) to import.", 400)
+        raise WebError(_("Choose the exported match (a .json file) to import."), 400)
     try:
         data = json.loads(upload.read().decode("utf-8"))
     except (UnicodeError, ValueError):
-        raise WebError("This file is not a JSON export of a match.", 400) from None
+        raise WebError(_("This file is not a JSON export of a match."), 400) from None
     match_id = store().import_match(data)
     target = url_for("match.page", match_id=match_id)
     if store().game(match_id) == "hanamikoji":

@@ -7,11 +7,14 @@ import uuid
 from dataclasses import dataclass
 
 from flask import current_app, render_template, request
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
 from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
 from companion.web import host_name, is_loopback
+from companion.web.i18n import card_name, language
 
 
 class WebError(CompanionError):
@@ -92,7 +95,7 @@ def init_app(app) -> None:
     def untrusted_host(exc):
         # Raised before URLs can be built, so no template: plain text.
         return (
-            "This server answers only to its own address (localhost).",
+            _("This server answers only to its own address (localhost)."),
             400,
             {"Content-Type": "text/plain; charset=utf-8"},
         )
@@ -100,9 +103,9 @@ def init_app(app) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc):
         messages = {
-            404: "There is no such page.",
-            405: "This address does not accept that kind of request.",
-            413: "The request is too large.",
+            404: _("There is no such page."),
+            405: _("This address does not accept that kind of request."),
+            413: _("The request is too large."),
         }
         return error_response(messages.get(exc.code, exc.description), exc.code or 500)
 
@@ -139,21 +142,21 @@ def init_app(app) -> None:
 # ---------------------------------------------------------------------------------------------
 
 ROLE_LABELS = {
-    "crane": "Crane",
-    "curtain": "Curtain",
-    "moon": "Moon",
-    "rain_man": "Rain man",
-    "phoenix": "Phoenix",
-    "warbler": "Warbler",
-    "cuckoo": "Cuckoo",
-    "bridge": "Bridge",
-    "butterflies": "Butterflies",
-    "boar": "Boar",
-    "geese": "Geese",
-    "sake_cup": "Sake cup",
-    "deer": "Deer",
-    "swallow": "Swallow",
-    "lightning": "Lightning",
+    "crane": _l("Crane"),
+    "curtain": _l("Curtain"),
+    "moon": _l("Moon"),
+    "rain_man": _l("Rain man"),
+    "phoenix": _l("Phoenix"),
+    "warbler": _l("Warbler"),
+    "cuckoo": _l("Cuckoo"),
+    "bridge": _l("Bridge"),
+    "butterflies": _l("Butterflies"),
+    "boar": _l("Boar"),
+    "geese": _l("Geese"),
+    "sake_cup": _l("Sake cup"),
+    "deer": _l("Deer"),
+    "swallow": _l("Swallow"),
+    "lightning": _l("Lightning"),
 }
 # The icon drawn on a tile (symbols in companion/web/templates/_icons.html).
 ROLE_ICONS = {
@@ -175,27 +178,31 @@ ROLE_ICONS = {
 }
 # Month names short enough for a tile.
 FLOWERS = {
-    1: "Pine",
-    2: "Plum",
-    3: "Cherry",
-    4: "Wisteria",
-    5: "Iris",
-    6: "Peony",
-    7: "Clover",
-    8: "Susuki",
-    9: "Chrysanth.",
-    10: "Maple",
-    11: "Willow",
-    12: "Paulownia",
+    1: _l("Pine"),
+    2: _l("Plum"),
+    3: _l("Cherry"),
+    4: _l("Wisteria"),
+    5: _l("Iris"),
+    6: _l("Peony"),
+    7: _l("Clover"),
+    8: _l("Susuki"),
+    9: _l("Chrysanth."),
+    10: _l("Maple"),
+    11: _l("Willow"),
+    12: _l("Paulownia"),
 }
 CATEGORY_LABELS = {
-    Category.BRIGHT: "Bright",
-    Category.ANIMAL: "Animal",
-    Category.RIBBON: "Ribbon",
-    Category.CHAFF: "Chaff",
+    Category.BRIGHT: _l("Bright"),
+    Category.ANIMAL: _l("Animal"),
+    Category.RIBBON: _l("Ribbon"),
+    Category.CHAFF: _l("Chaff"),
 }
 CATEGORY_ORDER = [Category.BRIGHT, Category.ANIMAL, Category.RIBBON, Category.CHAFF]
-RIBBON_LABELS = {RibbonKind.POEM: "Poem", RibbonKind.BLUE: "Blue", RibbonKind.PLAIN: "Red"}
+RIBBON_LABELS = {
+    RibbonKind.POEM: _l("Poem"),
+    RibbonKind.BLUE: _l("Blue"),
+    RibbonKind.PLAIN: _l("Red"),
+}
 
 
 @dataclass(frozen=True)
@@ -220,21 +227,22 @@ def tile(card: Card | str, deck=None) -> Tile:
         card = deck.card(card.code)
     roles = [r for r in ROLE_LABELS if r in card.roles]
     if card.ribbon is not None:
-        label, icon = RIBBON_LABELS[card.ribbon], None
+        label, icon = str(RIBBON_LABELS[card.ribbon]), None
     elif roles:
-        label, icon = ROLE_LABELS[roles[0]], ROLE_ICONS[roles[0]]
+        label, icon = str(ROLE_LABELS[roles[0]]), ROLE_ICONS[roles[0]]
     else:
-        label, icon = "Chaff", None
-    name = card.names.get("en", card.code)
+        label, icon = _("Chaff"), None
+    name = card_name(card)
     # A re-skinned deck renames cards: its own short name says more than the standard role.
-    if deck is not None and deck.name != "standard" and name != STANDARD_DECK.card(card.code).name:
+    renamed = card.names.get("en", card.code) != STANDARD_DECK.card(card.code).name
+    if deck is not None and deck.name != "standard" and renamed:
         label = name if len(name) <= 14 else name.split()[0]
     return Tile(
         code=card.code,
         month=card.month,
-        flower=FLOWERS[card.month],
+        flower=str(FLOWERS[card.month]),
         category=card.category.value,
-        category_label=CATEGORY_LABELS[card.category],
+        category_label=str(CATEGORY_LABELS[card.category]),
         ribbon=card.ribbon.value if card.ribbon else None,
         label=label,
         icon=icon,
@@ -242,13 +250,35 @@ def tile(card: Card | str, deck=None) -> Tile:
     )
 
 
+# A month's plant, by language: MONTHS gives the English and French names; Japanese in kanji.
+MONTH_KANJI = {
+    1: "松",
+    2: "梅",
+    3: "桜",
+    4: "藤",
+    5: "菖蒲",
+    6: "牡丹",
+    7: "萩",
+    8: "芒",
+    9: "菊",
+    10: "紅葉",
+    11: "柳",
+    12: "桐",
+}
+
+
+def month_name(month: int) -> str:
+    lang = language()
+    if lang == "ja":
+        return MONTH_KANJI[month]
+    en, _romaji, fr = MONTHS[month]
+    return (fr if lang == "fr" else en).capitalize()
+
+
 def months(deck=None) -> list[tuple[int, str, list[Tile]]]:
     """The 48 tiles grouped by month, for the picker."""
     deck = deck or STANDARD_DECK
-    return [
-        (m, MONTHS[m][0].title(), [tile(c, deck) for c in deck if c.month == m])
-        for m in range(1, 13)
-    ]
+    return [(m, month_name(m), [tile(c, deck) for c in deck if c.month == m]) for m in range(1, 13)]
 
 
 def by_category(cards, deck=None) -> list[tuple[str, list[Tile]]]:
@@ -256,7 +286,7 @@ def by_category(cards, deck=None) -> list[tuple[str, list[Tile]]]:
     groups = []
     for category in CATEGORY_ORDER:
         chosen = sorted(c for c in cards if c.category == category)
-        groups.append((CATEGORY_LABELS[category], [tile(c, deck) for c in chosen]))
+        groups.append((str(CATEGORY_LABELS[category]), [tile(c, deck) for c in chosen]))
     return groups
 
 
@@ -273,7 +303,7 @@ def _card_name(code, deck=None) -> str:
         card = (deck or STANDARD_DECK).card(str(code))
     except CompanionError:
         return str(code)
-    return f"{card.names.get('en', card.code)} ({card.code})"
+    return f"{card_name(card)} ({card.code})"
 
 
 def team_label(team: str, members) -> str:
@@ -292,38 +322,52 @@ def describe(event, deck=None, teams=None) -> str:
         if d.get("teams"):  # named teams: the players are the team names, in seat order
             teams = {p: d["teams"][p] for p in players if p in d["teams"]}
         sides = [team_label(t, m) for t, m in teams.items()] if teams else players
-        return (
-            f"Match started{' in teams' if teams else ''}: {' vs '.join(sides)}, "
-            f"{d.get('rules')}, {d.get('rounds')} rounds, {d.get('oya')} is Oya"
-        )
+        fields = {
+            "sides": _(" vs ").join(sides),
+            "rules": d.get("rules"),
+            "rounds": d.get("rounds"),
+            "oya": d.get("oya"),
+        }
+        if teams:
+            return _(
+                "Match started in teams: %(sides)s, %(rules)s, %(rounds)s rounds, %(oya)s is Oya",
+                **fields,
+            )
+        return _("Match started: %(sides)s, %(rules)s, %(rounds)s rounds, %(oya)s is Oya", **fields)
     if kind == "round_started":
-        text = f"Round started, {d.get('oya')} is Oya"
         if d.get("field_brights"):
-            text += f", {d['field_brights']} bright(s) in the field"
-        return text
+            return _(
+                "Round started, %(oya)s is Oya, %(count)s bright(s) in the field",
+                oya=d.get("oya"),
+                count=d["field_brights"],
+            )
+        return _("Round started, %(oya)s is Oya", oya=d.get("oya"))
+    card = _card_name(d.get("card"), deck)
     if kind == "card_captured":
-        return f"{player} captured {_card_name(d.get('card'), deck)}"
+        return _("%(player)s captured %(card)s", player=player, card=card)
     if kind == "capture_checked":
-        return f"{player}: {_card_name(d.get('card'), deck)} checked, right as read"
+        return _("%(player)s: %(card)s checked, right as read", player=player, card=card)
     if kind == "capture_corrected":
-        return (
-            f"{player}: {_card_name(d.get('card'), deck)} corrected to "
-            f"{_card_name(d.get('new_card'), deck)}"
+        return _(
+            "%(player)s: %(card)s corrected to %(new_card)s",
+            player=player,
+            card=card,
+            new_card=_card_name(d.get("new_card"), deck),
         )
     if kind == "capture_removed":
-        return f"{player}: {_card_name(d.get('card'), deck)} removed"
+        return _("%(player)s: %(card)s removed", player=player, card=card)
     if kind == "koi_called":
-        return f"{player} called Koi-Koi"
+        return _("%(player)s called Koi-Koi", player=player)
     if kind == "stop_called":
-        return f"{player} stopped"
+        return _("%(player)s stopped", player=player)
     if kind == "hand_declared":
-        return f"{player} declared {d.get('kind')}"
+        return _("%(player)s declared %(kind)s", player=player, kind=d.get("kind"))
     if kind == "field_brights_set":
-        return f"Brights in the dealt field: {d.get('count')}"
+        return _("Brights in the dealt field: %(count)s", count=d.get("count"))
     if kind == "cards_ran_out":
-        return "The cards ran out"
+        return _("The cards ran out")
     if kind == "undo":
-        return "Undo"
+        return _("Undo")
     return kind or "?"
 
 

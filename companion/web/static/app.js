@@ -51,13 +51,20 @@
     var chosen = form.querySelectorAll("input[name=card][data-chosen]");
     var count = form.querySelector(".pick-count");
     var record = form.querySelector("button.record");
+    // The words come from the page (data-* of the bar, in the page's language); {n}: the count.
+    var bar = form.querySelector(".pick-bar");
+    function say(key, fallback) {
+      var text = (bar && bar.getAttribute("data-" + key)) || fallback;
+      return text.replace("{n}", chosen.length);
+    }
     if (count) {
-      count.textContent = chosen.length === 0 ? "No card chosen"
-        : chosen.length + (chosen.length === 1 ? " card chosen" : " cards chosen");
+      count.textContent = chosen.length === 0 ? say("none", "No card chosen")
+        : chosen.length === 1 ? say("one", "1 card chosen") : say("many", "{n} cards chosen");
     }
     if (record) {
       record.disabled = chosen.length === 0;
-      record.textContent = chosen.length > 1 ? "Record " + chosen.length + " cards" : "Record";
+      record.textContent = chosen.length > 1 ? say("record-many", "Record {n} cards")
+        : say("record", "Record");
     }
   }
   document.addEventListener("click", function (e) {

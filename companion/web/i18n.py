@@ -1,0 +1,70 @@
+"""One language per page: English, French or Japanese (Flask-Babel; catalogs in
+``companion/web/translations``, how to refresh them in its README).
+
+The language is the one ``?lang=xx`` asked for (remembered in a ``lang`` cookie, so that
+every later page and htmx swap keeps it), else the browser's best match among those the page
+speaks (``Accept-Language``), else English. An unknown ``lang`` is ignored."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from flask import request
+from flask_babel import Babel, get_locale
+
+LANGUAGES = {"en": "English", "fr": "Français", "ja": "日本語"}
+DEFAULT_LANGUAGE = "en"
+LANG_COOKIE = "lang"
+LANG_COOKIE_DAYS = 365
+
+
+def asked_language() -> str | None:
+    """The language this request names with ``?lang=``, when the page speaks it."""
+    lang = (request.args.get("lang") or "").strip().lower()
+    return lang if lang in LANGUAGES else None
+
+
+def select_locale() -> str:
+    chosen = asked_language() or request.cookies.get(LANG_COOKIE)
+    if chosen in LANGUAGES:
+        return chosen
+    return request.accept_languages.best_match(list(LANGUAGES)) or DEFAULT_LANGUAGE
+
+
+def language() -> str:
+    """The page's language code (``en``, ``fr`` or ``ja``)."""
+    return str(get_locale() or DEFAULT_LANGUAGE)
+
+
+def switch_url(lang: str) -> str:
+    """This page in ``lang``: the same address and query, ``lang`` replaced. A page answering
+    a POST (an error page) switches on the match list instead."""
+    if request.method != "GET":
+        return f"/?{urlencode({'lang': lang})}"
+    args = [(k, v) for k, v in request.args.items(multi=True) if k != "lang"]
+    return f"{request.path}?{urlencode(args + [('lang', lang)])}"
+
+
+def card_name(card) -> str:
+    """A card's name in the page's language (its English one where the deck has none)."""
+    names = getattr(card, "names", None) or {}
+    return names.get(language()) or names.get("en") or card.code
+
+
+def init_app(app) -> None:
+    Babel(app, locale_selector=select_locale, default_translation_directories="translations")
+
+    @app.context_processor
+    def language_for_templates():
+        return {"page_lang": language(), "languages": LANGUAGES, "lang_url": switch_url}
+
+    @app.after_request
+    def remember_language(response):
+        lang = asked_language()
+        if lang is not None:
+            response.set_cookie(
+                LANG_COOKIE, lang, max_age=LANG_COOKIE_DAYS * 86400, samesite="Lax", httponly=True
+            )
+        response.vary.add("Accept-Language")
+        response.vary.add("Cookie")
+        return response
