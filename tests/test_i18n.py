@@ -1,0 +1,247 @@
+"""One language per page: English, French or Japanese, by ``?lang=``, the browser or default."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from babel.messages.pofile import read_po
+
+from companion.store import MatchStore
+from companion.web import WEB_DIR, create_app
+
+HX = {"HX-Request": "true"}
+TRANSLATIONS = WEB_DIR / "translations"
+PLACEHOLDER = re.compile(r"%\(\w+\)[sdr]")
+
+
+@pytest.fixture
+def store():
+    st = MatchStore.open(":memory:")
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def client(store):
+    return create_app(store, testing=True).test_client()
+
+
+def catalog(lang: str):
+    with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.po", "rb") as f:
+        return read_po(f)
+
+
+def visible_text(page: str) -> str:
+    """What a reader sees: no tags, scripts, styles or icons; entities left as they are."""
+    page = re.sub(r"<(script|style|svg)\b[\s\S]*?</\1>", " ", page)
+    return re.sub(r"[ \t\r\n]+", " ", re.sub(r"<[^>]+>", " ", page)).strip()
+
+
+def page_lang(page: str) -> str:
+    return re.search(r'<html lang="([^"]+)"', page).group(1)
+
+
+def post_event(client, store, match_id, **fields):
+    page = client.get("/").get_data(as_text=True)
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    data = {
+        "csrf_token": token,
+        "request_id": uuid.uuid4().hex,
+        "expected_seq": store.last_seq(match_id),
+        **fields,
+    }
+    return client.post(f"/matches/{match_id}/events", data=data, headers=HX)
+
+
+@pytest.fixture
+def played(client, store):
+    """A match one round in: Aki captured the crane, the round is open."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    assert post_event(client, store, match_id, type="round_started").status_code == 200
+    assert (
+        post_event(client, store, match_id, type="card_captured", player="Aki", card="01-1")
+    ).status_code == 200
+    return match_id
+
+
+def english_leftovers(text: str, lang: str) -> list[str]:
+    """The catalog's English strings (those translated differently, without placeholders)
+    that still show in ``text``, a page that should be in ``lang``."""
+    found = []
+    for message in catalog(lang):
+        english, translated = message.id, message.string
+        if not english or isinstance(english, tuple) or PLACEHOLDER.search(english):
+            continue
+        if translated == english or len(english) < 4:
+            continue
+        if re.search(rf"(?<![\w-]){re.escape(english)}(?![\w-])", text):
+            found.append(english)
+    return found
+
+
+# -- the catalogs ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["fr", "ja"])
+def test_every_string_is_translated_with_the_same_placeholders(lang):
+    messages = [m for m in catalog(lang) if m.id]
+    assert len(messages) > 150
+    for m in messages:
+        ids = m.id if isinstance(m.id, tuple) else (m.id,)
+        strings = m.string if isinstance(m.string, tuple) else (m.string,)
+        assert all(strings), f"{lang}: {ids[0]!r} is not translated"
+        assert not m.fuzzy, f"{lang}: {ids[0]!r} is marked fuzzy"
+        for s in strings:
+            assert sorted(PLACEHOLDER.findall(s)) == sorted(PLACEHOLDER.findall(ids[0])), s
+
+
+@pytest.mark.parametrize("lang", ["fr", "ja"])
+def test_compiled_catalog_is_up_to_date(lang):
+    from babel.messages.mofile import read_mo
+
+    def texts(messages):
+        def text(value):
+            return value if isinstance(value, str) else tuple(value)
+
+        return {text(m.id): text(m.string) for m in messages if m.id}
+
+    with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.mo", "rb") as f:
+        compiled = texts(read_mo(f))
+    assert compiled == texts(catalog(lang)), "run pybabel compile (translations/README.md)"
+
+
+# -- choosing the language -------------------------------------------------------------------
+
+
+def test_english_by_default(client):
+    page = client.get("/").get_data(as_text=True)
+    assert page_lang(page) == "en"
+    assert "New match" in page and "Nouvelle partie" not in page
+
+
+@pytest.mark.parametrize(
+    ("accept", "lang", "heading"),
+    [
+        ("fr-FR,fr;q=0.9,en;q=0.5", "fr", "Nouvelle partie"),
+        ("ja-JP,ja;q=0.9", "ja", "新しい対局"),
+        ("de-DE,de;q=0.9,ja;q=0.4", "ja", "新しい対局"),  # the best one the page speaks
+        ("de-DE,de;q=0.9", "en", "New match"),
+    ],
+)
+def test_the_browser_language_picks(client, accept, lang, heading):
+    page = client.get("/", headers={"Accept-Language": accept}).get_data(as_text=True)
+    assert page_lang(page) == lang
+    assert f"<h1>{heading}</h1>" in page
+
+
+def test_lang_in_the_address_is_kept_for_later_pages(client, played):
+    first = client.get("/?lang=fr", headers={"Accept-Language": "ja"})
+    assert "lang=fr" in first.headers["Set-Cookie"]
+    assert page_lang(first.get_data(as_text=True)) == "fr"
+    # Later pages and htmx swaps name no language: the choice holds over the browser's.
+    later = client.get(f"/matches/{played}", headers={"Accept-Language": "ja"})
+    assert page_lang(later.get_data(as_text=True)) == "fr"
+    board = client.get(f"/matches/{played}/board", headers={**HX, "Accept-Language": "ja"})
+    assert "Journal" in board.get_data(as_text=True)
+    back = client.get("/?lang=en", headers={"Accept-Language": "ja"}).get_data(as_text=True)
+    assert page_lang(back) == "en" and "<h1>New match</h1>" in back
+
+
+def test_an_unknown_lang_falls_back_to_english(client):
+    response = client.get("/?lang=xx")
+    page = response.get_data(as_text=True)
+    assert page_lang(page) == "en" and "<h1>New match</h1>" in page
+    assert "lang=" not in response.headers.get("Set-Cookie", "")
+    # ... and leaves an earlier choice alone
+    client.get("/?lang=ja")
+    assert page_lang(client.get("/?lang=klingon").get_data(as_text=True)) == "ja"
+
+
+def test_the_switch_links_keep_the_page_and_its_query(client, played):
+    page = client.get(f"/matches/{played}/picker?player=Aki&lang=fr").get_data(as_text=True)
+    switch = re.search(r'<nav class="lang-switch"[\s\S]*?</nav>', page).group(0)
+    assert 'aria-current="true">Français</b>' in switch
+    links = dict(re.findall(r'href="([^"]+)" data-lang="(\w+)"', switch))
+    assert links == {
+        f"/matches/{played}/picker?player=Aki&amp;lang=en": "en",
+        f"/matches/{played}/picker?player=Aki&amp;lang=ja": "ja",
+    }
+
+
+# -- one language per page -------------------------------------------------------------------
+
+
+def test_match_page_in_french(client, played):
+    page = client.get(f"/matches/{played}?lang=fr").get_data(as_text=True)
+    text = visible_text(page)
+    for french in ("Manche", "Tableau des manches", "Journal", "Carte pour Aki", "Lumière"):
+        assert french in text, french
+    assert "Aki a pris Grue et soleil (01-1)" in text  # the log, with the card's French name
+    assert "Pioche épuisée" in text and "Résumé imprimable" in text
+    assert english_leftovers(text, "fr") == []
+    assert "Crane and Sun" not in text and "Card for" not in text
+
+
+def test_match_page_in_japanese(client, played):
+    page = client.get(f"/matches/{played}?lang=ja").get_data(as_text=True)
+    text = visible_text(page)
+    for japanese in ("親", "各回の得点表", "記録", "Akiの札", "札切れ", "合計点"):
+        assert japanese in text, japanese
+    assert "AkiがMatsu ni Tsuru（01-1）を取った" not in text  # the code keeps ASCII brackets
+    assert "AkiがMatsu ni Tsuru (01-1)を取った" in text
+    assert english_leftovers(text, "ja") == []
+    assert "Round ledger" not in text and "Crane and Sun" not in text
+
+
+def test_the_koi_koi_prompt_in_each_language(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):  # three brights: a yaku, so Koi-Koi or Stop
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    fr_page = client.get(f"/matches/{match_id}?lang=fr").get_data(as_text=True)
+    assert '<span class="who">Aki</span> a réalisé un yaku\u00a0: Koi-Koi ou Stop\u00a0?' in fr_page
+    ja_page = client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True)
+    assert '<span class="who">Aki</span>が役を作った：こいこい？それとも勝負？' in ja_page
+    assert "こいこい！" in ja_page and "勝負" in ja_page
+    fr, ja = visible_text(fr_page), visible_text(ja_page)
+    assert english_leftovers(fr, "fr") == [] and english_leftovers(ja, "ja") == []
+
+
+def test_the_board_is_rendered_once_per_language(client, played):
+    """Followers share one rendering of the board per seq: each language gets its own."""
+    fr = client.get(f"/matches/{played}/board?lang=fr", headers=HX).get_data(as_text=True)
+    en = client.get(f"/matches/{played}/board?lang=en", headers=HX).get_data(as_text=True)
+    assert "Tableau des manches" in fr and "Round ledger" not in fr
+    assert "Round ledger" in en and "Tableau des manches" not in en
+
+
+def test_picker_in_japanese_names_months_and_cards(client, played):
+    page = client.get(f"/matches/{played}/picker?player=Ben&lang=ja").get_data(as_text=True)
+    text = visible_text(page)
+    assert "Benが取った札" in text and "閉じる" in text
+    assert re.search(r'<span class="mnum">8</span> 芒</h3>', page)
+    assert 'title="Matsu ni Tsuru：Akiが取得済み"' in page  # the crane, taken by Aki
+    assert 'data-none="札が選ばれていません"' in page  # the words the picker script shows
+    assert english_leftovers(text, "ja") == []
+
+
+def test_index_in_french_has_no_english_left(client, played):
+    page = client.get("/?lang=fr").get_data(as_text=True)
+    # The rule files' own option texts are theirs: the rest of the form is the page's.
+    page = re.sub(r'<fieldset class="options">[\s\S]*?</fieldset>', "", page)
+    text = visible_text(page)
+    assert "Parties" in text and "Commencer la partie" in text and "manche 1 sur 6" in text
+    assert english_leftovers(text, "fr") == []
+
+
+def test_errors_in_the_page_language(client, store, played):
+    client.get("/?lang=fr")
+    refused = post_event(client, store, played, type="card_captured", player="Aki")
+    assert refused.status_code == 400
+    assert "Il manque à la requête la carte (card)." in refused.get_data(as_text=True)
+    missing = client.get("/nowhere?lang=ja")
+    assert missing.status_code == 404
+    page = missing.get_data(as_text=True)
+    assert "そのページはありません。" in page and "何も変更されていません。" in page
