@@ -372,3 +372,43 @@ def test_import_an_exported_match_from_the_page(live, browser, tmp_path):
     new_id = int(browser.current_url.rstrip("/").split("/")[-1])
     assert store.export_match(new_id) == exported
     assert browser.find_elements(By.CSS_SELECTOR, '#board .tile[data-code="08-1"]')
+
+
+def test_a_language_switch(live, browser):
+    """The switch on every page changes the page's language, and the choice holds for the
+    next pages, htmx swaps and the picker's own words included."""
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    page = Page(browser)
+    browser.get(base + "/")
+    html = browser.find_element(By.TAG_NAME, "html")
+    assert html.get_attribute("lang") == "en" and page.text("main h1").startswith("Matches")
+
+    page.click('.lang-switch a[data-lang="fr"]')
+    page.wait.until(lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == "fr")
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "main h1")]
+    assert "Nouvelle partie" in headings and "New match" not in headings
+    shot(browser, "20-index-fr")
+
+    # Another page, reached by a plain link: still French.
+    browser.get(f"{base}/matches/{match_id}")
+    assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == "fr"
+    page.change(lambda: page.click_text("Distribuer la manche 1"))  # an htmx swap, in French
+    assert "Tableau des manches" in page.text(".ledger")
+    page.click_text("+ Carte pour Aki")
+    page.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#modal .picker")))
+    page.click('#modal button.tile-btn[data-code="01-1"]')
+    assert page.text("#modal .pick-count") == "1 carte choisie"  # the picker script's words
+    page.change(lambda: page.click("#modal button.record"))
+    assert "Aki a pris Grue et soleil (01-1)" in page.text(".log")
+
+    page.click('.lang-switch a[data-lang="ja"]')
+    page.wait.until(lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ja")
+    assert "各回の得点表" in page.text(".ledger") and "Tableau des manches" not in page.text()
+    assert "AkiがMatsu ni Tsuru (01-1)を取った" in page.text(".log")
+    shot(browser, "21-match-ja")
+
+    page.click('.lang-switch a[data-lang="en"]')
+    page.wait.until(lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == "en")
+    assert "Round ledger" in page.text(".ledger")
+    assert "Aki captured Crane and Sun (01-1)" in page.text(".log")
