@@ -245,3 +245,41 @@ def test_errors_in_the_page_language(client, store, played):
     assert missing.status_code == 404
     page = missing.get_data(as_text=True)
     assert "そのページはありません。" in page and "何も変更されていません。" in page
+
+
+def test_the_engine_sentences_in_the_page_language(client, store):
+    """Round reasons, multipliers and warnings: the engine words them in English, the page
+    says them again in its language."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):  # Sankō
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="koi_called", player="Aki")
+    post_event(client, store, match_id, type="card_captured", player="Ben", card="02-3")
+    post_event(client, store, match_id, type="card_captured", player="Aki", card="12-1")
+    english = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
+    assert "Ben holds 1 card(s) of month 02 (02-3): captures come in pairs" in english
+    ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
+    assert "Benの02月の札が1枚（02-3）：札は2枚ずつ取るので" in ja
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    reason = store.state(match_id).rounds[0].reason
+    assert reason.startswith("Aki stops after 1 Koi with ")  # the engine's own words
+    fr = visible_text(client.get(f"/matches/{match_id}?lang=fr").get_data(as_text=True))
+    assert "Aki dit Stop après 1 Koi-Koi avec " in fr and "stops after" not in fr
+    ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
+    assert "Akiがこいこい1回の後に勝負（" in ja and "stops after" not in ja
+
+
+def test_an_engine_sentence_of_a_new_shape_is_shown_as_written(client):
+    from companion.web.engine_text import say
+
+    with client.application.test_request_context("/?lang=fr"):
+        assert say("2 bright(s) in the dealt field") == "2 lumière(s) dans le tapis servi"
+        assert say(
+            "Aki declares teshi (4 cards of one month in the dealt hand: 01-1 01-2 01-3 "
+            "01-4): 6 points"
+        ) == (
+            "Aki déclare Teshi (4 cartes d’un même mois dans la main servie: 01-1 01-2 01-3 "
+            "01-4)\u00a0: 6 points"
+        )
+        assert say("A rule of a new kind was applied") == "A rule of a new kind was applied"

@@ -52,7 +52,10 @@ def card_name(card) -> str:
 
 
 def init_app(app) -> None:
+    from companion.web.engine_text import say
+
     Babel(app, locale_selector=select_locale, default_translation_directories="translations")
+    app.add_template_filter(say, "engine_text")
 
     @app.context_processor
     def language_for_templates():

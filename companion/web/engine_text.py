@@ -1,0 +1,99 @@
+"""The engine's sentences (round reasons, multipliers, warnings) in the page's language.
+
+The engine words its results in English for the log, the CLI and the summary; the page reads
+those sentences back by their shape and says them again in its own language. A sentence of
+another shape (a new rule's) is shown as the engine wrote it."""
+
+from __future__ import annotations
+
+import re
+
+from flask_babel import gettext
+
+
+def N_(message: str) -> str:  # noqa: N802 - the usual name for "extract me, translate later"
+    return message
+
+
+_NUMBER = r"-?\d+"
+HAND_KINDS = {"teshi": N_("Teshi"), "kuttsuki": N_("Kuttsuki"), "dealt_yaku": N_("Dealt yaku")}
+# (English shape, msgid): the shape's named groups fill the msgid's placeholders.
+SHAPES = [
+    (r"(?P<n>\d+) points, 7 or more", N_("%(n)s points, 7 or more")),
+    (r"(?P<n>\d+) points, more than 7", N_("%(n)s points, more than 7")),
+    (r"(?P<n>\d+) Koi call\(s\) of the scorer", N_("%(n)s Koi call(s) of the scorer")),
+    (r"(?P<n>\d+) Koi calls of the scorer", N_("%(n)s Koi call(s) of the scorer")),
+    (r"(?P<n>\d+) Koi call\(s\) this round", N_("%(n)s Koi call(s) this round")),
+    (r"the opponent called Koi", N_("the opponent called Koi")),
+    (r"(?P<n>\d+) bright\(s\) in the dealt field", N_("%(n)s bright(s) in the dealt field")),
+    (
+        rf"(?P<side>.+?) stops with (?P<yaku>.+): (?P<points>{_NUMBER}) points",
+        N_("%(side)s stops with %(yaku)s: %(points)s points"),
+    ),
+    (
+        rf"(?P<side>.+?) stops after (?P<koi>\d+) Koi with (?P<yaku>.+): "
+        rf"(?P<points>{_NUMBER}) points",
+        N_("%(side)s stops after %(koi)s Koi with %(yaku)s: %(points)s points"),
+    ),
+    (
+        rf"(?P<side>.+?) declares (?P<kind>\w+) \((?P<what>[^)]*)\): (?P<points>{_NUMBER}) points",
+        N_("%(side)s declares %(kind)s (%(what)s): %(points)s points"),
+    ),
+    (
+        rf"Cards ran out: the Oya (?P<oya>.+) scores (?P<points>{_NUMBER}) points",
+        N_("Cards ran out: the Oya %(oya)s scores %(points)s points"),
+    ),
+    (
+        rf"Cards ran out and (?P<side>.+?) \(not the Oya\) made the last yaku: (?P<yaku>.+), "
+        rf"(?P<points>{_NUMBER}) points",
+        N_(
+            "Cards ran out and %(side)s (not the Oya) made the last yaku: %(yaku)s, %(points)s points"
+        ),
+    ),
+    (
+        r"Cards ran out, a draw: the Oya (?P<oya>.+) made the last yaku",
+        N_("Cards ran out, a draw: the Oya %(oya)s made the last yaku"),
+    ),
+    (r"Cards ran out, a draw: nobody made a yaku", N_("Cards ran out, a draw: nobody made a yaku")),
+    (r"Cards ran out, a draw: nothing is scored", N_("Cards ran out, a draw: nothing is scored")),
+    (
+        r"The dealt field holds 4 cards of one month: deal again \(redeal\)\.",
+        N_("The dealt field holds 4 cards of one month: deal again (redeal)."),
+    ),
+    (
+        r"The dealt field holds 4 pairs: deal again \(redeal\)\.",
+        N_("The dealt field holds 4 pairs: deal again (redeal)."),
+    ),
+    (
+        r"(?P<player>.+?) holds (?P<n>\d+) card\(s\) of month (?P<month>\d+) \((?P<cards>[^)]*)\): "
+        r"captures come in pairs, so one may be misread\.",
+        N_(
+            "%(player)s holds %(n)s card(s) of month %(month)s (%(cards)s): captures come in "
+            "pairs, so one may be misread."
+        ),
+    ),
+]
+_COMPILED = [(re.compile(shape), msgid) for shape, msgid in SHAPES]
+_BASE_SUFFIX = re.compile(r"(?P<rest>.*) \(base (?P<base>\d+) x(?P<mult>\d+)\)")
+
+
+def say(text) -> str:
+    """``text``, an engine sentence, in the page's language (as it is when its shape is new)."""
+    text = str(text or "")
+    suffix = ""
+    found = _BASE_SUFFIX.fullmatch(text)
+    if found:
+        text = found["rest"]
+        suffix = gettext(" (base %(base)s ×%(mult)s)", base=found["base"], mult=found["mult"])
+    for shape, msgid in _COMPILED:
+        match = shape.fullmatch(text)
+        if match:
+            fields = match.groupdict()
+            if "what" in fields:  # a dealt hand: its kind and description, as the buttons say
+                what, _, cards = fields["what"].partition(": ")
+                fields["what"] = gettext(what) + (f": {cards}" if cards else "")
+                fields["kind"] = gettext(HAND_KINDS.get(fields["kind"], fields["kind"]))
+            return gettext(msgid, **fields) + suffix
+    if found:
+        return f"{text} (base {found['base']} x{found['mult']})"
+    return text
