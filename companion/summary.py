@@ -337,28 +337,45 @@ def _escape(text: str) -> str:
     return str(escape(text))
 
 
-@functools.lru_cache(maxsize=1)
-def _environment():
-    # Built once: jinja2 then compiles the template once and checks the file for changes.
+SUMMARY_LANGUAGES = ("en", "fr", "ja")  # the page's catalogs: companion/web/translations
+
+
+@functools.lru_cache(maxsize=len(SUMMARY_LANGUAGES))
+def _environment(lang: str = "en"):
+    # Built once per language: jinja2 then compiles the template once and checks the file for
+    # changes; each language's words are installed once, so renders share nothing mutable.
+    import gettext
+
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(WEB_DIR / "templates")),
         autoescape=jinja2.select_autoescape(["html"]),
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=["jinja2.ext.i18n"],
     )
+    translations = gettext.NullTranslations()
+    if lang != "en":
+        translations = gettext.translation(
+            "messages", str(WEB_DIR / "translations"), [lang], fallback=True
+        )
+    env.install_gettext_translations(translations, newstyle=True)
+    return env
 
 
-def render_html(summary: MatchSummary, *, back_url: str | None = None) -> str:
+def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str = "en") -> str:
     """The printable summary page: a standalone HTML document (CSS inlined), A4 print CSS.
-    ``back_url``: a link back to the match, shown on screen only (the tablet page)."""
+    ``back_url``: a link back to the match, shown on screen only (the tablet page); ``lang``:
+    the language of its words (en, fr, ja; the sentences in ``summary`` are shown as given)."""
     from markupsafe import Markup
 
     if not isinstance(summary, MatchSummary):  # another game's summary renders itself
         return summary.render_html(back_url=back_url)
-    template = _environment().get_template(TEMPLATE_NAME)
+    lang = lang if lang in SUMMARY_LANGUAGES else "en"
+    template = _environment(lang).get_template(TEMPLATE_NAME)
     return template.render(
+        lang=lang,
         s=summary,
         css=Markup(CSS_PATH.read_text(encoding="utf-8")),
         chart=Markup(chart_svg(summary)),

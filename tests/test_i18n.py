@@ -283,3 +283,28 @@ def test_an_engine_sentence_of_a_new_shape_is_shown_as_written(client):
             "01-4)\u00a0: 6 points"
         )
         assert say("A rule of a new kind was applied") == "A rule of a new kind was applied"
+
+
+@pytest.mark.parametrize(
+    ("lang", "words"),
+    [
+        ("fr", ["Tableau des manches", "Imprimer", "1 manche jouée sur 6", "En cours\u00a0:"]),
+        ("ja", ["各回の得点表", "印刷", "全6回中1回終了", "対局中：次は第2回"]),
+    ],
+)
+def test_printable_summary_in_the_page_language(client, store, lang, words):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    page = client.get(f"/matches/{match_id}/summary?lang={lang}").get_data(as_text=True)
+    assert page_lang(page) == lang
+    text = visible_text(page)
+    for word in words:
+        assert word in text, word
+    assert english_leftovers(text, lang) == []
+    english = visible_text(
+        client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True)
+    )
+    assert "Round ledger" in english and "In progress: round 2 is next" in english

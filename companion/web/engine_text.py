@@ -73,7 +73,62 @@ SHAPES = [
         ),
     ),
 ]
+# The match's outcome, as the engine and the summary word it.
+SHAPES += [
+    (
+        r"(?P<winner>.+?) wins the match: (?P<table>.+)\.",
+        N_("%(winner)s wins the match: %(table)s."),
+    ),
+    (r"Tie between (?P<sides>.+?): (?P<table>.+)\.", N_("Tie between %(sides)s: %(table)s.")),
+    (r"The match ends in a tie: (?P<table>.+)\.", N_("The match ends in a tie: %(table)s.")),
+    (
+        r"Tied after (?P<n>\d+) rounds: one more round decides \((?P<table>.+)\)\.",
+        N_("Tied after %(n)s rounds: one more round decides (%(table)s)."),
+    ),
+    (
+        r"In progress: round (?P<n>\d+) is next, (?P<table>.+)\.",
+        N_("In progress: round %(n)s is next, %(table)s."),
+    ),
+    (r"In progress: round (?P<n>\d+), (?P<table>.+)\.", N_("In progress: round %(n)s, %(table)s.")),
+]
 _COMPILED = [(re.compile(shape), msgid) for shape, msgid in SHAPES]
+_TABLE_PARTS = [
+    (re.compile(r"(?P<n>-?\d+) rounds won"), N_("%(n)s rounds won")),
+    (re.compile(r"(?P<n>-?\d+) points"), N_("%(n)s points")),
+    (re.compile(r" \((?P<sides>.+) ran out of points\)"), N_(" (%(sides)s ran out of points)")),
+]
+
+
+def _table(text: str) -> str:
+    """A standing ("Aki 12 points, Ben 3 points"): its words in the page's language."""
+    for shape, msgid in _TABLE_PARTS:
+        text = shape.sub(lambda m, msgid=msgid: gettext(msgid, **m.groupdict()), text)
+    return text.replace(" and ", gettext(" and "))
+
+
+def localized_summary(summary):
+    """A match summary (companion.summary.MatchSummary) with the engine's sentences in it
+    said in the page's language: outcome, round reasons, multipliers, warnings."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(summary) or not hasattr(summary, "rounds"):
+        return summary  # another game's summary: its own words
+    rounds = [
+        dataclasses.replace(
+            r,
+            reason=say(r.reason),
+            multipliers=[dataclasses.replace(m, reason=say(m.reason)) for m in r.multipliers],
+        )
+        for r in summary.rounds
+    ]
+    return dataclasses.replace(
+        summary,
+        rounds=rounds,
+        outcome=say(summary.outcome),
+        warnings=[say(w) for w in summary.warnings],
+    )
+
+
 _BASE_SUFFIX = re.compile(r"(?P<rest>.*) \(base (?P<base>\d+) x(?P<mult>\d+)\)")
 
 
@@ -93,6 +148,9 @@ def say(text) -> str:
                 what, _, cards = fields["what"].partition(": ")
                 fields["what"] = gettext(what) + (f": {cards}" if cards else "")
                 fields["kind"] = gettext(HAND_KINDS.get(fields["kind"], fields["kind"]))
+            for key in ("table", "sides"):
+                if key in fields:
+                    fields[key] = _table(fields[key])
             return gettext(msgid, **fields) + suffix
     if found:
         return f"{text} (base {found['base']} x{found['mult']})"

@@ -33,6 +33,7 @@ from companion.cards import Deck
 from companion.engine import MatchState
 from companion.rules import RuleSet
 from companion.web import views
+from companion.web.engine_text import localized_summary
 from companion.web.i18n import language
 from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
@@ -327,9 +328,9 @@ def summary(match_id: int):
     from companion import summary as summary_module
 
     info = store().get_match(match_id)  # 404 for an unknown match
-    summary_data = summary_module.summary_from_store(store(), info.id)
+    summary_data = localized_summary(summary_module.summary_from_store(store(), info.id))
     html = summary_module.render_html(
-        summary_data, back_url=url_for("match.page", match_id=match_id)
+        summary_data, back_url=url_for("match.page", match_id=match_id), lang=language()
     )
     response = current_app.response_class(html, mimetype="text/html")
     # The standalone summary inlines its CSS and has a Print button (onclick): allow exactly
