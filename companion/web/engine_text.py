@@ -111,7 +111,9 @@ def localized_summary(summary):
     said in the page's language: outcome, round reasons, multipliers, warnings."""
     import dataclasses
 
-    if not dataclasses.is_dataclass(summary) or not hasattr(summary, "rounds"):
+    from companion.summary import MatchSummary
+
+    if not isinstance(summary, MatchSummary):
         return summary  # another game's summary: its own words
     rounds = [
         dataclasses.replace(

@@ -31,7 +31,7 @@ def _ruleset(name: str):
     if not name:
         raise WebError(_("Choose a rule preset."), 400)
     if name not in RuleSet.presets():
-        raise WebError(f"There is no rule preset {name!r}.", 400)
+        raise WebError(_("There is no rule preset %(name)r.", name=name), 400)
     return RuleSet.load(name)
 
 
@@ -134,7 +134,14 @@ def _options_from_form(form, rules) -> dict[str, bool]:
     known = {o.id for o in rules.options}
     unknown = sorted(k[4:] for k in form if k.startswith("opt_") and k[4:] not in known)
     if unknown:
-        raise WebError(f"The {rules.name} rules have no option {unknown[0]!r}.", 400)
+        raise WebError(
+            _(
+                "The %(rules)s rules have no option %(option)r.",
+                rules=rules.name,
+                option=unknown[0],
+            ),
+            400,
+        )
     return {o.id: f"opt_{o.id}" in form for o in rules.options}
 
 
@@ -146,7 +153,7 @@ def _names_from_form(form) -> list[str]:
         if name:
             names.append(name)
     if any(len(n) > MAX_NAME_LENGTH for n in names):
-        raise WebError(f"A player name can be at most {MAX_NAME_LENGTH} characters.", 400)
+        raise WebError(_("A player name can be at most %(n)d characters.", n=MAX_NAME_LENGTH), 400)
     if len({n.casefold() for n in names}) != len(names):
         raise WebError(_("Two players have the same name; give each a different one."), 400)
     return names
@@ -157,8 +164,16 @@ def _players_from_form(names, rules) -> list[str]:
         raise WebError(_("Give at least two player names."), 400)
     allowed = tuple(getattr(rules, "players", (2,)))
     if len(names) not in allowed:
-        counts = " or ".join(str(n) for n in allowed)
-        raise WebError(f"The {rules.name} rules are for {counts} players, not {len(names)}.", 400)
+        counts = _(" or ").join(str(n) for n in allowed)
+        raise WebError(
+            _(
+                "The %(rules)s rules are for %(counts)s players, not %(n)d.",
+                rules=rules.name,
+                counts=counts,
+                n=len(names),
+            ),
+            400,
+        )
     return names
 
 
@@ -169,14 +184,17 @@ def _teams_from_form(form, names) -> tuple[list[str], dict | None]:
     if len(names) != 4 or not any(given):
         return names, None
     if any(len(n) > MAX_NAME_LENGTH for n in given):
-        raise WebError(f"A team name can be at most {MAX_NAME_LENGTH} characters.", 400)
+        raise WebError(_("A team name can be at most %(n)d characters.", n=MAX_NAME_LENGTH), 400)
     seats = ((names[0], names[2]), (names[1], names[3]))
     team_names = [given[i] or f"{a} & {b}" for i, (a, b) in enumerate(seats)]
     folded = [n.casefold() for n in names + team_names]
     clash = next((n for n in team_names if folded.count(n.casefold()) > 1), None)
     if clash:
         raise WebError(
-            f"The team name {clash!r} is already taken; give each team and player its own name.",
+            _(
+                "The team name %(name)r is already taken; give each team and player its own name.",
+                name=clash,
+            ),
             400,
         )
     return team_names, {team: list(seat) for team, seat in zip(team_names, seats, strict=True)}
@@ -199,11 +217,19 @@ def create():
         players, teams = _players_from_form(names, playing), None
     rounds = whole_number(form.get("rounds") or rules.default_rounds)
     if rounds is None:
-        allowed = " or ".join(str(n) for n in playing.rounds)
-        raise WebError(f"The number of rounds must be {allowed}.", 400)
+        allowed = _(" or ").join(str(n) for n in playing.rounds)
+        raise WebError(_("The number of rounds must be %(allowed)s.", allowed=allowed), 400)
     if rounds not in tuple(playing.rounds):
-        allowed = " or ".join(str(n) for n in playing.rounds)
-        raise WebError(f"The {rules.name} rules play {allowed} rounds, not {rounds}.", 400)
+        allowed = _(" or ").join(str(n) for n in playing.rounds)
+        raise WebError(
+            _(
+                "The %(rules)s rules play %(allowed)s rounds, not %(n)d.",
+                rules=rules.name,
+                allowed=allowed,
+                n=rounds,
+            ),
+            400,
+        )
     oya_seat = whole_number(form.get("oya") or "1")
     if oya_seat is None or not 1 <= oya_seat <= len(names):
         raise WebError(_("Choose which player is Oya (the first dealer)."), 400)
