@@ -308,3 +308,11 @@ def test_printable_summary_in_the_page_language(client, store, lang, words):
         client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True)
     )
     assert "Round ledger" in english and "In progress: round 2 is next" in english
+
+
+def test_pages_vary_by_language_and_static_files_do_not(client):
+    page = client.get("/")
+    assert {"Accept-Language", "Cookie"} <= set(page.vary)
+    static = client.get("/static/app.css")
+    assert "Accept-Language" not in static.vary
+    static.close()

@@ -68,6 +68,7 @@ def init_app(app) -> None:
             response.set_cookie(
                 LANG_COOKIE, lang, max_age=LANG_COOKIE_DAYS * 86400, samesite="Lax", httponly=True
             )
-        response.vary.add("Accept-Language")
-        response.vary.add("Cookie")
+        if request.endpoint != "static":  # the same files in every language
+            response.vary.add("Accept-Language")
+            response.vary.add("Cookie")
         return response
