@@ -229,9 +229,10 @@ def test_picker_in_japanese_names_months_and_cards(client, played):
 
 def test_index_in_french_has_no_english_left(client, played):
     page = client.get("/?lang=fr").get_data(as_text=True)
-    # The rule files' own option texts are theirs: the rest of the form is the page's.
-    page = re.sub(r'<fieldset class="options">[\s\S]*?</fieldset>', "", page)
     text = visible_text(page)
+    # The rule file's option texts too (companion/rulesets/livret.toml, the default preset).
+    assert "Chaque carte ne compte que dans un seul yaku" in text
+    assert "Each card counts in one yaku only" not in text
     assert "Parties" in text and "Commencer la partie" in text and "manche 1 sur 6" in text
     assert english_leftovers(text, "fr") == []
 
@@ -316,3 +317,29 @@ def test_pages_vary_by_language_and_static_files_do_not(client):
     static = client.get("/static/app.css")
     assert "Accept-Language" not in static.vary
     static.close()
+
+
+@pytest.mark.parametrize("lang", ["fr", "ja"])
+def test_the_shipped_rule_files_texts_are_in_the_catalogs(lang):
+    """The new-match form shows each preset's title and option texts in the page's language:
+    a rule file's new text needs its translation (translations/README.md)."""
+    from companion.web.i18n import extract_rule_texts
+
+    known = {m.id: m.string for m in catalog(lang) if m.id}
+    rulesets = sorted((WEB_DIR.parent / "rulesets").glob("*.toml"))
+    assert rulesets
+    for path in rulesets:
+        with open(path, "rb") as f:
+            for _, _, text, _ in extract_rule_texts(f, None, None, None):
+                assert known.get(text), f"{path.name}: {text!r} has no {lang} translation"
+
+
+def test_a_rule_text_is_escaped_like_any_text(client):
+    from companion.web.i18n import rule_text
+
+    with client.application.test_request_context("/?lang=ja"):
+        assert rule_text("Koi-Koi (Nintendo-style scoring)") == "こいこい（任天堂式の点数）"
+        assert rule_text("<b>new</b>") == "<b>new</b>"  # plain text: the template escapes it
+        assert rule_text(None) == ""
+    page = client.get("/?lang=ja").get_data(as_text=True)
+    assert ">こいこい（任天堂式の点数） (nintendo)</option>" in page

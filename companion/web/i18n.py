@@ -51,11 +51,38 @@ def card_name(card) -> str:
     return names.get(language()) or names.get("en") or card.code
 
 
+def rule_text(text) -> str:
+    """A rule file's own words (an option's label or description, a preset's title) in the
+    page's language when the catalogs know them, else as the file wrote them. Plain text:
+    escaped where it is shown (a rule file can come from anywhere)."""
+    from flask_babel import gettext
+
+    return gettext(str(text)) if text else ""
+
+
+def extract_rule_texts(fileobj, keywords, comment_tags, options):
+    """A Babel extractor for rule files (babel.cfg): the title of the game and each option's
+    label and description, the words the new-match form shows."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    data = tomllib.loads(fileobj.read().decode("utf-8"))
+    texts = [data.get("game", {}).get("title")]
+    for option in (data.get("options") or {}).values():
+        texts += [option.get("label"), option.get("description")]
+    for text in texts:
+        if isinstance(text, str) and text:
+            yield 0, "_", text, []
+
+
 def init_app(app) -> None:
     from companion.web.engine_text import say
 
     Babel(app, locale_selector=select_locale, default_translation_directories="translations")
     app.add_template_filter(say, "engine_text")
+    app.add_template_filter(rule_text, "rule_text")
 
     @app.context_processor
     def language_for_templates():
