@@ -343,3 +343,10 @@ def test_a_rule_text_is_escaped_like_any_text(client):
         assert rule_text(None) == ""
     page = client.get("/?lang=ja").get_data(as_text=True)
     assert ">こいこい（任天堂式の点数） (nintendo)</option>" in page
+
+
+def test_the_switch_repeats_only_a_next_page_of_this_site(client):
+    page = client.get("/join?next=/matches/3").get_data(as_text=True)
+    assert 'href="/join?next=%2Fmatches%2F3&amp;lang=fr"' in page
+    page = client.get("/join?next=//evil.example").get_data(as_text=True)
+    assert 'href="/join?lang=fr"' in page and "evil.example" not in page

@@ -41,7 +41,14 @@ def switch_url(lang: str) -> str:
     a POST (an error page) switches on the match list instead."""
     if request.method != "GET":
         return f"/?{urlencode({'lang': lang})}"
-    args = [(k, v) for k, v in request.args.items(multi=True) if k != "lang"]
+    from companion.web.auth import own_page
+
+    # A ``next`` that is not a page of this site is not repeated (the join page drops it too).
+    args = [
+        (k, v)
+        for k, v in request.args.items(multi=True)
+        if k != "lang" and (k != "next" or own_page(v))
+    ]
     return f"{request.path}?{urlencode(args + [('lang', lang)])}"
 
 
