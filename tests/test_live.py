@@ -240,8 +240,10 @@ class Table:
         self.index = 0
         self.events = []
 
-    def put(self, code, x, y, conf=0.95, alts=(), name=None):
+    def put(self, code, x, y, conf=0.95, alts=(), name=None, h=None):
         self.cards[code] = look(name or code, x, y, conf, alts)
+        if h is not None:  # a look at part of a card: a smaller quad
+            self.cards[code] = (name or code, (x, y, h), conf, tuple(alts))
 
     def take(self, *codes):
         for code in codes:
@@ -249,9 +251,10 @@ class Table:
 
     def image(self):
         image = np.zeros((H, W, 3), np.uint8)
-        for _, (x, y), _, _ in self.cards.values():
-            q = np.array(quad(x, y), np.int32)
-            image[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = 200
+        for name, xy, _, _ in self.cards.values():
+            q = np.array(quad(*xy), np.int32)
+            shade = 120 + 7 * sum(map(ord, name)) % 120  # another reading: other pixels
+            image[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = shade
         return image
 
     def run(self, frames=1, hand=False):
@@ -605,6 +608,43 @@ def test_a_card_laid_half_over_a_capture_and_found_merged_with_it_is_captured(li
     state = store.state(match_id)
     assert sorted(c.code for c in state.captures["Aki"]) == ["05-1", "05-3", "11-2", "11-4"]
     assert state.checks == []
+
+
+def test_a_capture_read_as_its_chaff_twin_is_the_same_card_not_a_new_one(live):
+    store, match_id, table = live
+    table.take("08-3")
+    table.put("08-1", 300, 620)
+    table.put("08-3", 330, 620)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == ["08-1", "08-3"]
+    # from now on the chaff 08-3 reads as its twin 08-4, surely, while 08-2 lands and waits
+    # for its partner (the month is odd: a look that pairs with it is plausible over 08-3)
+    table.put("08-3", 330, 620, conf=0.96, name="08-4")
+    table.put("08-2", 600, 540)
+    table.run(60)
+    table.put("08-4", 360, 620)
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["08-1", "08-2", "08-3", "08-4"]
+    assert state.checks == []
+
+
+def test_a_look_at_part_of_a_capture_is_not_its_waiting_partner(live):
+    store, match_id, table = live
+    table.take("08-3")  # taken by the hand's 08-1; 08-1 lands first, read surely
+    table.put("08-1", 300, 620)
+    table.run(8)
+    # the partner lies in the chaff line but goes unseen for a while; a smaller look at
+    # the lower half of 08-1 (its hill) reads as the chaff 08-3
+    table.put("part", 300, 640, conf=0.82, alts=[("08-4", 0.08)], name="08-3", h=50)
+    table.run(60)
+    table.take("part")
+    table.put("08-3", 450, 650)
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["08-1", "08-3"]
+    assert state.checks == []
+    assert [r.card for r in table.pipeline.captures] == ["08-1", "08-3"]
 
 
 def test_after_a_round_the_cleared_table_and_a_new_deal_open_the_next_round(live):
