@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -696,3 +697,48 @@ def test_the_live_commands_turn_bad_input_into_one_sentence(tmp_path):
     assert bad.exit_code == 2 and "is not JSON" in bad.output
     two = runner.invoke(main, ["run", "--camera", "0", "--url", "rtsp://x.invalid/"])
     assert two.exit_code == 2 and "one source" in two.output
+
+
+def test_run_and_replay_name_the_cards_of_an_added_deck(tmp_path):
+    import json
+    import shutil
+
+    import cv2
+    from click.testing import CliRunner
+
+    from companion import synth
+    from companion.cli import main
+    from companion.cli.live import live_detector
+    from companion.closeup import render_closeup
+    from companion.recognizer.decks import add_deck
+
+    try:
+        shared = Path(synth.resolve_deck_dir("traditional-scan"))
+    except CompanionError as exc:
+        pytest.skip(str(exc))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for code, art in {"01-1": "08-1", "02-1": "11-1"}.items():  # re-skinned: 08-1's art is 01-1
+        shutil.copy(shared / f"{art}.png", mine / f"{code}.png")
+    decks = tmp_path / "decks"
+    add_deck("mine", mine, decks, views=8)
+    assert live_detector(None, "mine", decks).namer.deck.name == "mine"
+    assert live_detector(None).namer is None
+
+    runner = CliRunner()
+    where = ["--decks-dir", str(decks)]
+    video = tmp_path / "table.mp4"
+    scene = render_closeup(0, str(mine))
+    h, w = scene.image.shape[:2]
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"mp4v"), 10, (w, h))
+    for _ in range(5):
+        writer.write(scene.image)
+    writer.release()
+    replayed = runner.invoke(main, ["replay", str(video), "--deck", "mine", *where, "--json"])
+    assert replayed.exit_code == 0, replayed.output
+    assert json.loads(replayed.stdout)["frames"] == 5
+    for command in (["replay", str(video)], ["run", "--video", str(video)]):
+        result = runner.invoke(main, [*command, "--deck", "missing", *where])
+        assert result.exit_code == 2, result.output
+        assert "No deck 'missing'" in result.output and "Traceback" not in result.output
+        assert len(result.output.strip().splitlines()) == 1
