@@ -612,6 +612,30 @@ def test_boosted_trees_bend_the_learned_rule():
         Settings.from_dict({**rule.to_dict(), "accept_trees": {"features": [[0]]}})
 
 
+def test_settings_are_grouped_but_stored_flat_as_models_always_wrote_them():
+    flat = json.loads(DEFAULT_MODEL.read_text())["settings"]
+    settings = Settings.from_dict(flat)
+    # each constant lies in the group that says what it is for
+    assert settings.inputs.input_width == flat["input_width"]
+    assert settings.candidates.peak_spacing == flat["peak_spacing"]
+    assert settings.second_chances.neighbour_across == tuple(flat["neighbour_across"])
+    assert settings.acceptance.accept_above == flat["accept_above"]
+    assert settings.final_steps.same_card_iou == flat["same_card_iou"]
+    # written back flat, with the same names in the same order: the same JSON text
+    assert json.dumps(settings.to_dict()) == json.dumps(flat)
+    assert Settings.from_dict({}) == Settings()
+    assert Settings.from_dict({"retired_constant": 1}) == Settings()  # older models still load
+    # with_ routes flat names to their groups and leaves the rest alone
+    changed = settings.with_(heat_threshold=0.15, input_width=320, row_steps=False)
+    assert (changed.candidates.heat_threshold, changed.inputs.input_width) == (0.15, 320)
+    assert changed.second_chances.row_steps is False
+    assert changed.inputs.input_height == settings.inputs.input_height
+    assert changed.acceptance == settings.acceptance and changed.final_steps == settings.final_steps
+    assert settings.candidates.heat_threshold == flat["heat_threshold"]  # frozen: a new object
+    with pytest.raises(TypeError, match="no constant named 'heat'"):
+        settings.with_(heat=0.1)
+
+
 def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
     # one card's name found twice: 70 % sure where the localizer is sure of a card, 97 % sure
     # where it barely is (a card box's art looks like that); one card exists once
