@@ -315,7 +315,8 @@ def _loc_targets(
     a mostly hidden card, or a card whose centre lies off the grid (past the frame), makes any
     answer right (the loss still counts every centre there), and ``back_weight`` at the centre
     cell of a face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
-    gh, gw = st.inputs.input_height // st.inputs.stride, st.inputs.input_width // st.inputs.stride
+    grid = st.inputs
+    gh, gw = grid.input_height // grid.stride, grid.input_width // grid.stride
     heat = np.zeros((gh, gw), np.float32)
     weight = np.ones((gh, gw), np.float32)
     reg = np.zeros((6, gh, gw), np.float32)
@@ -403,11 +404,9 @@ def classifier_samples(
             t = rng.uniform(-math.pi, math.pi)
             m = crop_matrix(cx, cy, w, h, t, st)
             inv = cv2.invertAffineTransform(m)
-            cw, ch = (
-                st.inputs.crop_width / st.inputs.crop_enlarge,
-                st.inputs.crop_height / st.inputs.crop_enlarge,
-            )
-            ox, oy = (st.inputs.crop_width - cw) / 2, (st.inputs.crop_height - ch) / 2
+            crop = st.inputs
+            cw, ch = crop.crop_width / crop.crop_enlarge, crop.crop_height / crop.crop_enlarge
+            ox, oy = (crop.crop_width - cw) / 2, (crop.crop_height - ch) / 2
             box_quad = cv2.transform(
                 np.float32([[[ox, oy], [ox + cw, oy], [ox + cw, oy + ch], [ox, oy + ch]]]), inv
             )[0]
