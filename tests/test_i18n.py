@@ -350,3 +350,17 @@ def test_the_switch_repeats_only_a_next_page_of_this_site(client):
     assert 'href="/join?next=%2Fmatches%2F3&amp;lang=fr"' in page
     page = client.get("/join?next=//evil.example").get_data(as_text=True)
     assert 'href="/join?lang=fr"' in page and "evil.example" not in page
+
+
+def test_camera_pages_and_the_scripts_words_in_the_page_language(client):
+    import json
+
+    page = client.get("/live?lang=ja").get_data(as_text=True)
+    assert 'data-field="camera">オフ<' in page and "カメラなし" in page
+    assert english_leftovers(visible_text(page), "ja") == []
+    words = json.loads(re.search(r"data-words='([^']*)'", page).group(1))
+    assert words["camera"]["live"] == "ライブ" and words["error"] == "エラー {status}"
+    assert words["camera_says"] == "カメラ：{text}"
+    page = client.get("/calibrate?lang=fr").get_data(as_text=True)
+    assert "Pas de caméra" in page and "<title>Régler les zones ·" in page
+    assert english_leftovers(visible_text(page), "fr") == []

@@ -21,15 +21,17 @@ from flask import (
     stream_with_context,
     url_for,
 )
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
 from companion.web.views import WebError
 
 bp = Blueprint("camera", __name__)
 
-NO_CAMERA = "No camera: this server was started without one; keep scoring by hand."
-NO_FRAME = "The camera has not sent a picture yet; try again in a moment."
-LOST = "Camera lost — keep scoring by hand, retrying."
+NO_CAMERA = _l("No camera: this server was started without one; keep scoring by hand.")
+NO_FRAME = _l("The camera has not sent a picture yet; try again in a moment.")
+LOST = _l("Camera lost — keep scoring by hand, retrying.")
 DEFAULT_STREAM_SECONDS = 300
 MAX_STREAM_SECONDS = 3600
 STREAM_INTERVAL = 0.1  # seconds between looks for a new frame: at most 10 pictures a second
@@ -38,12 +40,12 @@ BOUNDARY = "frame"
 # What each state of the camera means for the players, in one sentence.
 STATE_MESSAGES = {
     "off": NO_CAMERA,
-    "connecting": "Connecting to the camera…",
-    "live": "The camera keeps the score; fix any misread card by hand.",
+    "connecting": _l("Connecting to the camera…"),
+    "live": _l("The camera keeps the score; fix any misread card by hand."),
     "lost": LOST,
-    "ended": "The video has ended; keep scoring by hand.",
+    "ended": _l("The video has ended; keep scoring by hand."),
 }
-ZONE_LABELS = {"field": "Field", "draw_pile": "Draw pile"}
+ZONE_LABELS = {"field": _l("Field"), "draw_pile": _l("Draw pile")}
 
 
 def live_session():
@@ -54,7 +56,7 @@ def live_session():
 def _require_live():
     session = live_session()
     if session is None:
-        raise WebError(NO_CAMERA, 404)
+        raise WebError(str(NO_CAMERA), 404)
     return session
 
 
@@ -65,7 +67,9 @@ def _require_pictures():
 
     session = _require_live()
     if not joined():
-        raise WebError("Enter the join code first: the camera's pictures are for the players.", 403)
+        raise WebError(
+            _("Enter the join code first: the camera’s pictures are for the players."), 403
+        )
     return session
 
 
@@ -79,7 +83,7 @@ def camera_status() -> dict:
             "fps": 0.0,
             "frames": 0,
             "match_id": None,
-            "message": NO_CAMERA,
+            "message": str(NO_CAMERA),
             "proposal": None,
         }
     raw = dict(session.status() or {})
@@ -106,16 +110,16 @@ def camera_status() -> dict:
     else:
         status["proposal"] = None
     if camera == "lost":
-        status["message"] = LOST  # whatever the source said: the players need to know this
+        status["message"] = str(LOST)  # whatever the source said: the players need to know this
     elif not status["message"]:
-        status["message"] = STATE_MESSAGES[camera]
+        status["message"] = str(STATE_MESSAGES[camera])
     return status
 
 
 def zone_label(name: str) -> str:
     if name.startswith("captures_"):
-        return f"Captures {name[len('captures_') :]}"
-    return ZONE_LABELS.get(name, name)
+        return _("Captures %(player)s", player=name[len("captures_") :])
+    return str(ZONE_LABELS.get(name, name))
 
 
 @bp.app_context_processor
@@ -126,7 +130,7 @@ def camera_for_templates():
 
 def _jpeg(data: bytes | None) -> Response:
     if not data:
-        raise WebError(NO_FRAME, 503)
+        raise WebError(str(NO_FRAME), 503)
     response = Response(data, mimetype="image/jpeg")
     response.headers["Cache-Control"] = "no-store"
     return response

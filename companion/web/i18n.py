@@ -58,6 +58,31 @@ def card_name(card) -> str:
     return names.get(language()) or names.get("en") or card.code
 
 
+def camera_states() -> dict[str, str]:
+    """The camera's states (``/live/status``'s ``camera``) as the page names them."""
+    from flask_babel import gettext as _
+
+    return {
+        "off": _("off"),
+        "connecting": _("connecting"),
+        "live": _("live"),
+        "lost": _("lost"),
+        "ended": _("ended"),
+    }
+
+
+def script_words() -> dict:
+    """The words the page's scripts write themselves (``data-words`` on the body)."""
+    from flask_babel import gettext as _
+
+    return {
+        "camera": camera_states(),
+        "camera_says": _("Camera: %(text)s", text="{text}"),
+        "unreachable": _("The server cannot be reached; is it still running?"),
+        "error": _("Error %(status)s", status="{status}"),
+    }
+
+
 def rule_text(text) -> str:
     """A rule file's own words (an option's label or description, a preset's title) in the
     page's language when the catalogs know them, else as the file wrote them. Plain text:
@@ -93,7 +118,13 @@ def init_app(app) -> None:
 
     @app.context_processor
     def language_for_templates():
-        return {"page_lang": language(), "languages": LANGUAGES, "lang_url": switch_url}
+        return {
+            "page_lang": language(),
+            "languages": LANGUAGES,
+            "lang_url": switch_url,
+            "camera_states": camera_states,
+            "script_words": script_words,
+        }
 
     @app.after_request
     def remember_language(response):

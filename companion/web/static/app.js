@@ -129,7 +129,10 @@
     if (text.indexOf("flash-msg") === -1) {
       var div = document.createElement("div");
       div.className = "flash-msg";
-      div.textContent = "Error " + xhr.status + ": " + (text.slice(0, 200) || xhr.statusText);
+      var words = {};
+      try { words = JSON.parse(document.body.dataset.words || "{}"); } catch (err) { words = {}; }
+      var label = (words.error || "Error {status}").replace("{status}", xhr.status);
+      div.textContent = label + ": " + (text.slice(0, 200) || xhr.statusText);
       text = div.outerHTML;
     }
     showError(text);

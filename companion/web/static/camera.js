@@ -8,11 +8,17 @@
   var FRAME_EVERY_MS = 250;
   var RETRY_MS = 1000;
 
+  // The page's words (base.html's data-words, in the page's language); English without them.
+  var WORDS = {};
+  try { WORDS = JSON.parse(document.body.dataset.words || "{}"); } catch (e) { WORDS = {}; }
+  function stateName(state) { return (WORDS.camera && WORDS.camera[state]) || state; }
+
   function showStatus(s) {
     document.querySelectorAll("[data-field]").forEach(function (el) {
       var key = el.dataset.field;
       if (!(key in s)) return;
-      el.textContent = key === "fps" ? Number(s.fps).toFixed(1) : String(s[key]);
+      el.textContent = key === "fps" ? Number(s.fps).toFixed(1)
+        : key === "camera" ? stateName(s.camera) : String(s[key]);
     });
     document.querySelectorAll("#camera-state, #camera-link").forEach(function (el) {
       el.className = el.className.replace(/\bcam-\w+\b/g, "").trim() + " cam-" + s.camera;
@@ -21,7 +27,7 @@
     // What the camera suggests (a redeal, the next round): the players confirm it on the board.
     document.querySelectorAll("[data-proposal]").forEach(function (el) {
       var text = s.proposal && s.proposal.text;
-      el.textContent = text ? "Camera: " + text : "";
+      el.textContent = text ? (WORDS.camera_says || "Camera: {text}").replace("{text}", text) : "";
       el.hidden = !text;
     });
     var view = document.getElementById("live-view");
@@ -36,7 +42,8 @@
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (s) { if (s) showStatus(s); })
         .catch(function () {
-          showStatus({ camera: "lost", message: "The server cannot be reached; is it still running?" });
+          showStatus({ camera: "lost",
+            message: WORDS.unreachable || "The server cannot be reached; is it still running?" });
         })
         .then(function () { timer = setTimeout(tick, STATUS_EVERY_MS); });
     }
