@@ -364,3 +364,43 @@ def test_camera_pages_and_the_scripts_words_in_the_page_language(client):
     page = client.get("/calibrate?lang=fr").get_data(as_text=True)
     assert "Pas de caméra" in page and "<title>Régler les zones ·" in page
     assert english_leftovers(visible_text(page), "fr") == []
+
+
+def test_a_hanamikoji_round_in_french_and_japanese(client, store):
+    from companion.hanamikoji import GEISHAS, SIDES, RoundCounts
+
+    match = store.create_hanamikoji_match(["Aki", "Ben"])
+    client.get("/?lang=fr")
+    counts = RoundCounts.parse("1,1,1,0,2,1,2:0,0,0,3,1,2,2")
+    for side in SIDES:
+        for g, n in zip(GEISHAS, counts.side(side), strict=True):
+            for k in range(1, n + 1):
+                page = client.get("/").get_data(as_text=True)
+                token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+                data = {
+                    "csrf_token": token,
+                    "request_id": uuid.uuid4().hex,
+                    "expected_seq": store.last_seq(match),
+                    "type": "items_set",
+                    "player": side,
+                    "geisha": g.id,
+                    "count": k,
+                }
+                client.post(f"/matches/{match}/hanamikoji/events", data=data, headers=HX)
+    before = visible_text(client.get(f"/matches/{match}/hanamikoji").get_data(as_text=True))
+    assert "Compter la manche 1" in before and "8/8 objets" in before
+    assert re.search(r"Ben\u00a0: 2 objet\(s\) devant \w+", before)
+    assert english_leftovers(before, "fr") == []
+    data = {
+        "csrf_token": token,
+        "request_id": uuid.uuid4().hex,
+        "expected_seq": store.last_seq(match),
+        "type": "round_scored",
+    }
+    client.post(f"/matches/{match}/hanamikoji/events", data=data, headers=HX)
+    fr = visible_text(client.get(f"/matches/{match}/hanamikoji").get_data(as_text=True))
+    assert "Aki gagne après la manche 1" in fr and "Aki gagne avec 4 geishas." in fr
+    assert english_leftovers(fr, "fr") == []
+    ja = visible_text(client.get(f"/matches/{match}/hanamikoji?lang=ja").get_data(as_text=True))
+    assert "第1回でAkiの勝ち" in ja and "Akiの勝ち（芸者4人）。" in ja
+    assert english_leftovers(ja, "ja") == []

@@ -91,10 +91,51 @@ SHAPES += [
     ),
     (r"In progress: round (?P<n>\d+), (?P<table>.+)\.", N_("In progress: round %(n)s, %(table)s.")),
 ]
+# Hanamikoji (companion.hanamikoji): its log lines and round results.
+SHAPES += [
+    (
+        r"Hanamikoji started: (?P<a>.+) vs (?P<b>.+), (?P<starts>.+) starts round 1",
+        N_("Hanamikoji started: %(a)s vs %(b)s, %(starts)s starts round 1"),
+    ),
+    (
+        r"(?P<player>.+): (?P<n>\d+) items? before (?P<geisha>.+)",
+        N_("%(player)s: %(n)s item(s) before %(geisha)s"),
+    ),
+    (r"Round scored \((?P<counts>.+)\)", N_("Round scored (%(counts)s)")),
+    (r"Round scored", N_("Round scored")),
+    (r"Undo", N_("Undo")),
+    (r"(?P<winner>.+) wins with (?P<table>.+)\.", N_("%(winner)s wins with %(table)s.")),
+    (
+        r"Both meet a condition \((?P<table>.+)\): (?P<winner>.+) has more points "
+        r"\((?P<more>\d+) to (?P<less>\d+)\) and wins\.",
+        N_(
+            "Both meet a condition (%(table)s): %(winner)s has more points "
+            "(%(more)s to %(less)s) and wins."
+        ),
+    ),
+    (
+        r"No condition met after round (?P<n>\d+): (?P<winner>.+) has more points "
+        r"\((?P<more>\d+) to (?P<less>\d+)\) and wins\.",
+        N_(
+            "No condition met after round %(n)s: %(winner)s has more points "
+            "(%(more)s to %(less)s) and wins."
+        ),
+    ),
+    (
+        r"No condition met after round (?P<n>\d+) and (?P<points>\d+) points each: a tie\.",
+        N_("No condition met after round %(n)s and %(points)s points each: a tie."),
+    ),
+    (
+        r"No condition met after round (?P<n>\d+): round (?P<next>\d+) follows, "
+        r"(?P<starts>.+) starts\.",
+        N_("No condition met after round %(n)s: round %(next)s follows, %(starts)s starts."),
+    ),
+]
 _COMPILED = [(re.compile(shape), msgid) for shape, msgid in SHAPES]
 _TABLE_PARTS = [
     (re.compile(r"(?P<n>-?\d+) rounds won"), N_("%(n)s rounds won")),
     (re.compile(r"(?P<n>-?\d+) points"), N_("%(n)s points")),
+    (re.compile(r"(?P<n>\d+) geishas"), N_("%(n)s geishas")),
     (re.compile(r" \((?P<sides>.+) ran out of points\)"), N_(" (%(sides)s ran out of points)")),
 ]
 
