@@ -921,10 +921,60 @@ def test_live_stream_sends_the_seq_and_each_new_one(app, client, store, match_id
         "match": match_id,
         "seq": 1,
     }
-    store.append(match_id, {"type": "round_started"})  # another writer: no notify()
+    store.append(match_id, {"type": "round_started"})  # not through the app: no notify()
     second = next(chunks).decode()
     assert json.loads(second.split("data: ")[1])["seq"] == 2
     response.close()
+
+
+def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch, store, match_id):
+    from companion.web import live
+
+    monkeypatch.setattr(live, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
+    watcher = live.SeqWatcher(store)
+    assert watcher.follow(match_id) == 1
+    try:
+        store.append(match_id, {"type": "round_started"})
+        assert watcher.seqs[match_id] == 2  # told by the appending thread itself
+        assert watcher.wait(match_id, 1, 0) == 2
+    finally:
+        watcher.unfollow(match_id)
+
+
+def test_an_append_from_another_connection_is_seen_by_the_fallback_look(tmp_path):
+    from companion.web import live
+
+    mine = MatchStore.open(tmp_path / "m.db")
+    match_id = mine.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+    other = MatchStore.open(tmp_path / "m.db")  # as another process writes: no listener here
+    watcher = live.SeqWatcher(mine)
+    watcher.follow(match_id)
+    try:
+        other.append(match_id, {"type": "round_started"})
+        assert watcher.seqs[match_id] == 1
+        assert watcher.wait(match_id, 1, 5) == 2
+    finally:
+        watcher.unfollow(match_id)
+
+
+def test_store_listeners_are_held_weakly_and_cannot_fail_an_append(store, match_id):
+    calls = []
+
+    class Listener:
+        def heard(self, match, seq):
+            calls.append((match, seq))
+
+        def broken(self, match, seq):
+            raise RuntimeError("a follower's trouble")
+
+    listener = Listener()
+    store.add_listener(listener.heard)
+    store.add_listener(listener.broken)
+    store.append(match_id, {"type": "round_started"})
+    assert calls == [(match_id, 2)]
+    del listener
+    assert store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "01-1"}).seq
+    assert calls == [(match_id, 2)]
 
 
 def test_live_stream_bad_max_seconds(client, match_id):
