@@ -878,6 +878,69 @@ def test_get_only_routes_refuse_post_with_405(client, match_id):
     assert response.status_code == 405
 
 
+def enter_round_form(html_text: str) -> dict:
+    """The hidden and default fields of the board's "enter a round" form, as the page sends."""
+    found = re.search(r'<details class="enter-round">(.*?)</details>', html_text, re.S)
+    assert found, "no form to enter a round by hand"
+    form = found.group(1)
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form))
+    fields["points"] = re.search(r'name="points"[^>]*value="(\d+)"', form).group(1)
+    fields["winners"] = re.findall(r'<option value="([^"]*)"', form)
+    return fields
+
+
+def test_a_round_played_away_from_the_tablet_is_entered_between_rounds(client, store, match_id):
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    fields = enter_round_form(board)
+    assert fields["type"] == "round_entered" and fields["expected_seq"] == "1"
+    assert fields["winners"] == ["Aki", "Ben", ""]  # the players, and nobody for a draw
+    fields.pop("winners")
+    response = client.post(
+        f"/matches/{match_id}/events", data={**fields, "winner": "Ben", "points": "7"}, headers=HX
+    )
+    assert response.status_code == 200
+    state = store.state(match_id)
+    assert state.totals == {"Aki": -7, "Ben": 7} and state.rounds[0].kind == "entered"
+    shown = response.get_data(as_text=True)
+    assert "Round 1 won by Ben" in shown and "Entered by hand: 7 points" in shown
+    assert enter_round_form(shown)["expected_seq"] == "2"  # round 2 may be entered too
+    # Taken back like any change.
+    undo = Poster(client, store, match_id)(type="undo")
+    assert undo.status_code == 200 and store.state(match_id).rounds == []
+
+
+def test_a_draw_entered_by_hand_needs_no_points(post, store, match_id):
+    assert post(type="round_entered", winner="", points="0").status_code == 200
+    result = store.state(match_id).rounds[0]
+    assert result.winner is None and result.reason == "Entered by hand: a draw"
+
+
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        ({"winner": "Zed", "points": "5"}, "Unknown player 'Zed'"),
+        ({"winner": "Ben", "points": "-3"}, "must be a whole number"),
+        ({"winner": "Ben", "points": "100000"}, "between 1 and 999"),
+        ({"winner": "", "points": "4"}, "A drawn round scores no points"),
+    ],
+)
+def test_a_bad_round_entered_by_hand_is_a_400_with_the_engines_sentence(
+    post, store, match_id, fields, words
+):
+    response = post(type="round_entered", **fields)
+    assert response.status_code == 400
+    assert words in message(response)
+    assert store.last_seq(match_id) == 1  # nothing recorded
+
+
+def test_no_round_is_entered_by_hand_while_one_is_under_way(client, post, store, match_id):
+    post(type="round_started")
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'class="enter-round"' not in board
+    response = post(type="round_entered", winner="Aki", points="6")
+    assert response.status_code == 400 and "under way" in message(response)
+
+
 # ---------------------------------------------------------------------------------------------
 # Live updates
 # ---------------------------------------------------------------------------------------------
