@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -240,8 +241,10 @@ class Table:
         self.index = 0
         self.events = []
 
-    def put(self, code, x, y, conf=0.95, alts=(), name=None):
+    def put(self, code, x, y, conf=0.95, alts=(), name=None, h=None):
         self.cards[code] = look(name or code, x, y, conf, alts)
+        if h is not None:  # a look at part of a card: a smaller quad
+            self.cards[code] = (name or code, (x, y, h), conf, tuple(alts))
 
     def take(self, *codes):
         for code in codes:
@@ -249,9 +252,10 @@ class Table:
 
     def image(self):
         image = np.zeros((H, W, 3), np.uint8)
-        for _, (x, y), _, _ in self.cards.values():
-            q = np.array(quad(x, y), np.int32)
-            image[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = 200
+        for name, xy, _, _ in self.cards.values():
+            q = np.array(quad(*xy), np.int32)
+            shade = 120 + 7 * sum(map(ord, name)) % 120  # another reading: other pixels
+            image[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = shade
         return image
 
     def run(self, frames=1, hand=False):
@@ -607,6 +611,43 @@ def test_a_card_laid_half_over_a_capture_and_found_merged_with_it_is_captured(li
     assert state.checks == []
 
 
+def test_a_capture_read_as_its_chaff_twin_is_the_same_card_not_a_new_one(live):
+    store, match_id, table = live
+    table.take("08-3")
+    table.put("08-1", 300, 620)
+    table.put("08-3", 330, 620)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == ["08-1", "08-3"]
+    # from now on the chaff 08-3 reads as its twin 08-4, surely, while 08-2 lands and waits
+    # for its partner (the month is odd: a look that pairs with it is plausible over 08-3)
+    table.put("08-3", 330, 620, conf=0.96, name="08-4")
+    table.put("08-2", 600, 540)
+    table.run(60)
+    table.put("08-4", 360, 620)
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["08-1", "08-2", "08-3", "08-4"]
+    assert state.checks == []
+
+
+def test_a_look_at_part_of_a_capture_is_not_its_waiting_partner(live):
+    store, match_id, table = live
+    table.take("08-3")  # taken by the hand's 08-1; 08-1 lands first, read surely
+    table.put("08-1", 300, 620)
+    table.run(8)
+    # the partner lies in the chaff line but goes unseen for a while; a smaller look at
+    # the lower half of 08-1 (its hill) reads as the chaff 08-3
+    table.put("part", 300, 640, conf=0.82, alts=[("08-4", 0.08)], name="08-3", h=50)
+    table.run(60)
+    table.take("part")
+    table.put("08-3", 450, 650)
+    table.run(12)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["08-1", "08-3"]
+    assert state.checks == []
+    assert [r.card for r in table.pipeline.captures] == ["08-1", "08-3"]
+
+
 def test_after_a_round_the_cleared_table_and_a_new_deal_open_the_next_round(live):
     store, match_id, table = live
     table.take("02-3")
@@ -656,3 +697,48 @@ def test_the_live_commands_turn_bad_input_into_one_sentence(tmp_path):
     assert bad.exit_code == 2 and "is not JSON" in bad.output
     two = runner.invoke(main, ["run", "--camera", "0", "--url", "rtsp://x.invalid/"])
     assert two.exit_code == 2 and "one source" in two.output
+
+
+def test_run_and_replay_name_the_cards_of_an_added_deck(tmp_path):
+    import json
+    import shutil
+
+    import cv2
+    from click.testing import CliRunner
+
+    from companion import synth
+    from companion.cli import main
+    from companion.cli.live import live_detector
+    from companion.closeup import render_closeup
+    from companion.recognizer.decks import add_deck
+
+    try:
+        shared = Path(synth.resolve_deck_dir("traditional-scan"))
+    except CompanionError as exc:
+        pytest.skip(str(exc))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for code, art in {"01-1": "08-1", "02-1": "11-1"}.items():  # re-skinned: 08-1's art is 01-1
+        shutil.copy(shared / f"{art}.png", mine / f"{code}.png")
+    decks = tmp_path / "decks"
+    add_deck("mine", mine, decks, views=8)
+    assert live_detector(None, "mine", decks).namer.deck.name == "mine"
+    assert live_detector(None).namer is None
+
+    runner = CliRunner()
+    where = ["--decks-dir", str(decks)]
+    video = tmp_path / "table.mp4"
+    scene = render_closeup(0, str(mine))
+    h, w = scene.image.shape[:2]
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"mp4v"), 10, (w, h))
+    for _ in range(5):
+        writer.write(scene.image)
+    writer.release()
+    replayed = runner.invoke(main, ["replay", str(video), "--deck", "mine", *where, "--json"])
+    assert replayed.exit_code == 0, replayed.output
+    assert json.loads(replayed.stdout)["frames"] == 5
+    for command in (["replay", str(video)], ["run", "--video", str(video)]):
+        result = runner.invoke(main, [*command, "--deck", "missing", *where])
+        assert result.exit_code == 2, result.output
+        assert "No deck 'missing'" in result.output and "Traceback" not in result.output
+        assert len(result.output.strip().splitlines()) == 1

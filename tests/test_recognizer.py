@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -229,7 +228,7 @@ def test_spaced_is_the_greedy_pass_by_score(seed):
 def test_spaced_decoding_finds_the_centres_a_ridge_hides():
     # two cards of a tight capture row, 1.5 cells apart: the heatmap shows one peak and a
     # shoulder; 3x3 maxima find one centre, a ridge-aware decode finds both
-    st = Settings(input_width=64, input_height=32, stride=4, heat_threshold=0.25)
+    st = Settings().with_(input_width=64, input_height=32, stride=4, heat_threshold=0.25)
     gh, gw = 8, 16
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
     heat = np.maximum(
@@ -237,12 +236,12 @@ def test_spaced_decoding_finds_the_centres_a_ridge_hides():
         0.6 * np.exp(-((xx - 7.5) ** 2 + (yy - 4) ** 2) / 2.0),
     )
     reg = np.zeros((6, gh, gw), np.float32)
-    reg[2] = np.log(24 / st.size_unit)  # 24 x 40 px cards: short side 6 cells
-    reg[3] = np.log(40 / st.size_unit)
+    reg[2] = np.log(24 / st.inputs.size_unit)  # 24 x 40 px cards: short side 6 cells
+    reg[3] = np.log(40 / st.inputs.size_unit)
     reg[4] = 1.0
     peaks = decode_heatmap(heat[None, None], reg[None], st)
     assert len(peaks) == 1
-    ridge = decode_heatmap(heat[None, None], reg[None], replace(st, peak_spacing=0.2))
+    ridge = decode_heatmap(heat[None, None], reg[None], st.with_(peak_spacing=0.2))
     assert len(ridge) > 1
     assert tuple(ridge[0, :2]) == tuple(peaks[0, :2])  # the hottest cell comes first
     # no two candidates closer than 0.2 of the short side (4.8 px)
@@ -253,7 +252,9 @@ def test_spaced_decoding_finds_the_centres_a_ridge_hides():
 
 
 def test_cool_peaks_are_the_maxima_under_the_heat_threshold():
-    st = Settings(input_width=64, input_height=32, stride=4, heat_threshold=0.25, extra_heat=0.1)
+    st = Settings().with_(
+        input_width=64, input_height=32, stride=4, heat_threshold=0.25, extra_heat=0.1
+    )
     heat = np.zeros((8, 16), np.float32)
     heat[2, 3], heat[5, 12], heat[4, 7], heat[6, 1] = 0.9, 0.4, 0.15, 0.05
     heat[4, 8] = 0.12  # beside the 0.15 peak: not a maximum
@@ -373,7 +374,7 @@ def test_second_chances_find_the_cards_the_localizer_barely_saw():
     _paint(image, cool, 20)  # a card under the heat threshold
     _paint(image, unsure, 30, green=128)  # under the threshold, and the classifier unsure
     heat = {a: 0.9, beside: 0.06, cool: 0.15, unsure: 0.15, empty: 0.2}
-    st = Settings(input_width=256, input_height=128, min_confidence=0.6, refine_steps=1)
+    st = Settings().with_(input_width=256, input_height=128, min_confidence=0.6, refine_steps=1)
     recognizer = Recognizer(_FakeLocalizer(heat), _FakeClassifier(), st)
 
     def found(settings):
@@ -382,8 +383,8 @@ def test_second_chances_find_the_cards_the_localizer_barely_saw():
         return sorted(CLASSES[c] for c in det.class_ids), det
 
     assert found(st)[0] == ["02-2"]  # the hot peak only
-    chances = replace(
-        st, extra_heat=0.1, neighbour_across=(1.0,), neighbour_along=(1.0,), neighbour_heat=0.05
+    chances = st.with_(
+        extra_heat=0.1, neighbour_across=(1.0,), neighbour_along=(1.0,), neighbour_heat=0.05
     )
     names, det = found(chances)
     assert names == ["02-2", "03-2", "06-1"]
@@ -391,9 +392,9 @@ def test_second_chances_find_the_cards_the_localizer_barely_saw():
         det.quads[det.class_ids == class_id("03-2")][0], box(72, 40, 24, 40), atol=1e-3
     )
     # the neighbour is looked for only where the heatmap is warm enough
-    assert found(replace(chances, neighbour_heat=0.1))[0] == ["02-2", "06-1"]
+    assert found(chances.with_(neighbour_heat=0.1))[0] == ["02-2", "06-1"]
     # ... and only beside a card at least extra_confidence sure
-    assert found(replace(chances, extra_confidence=0.98))[0] == ["02-2"]
+    assert found(chances.with_(extra_confidence=0.98))[0] == ["02-2"]
     # settings as stored in a model's JSON metadata
     assert Settings.from_dict(json.loads(json.dumps(chances.to_dict()))) == chances
 
@@ -407,7 +408,7 @@ def test_row_steps_find_the_covered_card_between_two_found_ones():
     _paint(image, c, 12)
     _paint(image, between, 9)  # on top here; the fake classifier reads the crop's centre
     heat = {a: 0.9, c: 0.9, between: 0.15}
-    st = Settings(
+    st = Settings().with_(
         input_width=256,
         input_height=128,
         min_confidence=0.6,
@@ -422,10 +423,10 @@ def test_row_steps_find_the_covered_card_between_two_found_ones():
         return sorted(CLASSES[c] for c in recognizer.detect(image).class_ids)
 
     assert found(st) == ["02-2", "04-1"]
-    rows = replace(st, row_steps=True)
+    rows = st.with_(row_steps=True)
     assert found(rows) == ["02-2", "03-2", "04-1"]
     # only where the heatmap is warm enough, as for the neighbours
-    assert found(replace(rows, neighbour_heat=0.2)) == ["02-2", "04-1"]
+    assert found(rows.with_(neighbour_heat=0.2)) == ["02-2", "04-1"]
     assert Settings.from_dict(json.loads(json.dumps(rows.to_dict()))) == rows
 
 
@@ -510,7 +511,7 @@ def _hot_and_lukewarm(min_confidence: float):
     image = np.zeros((128, 256, 3), np.uint8)
     _paint(image, hot, 5, green=128)
     _paint(image, lukewarm, 20, green=128)
-    st = Settings(input_width=256, input_height=128, min_confidence=min_confidence)
+    st = Settings().with_(input_width=256, input_height=128, min_confidence=min_confidence)
     recognizer = Recognizer(_FakeLocalizer({hot: 0.9, lukewarm: 0.3}), _FakeClassifier(), st)
 
     def found(settings):
@@ -528,11 +529,11 @@ def test_a_card_at_a_hot_place_needs_less_confidence():
         return found_with_det(settings)[0]
 
     assert found(st) == []  # both under min_confidence
-    rule = replace(st, hot_heat=0.6, hot_confidence=0.5)
+    rule = st.with_(hot_heat=0.6, hot_confidence=0.5)
     assert found(rule) == ["02-2"]
-    assert found(replace(rule, hot_heat=0.2)) == ["02-2", "06-1"]  # both places hot enough
-    assert found(replace(rule, hot_confidence=0.75)) == []  # 70 % is still too unsure
-    assert found(replace(rule, hot_heat=0.0)) == []  # off
+    assert found(rule.with_(hot_heat=0.2)) == ["02-2", "06-1"]  # both places hot enough
+    assert found(rule.with_(hot_confidence=0.75)) == []  # 70 % is still too unsure
+    assert found(rule.with_(hot_heat=0.0)) == []  # off
     assert Settings.from_dict(json.loads(json.dumps(rule.to_dict()))) == rule
 
 
@@ -547,18 +548,19 @@ def test_a_learned_acceptance_rule_replaces_the_thresholds():
     # the hot place and drops the other, whatever min_confidence says
     st, found = _hot_and_lukewarm(min_confidence=0.9)
     assert found(st)[0] == []  # the thresholds: both too unsure
-    rule = replace(st, accept_weights=_weights(bias=-3.0, heat=5.0), accept_above=0.5)
+    rule = st.with_(accept_weights=_weights(bias=-3.0, heat=5.0), accept_above=0.5)
     names, det = found(rule)
     assert names == ["02-2"]  # 1 / (1 + e^-1.5) = 0.82 at the hot place, 0.18 at the other
     assert det.confidence[0] == pytest.approx(0.7)  # the card's confidence stays the classifier's
-    assert found(replace(rule, accept_above=0.9))[0] == []
+    assert found(rule.with_(accept_above=0.9))[0] == []
     # the classifier's sureness counts too: a logit of 0.85 (70 %) times 4 lifts both
-    assert found(replace(rule, accept_weights=_weights(bias=-3.0, heat=5.0, card_logit=4.0)))[
-        0
-    ] == ["02-2", "06-1"]
+    assert found(rule.with_(accept_weights=_weights(bias=-3.0, heat=5.0, card_logit=4.0)))[0] == [
+        "02-2",
+        "06-1",
+    ]
     assert Settings.from_dict(json.loads(json.dumps(rule.to_dict()))) == rule
     with pytest.raises(RecognizerError, match="accept_weights has 2 weights"):
-        Settings(accept_weights=(1.0, 2.0))
+        Settings().with_(accept_weights=(1.0, 2.0))
 
 
 def _stump(feature: str, above: float, left: float, right: float):
@@ -576,38 +578,62 @@ def test_boosted_trees_bend_the_learned_rule():
     from companion.recognizer import AcceptTrees, accept_probability
 
     st, found = _hot_and_lukewarm(min_confidence=0.9)
-    rule = replace(st, accept_weights=_weights(bias=-3.0, heat=5.0), accept_above=0.5)
+    rule = st.with_(accept_weights=_weights(bias=-3.0, heat=5.0), accept_above=0.5)
     assert found(rule)[0] == ["02-2"]  # the line alone: 0.82 at the hot place, 0.18 elsewhere
     # a tree that turns it round: -5 to the logit where the heat is over 0.5, +5 elsewhere
-    bent = replace(rule, accept_trees=_stump("heat", 0.5, 5.0, -5.0))
+    bent = rule.with_(accept_trees=_stump("heat", 0.5, 5.0, -5.0))
     assert found(bent)[0] == ["06-1"]
     # trees add up: a second one that lifts every crop keeps both
     lift = _stump("bias", 2.0, 6.0, 0.0)  # the bias is 1, never over 2: always the left leaf
     both = AcceptTrees(
-        features=np.vstack([bent.accept_trees.features, lift.features]),
-        thresholds=np.vstack([bent.accept_trees.thresholds, lift.thresholds]),
-        leaves=np.vstack([bent.accept_trees.leaves, lift.leaves]),
+        features=np.vstack([bent.acceptance.accept_trees.features, lift.features]),
+        thresholds=np.vstack([bent.acceptance.accept_trees.thresholds, lift.thresholds]),
+        leaves=np.vstack([bent.acceptance.accept_trees.leaves, lift.leaves]),
     )
-    assert found(replace(rule, accept_trees=both))[0] == ["02-2", "06-1"]
+    assert found(rule.with_(accept_trees=both))[0] == ["02-2", "06-1"]
     # written into the metadata and read back, equal, infinite thresholds (a node that does not
     # split) included
-    unsplit = replace(bent, accept_trees=_stump("heat", np.inf, 5.0, -5.0))
+    unsplit = bent.with_(accept_trees=_stump("heat", np.inf, 5.0, -5.0))
     for settings in (bent, unsplit):
         text = json.dumps(settings.to_dict(), allow_nan=False)
         assert Settings.from_dict(json.loads(text)) == settings
     assert json.loads(json.dumps(unsplit.to_dict()))["accept_trees"]["thresholds"] == [[None]]
     assert found(unsplit)[0] == ["02-2", "06-1"]  # every crop takes the left leaf: +5
     # a frame where no crop reaches the rule
-    assert bent.accept_trees.logit(np.zeros((0, 10))).shape == (0,)
+    assert bent.acceptance.accept_trees.logit(np.zeros((0, 10))).shape == (0,)
     assert accept_probability(np.zeros((0, 10)), bent).shape == (0,)
     with pytest.raises(RecognizerError, match="need the weights"):
-        Settings(accept_trees=bent.accept_trees)
+        Settings().with_(accept_trees=bent.acceptance.accept_trees)
     with pytest.raises(RecognizerError, match="2\\*\\*depth leaves"):
         AcceptTrees(np.zeros((1, 1), int), np.zeros((1, 1)), np.zeros((1, 3)))
     with pytest.raises(RecognizerError, match="outside the 10 features"):
         AcceptTrees(np.full((1, 1), 10), np.zeros((1, 1)), np.zeros((1, 2)))
     with pytest.raises(RecognizerError, match="accept_trees is unreadable"):
         Settings.from_dict({**rule.to_dict(), "accept_trees": {"features": [[0]]}})
+
+
+def test_settings_are_grouped_but_stored_flat_as_models_always_wrote_them():
+    flat = json.loads(DEFAULT_MODEL.read_text())["settings"]
+    settings = Settings.from_dict(flat)
+    # each constant lies in the group that says what it is for
+    assert settings.inputs.input_width == flat["input_width"]
+    assert settings.candidates.peak_spacing == flat["peak_spacing"]
+    assert settings.second_chances.neighbour_across == tuple(flat["neighbour_across"])
+    assert settings.acceptance.accept_above == flat["accept_above"]
+    assert settings.final_steps.same_card_iou == flat["same_card_iou"]
+    # written back flat, with the same names in the same order: the same JSON text
+    assert json.dumps(settings.to_dict()) == json.dumps(flat)
+    assert Settings.from_dict({}) == Settings()
+    assert Settings.from_dict({"retired_constant": 1}) == Settings()  # older models still load
+    # with_ routes flat names to their groups and leaves the rest alone
+    changed = settings.with_(heat_threshold=0.15, input_width=320, row_steps=False)
+    assert (changed.candidates.heat_threshold, changed.inputs.input_width) == (0.15, 320)
+    assert changed.second_chances.row_steps is False
+    assert changed.inputs.input_height == settings.inputs.input_height
+    assert changed.acceptance == settings.acceptance and changed.final_steps == settings.final_steps
+    assert settings.candidates.heat_threshold == flat["heat_threshold"]  # frozen: a new object
+    with pytest.raises(TypeError, match="no constant named 'heat'"):
+        settings.with_(heat=0.1)
 
 
 def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
@@ -617,7 +643,7 @@ def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
     image = np.zeros((128, 256, 3), np.uint8)
     _paint(image, hot, 5, green=128)
     _paint(image, lukewarm, 5)
-    st = Settings(input_width=256, input_height=128, min_confidence=0.6)
+    st = Settings().with_(input_width=256, input_height=128, min_confidence=0.6)
     recognizer = Recognizer(_FakeLocalizer({hot: 0.9, lukewarm: 0.3}), _FakeClassifier(), st)
 
     def holder(settings):
@@ -628,7 +654,7 @@ def test_the_learned_rule_also_says_which_claimant_of_a_card_keeps_it():
 
     assert holder(st) == lukewarm  # the thresholds: the surer name wins
     # a rule that trusts the heat more: both count as cards, and the likelier one keeps the name
-    rule = replace(st, accept_weights=_weights(bias=-3.0, heat=8.0, card_logit=1.0))
+    rule = st.with_(accept_weights=_weights(bias=-3.0, heat=8.0, card_logit=1.0))
     assert holder(rule) == hot
     assert recognizer.detect(image).confidence[0] == pytest.approx(0.7)  # still the name's
 
@@ -649,7 +675,7 @@ def test_of_two_crops_of_one_card_the_likelier_by_the_rule_gets_looked_at_again(
     image[40:80, 48:62] = (0, 128, 25)
     image[40:80, 62:76] = (0, 255, 25)
     localizer = _FakeLocalizer({(60, 60): 0.9, (64, 60): 0.8})
-    st = Settings(input_width=256, input_height=128, min_confidence=0.6, peak_spacing=0.1)
+    st = Settings().with_(input_width=256, input_height=128, min_confidence=0.6, peak_spacing=0.1)
     recognizer = Recognizer(localizer, _FakeClassifier(), st)
 
     def found(settings):
@@ -658,7 +684,7 @@ def test_of_two_crops_of_one_card_the_likelier_by_the_rule_gets_looked_at_again(
     assert found(st) == [("02-2", 64)]  # no rule: the surer name goes on
     # a rule (contrived) that trusts a 70 % name more than a 97 % one keeps the other crop,
     # which it then accepts; were the surer crop kept, the rule would reject it
-    rule = replace(st, accept_weights=_weights(bias=3.0, card_logit=-1.0))
+    rule = st.with_(accept_weights=_weights(bias=3.0, card_logit=-1.0))
     assert found(rule) == [("02-2", 60)]
 
 
@@ -672,7 +698,7 @@ def test_with_a_learned_rule_a_second_chance_near_a_found_card_is_kept():
     image[58:62, 88:92] = (59, 255, 45)  # 03-2 seen 20 px left of the second chance's centre
     image[58:62, 68:72] = (0, 255, 45)  # ...and there, when it is cut again around it
     localizer = _FakeLocalizer({(60, 60): 0.9, (90, 60): 0.15})
-    st = Settings(input_width=256, input_height=128, min_confidence=0.6, extra_heat=0.1)
+    st = Settings().with_(input_width=256, input_height=128, min_confidence=0.6, extra_heat=0.1)
     recognizer = Recognizer(localizer, _FakeClassifier(), st)
 
     def found(settings):
@@ -682,7 +708,7 @@ def test_with_a_learned_rule_a_second_chance_near_a_found_card_is_kept():
     assert found(st) == [("02-2", 60)]
     # a rule (here one that accepts any card) ranks the claimants and settles duplicates in
     # NMS and one card once, so the second chance is kept: the quads overlap by IoU 0.4
-    rule = replace(st, accept_weights=_weights(bias=3.0))
+    rule = st.with_(accept_weights=_weights(bias=3.0))
     assert found(rule) == [("02-2", 60), ("03-2", 68)]
 
 
@@ -939,7 +965,10 @@ def test_crop_corners_map_back_to_the_card_quad(angle):
         assert 0 <= corners.min() and corners.max() <= 1
         inv = cv2.invertAffineTransform(m)
         q = cv2.transform(
-            (corners.reshape(1, 4, 2) * [st.crop_width, st.crop_height]).astype(np.float32), inv
+            (corners.reshape(1, 4, 2) * [st.inputs.crop_width, st.inputs.crop_height]).astype(
+                np.float32
+            ),
+            inv,
         )[0]
         if upside_down:
             q = np.roll(q, 2, axis=0)
@@ -952,13 +981,15 @@ def test_crop_corners_map_back_to_the_card_quad(angle):
 
 @pytest.mark.parametrize("shape", [(720, 1280), (768, 1024), (300, 2000), (1500, 500)])
 def test_letterbox_keeps_the_aspect_and_pads_bottom_right(shape):
-    st = Settings(input_width=768, input_height=448)
+    st = Settings().with_(input_width=768, input_height=448)
     image = np.random.default_rng(1).integers(0, 255, (*shape, 3), dtype=np.uint8)
     boxed, scale = letterbox(image, st)
     assert boxed.shape == (448, 768, 3)
     nw, nh = round(shape[1] * scale), round(shape[0] * scale)
     assert nw <= 768 and nh <= 448 and (nw == 768 or nh == 448)
-    assert (boxed[nh:] == st.pad_value).all() and (boxed[:, nw:] == st.pad_value).all()
+    assert (boxed[nh:] == st.inputs.pad_value).all() and (
+        boxed[:, nw:] == st.inputs.pad_value
+    ).all()
     if scale >= 0.5:
         expected = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_LINEAR)
         assert np.array_equal(boxed[:nh, :nw], expected)
@@ -1249,7 +1280,7 @@ def test_eval_draws_the_scenes_with_missed_cards(tmp_path):
     from companion.recognizer.evaluation import evaluate
 
     class Blind:  # finds nothing: every card of every scene is missed
-        settings = Settings(min_confidence=0.6)
+        settings = Settings().with_(min_confidence=0.6)
 
         def detect(self, image):
             return Detections.empty()
@@ -1362,7 +1393,7 @@ def test_false_positive_kinds_say_why_a_detection_is_false():
 
 
 def test_missed_card_kinds_say_where_a_card_was_lost():
-    settings = Settings(min_confidence=0.6, max_none=0.5)
+    settings = Settings().with_(min_confidence=0.6, max_none=0.5)
     labels = np.array([box(0, 0), box(100, 0), box(200, 0), box(300, 0)], np.float32)
 
     def probs(card, none=0.0):

@@ -49,7 +49,7 @@ def test_view_size_turns_the_input_for_portrait_frames_and_sizes_other_zooms():
     from companion.recognizer import Settings
     from companion.recognizer.geometry import view_size
 
-    st = Settings(input_width=768, input_height=448)
+    st = Settings().with_(input_width=768, input_height=448)
     assert view_size((720, 1280), st) == (768, 448, 0.6)
     width, height, scale = view_size((2560, 1440), st)
     assert (width, height) == (448, 768) and scale == pytest.approx(0.3)

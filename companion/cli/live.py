@@ -9,14 +9,22 @@ from pathlib import Path
 import click
 
 from companion.cli import DB_OPTION_HELP, echo_json, fail, friendly_errors, main, model_option
+from companion.cli.decks import decks_dir_option
 
 ZONES_HELP = "Zone layout (TOML, see docs/LIVE.md); default: the two-player layout."
 
 
-def _detector(model_path):
-    from companion.recognizer import Recognizer
+def live_detector(model_path, deck=None, decks_dir=None):
+    """The recognizer on 2 threads, naming the cards of the deck added as ``deck`` (with
+    'companion deck add') when one is given; an unknown deck is one sentence."""
+    from companion.cli.vision import load_with_deck
 
-    return Recognizer.load(model_path, threads=2)
+    return load_with_deck(model_path, 2, "auto", deck, decks_dir)
+
+
+deck_option = click.option(
+    "--deck", help="Name the cards of a deck you added with 'companion deck add NAME DIR'."
+)
 
 
 def _zones(path):
@@ -39,8 +47,12 @@ def _zones(path):
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
 @model_option
+@deck_option
+@decks_dir_option
 @friendly_errors
-def run_command(camera, video, images, url, zones_path, rules_name, db, host, port, model_path):
+def run_command(
+    camera, video, images, url, zones_path, rules_name, db, host, port, model_path, deck, decks_dir
+):
     """The camera pipeline and the tablet page together: the camera keeps the score."""
     from companion import web
     from companion.live.session import LiveSession
@@ -50,6 +62,7 @@ def run_command(camera, video, images, url, zones_path, rules_name, db, host, po
     given = [s for s in (camera, video, images, url) if s is not None]
     if len(given) > 1:
         fail("Give one source: --camera, --video, --images or --url.")
+    detector = live_detector(model_path, deck, decks_dir)  # a bad model or deck: say so first
     if video or images:
         spec = video or images
     elif url:
@@ -65,7 +78,7 @@ def run_command(camera, video, images, url, zones_path, rules_name, db, host, po
         click.echo(f"Started match {match_id} ({rules_name}, players {', '.join(seats)}).")
     session = LiveSession(
         source,
-        _detector(model_path),
+        detector,
         store,
         zones=zones,
         zones_path=zones_path or Path(tempfile.gettempdir()) / "companion-zones.toml",
@@ -100,13 +113,16 @@ def run_command(camera, video, images, url, zones_path, rules_name, db, host, po
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @model_option
+@deck_option
+@decks_dir_option
 @friendly_errors
-def replay_command(video, zones_path, truth_path, as_json, model_path):
+def replay_command(video, zones_path, truth_path, as_json, model_path, deck, decks_dir):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.live.replay import load_truth, replay_video
 
     truth = load_truth(truth_path) if truth_path else None
-    report = replay_video(video, _detector(model_path), zones=_zones(zones_path), truth=truth)
+    detector = live_detector(model_path, deck, decks_dir)
+    report = replay_video(video, detector, zones=_zones(zones_path), truth=truth)
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -126,7 +142,7 @@ def bench_pipeline_command(video, frames, as_json, model_path):
     """Frames per second of the whole pipeline (2 threads) and steady-to-event latency."""
     from companion.live.replay import bench_pipeline
 
-    result = bench_pipeline(_detector(model_path), video=video, frames=frames)
+    result = bench_pipeline(live_detector(model_path), video=video, frames=frames)
     if as_json:
         echo_json(result)
     else:

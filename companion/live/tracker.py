@@ -30,7 +30,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from companion.cards import ALL_CODES, Card, Category
-from companion.detections import BACK, BACK_ID, CLASSES, Detections, iou_matrix
+from companion.detections import (
+    BACK,
+    BACK_ID,
+    CLASSES,
+    Detections,
+    iou_matrix,
+    polygon_area,
+    quad_iou,
+)
 from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)
@@ -47,6 +55,8 @@ IN_SIGHT = 2.0  # seconds: a card seen this recently when the round ends is in s
 DOUBTFUL_BELOW = 0.8
 AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
 OVERLAP = 0.6  # an arrival overlapping a registered capture this much may be a misread of it
+CONTAINED = 0.75  # share of a smaller look lying within a capture: a part of it (fanned: 0.5)
+SMALLER = 0.8  # a look this much smaller than a card (by area) shows only a part of one
 ON_TOP_CONFIDENCE = 0.3  # a capture's look naming another card this surely: a card on top?
 
 
@@ -312,7 +322,8 @@ class TableTracker:
             # it (the next of a fanned row, often found with a quad between the two)
             agree = None
             if track.registered is not None:
-                agree = looks[:, CODE_IDS[track.registered]]
+                # a look naming its chaff twin is the same card misread, not one laid on it
+                agree = looks[:, TWIN_IDS[track.registered]].sum(axis=1)
             elif len(track.looks) >= 3:
                 agree = looks @ track.posterior()
             for i in range(len(cards)):
@@ -470,6 +481,26 @@ class TableTracker:
             return False
         return bool(iou_matrix(track.quad[None], np.stack(held)).max() >= OVERLAP)
 
+    def _fragment(self, track: Track) -> bool:
+        """Whether the track lies almost wholly within a registered capture while much
+        smaller than it: a look at part of that card (the edge between two cards of a line, a
+        hill or a sky read as a chaff), not a card of its own. A card laid over a capture is
+        a whole card: fanned, half of it lies outside; stacked, it overlaps it all."""
+        own = polygon_area(track.quad)
+        if own <= 0:
+            return False
+        for t in self.tracks.values():
+            if not t.registered or t.ignored:
+                continue
+            area = polygon_area(t.quad)
+            r = quad_iou(track.quad, t.quad)
+            if r <= 0 or own > SMALLER * area:
+                continue
+            inter = r * (own + area) / (1 + r)
+            if inter / own >= CONTAINED:
+                return True
+        return False
+
     def candidates(self, track: Track, k: int = 5) -> tuple:
         p = track.posterior()
         top = np.argsort(-p)[:k]
@@ -499,7 +530,7 @@ class TableTracker:
                 p = track.posterior()
                 if p.max() < DOUBTFUL_BELOW:
                     st.doubtful[track.code] = list(self.candidates(track, 3))
-            elif track.zone and track.zone.startswith(CAPTURES):
+            elif track.zone and track.zone.startswith(CAPTURES) and not self._fragment(track):
                 seat = self.zones[track.zone].player
                 st.arrivals.setdefault(seat, []).append(
                     Arrival(
@@ -552,6 +583,7 @@ def twins(a: str, b: str) -> bool:
 
 
 _CHAFF = {c: Card.from_code(c).category is Category.CHAFF for c in ALL_CODES}
+TWIN_IDS = {a: [CODE_IDS[b] for b in ALL_CODES if a == b or twins(a, b)] for a in ALL_CODES}
 
 
 def _disturbed(track: Track, moving, width: int, height: int, motion: float) -> bool:

@@ -12,20 +12,21 @@ with the long axis vertical (slightly enlarged, e.g. 48x80). It outputs 48 cards
 crop, and the card's four corners in the crop, so the final quad follows perspective and comes
 in the card's own corner order (top-left, top-right, bottom-right, bottom-left of the face).
 Crops that found the same card as a surer crop are dropped; the doubtful rest get a second look,
-cut around the corners found by the first. Then *second chances* (``Settings.extra_heat``,
-``neighbour_*``): extra crops at the heatmap's cooler peaks and beside each sure card (where the
-next card of a capture row or of the field lies, and one step on along each fanned row of found
-cards, ``Settings.row_steps``), looked at only where no card was found yet and kept only when
-the classifier is very sure, for the cards the localizer barely saw. Last
-(``detections.final_cards``), a card whose size does not fit the others' (one deck, one table)
-is dropped unless it is very sure, before NMS and one card once, and one a little too small is
-outlined at the size they say. A card at a place the localizer is sure of needs less confidence
-in its name (``Settings.hot_heat``); or, where the model has one (the committed model does), a
-learned rule decides which crops count as cards (``Settings.accept_weights``: a logistic model
-over how sure the name is, the heat there, the size and shape against the other cards', and
-whether a surer crop names the same card, bent by boosted trees where a straight line does not
-fit, ``Settings.accept_trees``), and the same rule's probability, not the name's sureness, says
-which of two first looks at one card goes on, which of two overlapping crops NMS keeps and which
+cut around the corners found by the first. Then *second chances* (``Settings.second_chances``:
+``extra_heat``, ``neighbour_*``): extra crops at the heatmap's cooler peaks and beside each sure
+card (where the next card of a capture row or of the field lies, and one step on along each
+fanned row of found cards, ``row_steps``), looked at only where no card was found yet and kept
+only when the classifier is very sure, for the cards the localizer barely saw. Last
+(``detections.final_cards``, ``Settings.final_steps``), a card whose size does not fit the
+others' (one deck, one table) is dropped unless it is very sure, before NMS and one card once,
+and one a little too small is outlined at the size they say. Which crops count as cards is
+``Settings.acceptance``: a card at a place the localizer is sure of needs less confidence in its
+name (``hot_heat``); or, where the model has one (the committed model does), a learned rule
+decides (``accept_weights``: a logistic model over how sure the name is, the heat there, the
+size and shape against the other cards', and whether a surer crop names the same card, bent by
+boosted trees where a straight line does not fit, ``accept_trees``), and the same rule's
+probability, not the name's sureness, says which of two first looks at one card goes on, which
+of two overlapping crops NMS keeps and which
 claimant of a card's name keeps it.
 
 ``localize`` is the one path from a frame to the localizer's boxes: the decoder, training's
@@ -103,12 +104,13 @@ def acceptance_features(
 
 
 def accept_probability(features: np.ndarray, settings: Settings) -> np.ndarray:
-    """How likely the learned acceptance rule (``settings.accept_weights``, corrected by
-    ``settings.accept_trees`` where the model has them) finds each crop of
+    """How likely the learned acceptance rule (``settings.acceptance.accept_weights``,
+    corrected by its ``accept_trees`` where the model has them) finds each crop of
     ``acceptance_features`` to be a card."""
-    logit = features @ np.asarray(settings.accept_weights)
-    if settings.accept_trees is not None:
-        logit = logit + settings.accept_trees.logit(features)
+    rule = settings.acceptance
+    logit = features @ np.asarray(rule.accept_weights)
+    if rule.accept_trees is not None:
+        logit = logit + rule.accept_trees.logit(features)
     return 1 / (1 + np.exp(-np.clip(logit, -30, 30)))
 
 
@@ -120,26 +122,29 @@ def _logit(p: np.ndarray) -> np.ndarray:
 def decode_heatmap(heat: np.ndarray, reg: np.ndarray, settings: Settings) -> np.ndarray:
     """Heatmap peaks -> rotated boxes in input pixels, rows (cx, cy, w, h, theta, score)."""
     heat = heat.reshape(heat.shape[-2:]).astype(np.float32)
-    hot = heat >= settings.heat_threshold
-    if settings.peak_spacing <= 0:
+    pick = settings.candidates
+    hot = heat >= pick.heat_threshold
+    if pick.peak_spacing <= 0:
         hot &= heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))
     ys, xs = np.nonzero(hot)
-    limit = settings.max_candidates if settings.peak_spacing <= 0 else MAX_HOT_CELLS
+    limit = pick.max_candidates if pick.peak_spacing <= 0 else MAX_HOT_CELLS
     boxes = _boxes_at(ys, xs, heat, reg, settings, limit)
-    if settings.peak_spacing > 0:
-        boxes = boxes[spaced(boxes, settings.peak_spacing)]
-    return boxes[: settings.max_candidates]
+    if pick.peak_spacing > 0:
+        boxes = boxes[spaced(boxes, pick.peak_spacing)]
+    return boxes[: pick.max_candidates]
 
 
 def cool_peaks(
     heat: np.ndarray, warm: np.ndarray, reg: np.ndarray, settings: Settings
 ) -> np.ndarray:
-    """The heatmap's 3x3 maxima from ``extra_heat`` up to (not including) ``heat_threshold``,
-    as ``decode_heatmap`` rows; ``warm`` is the heatmap dilated by 3x3."""
+    """The heatmap's 3x3 maxima from ``second_chances.extra_heat`` up to (not including)
+    ``candidates.heat_threshold``, as ``decode_heatmap`` rows; ``warm`` is the heatmap dilated
+    by 3x3."""
     heat = heat.reshape(heat.shape[-2:])
-    cool = (heat >= settings.extra_heat) & (heat < settings.heat_threshold) & (heat == warm)
+    lowest, hot = settings.second_chances.extra_heat, settings.candidates.heat_threshold
+    cool = (heat >= lowest) & (heat < hot) & (heat == warm)
     ys, xs = np.nonzero(cool)
-    return _boxes_at(ys, xs, heat, reg, settings, settings.max_candidates)
+    return _boxes_at(ys, xs, heat, reg, settings, settings.candidates.max_candidates)
 
 
 def _boxes_at(ys, xs, heat, reg, settings: Settings, limit: int) -> np.ndarray:
@@ -150,11 +155,11 @@ def _boxes_at(ys, xs, heat, reg, settings: Settings, limit: int) -> np.ndarray:
     order = np.argsort(-scores, kind="stable")[:limit]
     ys, xs, scores = ys[order], xs[order], scores[order]
     r = reg.reshape(6, *heat.shape)[:, ys, xs]
-    s = settings.stride
+    s = settings.inputs.stride
     cx = (xs + r[0]) * s
     cy = (ys + r[1]) * s
-    w = np.exp(np.clip(r[2], -4, 4)) * settings.size_unit
-    h = np.exp(np.clip(r[3], -4, 4)) * settings.size_unit
+    w = np.exp(np.clip(r[2], -4, 4)) * settings.inputs.size_unit
+    h = np.exp(np.clip(r[3], -4, 4)) * settings.inputs.size_unit
     theta = 0.5 * np.arctan2(r[5], r[4])
     return np.stack([cx, cy, w, h, theta, scores], axis=1).astype(np.float32)
 
@@ -172,7 +177,8 @@ def names_a_card(probs: np.ndarray, settings: Settings) -> np.ndarray:
     """Which classifier outputs (N, classes) name a card surely enough to count as one: not
     "none" (under ``max_none``) and at least ``min_confidence`` sure of some card or back."""
     sure = probs[:, :NONE_ID].max(axis=1, initial=0.0)
-    return (probs[:, NONE_ID] < settings.max_none) & (sure >= settings.min_confidence)
+    rule = settings.acceptance
+    return (probs[:, NONE_ID] < rule.max_none) & (sure >= rule.min_confidence)
 
 
 @dataclass
@@ -253,13 +259,13 @@ class Decoder:
         # second chances are looked at in the same classifier run as the first second look
         spots = self._spots(image, heat, warm, reg, scale, matrices, probs, corners)
         spot_looks = None
-        for step in range(st.refine_steps):
+        for step in range(st.candidates.refine_steps):
             # re-cut each card around the quad the classifier found: the second look is
             # better centred and aligned than the localizer's coarse box
             # (only crops still in doubt: a card already named surely keeps its first look)
             live = np.flatnonzero(
-                (probs[:, NONE_ID] < st.max_none)
-                & (probs[:, :NONE_ID].max(axis=1) < st.refine_below)
+                (probs[:, NONE_ID] < st.acceptance.max_none)
+                & (probs[:, :NONE_ID].max(axis=1) < st.candidates.refine_below)
             )
             live, recut = self._recut(matrices, corners, live)
             if len(live) == 0:
@@ -303,24 +309,29 @@ class Decoder:
         crop would only find that card again. With ``row_steps``, also one step on along each
         fanned row (``row_boxes``), wherever no card was found at that very place."""
         st = self.settings
-        if not st.second_chances:
+        more = st.second_chances
+        if not more.enabled:
             return np.zeros((0, 2, 3))
         found, sure = self._found(matrices, probs, corners)
-        sure_cards = found[sure >= st.extra_confidence]  # the cards whose places say where more lie
+        sure_cards = found[
+            sure >= more.extra_confidence
+        ]  # the cards whose places say where more lie
 
         def warm_enough(boxes):  # a neighbour's place is looked at only where the heat says so
-            if st.neighbour_heat <= 0 or len(boxes) == 0:
+            if more.neighbour_heat <= 0 or len(boxes) == 0:
                 return boxes
-            return boxes[heat_at(boxes[:, :2], warm, scale, st.stride) >= st.neighbour_heat]
+            return boxes[
+                heat_at(boxes[:, :2], warm, scale, st.inputs.stride) >= more.neighbour_heat
+            ]
 
-        cool = cool_peaks(heat, warm, reg, st)[:, :5] if st.extra_heat > 0 else np.zeros((0, 5))
+        cool = cool_peaks(heat, warm, reg, st)[:, :5] if more.extra_heat > 0 else np.zeros((0, 5))
         cool[:, :4] /= scale
-        near = neighbour_boxes(sure_cards, st.neighbour_across, st.neighbour_along)
+        near = neighbour_boxes(sure_cards, more.neighbour_across, more.neighbour_along)
         spots = np.concatenate([cool, warm_enough(near)])
         spots = spots[in_frame(spots, image.shape)]
         spots = spots[far_from(spots, found, FREE_SPACING)]
         spots = spots[spaced(spots, FREE_SPACING)]
-        if st.row_steps:
+        if more.row_steps:
             # a row's next strip lies nearer its found neighbour than FREE_SPACING
             rows = row_boxes(sure_cards)
             rows = rows[in_frame(rows, image.shape) & far_from(rows, found, DISTINCT_SPACING)]
@@ -334,10 +345,10 @@ class Decoder:
         the sure finds (``extra_confidence``, after a second look for the doubtful ones), and
         without a learned acceptance rule only those of cards not found yet. Being that sure,
         they add few false cards."""
-        st = self.settings
+        rule, bar = self.settings.acceptance, self.settings.second_chances.extra_confidence
         sure = p[:, :NONE_ID].max(axis=1)
-        maybe = p[:, NONE_ID] < st.max_none
-        if not (maybe & (sure >= min(SPOT_FLOOR, st.extra_confidence))).any():
+        maybe = p[:, NONE_ID] < rule.max_none
+        if not (maybe & (sure >= min(SPOT_FLOOR, bar))).any():
             return None  # the usual case: nothing there
         m, p, f, c = m.copy(), p.copy(), f.copy(), c.copy()
         # a second look, re-cut around the corners found, for what may be a card: even a sure
@@ -347,10 +358,10 @@ class Decoder:
             m[again] = recut
             p[again], f[again], c[again] = self._classify(image, m[again])
         sure = p[:, :NONE_ID].max(axis=1)
-        live = np.flatnonzero((p[:, NONE_ID] < st.max_none) & (sure >= st.extra_confidence))
+        live = np.flatnonzero((p[:, NONE_ID] < rule.max_none) & (sure >= bar))
         live = live[np.argsort(-sure[live], kind="stable")]
         cards = quads_to_rboxes(self._corner_quads(m[live], c[live]))
-        if not st.accept_weights:
+        if not rule.accept_weights:
             # without a learned rule, the surer claimant wins NMS and one card once, so a
             # second chance near a found card is kept out. With one, the rule ranks them: in a
             # tight capture row a found crop often lies that near the next card, which the
@@ -366,10 +377,10 @@ class Decoder:
         """Indices of the crops that show a card and are not a likelier crop's card again
         (their cards' centres closer than a quarter of the short side). Likelier: by the
         learned acceptance rule where the model has one, else by the name's sureness."""
-        st = self.settings
-        cards = np.flatnonzero(probs[:, NONE_ID] < st.max_none)
+        rule = self.settings.acceptance
+        cards = np.flatnonzero(probs[:, NONE_ID] < rule.max_none)
         quads = self._corner_quads(matrices[cards], corners[cards])
-        if st.accept_weights:
+        if rule.accept_weights:
             rank = self._likely(probs[cards], flip[cards], quads, heatmap)
         else:
             rank = probs[cards, :NONE_ID].max(axis=1)
@@ -379,7 +390,7 @@ class Decoder:
     def _likely(self, probs, flip, quads, heatmap) -> np.ndarray:
         """How likely the learned acceptance rule finds each crop to be a card."""
         warm, scale = heatmap
-        heat = heat_at(quads.mean(axis=1), warm, scale, self.settings.stride)
+        heat = heat_at(quads.mean(axis=1), warm, scale, self.settings.inputs.stride)
         return accept_probability(acceptance_features(probs, flip, quads, heat), self.settings)
 
     def _classify(self, image, matrices):
@@ -391,42 +402,44 @@ class Decoder:
 
     def _corner_quads(self, matrices: np.ndarray, corners: np.ndarray) -> np.ndarray:
         """The classifier's corners (N,8, crop units 0..1) as image quads (N,4,2)."""
-        size = np.float32([self.settings.crop_width, self.settings.crop_height])
+        inputs = self.settings.inputs
+        size = np.float32([inputs.crop_width, inputs.crop_height])
         return crop_points_to_image(matrices, corners.reshape(-1, 4, 2) * size)
 
     def _assemble(self, matrices, probs, flip, corners, heatmap=None) -> Detections:
         """The crops that name a card, as Detections; ``heatmap``: (the localizer's heat
         dilated by 3x3, the letterbox scale), for ``hot_heat``."""
         st = self.settings
+        rule, last = st.acceptance, st.final_steps
         n = len(matrices)
         card_probs = probs[:, :NONE_ID]
         best = card_probs.argmax(axis=1)
         conf = card_probs[np.arange(n), best]
         quads = self._corner_quads(matrices, corners)
-        learned = bool(st.accept_weights) or self.trace is not None
+        learned = bool(rule.accept_weights) or self.trace is not None
         heat = np.zeros(n, np.float32)
-        if heatmap is not None and (st.hot_heat > 0 or learned):  # only where a rule reads it
+        if heatmap is not None and (rule.hot_heat > 0 or learned):  # only where a rule reads it
             warm, scale = heatmap
-            heat = heat_at(quads.mean(axis=1), warm, scale, st.stride)
+            heat = heat_at(quads.mean(axis=1), warm, scale, st.inputs.stride)
         if learned:
             features = acceptance_features(probs, flip, quads, heat)
             if self.trace is not None:
                 self.trace.candidates.append((quads.copy(), features))
         rank = None
-        if st.accept_weights:
+        if rule.accept_weights:
             likely = accept_probability(features, st)
-            keep = likely >= st.accept_above
+            keep = likely >= rule.accept_above
             rank = likely  # also which of two overlapping crops or claimants of a name wins
         else:
-            needed = np.full(n, st.min_confidence, np.float32)
-            if st.hot_heat > 0:
-                needed[heat >= st.hot_heat] = st.hot_confidence
+            needed = np.full(n, rule.min_confidence, np.float32)
+            if rule.hot_heat > 0:
+                needed[heat >= rule.hot_heat] = rule.hot_confidence
             keep = conf >= needed
-        keep &= probs[:, NONE_ID] < st.max_none
+        keep &= probs[:, NONE_ID] < rule.max_none
         # upside down: the card's own top-left is the crop's bottom-right
         turned = (flip[:, 0] > 0.5) & (best != BACK_ID)
         quads[turned] = np.roll(quads[turned], 2, axis=1)
-        k = st.alternatives
+        k = last.alternatives
         order = np.argsort(-card_probs, axis=1)[:, 1 : k + 1]
         det = Detections(
             quads=quads,
@@ -438,9 +451,9 @@ class Decoder:
         return final_cards(
             det[keep],
             rank=None if rank is None else rank[keep],
-            nms_iou=st.nms_iou,
-            same_card_iou=st.same_card_iou,
-            size_tolerance=st.size_tolerance,
-            size_keep_above=st.size_keep_above,
-            size_grow_below=st.size_grow_below,
+            nms_iou=last.nms_iou,
+            same_card_iou=last.same_card_iou,
+            size_tolerance=last.size_tolerance,
+            size_keep_above=last.size_keep_above,
+            size_grow_below=last.size_grow_below,
         )

@@ -133,7 +133,7 @@ class Recognizer:
         # where more looks were needed, cards larger than the localizer learned may show plain
         # patches (a sky, a field of colour) that look like a back from near: backs must be sure
         looks = [(d[(d.class_ids != BACK_ID) | (d.confidence >= SURE_BACK)], s) for d, s in looks]
-        return merge_looks(looks, self.settings.same_card_iou)
+        return merge_looks(looks, self.settings.final_steps.same_card_iou)
 
 
 def as_bgr(image) -> np.ndarray | None:

@@ -19,7 +19,7 @@ def view_size(shape: tuple, settings: Settings, zoom: float = 1.0) -> tuple[int,
     at another zoom the input is sized to the frame, rounded up to ``INPUT_MULTIPLE`` (zoom 0.5
     costs about a quarter of the localizer's time, zoom 2 four times)."""
     h, w = shape[:2]
-    width, height = settings.input_width, settings.input_height
+    width, height = settings.inputs.input_width, settings.inputs.input_height
     if h > w:
         width, height = height, width
     scale = min(width / w, height / h) * zoom
@@ -40,14 +40,14 @@ def letterbox(
     """
     h, w = bgr.shape[:2]
     if view is None:
-        width, height = settings.input_width, settings.input_height
+        width, height = settings.inputs.input_width, settings.inputs.input_height
         scale = min(width / w, height / h)
     else:
         width, height, scale = view
     nw, nh = max(1, min(width, round(w * scale))), max(1, min(height, round(h * scale)))
     out = np.empty((height, width, 3), np.uint8)
-    out[nh:] = settings.pad_value
-    out[:nh, nw:] = settings.pad_value
+    out[nh:] = settings.inputs.pad_value
+    out[:nh, nw:] = settings.inputs.pad_value
     if scale < 0.5:
         # INTER_AREA is slow at odd ratios (13 ms for 1280x720 -> 384x216) but fast at exactly
         # 1/2: go bilinear to twice the target, then average 2x2 blocks (~1 ms, no aliasing)
@@ -105,9 +105,9 @@ def crop_matrices(rboxes: np.ndarray, settings: Settings) -> np.ndarray:
     cx, cy, width, height, theta = np.asarray(rboxes, np.float64)[:, :5].T
     ux, uy = np.cos(theta), np.sin(theta)
     xx, xy = uy, -ux
-    ew = np.maximum(width, 1e-3) * settings.crop_enlarge / 2
-    eh = np.maximum(height, 1e-3) * settings.crop_enlarge / 2
-    sx, sy = settings.crop_width / (2 * ew), settings.crop_height / (2 * eh)
+    ew = np.maximum(width, 1e-3) * settings.inputs.crop_enlarge / 2
+    eh = np.maximum(height, 1e-3) * settings.inputs.crop_enlarge / 2
+    sx, sy = settings.inputs.crop_width / (2 * ew), settings.inputs.crop_height / (2 * eh)
     return np.stack(
         [
             np.stack([xx * sx, xy * sx, sx * (ew - (cx * xx + cy * xy))], axis=1),
@@ -136,7 +136,7 @@ def crop_card(
     cut = cv2.warpAffine(
         bgr,
         matrix,
-        (settings.crop_width, settings.crop_height),
+        (settings.inputs.crop_width, settings.inputs.crop_height),
         dst=out,
         flags=cv2.INTER_AREA,
         borderMode=cv2.BORDER_REPLICATE,
@@ -149,7 +149,9 @@ def crop_card(
 def crop_cards(bgr: np.ndarray, matrices: np.ndarray, settings: Settings) -> np.ndarray:
     """The crops (N,H,W,3) that ``matrices`` (N,2,3) cut from the frame, cut straight into one
     batch: stacking a list of crops would copy every crop again."""
-    crops = np.empty((len(matrices), settings.crop_height, settings.crop_width, 3), np.uint8)
+    crops = np.empty(
+        (len(matrices), settings.inputs.crop_height, settings.inputs.crop_width, 3), np.uint8
+    )
     for crop, matrix in zip(crops, matrices, strict=True):
         crop_card(bgr, matrix, settings, out=crop)
     return crops
@@ -168,7 +170,7 @@ def crop_targets(
     upside_down = int(down[1] < 0)
     if upside_down:
         q = np.roll(q, 2, axis=0)
-    q = q / np.float32([settings.crop_width, settings.crop_height])
+    q = q / np.float32([settings.inputs.crop_width, settings.inputs.crop_height])
     return upside_down, q.reshape(8).astype(np.float32)
 
 

@@ -3,7 +3,7 @@ learned acceptance rule's trees. Plain data; no OpenCV, no onnxruntime."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,7 +17,7 @@ class RecognizerError(CompanionError):
     """A missing or unusable model, or an image that cannot be processed."""
 
 
-# What the learned acceptance rule (``Settings.accept_weights``) looks at, per crop:
+# What the learned acceptance rule (``Acceptance.accept_weights``) looks at, per crop:
 ACCEPT_FEATURES = (
     "bias",
     "card_logit",  # the classifier's best card or back, as a logit
@@ -123,33 +123,39 @@ class AcceptTrees:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Preprocessing and decoding constants; stored in the model's JSON metadata."""
+class Inputs:
+    """What the two nets see and how the localizer's outputs are scaled."""
 
-    input_width: int = 512
+    input_width: int = 512  # the localizer's letterboxed frame
     input_height: int = 288
-    stride: int = 4
-    crop_width: int = 48
-    crop_height: int = 80
-    crop_enlarge: float = 1.2
+    stride: int = 4  # frame pixels per heatmap cell
     size_unit: float = 16.0  # box sizes are predicted as log(pixels / size_unit)
+    pad_value: int = 114  # the letterbox's border
+    crop_width: int = 48  # the classifier's crop
+    crop_height: int = 80
+    crop_enlarge: float = 1.2  # a crop shows this much more than its box
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Which heatmap cells become crops, and which crops are cut again for a second look."""
+
     heat_threshold: float = 0.25
     max_candidates: int = 64
     # 0: candidates are 3x3 heat maxima. >0: any cell above the threshold is a candidate unless
     # a hotter one lies within this fraction of their short side (finds the ridge cards of a
     # tight capture row, whose centres the heatmap blurs into one peak)
     peak_spacing: float = 0.0
-    min_confidence: float = 0.2  # below this a crop is not reported at all
-    max_none: float = 0.5  # crops the classifier finds this likely "not a card" are dropped
-    nms_iou: float = 0.6
-    same_card_iou: float = 1.0  # a duplicate class overlapping its holder this much is dropped
     refine_steps: int = 0  # classifier passes re-cut around the previous pass's corners
     refine_below: float = 1.0  # ... for the crops whose best card is less likely than this
-    alternatives: int = 3
-    pad_value: int = 114
-    # Second chances for the cards the localizer barely saw (0 and () switch them off): extra
-    # crops are cut only where no card was found yet, and what they find is kept only if the
-    # classifier is at least ``extra_confidence`` sure, after a second look.
+
+
+@dataclass(frozen=True)
+class SecondChances:
+    """Second chances for the cards the localizer barely saw (0 and () switch them off): extra
+    crops are cut only where no card was found yet, and what they find is kept only if the
+    classifier is at least ``extra_confidence`` sure, after a second look."""
+
     extra_heat: float = 0.0  # ... at the peaks between this and heat_threshold
     neighbour_across: tuple[float, ...] = ()  # ... beside each sure card, these widths away
     neighbour_along: tuple[float, ...] = ()  # ... above and below it, these heights away
@@ -159,13 +165,22 @@ class Settings:
     # between two a double step apart (``row_boxes``; also where ``neighbour_heat`` is warm):
     # the strip of a covered card lies nearer a found card than the places above are looked at
     row_steps: bool = False
-    # A card whose size is this far (in log size) from what the others' sizes say for its place
-    # is dropped unless at least size_keep_above sure (detections.consistent_sizes; 0 = off)
-    size_tolerance: float = 0.0
-    size_keep_above: float = 1.0
-    # A card this much smaller (log size) than its place says is outlined at the size the others
-    # say, about its centre (detections.grow_to_size; 0 = off)
-    size_grow_below: float = 0.0
+
+    @property
+    def enabled(self) -> bool:
+        return (
+            self.extra_heat > 0
+            or bool(self.neighbour_across or self.neighbour_along)
+            or (self.row_steps)
+        )
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Which crops count as cards."""
+
+    min_confidence: float = 0.2  # below this a crop is not reported at all
+    max_none: float = 0.5  # crops the classifier finds this likely "not a card" are dropped
     # Where the localizer's heat at a card's centre (3x3 maximum) is at least ``hot_heat``, the
     # card needs only ``hot_confidence`` instead of ``min_confidence``: a half-covered card of a
     # capture row is often placed right while its name stays in doubt (0 = off)
@@ -188,25 +203,114 @@ class Settings:
         if self.accept_trees is not None and not self.accept_weights:
             raise RecognizerError("accept_trees correct accept_weights: they need the weights.")
 
+
+@dataclass(frozen=True)
+class FinalSteps:
+    """What happens to the accepted cards last (``detections.final_cards``), and how many
+    alternative names each keeps."""
+
+    nms_iou: float = 0.6
+    same_card_iou: float = 1.0  # a duplicate class overlapping its holder this much is dropped
+    # A card whose size is this far (in log size) from what the others' sizes say for its place
+    # is dropped unless at least size_keep_above sure (detections.consistent_sizes; 0 = off)
+    size_tolerance: float = 0.0
+    size_keep_above: float = 1.0
+    # A card this much smaller (log size) than its place says is outlined at the size the others
+    # say, about its centre (detections.grow_to_size; 0 = off)
+    size_grow_below: float = 0.0
+    alternatives: int = 3
+
+
+# Settings' groups, by attribute, in the order their fields are written to recognizer.json
+GROUPS = {
+    "inputs": Inputs,
+    "candidates": Candidates,
+    "second_chances": SecondChances,
+    "acceptance": Acceptance,
+    "final_steps": FinalSteps,
+}
+# each flat name of recognizer.json's "settings" -> the group attribute that holds it, in the
+# order models have always written them
+GROUP_OF = {
+    name: next(group for group, cls in GROUPS.items() if name in cls.__dataclass_fields__)
+    for name in (
+        "input_width",
+        "input_height",
+        "stride",
+        "crop_width",
+        "crop_height",
+        "crop_enlarge",
+        "size_unit",
+        "heat_threshold",
+        "max_candidates",
+        "peak_spacing",
+        "min_confidence",
+        "max_none",
+        "nms_iou",
+        "same_card_iou",
+        "refine_steps",
+        "refine_below",
+        "alternatives",
+        "pad_value",
+        "extra_heat",
+        "neighbour_across",
+        "neighbour_along",
+        "neighbour_heat",
+        "extra_confidence",
+        "row_steps",
+        "size_tolerance",
+        "size_keep_above",
+        "size_grow_below",
+        "hot_heat",
+        "hot_confidence",
+        "accept_weights",
+        "accept_above",
+        "accept_trees",
+    )  # fmt: skip
+}
+assert len(GROUP_OF) == sum(len(cls.__dataclass_fields__) for cls in GROUPS.values())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Preprocessing and decoding constants, in groups that say what they are for
+    (``settings.candidates.heat_threshold``); stored flat in the model's JSON metadata
+    (``from_dict``, ``to_dict``: one flat name per constant, as each group names it)."""
+
+    inputs: Inputs = field(default_factory=Inputs)
+    candidates: Candidates = field(default_factory=Candidates)
+    second_chances: SecondChances = field(default_factory=SecondChances)
+    acceptance: Acceptance = field(default_factory=Acceptance)
+    final_steps: FinalSteps = field(default_factory=FinalSteps)
+
+    def with_(self, **flat) -> Settings:
+        """These settings with some constants changed, named flat as in recognizer.json
+        (``with_(heat_threshold=0.15, input_width=320)``): each goes to its group."""
+        changes: dict[str, dict] = {}
+        for name, value in flat.items():
+            if name not in GROUP_OF:
+                raise TypeError(f"Settings has no constant named {name!r}.")
+            changes.setdefault(GROUP_OF[name], {})[name] = value
+        return replace(
+            self,
+            **{group: replace(getattr(self, group), **c) for group, c in changes.items()},
+        )
+
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        """Settings from recognizer.json's flat "settings" (names it does not know are left
+        out; a missing one keeps its default)."""
+        known = {k: v for k, v in data.items() if k in GROUP_OF}
         for key in ("neighbour_across", "neighbour_along", "accept_weights"):
             if key in known:
                 known[key] = tuple(float(v) for v in known[key])
         if known.get("accept_trees") is not None:
             known["accept_trees"] = AcceptTrees.from_dict(known["accept_trees"])
-        return cls(**known)
-
-    @property
-    def second_chances(self) -> bool:
-        return (
-            self.extra_heat > 0
-            or bool(self.neighbour_across or self.neighbour_along)
-            or self.row_steps
-        )
+        return cls().with_(**known)
 
     def to_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["accept_trees"] = self.accept_trees.to_dict() if self.accept_trees else None
+        """recognizer.json's flat "settings"."""
+        out = {name: getattr(getattr(self, group), name) for name, group in GROUP_OF.items()}
+        trees = self.acceptance.accept_trees
+        out["accept_trees"] = trees.to_dict() if trees else None
         return out

@@ -1,4 +1,4 @@
-"""The learned acceptance rule (``Settings.accept_weights``, ``Settings.accept_trees``),
+"""The learned acceptance rule (``Settings.acceptance``: ``accept_weights``, ``accept_trees``),
 fitted to a model's nets on rendered scenes: which crops count as cards.
 
 The fit needs numpy only; the rule it writes runs in the product's decoder.
@@ -124,11 +124,11 @@ def fit_acceptance(
     progress=None,
     trees: int = 100,
 ) -> AcceptanceFit:
-    """Fit the acceptance rule's weights (``Settings.accept_weights``) to the crops this
-    recognizer's nets reach the final decision with, on ``n`` rendered scenes of each deck
+    """Fit the acceptance rule's weights (``Settings.acceptance.accept_weights``) to the crops
+    this recognizer's nets reach the final decision with, on ``n`` rendered scenes of each deck
     (deck k: dataset seed ``seed + k``), then ``trees`` boosted trees of depth 3 on top of them
-    (``Settings.accept_trees``; 0: none). A crop outlining a card to find is a positive, one
-    outlining nothing to find a negative. The rule in force matters through which of two looks
+    (``accept_trees``; 0: none). A crop outlining a card to find is a positive, one outlining
+    nothing to find a negative. The rule in force matters through which of two looks
     at one card reaches the decision (``Decoder._distinct``) and whether second chances near
     a found card, such as row steps, go on to it (``Decoder._kept_spots``)."""
     from companion import synth

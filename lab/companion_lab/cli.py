@@ -56,13 +56,13 @@ def main():
     show_default=True,
     type=click.IntRange(0, 1000),
     help="Boosted trees (depth 3) fitted on top of the weights to bend the rule where the "
-    "crops need it (Settings.accept_trees); 0: the weights alone.",
+    "crops need it (Settings.acceptance.accept_trees); 0: the weights alone.",
 )
 @click.option(
     "--above",
     default=None,
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="How likely a crop must be a card to count as one (Settings.accept_above). "
+    help="How likely a crop must be a card to count as one (Settings.acceptance.accept_above). "
     "Default: 0.7 with trees, 0.75 without (chosen on validation scenes).",
 )
 @click.option(

@@ -315,7 +315,8 @@ def _loc_targets(
     a mostly hidden card, or a card whose centre lies off the grid (past the frame), makes any
     answer right (the loss still counts every centre there), and ``back_weight`` at the centre
     cell of a face-down card (``backs``: a flag per quad), which ``focal_loss`` applies."""
-    gh, gw = st.input_height // st.stride, st.input_width // st.stride
+    grid = st.inputs
+    gh, gw = grid.input_height // grid.stride, grid.input_width // grid.stride
     heat = np.zeros((gh, gw), np.float32)
     weight = np.ones((gh, gw), np.float32)
     reg = np.zeros((6, gh, gw), np.float32)
@@ -325,7 +326,7 @@ def _loc_targets(
     back_centres = []
     for quad, vis, back in zip(quads, visible, backs, strict=False):
         cx, cy, w, h, theta = quad_to_rbox(quad)
-        gx, gy = cx / st.stride, cy / st.stride
+        gx, gy = cx / st.inputs.stride, cy / st.inputs.stride
         ix, iy = int(gx), int(gy)
         if w < 2 or h < 2:
             continue
@@ -333,20 +334,20 @@ def _loc_targets(
             if vis >= POSITIVE_VISIBLE:
                 # a card reaching in from past the frame has no centre cell to learn, but what
                 # shows of it is a card to find, not table: no answer is wrong there
-                cv2.fillPoly(weight, [np.round(quad / st.stride).astype(np.int32)], 0.0)
+                cv2.fillPoly(weight, [np.round(quad / st.inputs.stride).astype(np.int32)], 0.0)
             continue
         if vis < POSITIVE_VISIBLE:
             weight[max(0, iy - 2) : iy + 3, max(0, ix - 2) : ix + 3] = 0  # don't care
             continue
-        sigma = max(HEAT_SIGMA_MIN, HEAT_SIGMA_SCALE * min(w, h) / st.stride)
+        sigma = max(HEAT_SIGMA_MIN, HEAT_SIGMA_SCALE * min(w, h) / st.inputs.stride)
         g = np.exp(-((xx - gx) ** 2 + (yy - gy) ** 2) / (2 * sigma**2))
         np.maximum(heat, g, out=heat)
         heat[iy, ix] = 1.0
         reg[:, iy, ix] = (
             gx - ix,
             gy - iy,
-            math.log(w / st.size_unit),
-            math.log(h / st.size_unit),
+            math.log(w / st.inputs.size_unit),
+            math.log(h / st.inputs.size_unit),
             math.cos(2 * theta),
             math.sin(2 * theta),
         )
@@ -403,8 +404,9 @@ def classifier_samples(
             t = rng.uniform(-math.pi, math.pi)
             m = crop_matrix(cx, cy, w, h, t, st)
             inv = cv2.invertAffineTransform(m)
-            cw, ch = st.crop_width / st.crop_enlarge, st.crop_height / st.crop_enlarge
-            ox, oy = (st.crop_width - cw) / 2, (st.crop_height - ch) / 2
+            crop = st.inputs
+            cw, ch = crop.crop_width / crop.crop_enlarge, crop.crop_height / crop.crop_enlarge
+            ox, oy = (crop.crop_width - cw) / 2, (crop.crop_height - ch) / 2
             box_quad = cv2.transform(
                 np.float32([[[ox, oy], [ox + cw, oy], [ox + cw, oy + ch], [ox, oy + ch]]]), inv
             )[0]
@@ -1123,7 +1125,7 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
     classifier.eval()
     torch.onnx.export(
         LocalizerExport(localizer),
-        torch.zeros(1, st.input_height, st.input_width, 3, dtype=torch.uint8),
+        torch.zeros(1, st.inputs.input_height, st.inputs.input_width, 3, dtype=torch.uint8),
         str(out_dir / loc_name),
         input_names=["image"],
         output_names=["heat", "reg"],
@@ -1138,7 +1140,7 @@ def export_onnx(localizer, classifier, out_dir: Path, st: Settings) -> tuple[str
     )
     torch.onnx.export(
         ClassifierExport(classifier),
-        torch.zeros(2, st.crop_height, st.crop_width, 3, dtype=torch.uint8),
+        torch.zeros(2, st.inputs.crop_height, st.inputs.crop_width, 3, dtype=torch.uint8),
         str(out_dir / cls_name),
         input_names=["crop"],
         output_names=["probs", "flip", "corners"],
@@ -1270,7 +1272,9 @@ def train(out: str | Path = "companion/models", config: TrainConfig | None = Non
     torch.set_num_threads(1)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    st = replace(Settings(*input_size) if input_size else Settings(), **CHOSEN_DECODE)
+    st = Settings().with_(**CHOSEN_DECODE)
+    if input_size:
+        st = st.with_(input_width=input_size[0], input_height=input_size[1])
     rng = np.random.default_rng(seed)
     t_start = time.time()
     log(f"rendering {scenes} scenes from {', '.join(decks)} (seed {seed})")
@@ -1725,7 +1729,7 @@ def finetune_localizer(
     torch.set_num_threads(schedule.threads)
     out = Path(out)
     if data is None:
-        st = Settings(input_width=input_size[0], input_height=input_size[1])
+        st = Settings().with_(input_width=input_size[0], input_height=input_size[1])
         recipe = SampleRecipe(
             decks=tuple(str(d) for d in config.decks),
             scene_size=tuple(config.scene_size),
@@ -1775,10 +1779,10 @@ def finetune_classifier(
             decks=tuple(str(d) for d in config.decks),
             scene_size=tuple(config.scene_size),
             cache=str(config.cache) if config.cache else None,
-            classifier=Settings(input_width=input_size[0], input_height=input_size[1]),
+            classifier=Settings().with_(input_width=input_size[0], input_height=input_size[1]),
             jitters=config.jitters,
             proposer=str(localizer) if localizer else None,
-            propose=Settings(
+            propose=Settings().with_(
                 input_width=input_size[0],
                 input_height=input_size[1],
                 heat_threshold=proposal_threshold,
@@ -2033,8 +2037,8 @@ def resume(
     settings = Settings.from_dict(old.get("settings", {}))
     if config.input_size:
         width, height = config.input_size
-        settings = replace(settings, input_width=width, input_height=height)
-    size = (settings.input_width, settings.input_height)
+        settings = settings.with_(input_width=width, input_height=height)
+    size = (settings.inputs.input_width, settings.inputs.input_height)
     work = out / "resume-work"
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
@@ -2059,7 +2063,7 @@ def resume(
             stage_config,
             replace(schedules["classifier"], threads=2),
             localizer=start / old["localizer"],
-            peak_spacing=settings.peak_spacing,
+            peak_spacing=settings.candidates.peak_spacing,
         )
         loc_ckpt, heat = ckpts / "localizer.pt", None
     else:
@@ -2140,17 +2144,19 @@ def _resume_both(
     over the scenes. Returns (classifier checkpoint, its losses, crops made, the localizer's
     heat losses)."""
     # cut as finetune_localizer and finetune_classifier cut them on their own
-    size = dict(input_width=settings.input_width, input_height=settings.input_height)
+    size = dict(input_width=settings.inputs.input_width, input_height=settings.inputs.input_height)
     recipe = SampleRecipe(
         decks=tuple(str(d) for d in config.decks),
         scene_size=tuple(config.scene_size),
         cache=str(config.cache) if config.cache else None,
-        localizer=Settings(**size),
+        localizer=Settings().with_(**size),
         back_weight=BACK_HEAT_WEIGHT if config.back_scenes else 1.0,
-        classifier=Settings(**size),
+        classifier=Settings().with_(**size),
         jitters=config.jitters,
         proposer=str(start / old["localizer"]),
-        propose=Settings(**size, heat_threshold=0.15, peak_spacing=settings.peak_spacing),
+        propose=Settings().with_(
+            **size, heat_threshold=0.15, peak_spacing=settings.candidates.peak_spacing
+        ),
         key=(config.seed, schedules["localizer"].stage),
     )
     loc_data, crops, cascade = stage_data(recipe, config)

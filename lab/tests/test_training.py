@@ -171,7 +171,8 @@ def test_localizer_targets_weigh_face_down_centres_more():
     backs = np.array([False, True])
     heat, _, mask, weight = _loc_targets(quads, np.ones(2), st, backs, BACK_HEAT_WEIGHT)
     face, back = [
-        (int(q[:, 1].mean() // st.stride), int(q[:, 0].mean() // st.stride)) for q in quads
+        (int(q[:, 1].mean() // st.inputs.stride), int(q[:, 0].mean() // st.inputs.stride))
+        for q in quads
     ]
     assert heat[face] == heat[back] == 1.0 and mask[face] == mask[back] == 1.0
     assert weight[face] == 1.0 and weight[back] == BACK_HEAT_WEIGHT > 1
@@ -185,7 +186,7 @@ def test_localizer_targets_weigh_face_down_centres_more():
 def test_localizer_targets_do_not_teach_a_card_past_the_frame_as_table():
     from companion_lab.training import _loc_targets
 
-    st = Settings(input_width=128, input_height=64, stride=4)
+    st = Settings().with_(input_width=128, input_height=64, stride=4)
     # centres past the right edge (x 140) and the top (y -8): 40 % and 38 % of them in frame;
     # a third, mostly hidden, need not be found at all
     inside = np.array([box(20, 10, 20, 32)], np.float32)
@@ -294,9 +295,9 @@ def test_cascade_samples_label_proposed_boxes_by_the_card_they_cover():
     )
     crops, labels, flips, corners = cascade_samples(scene, boxes, st, np.random.default_rng(0))
     assert labels == [class_id("08-1"), NONE_ID, class_id("back")]
-    assert all(c.shape == (st.crop_height, st.crop_width, 3) for c in crops)
+    assert all(c.shape == (st.inputs.crop_height, st.inputs.crop_width, 3) for c in crops)
     # a box exactly on the card: its corners sit at the crop's unenlarged frame
-    margin = (1 - 1 / st.crop_enlarge) / 2
+    margin = (1 - 1 / st.inputs.crop_enlarge) / 2
     assert sorted(np.round(corners[0].reshape(4, 2)[:, 0], 3)) == pytest.approx(
         [margin, margin, 1 - margin, 1 - margin], abs=1e-3
     )
@@ -369,8 +370,8 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     assert "heat" in result.output and "100 trees of depth 3" in result.output
     # the model now decodes with the rule; a card still counts once it is likely enough
     rec = Recognizer.load(model / "recognizer.json")
-    assert rec.settings.accept_weights == tuple(weights)
-    assert rec.settings.accept_trees.leaves.shape == (100, 8)
+    assert rec.settings.acceptance.accept_weights == tuple(weights)
+    assert rec.settings.acceptance.accept_trees.leaves.shape == (100, 8)
     frame, labels = bench_scene()
     assert len(rec.detect(frame)) >= labels * 0.8
     assert DEFAULT_MODEL.read_text() == before  # the committed model is left alone
@@ -384,7 +385,7 @@ def test_cli_fit_acceptance_writes_the_rule_into_the_named_model(tmp_path):
     assert written["settings"]["accept_trees"] is None
     assert written["settings"]["accept_above"] == 0.75
     assert written["settings"]["accept_weights"] == weights  # the same crops, the same line
-    assert Recognizer.load(model / "recognizer.json").settings.accept_trees is None
+    assert Recognizer.load(model / "recognizer.json").settings.acceptance.accept_trees is None
     # a model that names no training decks needs --decks
     meta["training"].pop("decks")
     (model / "recognizer.json").write_text(json.dumps(meta))
@@ -719,7 +720,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     recipe = training.SampleRecipe(
         decks=(str(SHARED_DECKS / "traditional-ngs"),),
         scene_size=(640, 360),
-        classifier=Settings(input_width=768, input_height=448),
+        classifier=Settings().with_(input_width=768, input_height=448),
         key=(5, 4),
     )
     stage = TrainConfig(scenes=3, seed=5)
@@ -966,10 +967,10 @@ def test_stage_samples_do_not_depend_on_the_number_of_workers(tmp_path, monkeypa
     recipe = SampleRecipe(
         decks=(str(SHARED_DECKS / "traditional-ngs"),),
         scene_size=(480, 270),
-        localizer=Settings(input_width=320, input_height=192),
-        classifier=Settings(input_width=320, input_height=192),
+        localizer=Settings().with_(input_width=320, input_height=192),
+        classifier=Settings().with_(input_width=320, input_height=192),
         proposer=str(DEFAULT_MODEL.parent / "localizer.onnx"),
-        propose=Settings(input_width=320, input_height=192, heat_threshold=0.15),
+        propose=Settings().with_(input_width=320, input_height=192, heat_threshold=0.15),
         key=(7, 1),
     )
     config = TrainConfig(scenes=6, seed=5, back_scenes=2)
