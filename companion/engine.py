@@ -43,6 +43,10 @@ from ``scoring.score_hand``. Where the seeds leave a gap, the engine decides:
 - ``tie_break = "extra_round"``: extra rounds are played while the match stays tied.
 - Teams: with the teams option, 4 players sit 1 & 3 against 2 & 4 unless ``teams`` names
   them; events may name a member or the team, captures are pooled per team.
+- ``round_entered`` records a whole round played away from the tablet: its winner (none for
+  a draw) and his points, paid as the rules pay a round, between rounds only; the round's
+  result says it was entered by hand. Card-values rule sets, which score every player's
+  cards, cannot be entered this way.
 - ``undo`` returns the state before the latest effective event; ``match_started`` cannot be
   undone. ``state.log`` holds the effective events, with names resolved to card codes.
 """
@@ -73,6 +77,7 @@ __all__ = [
     "HandDeclared",
     "FieldBrightsSet",
     "CardsRanOut",
+    "RoundEntered",
     "Redeal",
     "Undo",
     "Decision",
@@ -480,6 +485,49 @@ class CardsRanOut(Event):
         return "cards ran out"
 
 
+MAX_ENTERED_POINTS = 999  # more than any round scores, short of a typing slip's 10000
+
+
+@dataclass(frozen=True)
+class RoundEntered(Event):
+    """A round played away from the tablet, entered by hand: ``winner`` (None: a draw) scored
+    ``points``, paid as the rules pay a round. ``oya`` defaults to the one the rules name."""
+
+    type: ClassVar[str] = "round_entered"
+    winner: str | None = None
+    points: int = 0
+    oya: str | None = None
+
+    def __post_init__(self):
+        winner = self.winner
+        if isinstance(winner, str) and not winner.strip():
+            winner = None  # a form's "nobody": a draw
+        if winner is not None:
+            object.__setattr__(self, "winner", _name(winner, "winner"))
+        else:
+            object.__setattr__(self, "winner", None)
+        low = 1 if winner is not None else 0
+        if winner is None and self.points not in (0, "0", None):
+            raise IllegalEvent("A drawn round scores no points: name its winner or enter 0.")
+        points = _whole(
+            0 if self.points is None else self.points, "round's points", low, MAX_ENTERED_POINTS
+        )
+        object.__setattr__(self, "points", points)
+        if self.oya is not None:
+            object.__setattr__(self, "oya", _name(self.oya, "Oya"))
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        if self.winner is None:
+            data.pop("points", None)
+        return data
+
+    def describe(self) -> str:
+        if self.winner is None:
+            return "round entered by hand: a draw"
+        return f"round entered by hand: {self.winner} scored {self.points}"
+
+
 @dataclass(frozen=True)
 class Redeal(Event):
     """The field was dealt with 4 of a month or 4 pairs: the round is dealt again, nothing scored."""
@@ -553,7 +601,7 @@ class RoundResult:
     number: int
     oya: str
     winner: str | None
-    kind: str  # "stop" | "instant" | "exhausted" | "draw" | "card_values"
+    kind: str  # "stop" | "instant" | "exhausted" | "draw" | "card_values" | "entered"
     yaku: tuple = ()  # scoring.YakuScore of the winner
     base: int = 0
     multiplier: int = 1
@@ -1273,6 +1321,30 @@ def _cards_ran_out(s: MatchState, e: CardsRanOut):
         _finish_round(s, None, "draw", 0, f"Cards ran out, a draw: {why}")
 
 
+def _round_entered(s: MatchState, e: RoundEntered):
+    if s.round_in_progress:
+        raise IllegalEvent(
+            f"Round {s.round_number} is under way: end or undo it before entering a round by hand."
+        )
+    if s.mode == "card_values":
+        raise IllegalEvent(
+            f"Rule set {s.rules_name!r} scores every player's card values: play the round on "
+            "the tablet instead of entering a winner."
+        )
+    winner = None if e.winner is None else s.side_of(e.winner)
+    oya = s.next_oya if e.oya is None else s.side_of(e.oya)
+    s.round_number = len(s.rounds) + 1
+    s.oya = oya
+    _reset_round(s)
+    s.month = (s.round_number - 1) % 12 + 1
+    if winner is None:
+        _finish_round(s, None, "entered", 0, "Entered by hand: a draw")
+    else:
+        reason = f"Entered by hand: {e.points} points"  # the winner has a column of his own
+        _finish_round(s, winner, "entered", e.points, reason)
+    return dataclasses.replace(e, winner=winner, oya=oya)
+
+
 def _redeal(s: MatchState, e: Redeal):
     _need_round(s, "dealing it again")
     s.redeals += 1
@@ -1292,6 +1364,7 @@ _HANDLERS = {
     "field_brights_set": _field_brights_set,
     "cards_ran_out": _cards_ran_out,
     "redeal": _redeal,
+    "round_entered": _round_entered,
 }
 
 

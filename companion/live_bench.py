@@ -4,9 +4,9 @@ Starts the tablet app on a free 127.0.0.1 port (a thread of this process) over a
 database, opens N concurrent followers on the live endpoint (``GET /matches/<id>/live``,
 Server-Sent Events; see ``companion.web``) in a child process of their own (as tablets, they
 do not share the server's interpreter lock; ``same_process`` runs them as threads here), and
-has a writer append events one by one, waking the live streams as the app's own event
-endpoint does (``external_writer``: not, as when the camera loop writes from another
-process). A follower, like the page, fetches the tally fragment (``/matches/<id>/board``, as
+has a writer append events one by one through the app's store, as the app's own event
+endpoint does (the store wakes the live streams; ``external_writer``: through a second
+connection to the same database file, as when the CLI writes from another process). A follower, like the page, fetches the tally fragment (``/matches/<id>/board``, as
 htmx asks for it) when it sees a new seq; one sample is the time from just before
 ``store.append`` to that follower having the fragment (``fetch_board=False``: the live
 message alone). Traffic goes to 127.0.0.1 only; everything is bounded in count and time.
@@ -225,13 +225,13 @@ def run_live_bench(
     timeout: float = 120.0,
 ) -> LiveBenchResult:
     """Run the benchmark (see the module docstring) and return its figures.
-    ``external_writer``: do not wake the followers after an append, as when another process
-    (the camera loop) writes: they then notice within the live endpoint's check interval.
+    ``external_writer``: append through a store of its own on the same file, as another
+    process (the CLI) does: the followers then notice within the live endpoint's check
+    interval.
     ``same_process``: run the followers as threads of this process instead of a child
     process (their work then competes with the server's for Python's interpreter lock)."""
     from companion import web
     from companion.store import MatchStore
-    from companion.web import live
 
     if not 1 <= clients <= 200:
         raise CompanionError("The number of clients must be between 1 and 200.")
@@ -239,7 +239,6 @@ def run_live_bench(
         raise CompanionError("The number of events must be between 1 and 2000.")
     if not (math.isfinite(interval) and 0 <= interval <= 60):
         raise CompanionError("The interval must be a number of seconds from 0 to 60.")
-    notify = None if external_writer else getattr(live, "notify", None)
     # One request log line per board fetch would drown the figures.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
@@ -248,6 +247,7 @@ def run_live_bench(
         match_id = store.create_match(players=BENCH_PLAYERS, rules="livret", oya="Aki")
         store.append(match_id, {"type": "round_started"})
         app = web.create_app(store)
+        writer = MatchStore.open(Path(tmp) / "bench.db") if external_writer else store
         bound = threading.Event()
         servers = []
 
@@ -289,9 +289,7 @@ def run_live_bench(
                 if time.monotonic() > deadline:
                     break
                 started = time.monotonic()  # system-wide clock: comparable across processes
-                stored = store.append(match_id, event)
-                if notify is not None:
-                    notify()  # what the app's own event endpoint does after an append
+                stored = writer.append(match_id, event)
                 appended[stored.seq] = started
                 if interval:
                     time.sleep(interval)

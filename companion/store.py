@@ -22,6 +22,7 @@ import os
 import sqlite3
 import sys
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -231,6 +232,9 @@ class MatchStore:
         self._events: dict[int, list[StoredEvent]] = {}  # match_id -> parsed log, seq order
         self.damaged: str | None = None  # what the integrity check found: no writes then
         self._games: dict[int, str] = {}  # match_id -> game (never changes)
+        # Called as listener(match_id, last_seq) after each append made through this store
+        # (the live tally wakes its followers at once instead of waiting for its next look).
+        self._listeners: list[weakref.WeakMethod] = []
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -718,6 +722,7 @@ class MatchStore:
 
         with self._lock:
             stored = self._append(match_id, [event], expected_seq, request_id)
+        self._appended(match_id, stored[-1].seq)
         return stored[0]
 
     def append_many(
@@ -747,7 +752,29 @@ class MatchStore:
         if request_id is not None and not 1 <= len(str(request_id)) <= MAX_REQUEST_ID_LENGTH - 4:
             raise CompanionError("The request id must be 1 to 196 characters long.")
         with self._lock:
-            return self._append(match_id, events, expected_seq, request_id)
+            stored = self._append(match_id, events, expected_seq, request_id)
+        self._appended(match_id, stored[-1].seq)
+        return stored
+
+    def add_listener(self, listener) -> None:
+        """Call the bound method ``listener(match_id, last_seq)`` after every append made
+        through this store (outside its lock). Held weakly: it goes with its object. Appends
+        made by other processes are not seen here; read ``last_seq`` for those."""
+        with self._lock:
+            self._listeners.append(weakref.WeakMethod(listener))
+
+    def _appended(self, match_id: int, last_seq: int) -> None:
+        if not self._listeners:
+            return
+        with self._lock:
+            self._listeners = [ref for ref in self._listeners if ref() is not None]
+            listeners = [ref() for ref in self._listeners]
+        for listener in listeners:
+            if listener is not None:
+                try:
+                    listener(match_id, last_seq)
+                except Exception:  # noqa: BLE001 - a follower's trouble must not fail a write
+                    pass
 
     def _append(self, match_id, events, expected_seq, request_id) -> list[StoredEvent]:
         engine = self._engine(match_id)

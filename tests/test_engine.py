@@ -108,6 +108,8 @@ SAMPLE_EVENTS = [
     {"type": "field_brights_set", "count": 3},
     {"type": "cards_ran_out"},
     {"type": "redeal"},
+    {"type": "round_entered", "winner": "Aiko", "points": 7, "oya": "Ben"},
+    {"type": "round_entered"},
     {"type": "undo"},
     {
         "type": "match_started",
@@ -634,6 +636,74 @@ def test_twelve_round_match_ends_after_round_twelve():
     state = replay([*state.log, ROUND, {"type": "hand_declared", "player": "Ben", "kind": "teshi"}])
     assert state.outcome.winner == "Aiko" and state.outcome.totals == {"Aiko": 60, "Ben": -60}
     assert state.outcome.rounds_won == {"Aiko": 11, "Ben": 1}
+
+
+# -- a round entered by hand --------------------------------------------------------------------
+
+
+def entered(winner=None, points=None, **extra):
+    event = {"type": "round_entered", **extra}
+    if winner is not None:
+        event["winner"] = winner
+    if points is not None:
+        event["points"] = points
+    return event
+
+
+def test_a_round_entered_by_hand_is_paid_like_a_played_round():
+    played = replay([start(), ROUND, *cap("Aiko", *AKATAN), stop("Aiko")])
+    state = replay([start(), entered("aiko", played.rounds[0].total)])
+    result = state.rounds[0]
+    assert (result.number, result.winner, result.kind) == (1, "Aiko", "entered")
+    assert result.points == played.rounds[0].points  # zero-sum: Ben pays what Aiko wins
+    assert state.totals == played.totals and state.next_oya == played.next_oya
+    assert "by hand" in result.reason and "by hand" in result.text
+    assert not state.round_in_progress and state.round_number == 1
+    assert state.log[-1].winner == "Aiko"  # logged as the match spells the name
+    # The next round is dealt as usual and numbered after it.
+    assert apply(state, ROUND).round_number == 2
+
+
+def test_a_drawn_round_entered_by_hand_moves_the_deal_as_a_draw_does():
+    drawn = replay([start(oya="Ben"), ROUND, RAN_OUT])
+    state = replay([start(oya="Ben"), entered()])
+    assert state.rounds[0].winner is None and state.rounds[0].kind == "entered"
+    assert state.totals == drawn.totals and state.next_oya == drawn.next_oya
+    assert "draw" in state.log[-1].describe()
+
+
+def test_entered_rounds_can_finish_the_match_and_each_can_be_undone():
+    state = replay([start(rounds=6), *[entered("Ben", 2) for _ in range(5)]])
+    before = signature(state)
+    state = apply(state, entered("Aiko", 1))
+    assert state.finished and state.outcome.winners == ("Ben",)
+    assert signature(apply(state, UNDO)) == before
+    again = replay(list(state.log))  # the log replays to the same state
+    assert signature(again) == signature(state)
+
+
+@pytest.mark.parametrize(
+    "event, words",
+    [
+        (entered("Zed", 5), ["unknown player", "zed"]),
+        (entered("Aiko", -3), ["between 1 and 999"]),
+        (entered("Aiko", 5000), ["between 1 and 999"]),
+        (entered("Aiko", 0), ["between 1 and 999"]),
+        (entered("Aiko", "lots"), ["whole number"]),
+        (entered(None, 4), ["draw", "no points"]),
+        (entered("Aiko", 4, oya="Zed"), ["unknown player"]),
+    ],
+)
+def test_a_bad_round_entered_by_hand_is_refused_with_one_sentence(event, words):
+    message = refused(replay([start()]), event, *words)
+    assert message.count(". ") == 0  # one sentence
+
+
+def test_a_round_cannot_be_entered_while_one_is_under_way_or_by_card_values():
+    state = replay([start(), ROUND, *cap("Aiko", "01-1", "01-3")])
+    refused(state, entered("Aiko", 6), "under way")
+    cards = replay([start("hana-awase", players=("Ana", "Bo", "Cy"))])
+    refused(cards, entered("Ana", 20), "card values")
 
 
 # -- other presets: card values, 3 players, teams ------------------------------------------------

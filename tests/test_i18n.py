@@ -404,3 +404,17 @@ def test_a_hanamikoji_round_in_french_and_japanese(client, store):
     ja = visible_text(client.get(f"/matches/{match}/hanamikoji?lang=ja").get_data(as_text=True))
     assert "第1回でAkiの勝ち" in ja and "Akiの勝ち（芸者4人）。" in ja
     assert english_leftovers(ja, "ja") == []
+
+
+def test_a_round_entered_by_hand_in_french(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    page = client.get(f"/matches/{match_id}?lang=fr").get_data(as_text=True)
+    assert "Saisir une manche jouée sans la tablette" in page
+    response = post_event(
+        client, store, match_id, type="round_entered", winner="Ben", points="4", oya="Aki"
+    )
+    assert response.status_code == 200
+    text = visible_text(client.get(f"/matches/{match_id}").get_data(as_text=True))
+    assert "Manche saisie à la main\u00a0: Ben marque 4" in text  # the log
+    assert "Saisie à la main\u00a0: 4 points" in text  # the ledger
+    assert english_leftovers(text, "fr") == []

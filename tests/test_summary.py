@@ -84,6 +84,22 @@ def test_summary_of_a_finished_match():
     assert s.corrections == 0 and s.rounds_played == 6
 
 
+def test_summary_says_which_rounds_were_entered_by_hand():
+    with MatchStore.open(":memory:") as store:
+        match_id = store.create_match(players=["Aki", "Ben"], rounds=6, oya="Aki")
+        store.append(match_id, {"type": "round_entered", "winner": "Ben", "points": 7})
+        store.append(match_id, {"type": "round_entered"})
+        s = summary_from_store(store, match_id)
+    assert [(r.winner, r.points) for r in s.rounds] == [
+        ("Ben", {"Aki": -7, "Ben": 7}),
+        (None, {"Aki": 0, "Ben": 0}),
+    ]
+    assert s.totals == {"Aki": -7, "Ben": 7}
+    text = render_text(s)
+    assert "Entered by hand: 7 points" in text and "Entered by hand: a draw" in text
+    assert "Entered by hand: 7 points" in render_html(s)
+
+
 def test_summary_before_any_round(tmp_path):
     with MatchStore.open(":memory:") as store:
         store.create_match(players=["Aki", "Ben"])

@@ -878,6 +878,69 @@ def test_get_only_routes_refuse_post_with_405(client, match_id):
     assert response.status_code == 405
 
 
+def enter_round_form(html_text: str) -> dict:
+    """The hidden and default fields of the board's "enter a round" form, as the page sends."""
+    found = re.search(r'<details class="enter-round">(.*?)</details>', html_text, re.S)
+    assert found, "no form to enter a round by hand"
+    form = found.group(1)
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form))
+    fields["points"] = re.search(r'name="points"[^>]*value="(\d+)"', form).group(1)
+    fields["winners"] = re.findall(r'<option value="([^"]*)"', form)
+    return fields
+
+
+def test_a_round_played_away_from_the_tablet_is_entered_between_rounds(client, store, match_id):
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    fields = enter_round_form(board)
+    assert fields["type"] == "round_entered" and fields["expected_seq"] == "1"
+    assert fields["winners"] == ["Aki", "Ben", ""]  # the players, and nobody for a draw
+    fields.pop("winners")
+    response = client.post(
+        f"/matches/{match_id}/events", data={**fields, "winner": "Ben", "points": "7"}, headers=HX
+    )
+    assert response.status_code == 200
+    state = store.state(match_id)
+    assert state.totals == {"Aki": -7, "Ben": 7} and state.rounds[0].kind == "entered"
+    shown = response.get_data(as_text=True)
+    assert "Round 1 won by Ben" in shown and "Entered by hand: 7 points" in shown
+    assert enter_round_form(shown)["expected_seq"] == "2"  # round 2 may be entered too
+    # Taken back like any change.
+    undo = Poster(client, store, match_id)(type="undo")
+    assert undo.status_code == 200 and store.state(match_id).rounds == []
+
+
+def test_a_draw_entered_by_hand_needs_no_points(post, store, match_id):
+    assert post(type="round_entered", winner="", points="0").status_code == 200
+    result = store.state(match_id).rounds[0]
+    assert result.winner is None and result.reason == "Entered by hand: a draw"
+
+
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        ({"winner": "Zed", "points": "5"}, "Unknown player 'Zed'"),
+        ({"winner": "Ben", "points": "-3"}, "must be a whole number"),
+        ({"winner": "Ben", "points": "100000"}, "between 1 and 999"),
+        ({"winner": "", "points": "4"}, "A drawn round scores no points"),
+    ],
+)
+def test_a_bad_round_entered_by_hand_is_a_400_with_the_engines_sentence(
+    post, store, match_id, fields, words
+):
+    response = post(type="round_entered", **fields)
+    assert response.status_code == 400
+    assert words in message(response)
+    assert store.last_seq(match_id) == 1  # nothing recorded
+
+
+def test_no_round_is_entered_by_hand_while_one_is_under_way(client, post, store, match_id):
+    post(type="round_started")
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'class="enter-round"' not in board
+    response = post(type="round_entered", winner="Aki", points="6")
+    assert response.status_code == 400 and "under way" in message(response)
+
+
 # ---------------------------------------------------------------------------------------------
 # Live updates
 # ---------------------------------------------------------------------------------------------
@@ -921,10 +984,60 @@ def test_live_stream_sends_the_seq_and_each_new_one(app, client, store, match_id
         "match": match_id,
         "seq": 1,
     }
-    store.append(match_id, {"type": "round_started"})  # another writer: no notify()
+    store.append(match_id, {"type": "round_started"})  # not through the app: no notify()
     second = next(chunks).decode()
     assert json.loads(second.split("data: ")[1])["seq"] == 2
     response.close()
+
+
+def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch, store, match_id):
+    from companion.web import live
+
+    monkeypatch.setattr(live, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
+    watcher = live.SeqWatcher(store)
+    assert watcher.follow(match_id) == 1
+    try:
+        store.append(match_id, {"type": "round_started"})
+        assert watcher.seqs[match_id] == 2  # told by the appending thread itself
+        assert watcher.wait(match_id, 1, 0) == 2
+    finally:
+        watcher.unfollow(match_id)
+
+
+def test_an_append_from_another_connection_is_seen_by_the_fallback_look(tmp_path):
+    from companion.web import live
+
+    mine = MatchStore.open(tmp_path / "m.db")
+    match_id = mine.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+    other = MatchStore.open(tmp_path / "m.db")  # as another process writes: no listener here
+    watcher = live.SeqWatcher(mine)
+    watcher.follow(match_id)
+    try:
+        other.append(match_id, {"type": "round_started"})
+        assert watcher.seqs[match_id] == 1
+        assert watcher.wait(match_id, 1, 5) == 2
+    finally:
+        watcher.unfollow(match_id)
+
+
+def test_store_listeners_are_held_weakly_and_cannot_fail_an_append(store, match_id):
+    calls = []
+
+    class Listener:
+        def heard(self, match, seq):
+            calls.append((match, seq))
+
+        def broken(self, match, seq):
+            raise RuntimeError("a follower's trouble")
+
+    listener = Listener()
+    store.add_listener(listener.heard)
+    store.add_listener(listener.broken)
+    store.append(match_id, {"type": "round_started"})
+    assert calls == [(match_id, 2)]
+    del listener
+    assert store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "01-1"}).seq
+    assert calls == [(match_id, 2)]
 
 
 def test_live_stream_bad_max_seconds(client, match_id):

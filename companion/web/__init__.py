@@ -20,7 +20,8 @@ the fragment only, the same URL without it gets the full page)::
 Live endpoint (the page, ``companion bench-live`` and any other follower use it)::
 
     GET /matches/<id>/live              Server-Sent Events, ``Content-Type: text/event-stream``.
-        Sends at once, then every time the match's log grows (checked every 0.05 s):
+        Sends at once, then every time the match's log grows (at once for an append made
+        through this app's store, within 0.1 s for one made by another process):
             event: update
             data: {"match": <id>, "seq": <last seq>}
         plus a ``: keep-alive`` comment every 10 s. The stream closes itself after

@@ -25,6 +25,8 @@ SHAPES = [
     (r"(?P<n>\d+) Koi calls of the scorer", N_("%(n)s Koi call(s) of the scorer")),
     (r"(?P<n>\d+) Koi call\(s\) this round", N_("%(n)s Koi call(s) this round")),
     (r"the opponent called Koi", N_("the opponent called Koi")),
+    (r"Entered by hand: a draw", N_("Entered by hand: a draw")),
+    (rf"Entered by hand: (?P<points>{_NUMBER}) points", N_("Entered by hand: %(points)s points")),
     (r"(?P<n>\d+) bright\(s\) in the dealt field", N_("%(n)s bright(s) in the dealt field")),
     (
         rf"(?P<side>.+?) stops with (?P<yaku>.+): (?P<points>{_NUMBER}) points",

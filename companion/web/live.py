@@ -1,10 +1,11 @@
 """Live updates: Server-Sent Events and a long-poll (documented in ``companion/web/__init__``).
 
-One watcher thread per app looks at the last seq of the matches being followed (one query per
-match every ``CHECK_INTERVAL``, however many followers) and wakes the followers when it grows.
-``notify()`` (called after an append made through this app) makes it look at once; an append
-made elsewhere (the camera loop, ``demo``'s script, another server on the same database) is
-seen within one interval.
+Each app has one watcher holding the last seq of the matches being followed. An append made
+through the app's store (the event endpoint, the camera loop, ``demo``'s script in this process)
+tells it at once, from the appending thread (``MatchStore.add_listener``): the followers wake
+with no polling delay and no query. For appends made by other processes (the CLI, another server
+on the same database) a watcher thread also looks at the store every ``CHECK_INTERVAL`` (one
+query per followed match, however many followers); ``notify()`` makes it look at once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from companion.web.views import WebError, store
 
 bp = Blueprint("live", __name__, url_prefix="/matches/<int:match_id>")
 
-CHECK_INTERVAL = 0.05  # seconds between looks at the store: well inside the 0.5 s promise
+CHECK_INTERVAL = 0.1  # seconds between looks for other processes' appends: inside the 0.5 s promise
 KEEPALIVE_SECONDS = 10.0
 DEFAULT_STREAM_SECONDS = 300
 MAX_STREAM_SECONDS = 3600
@@ -41,6 +42,14 @@ class SeqWatcher:
         self.followers: Counter = Counter()
         self.thread: threading.Thread | None = None
         _watchers.add(self)
+        match_store.add_listener(self.appended)
+
+    def appended(self, match_id: int, seq: int) -> None:
+        """The store's word that ``match_id`` now ends at ``seq``: wake its followers now."""
+        with self.changed:
+            if match_id in self.followers and seq > self.seqs.get(match_id, 0):
+                self.seqs[match_id] = seq
+                self.changed.notify_all()
 
     def follow(self, match_id: int) -> int:
         seq = self.store.last_seq(match_id)  # UnknownMatchError before anything starts

@@ -287,6 +287,10 @@ def event_from_form(form) -> dict:
         event["kind"] = _text_field(form, "kind", _("the kind of hand"))
     if kind == "field_brights_set":
         event["count"] = _int_field(form, "count", _("the number of brights"))
+    if kind == "round_entered":  # a round played away from the tablet; no winner: a draw
+        for name in ("winner", "points", "oya"):
+            if (form.get(name) or "").strip():
+                event[name] = form[name].strip()
     if kind == "round_started":
         if (form.get("oya") or "").strip():  # else the engine picks the one the rules name
             event["oya"] = form["oya"].strip()

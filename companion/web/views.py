@@ -366,6 +366,14 @@ def describe(event, deck=None, teams=None) -> str:
         return _("Brights in the dealt field: %(count)s", count=d.get("count"))
     if kind == "cards_ran_out":
         return _("The cards ran out")
+    if kind == "round_entered":
+        if d.get("winner") is None:
+            return _("Round entered by hand: a draw")
+        return _(
+            "Round entered by hand: %(winner)s scored %(points)s",
+            winner=d.get("winner"),
+            points=d.get("points"),
+        )
     if kind == "undo":
         return _("Undo")
     return kind or "?"
