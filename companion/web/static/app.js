@@ -111,6 +111,9 @@
   });
 
   document.addEventListener("DOMContentLoaded", follow);
+  // A refresh asked for while the board's own request was under way can be lost: look again
+  // now and then, so that an announced change is never left unshown for long.
+  setInterval(refreshIfBehind, 1500);
 
   // The board was refreshed by someone else's change while the picker is open: refresh the
   // picker too, so that a tap on it is made against the match as it is now.
