@@ -368,8 +368,16 @@ def test_import_an_exported_match_from_the_page(live, browser, tmp_path):
     assert link.get_attribute("href").endswith(f"/matches/{match_id}/export")
     browser.find_element(By.CSS_SELECTOR, "form.import input[type=file]").send_keys(str(upload))
     page.click_text("Import")
-    page.wait.until(lambda d: d.current_url.rstrip("/").split("/")[-1] not in ("", str(match_id)))
-    new_id = int(browser.current_url.rstrip("/").split("/")[-1])
+    import re
+
+    # Wait for the new match's own page (the list's address must not pass for it).
+    opened = re.compile(r"/matches/(\d+)/?$")
+
+    def new_match_page(d):
+        found = opened.search(d.current_url)
+        return found and int(found.group(1)) != match_id and int(found.group(1))
+
+    new_id = page.wait.until(new_match_page)
     assert store.export_match(new_id) == exported
     assert browser.find_elements(By.CSS_SELECTOR, '#board .tile[data-code="08-1"]')
 
