@@ -55,13 +55,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
 from companion.cards import CODE_RE, Card, CardError, Category, normalize_code
+from companion.events import EventRecord, required
 
 __all__ = [
     "IllegalEvent",
@@ -136,76 +136,17 @@ def _whole(value, what: str, low: int, high: int) -> int:
     return value
 
 
-def _required(default=""):
-    """A field an event dict must give (the default only keeps dataclass field order happy)."""
-    return field(default=default, metadata={"required": True})
-
-
 @dataclass(frozen=True)
-class Event:
-    """Base of all events: a ``type`` string and a few plain fields.
+class Event(EventRecord):
+    """Base of all Koi-Koi events: a ``type`` string and a few plain fields.
 
     ``Event.from_dict({"type": "card_captured", "player": "Aiko", "card": "08-1"})`` builds the
     right subclass; ``event.to_dict()`` gives it back, ready for JSON.
     """
 
-    type: ClassVar[str] = ""
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if cls.type:
-            EVENT_TYPES[cls.type] = cls
-
-    def to_dict(self) -> dict:
-        data: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            if isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, dict):
-                value = {k: list(v) if isinstance(v, tuple) else v for k, v in value.items()}
-            data[f.name] = value
-        return data
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
-
-    @staticmethod
-    def from_dict(data) -> Event:
-        if isinstance(data, Event):
-            return data
-        if not isinstance(data, dict):
-            raise IllegalEvent(
-                f"An event must be an object with a 'type', not {type(data).__name__}."
-            )
-        etype = data.get("type")
-        cls = EVENT_TYPES.get(etype) if isinstance(etype, str) else None
-        if cls is None:
-            raise IllegalEvent(
-                f"Unknown event type {etype!r}: expected one of {', '.join(EVENT_TYPES)}."
-            )
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - {"type", *names})
-        if unknown:
-            raise IllegalEvent(
-                f"Unknown field {unknown[0]!r} for {etype}: expected "
-                f"{', '.join(names) if names else 'no fields'}."
-            )
-        required = [f.name for f in dataclasses.fields(cls) if f.metadata.get("required")]
-        missing = [n for n in required if n not in data]
-        if missing:
-            raise IllegalEvent(f"A {etype} event needs a {missing[0]!r} field.")
-        return cls(**{n: data[n] for n in names if n in data})
-
-    @staticmethod
-    def from_json(text: str) -> Event:
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError):
-            raise IllegalEvent("The event is not valid JSON.") from None
-        return Event.from_dict(data)
+    registry: ClassVar[dict[str, type]] = EVENT_TYPES
+    error: ClassVar[type[CompanionError]] = IllegalEvent
+    noun: ClassVar[str] = "an event"
 
     def describe(self) -> str:
         """A short sentence for logs and the tablet's history."""
@@ -225,7 +166,7 @@ class MatchStarted(Event):
     """
 
     type: ClassVar[str] = "match_started"
-    players: tuple = _required(())
+    players: tuple = required(())
     rules: str = "livret"
     rules_text: str = ""
     options: dict = field(default_factory=dict, hash=False)
@@ -329,7 +270,7 @@ class RoundStarted(Event):
 
 @dataclass(frozen=True)
 class _PlayerEvent(Event):
-    player: str = _required()
+    player: str = required()
 
     def __post_init__(self):
         object.__setattr__(self, "player", _name(self.player, "player"))
@@ -342,7 +283,7 @@ class CardCaptured(_PlayerEvent):
     ``alternatives`` (the next likeliest codes, offered first when correcting)."""
 
     type: ClassVar[str] = "card_captured"
-    card: str = _required()
+    card: str = required()
     source: str | None = None
     confidence: float | None = None
     check: bool | None = None
@@ -377,7 +318,7 @@ class CaptureChecked(_PlayerEvent):
     """A capture flagged for a check was looked at and is right as read."""
 
     type: ClassVar[str] = "capture_checked"
-    card: str = _required()
+    card: str = required()
 
     def __post_init__(self):
         super().__post_init__()
@@ -392,8 +333,8 @@ class CaptureCorrected(_PlayerEvent):
     """A misread capture: ``card`` was really ``new_card``."""
 
     type: ClassVar[str] = "capture_corrected"
-    card: str = _required()
-    new_card: str = _required()
+    card: str = required()
+    new_card: str = required()
 
     def __post_init__(self):
         super().__post_init__()
@@ -407,7 +348,7 @@ class CaptureCorrected(_PlayerEvent):
 @dataclass(frozen=True)
 class CaptureRemoved(_PlayerEvent):
     type: ClassVar[str] = "capture_removed"
-    card: str = _required()
+    card: str = required()
 
     def __post_init__(self):
         super().__post_init__()
@@ -440,7 +381,7 @@ class HandDeclared(_PlayerEvent):
     dealt hand) the engine checks that the hand qualifies."""
 
     type: ClassVar[str] = "hand_declared"
-    kind: str = _required()
+    kind: str = required()
     cards: tuple = ()  # the dealt hand, optional: when given, it must qualify
 
     def __post_init__(self):
@@ -468,7 +409,7 @@ class HandDeclared(_PlayerEvent):
 @dataclass(frozen=True)
 class FieldBrightsSet(Event):
     type: ClassVar[str] = "field_brights_set"
-    count: int = _required(0)
+    count: int = required(0)
 
     def __post_init__(self):
         object.__setattr__(self, "count", _whole(self.count, "number of field brights", 0, 5))

@@ -29,11 +29,11 @@ Decisions, each from the seed (quotes in docs/HANAMIKOJI.md):
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from companion import CompanionError
+from companion.events import EventRecord, required
 
 __all__ = [
     "GEISHAS",
@@ -424,56 +424,13 @@ def _name(value, what: str) -> str:
 
 
 @dataclass(frozen=True)
-class Event:
-    """Base of the Hanamikoji events: a ``type`` and a few plain fields, JSON round-trip."""
+class Event(EventRecord):
+    """Base of the Hanamikoji events: a ``type`` and a few plain fields, JSON round-trip
+    (``companion.events``, as the Koi-Koi events, in a registry of their own)."""
 
-    type: ClassVar[str] = ""
-    required: ClassVar[tuple] = ()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if cls.type:
-            EVENT_TYPES[cls.type] = cls
-
-    def to_dict(self) -> dict:
-        data: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                data[f.name] = list(value) if isinstance(value, tuple) else value
-        return data
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
-
-    @staticmethod
-    def from_dict(data) -> Event:
-        if isinstance(data, Event):
-            return data
-        if not isinstance(data, dict):
-            raise HanamikojiError("A Hanamikoji event must be an object with a 'type'.")
-        cls = EVENT_TYPES.get(data.get("type")) if isinstance(data.get("type"), str) else None
-        if cls is None:
-            raise HanamikojiError(
-                f"Unknown Hanamikoji event type {data.get('type')!r}: expected one of "
-                f"{', '.join(EVENT_TYPES)}."
-            )
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - {"type", *names})
-        if unknown:
-            raise HanamikojiError(f"Unknown field {unknown[0]!r} for {cls.type}.")
-        missing = [n for n in cls.required if n not in data]
-        if missing:
-            raise HanamikojiError(f"A {cls.type} event needs a {missing[0]!r} field.")
-        return cls(**{n: data[n] for n in names if n in data})
-
-    @staticmethod
-    def from_json(text: str) -> Event:
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError):
-            raise HanamikojiError("The event is not valid JSON.") from None
-        return Event.from_dict(data)
+    registry: ClassVar[dict[str, type]] = EVENT_TYPES
+    error: ClassVar[type[CompanionError]] = HanamikojiError
+    noun: ClassVar[str] = "a Hanamikoji event"
 
     def describe(self, names: dict | None = None) -> str:
         return self.type.replace("_", " ")
@@ -487,8 +444,7 @@ class HanamikojiStarted(Event):
     """Two players (A then B) and who starts round 1 (``first``: "A", "B" or a name)."""
 
     type: ClassVar[str] = "hanamikoji_started"
-    required: ClassVar[tuple] = ("players",)
-    players: tuple = ()
+    players: tuple = required(())
     first: str = "A"
 
     def __post_init__(self):
@@ -520,10 +476,9 @@ class ItemsSet(Event):
     """During a round, the items a player has before a geisha (the tablet's + and −)."""
 
     type: ClassVar[str] = "items_set"
-    required: ClassVar[tuple] = ("player", "geisha", "count")
-    player: str = ""
-    geisha: str = ""
-    count: int = 0
+    player: str = required()
+    geisha: str = required()
+    count: int = required(0)
 
     def __post_init__(self):
         object.__setattr__(self, "player", _name(self.player, "player"))
