@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from companion.cards import ALL_CODES, CardError
+from companion.game.cards import ALL_CODES, CardError
 
 BACK = "back"
 CLASSES: tuple[str, ...] = (*ALL_CODES, BACK)
@@ -35,7 +35,7 @@ def chaff_group(class_ids: np.ndarray) -> np.ndarray:
     Koi-Koi scoring never needs to know which chaff of a month a card is, so the evaluation's
     "chaff-equivalent" accuracy compares these groups instead of exact ids.
     """
-    from companion.cards import Card, Category
+    from companion.game.cards import Card, Category
 
     table = np.arange(len(CLASSES))
     for i, code in enumerate(ALL_CODES):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from companion import CompanionError
+from companion.game import registry
 
 
 @dataclass
@@ -67,7 +68,7 @@ def statistics(store) -> Statistics:
     table: dict[str, PlayerStats] = {}
     counted = skipped = 0
     for info in store.matches():
-        if store.game(info.id) != "koikoi":
+        if not registry.game(store.game(info.id)).hanafuda:
             continue
         try:
             state = store.state(info.id)

@@ -31,11 +31,11 @@ import sqlite_utils
 from sqlite_utils.migrations import Migrations
 
 from companion import CompanionError
+from companion.game import registry
 
 if TYPE_CHECKING:  # the engines are imported when first needed: opening a store stays light
-    from companion import engine, hanamikoji
-
     # What a match's log holds and replays to, by game (``MatchStore.game``).
+    from companion.game import engine, hanamikoji
     Event = engine.Event | hanamikoji.Event
     MatchState = engine.MatchState | hanamikoji.HanamikojiState
 
@@ -185,7 +185,6 @@ def m003_match_archived(db: sqlite_utils.Database) -> None:
     db["matches"].add_column("archived", int, not_null_default=0)
 
 
-GAMES = ("koikoi", "hanamikoji")
 EXPORT_FORMAT = "hanafuda-companion-match"
 EXPORT_VERSION = 1
 
@@ -381,7 +380,7 @@ class MatchStore:
 
         ``teams`` ({team name: [members]}, the team names being the ``players``) is for rule
         sets with the teams option on; without it, 4 players sit 1 & 3 against 2 & 4."""
-        from companion import engine
+        from companion.game import engine
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
             raise CompanionError("The players must be a list of names.")
@@ -425,7 +424,7 @@ class MatchStore:
     ) -> int:
         """Start a Hanamikoji match (seed 002): two players, ``first`` starts round 1
         (a name, "A" or "B"; the first player by default)."""
-        from companion import hanamikoji
+        from companion.game import hanamikoji
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
             raise CompanionError("The players must be a list of names.")
@@ -442,11 +441,11 @@ class MatchStore:
                 [
                     title,
                     json.dumps(list(state.players), ensure_ascii=False),
-                    "hanamikoji",
+                    registry.HANAMIKOJI.name,
                     hanamikoji.MAX_ROUNDS,
                     state.names[state.first],
                     created,
-                    "hanamikoji",
+                    registry.HANAMIKOJI.name,
                 ],
             )
             match_id = cursor.lastrowid
@@ -456,7 +455,7 @@ class MatchStore:
                 [match_id, event.type, _event_json(event), created],
             )
             self._cache[match_id] = (1, state)
-            self._games[match_id] = "hanamikoji"
+            self._games[match_id] = registry.HANAMIKOJI.name
         return match_id
 
     def game(self, match_id: int | str) -> str:
@@ -470,18 +469,12 @@ class MatchStore:
                 ).fetchone()
                 if row is None:
                     raise UnknownMatchError(f"There is no match {match_id} in this database.")
-                game = self._games[match_id] = row[0] or "koikoi"
+                game = self._games[match_id] = registry.game(row[0]).name
             return game
 
     def _engine(self, match_id: int):
         """The module that replays this match (engine for Hanafuda, hanamikoji for seed 002)."""
-        if self.game(match_id) == "hanamikoji":
-            from companion import hanamikoji
-
-            return hanamikoji
-        from companion import engine
-
-        return engine
+        return registry.game(self.game(match_id)).engine
 
     def get_match(self, match_id: int | str) -> MatchInfo:
         match_id = _match_id(match_id)
@@ -563,12 +556,9 @@ class MatchStore:
                 f"version {EXPORT_VERSION}."
             )
         game, info, rows = data.get("game"), data.get("match"), data.get("events")
-        if game not in GAMES or not isinstance(info, dict) or not isinstance(rows, list):
+        if game not in registry.GAMES or not isinstance(info, dict) or not isinstance(rows, list):
             raise CompanionError("The export lacks its game, its match or its events.")
-        if game == "hanamikoji":
-            from companion import hanamikoji as engine
-        else:
-            from companion import engine
+        engine = registry.game(game).engine
         events, times, ids = [], [], []
         for n, row in enumerate(rows, 1):
             if not isinstance(row, dict) or row.get("seq") != n:
@@ -871,7 +861,7 @@ def _parse_event(match_id: int, seq: int, text: str, engine=None) -> Event:
     """A stored row back into an engine event; a row damaged outside the app (or written by a
     newer version) is a StoreError naming it, not a stack trace."""
     if engine is None:
-        from companion import engine
+        from companion.game import engine
     try:
         return engine.Event.from_dict(json.loads(text))
     except (ValueError, TypeError, KeyError, CompanionError) as exc:

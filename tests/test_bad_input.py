@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from companion import CompanionError
 from companion.cli import main
-from companion.rules import RuleError, RuleSet
+from companion.game.rules import RuleError, RuleSet
 from companion.store import MatchStore, StoreError
 from companion.web import create_app
 

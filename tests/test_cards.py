@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from companion import CompanionError
-from companion.cards import (
+from companion.game.cards import (
     ALL_CODES,
     STANDARD_DECK,
     Card,

@@ -132,7 +132,7 @@ def test_run_demo_serves_the_match(tmp_path):
 
 @pytest.mark.parametrize("same_process", [False, True])
 def test_bench_live_measures_every_follower(same_process):
-    from companion.live_bench import percentile, run_live_bench
+    from companion.web.live_bench import percentile, run_live_bench
 
     result = run_live_bench(
         clients=3, events=6, interval=0.05, timeout=60, same_process=same_process
@@ -146,7 +146,7 @@ def test_bench_live_measures_every_follower(same_process):
 
 
 def test_bench_live_refuses_silly_sizes():
-    from companion.live_bench import run_live_bench
+    from companion.web.live_bench import run_live_bench
 
     with pytest.raises(CompanionError, match="clients"):
         run_live_bench(clients=0)

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from companion import CompanionError
-from companion.cards import ALL_CODES
-from companion.engine import (
+from companion.game.cards import ALL_CODES
+from companion.game.engine import (
     EVENT_TYPES,
     CardCaptured,
     Event,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from companion import CompanionError
 from companion.cli import main
-from companion.hanamikoji import (
+from companion.game.hanamikoji import (
     EVENT_TYPES,
     GEISHAS,
     MAX_ROUNDS,
@@ -482,7 +482,7 @@ def test_an_older_database_gets_the_game_column(tmp_path):
 
 
 def test_summary_of_a_hanamikoji_match(store):
-    from companion.summary import render, render_html, summary_from_store
+    from companion.summaries.koikoi import render, render_html, summary_from_store
 
     match = store.create_hanamikoji_match(["Aki", "Ben"])
     for counts in (

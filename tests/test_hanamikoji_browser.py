@@ -14,7 +14,7 @@ from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 from test_browser import Page, browser, live, shot  # noqa: E402,F401
 
-from companion.hanamikoji import GEISHAS, RoundCounts  # noqa: E402
+from companion.game.hanamikoji import GEISHAS, RoundCounts  # noqa: E402
 
 
 def test_a_hanamikoji_round_on_the_tablet(live, browser):  # noqa: F811

@@ -230,7 +230,7 @@ def test_picker_in_japanese_names_months_and_cards(client, played):
 def test_index_in_french_has_no_english_left(client, played):
     page = client.get("/?lang=fr").get_data(as_text=True)
     text = visible_text(page)
-    # The rule file's option texts too (companion/rulesets/livret.toml, the default preset).
+    # The rule file's option texts too (companion/game/rulesets/livret.toml, the default preset).
     assert "Chaque carte ne compte que dans un seul yaku" in text
     assert "Each card counts in one yaku only" not in text
     assert "Parties" in text and "Commencer la partie" in text and "manche 1 sur 6" in text
@@ -326,7 +326,7 @@ def test_the_shipped_rule_files_texts_are_in_the_catalogs(lang):
     from companion.web.i18n import extract_rule_texts
 
     known = {m.id: m.string for m in catalog(lang) if m.id}
-    rulesets = sorted((WEB_DIR.parent / "rulesets").glob("*.toml"))
+    rulesets = sorted((WEB_DIR.parent / "game" / "rulesets").glob("*.toml"))
     assert rulesets
     for path in rulesets:
         with open(path, "rb") as f:
@@ -367,7 +367,7 @@ def test_camera_pages_and_the_scripts_words_in_the_page_language(client):
 
 
 def test_a_hanamikoji_round_in_french_and_japanese(client, store):
-    from companion.hanamikoji import GEISHAS, SIDES, RoundCounts
+    from companion.game.hanamikoji import GEISHAS, SIDES, RoundCounts
 
     match = store.create_hanamikoji_match(["Aki", "Ben"])
     client.get("/?lang=fr")

@@ -1,11 +1,11 @@
-"""The camera lens model (companion/lens.py): points both ways, and frames bent by it."""
+"""The camera lens model (companion/simulator/lens.py): points both ways, and frames bent by it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from companion.lens import MAX_K, MIN_K, Lens, LensError
+from companion.simulator.lens import MAX_K, MIN_K, Lens, LensError
 
 
 def frame_grid(w, h):

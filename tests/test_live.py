@@ -449,7 +449,7 @@ def test_a_sure_lone_card_is_registered_before_its_partner_and_the_partner_pairs
 
 def test_a_doubtful_lone_card_waits_for_its_partner():
     decider = CaptureDecider()
-    from companion.engine import replay
+    from companion.game.engine import replay
 
     match = replay(
         [
@@ -473,7 +473,7 @@ def test_a_doubtful_lone_card_waits_for_its_partner():
 def test_a_short_simulated_round_is_replayed_to_its_exact_score(tmp_path):
     from companion.live.replay import load_truth, replay_video
     from companion.recognizer import Recognizer
-    from companion.simulate import SimConfig, simulate
+    from companion.simulator.rounds import SimConfig, simulate
 
     try:
         simulate("traditional-scan", 7, tmp_path, SimConfig(max_turns=4))
@@ -706,11 +706,11 @@ def test_run_and_replay_name_the_cards_of_an_added_deck(tmp_path):
     import cv2
     from click.testing import CliRunner
 
-    from companion import synth
     from companion.cli import main
     from companion.cli.live import live_detector
-    from companion.closeup import render_closeup
     from companion.recognizer.decks import add_deck
+    from companion.simulator import synth
+    from companion.simulator.closeup import render_closeup
 
     try:
         shared = Path(synth.resolve_deck_dir("traditional-scan"))

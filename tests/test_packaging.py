@@ -79,3 +79,46 @@ def test_help_lists_the_players_commands_first_and_the_lab_last():
     positions = [text.index(f"  {name} ") for name in ("serve", "score", "detect", "train")]
     assert positions == sorted(positions), text
     assert "Lab (pip install -e lab)" in text
+
+
+# What the game package must never load: the camera, the page and the database live at the edges.
+NOT_IN_THE_GAME = ("numpy", "cv2", "flask", "flask_babel", "jinja2", "werkzeug", "sqlite3",
+                   "sqlite_utils", "onnxruntime", "waitress", "torch")
+
+
+def test_the_game_package_is_pure():
+    out = run_python(
+        "import importlib.abc, json, pkgutil, importlib, sys\n"
+        f"REFUSED = {NOT_IN_THE_GAME!r}\n"
+        "class Refuse(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in REFUSED:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "import companion.game\n"
+        "names = [m.name for m in pkgutil.walk_packages(companion.game.__path__, 'companion.game.')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "from companion.game import engine, rules, scoring, hanamikoji\n"
+        "state = engine.replay([engine.MatchStarted.new(['A', 'B'], 'livret', rounds=6)])\n"
+        "scoring.score_hand(rules.RuleSet.load('koikoi-japan'), [])\n"
+        "hanamikoji.replay([hanamikoji.HanamikojiStarted(players=('A', 'B'), first='A')])\n"
+        "print(json.dumps(sorted(names)))\n"
+    )
+    names = json.loads(out.splitlines()[-1])
+    assert "companion.game.engine" in names and "companion.game.registry" in names
+
+
+def test_a_refused_module_really_fails_the_purity_check():
+    # The check above must be able to fail: the same hook refuses numpy to a module that uses it.
+    result = subprocess.run(
+        [sys.executable, "-c",
+         "import importlib.abc, sys\n"
+         "class Refuse(importlib.abc.MetaPathFinder):\n"
+         "    def find_spec(self, name, path=None, target=None):\n"
+         "        if name.split('.')[0] == 'numpy':\n"
+         "            raise ModuleNotFoundError(name, name=name)\n"
+         "sys.meta_path.insert(0, Refuse())\n"
+         "import companion.detections\n"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode != 0 and "numpy" in result.stderr

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from companion.cards import ALL_CODES, CardError
 from companion.cli import main
 from companion.detections import (
     BACK_ID,
@@ -30,6 +29,7 @@ from companion.detections import (
     quad_iou,
     unique_cards,
 )
+from companion.game.cards import ALL_CODES, CardError
 from companion.recognizer import (
     DEFAULT_MODEL,
     NONE_ID,
@@ -1212,7 +1212,7 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
     entry = recorded["traditional-scan seed=4243 n=2 nets=float"]
     assert entry["recall"] == printed["recall"] and entry["labels"] == printed["labels"]
     assert entry["nets"] == "float"
-    from companion import synth
+    from companion.simulator import synth
 
     assert entry["render_version"] == synth.RENDER_VERSION  # which renderer made the scenes
     assert entry["command"] == " ".join(
@@ -1424,7 +1424,7 @@ def test_missed_card_kinds_say_where_a_card_was_lost():
 @needs_model
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
 def test_cli_detect_json_and_annotate(tmp_path):
-    from companion import synth
+    from companion.simulator import synth
 
     scene = synth.render_scene(7, synth.SceneConfig(decks=(str(HELD_OUT),)))
     path = tmp_path / "scene.png"

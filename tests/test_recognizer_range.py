@@ -111,7 +111,7 @@ def test_parts_of_a_card_and_backs_on_a_face_up_card_go():
 
 
 def _closeups(width, height, n=6):
-    from companion.closeup import render_closeup
+    from companion.simulator.closeup import render_closeup
 
     return [render_closeup(seed, "traditional-scan", width, height) for seed in range(n)]
 
@@ -182,7 +182,7 @@ TINY = {"01-1": "08-1", "02-1": "11-1", "03-1": "12-1", "04-1": "09-1"}
 def tiny_deck(tmp_path_factory):
     import shutil
 
-    from companion import synth
+    from companion.simulator import synth
 
     shared = Path(synth.resolve_deck_dir("traditional-scan"))
     folder = tmp_path_factory.mktemp("tiny")
@@ -198,7 +198,7 @@ def test_deck_add_and_detect_deck_name_a_tiny_re_skinned_deck(tiny_deck, tmp_pat
     from click.testing import CliRunner
 
     from companion.cli import main
-    from companion.closeup import render_closeup
+    from companion.simulator.closeup import render_closeup
 
     decks = tmp_path / "decks"
     runner = CliRunner()

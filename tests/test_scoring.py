@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import CompanionError
-from companion.cards import ALL_CODES
 from companion.cli import main
-from companion.rules import RULESETS_DIR, RuleError, RuleSet
-from companion.scoring import ScoringError, card_value, score_hand, score_yaku
+from companion.game.cards import ALL_CODES
+from companion.game.rules import RULESETS_DIR, RuleError, RuleSet
+from companion.game.scoring import ScoringError, card_value, score_hand, score_yaku
 
 try:  # Python 3.11+
     import tomllib
@@ -404,7 +404,7 @@ def test_best_assignment_uses_each_card_once_and_is_consistent(preset, cards):
 
 def naive_best_base(rules: RuleSet, cards) -> int:
     """Best assignment by brute force: every disjoint choice of card subsets, yaku by yaku."""
-    from companion.scoring import _can_use, _conflict_tokens, _score_alone
+    from companion.game.scoring import _can_use, _conflict_tokens, _score_alone
 
     specs = [y for y in rules.yaku if not y.exempt_from_count_once]
     dual = rules.dual_categories

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from companion import simulate, synth
-from companion.cards import ALL_CODES
 from companion.cli import main
-from companion.engine import replay
+from companion.game.cards import ALL_CODES
+from companion.game.engine import replay
 from companion.live.zones import default_zones
+from companion.simulator import rounds as simulate
+from companion.simulator import synth
 
 DECK = "traditional-scan"
 SMALL = simulate.SimConfig(width=320, height=180, max_turns=3)

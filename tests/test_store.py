@@ -17,7 +17,7 @@ import pytest
 import sqlite_utils
 
 from companion import CompanionError
-from companion.engine import IllegalEvent
+from companion.game.engine import IllegalEvent
 from companion.store import (
     MatchInfo,
     MatchStore,
@@ -413,7 +413,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from companion.store import MatchStore
-    from companion.live_bench import bench_events
+    from companion.web.live_bench import bench_events
 
     store = MatchStore.open(sys.argv[1])
     match_id = int(sys.argv[2])

@@ -13,17 +13,17 @@ from click.testing import CliRunner
 from companion.cli import main
 from companion.demo import play_script
 from companion.store import MatchStore
-from companion.summary import (
+from companion.summaries.koikoi import (
     MatchSummary,
     build_summary,
     builtin_pdf,
     chart_svg,
-    find_chromium,
     render_html,
     render_pdf,
     render_text,
     summary_from_store,
 )
+from companion.summaries.printable import find_chromium
 
 
 @pytest.fixture
@@ -343,8 +343,8 @@ def test_running_totals_start_from_the_bank():
     """koikoi-japan: each player starts with 30 points; the summary runs from there."""
     from pathlib import Path
 
-    from companion.engine import replay
-    from companion.summary import build_summary
+    from companion.game.engine import replay
+    from companion.summaries.koikoi import build_summary
 
     path = Path(__file__).with_name("matches") / "koikoi-japan-8-bank.json"
     state = replay(json.loads(path.read_text(encoding="utf-8"))["events"])

@@ -10,11 +10,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from companion import CompanionError, synth
+from companion import CompanionError
 from companion.cli import main
 from companion.detections import polygon_area
-from companion.lens import Lens
-from companion.synth import SceneConfig, SynthError, read_dataset, render_scene, write_dataset
+from companion.simulator import synth
+from companion.simulator.lens import Lens
+from companion.simulator.synth import (
+    SceneConfig,
+    SynthError,
+    read_dataset,
+    render_scene,
+    write_dataset,
+)
 
 SHARED = synth.find_shared_dir()
 needs_shared = pytest.mark.skipif(

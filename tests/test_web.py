@@ -93,7 +93,7 @@ def message(response) -> str:
 
 
 def test_index_lists_matches_and_offers_every_preset(client, store, match_id):
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     page = client.get("/").get_data(as_text=True)
     assert "Aki vs Ben" in page
@@ -129,7 +129,7 @@ def test_index_still_lists_a_match_whose_log_cannot_replay(tmp_path):
 
 @pytest.mark.parametrize("preset", ["livret", "sloper", "ferme-florale", "nintendo"])
 def test_options_fragment_follows_the_rule_file(client, preset):
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     rules = RuleSet.load(preset)
     response = client.get(f"/new/options?rules={preset}", headers=HX)
@@ -269,7 +269,7 @@ def test_changing_preset_resets_the_toggles_to_the_new_rule_file(client):
     )
     assert player_fields(html) == ["player_1", "player_2"] and "team_1" not in html
     assert 'name="player_1" maxlength="24" required value="Aki"' in html
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     for option in RuleSet.load("livret").options:
         assert bool(re.search(rf'name="opt_{option.id}" checked>', html)) == bool(option.default)
@@ -1080,7 +1080,7 @@ def test_pages_load_nothing_from_elsewhere(client, match_id):
 
 
 def test_card_tiles_tell_the_48_cards_apart():
-    from companion.cards import STANDARD_DECK
+    from companion.game.cards import STANDARD_DECK
     from companion.web.views import tile
 
     tiles = [tile(c) for c in STANDARD_DECK]
@@ -1160,7 +1160,7 @@ def test_serve_command_bad_db_is_exit_2(tmp_path):
     "preset", ["livret", "sloper", "ferme-florale", "hana-koikoi", "hana-awase", "nintendo"]
 )
 def test_every_preset_plays_on_the_board(app, store, preset):
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     rules = RuleSet.load(preset)
     players = ["Aki", "Ben", "Chie"][: max(rules.players)]
@@ -1361,7 +1361,7 @@ def test_rounds_follow_the_preset_chosen(client):
     html = client.get(
         "/new/options", query_string={"rules": "hana-awase", "rounds": "6", "options_for": "livret"}
     ).get_data(as_text=True)
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     default = RuleSet.load("hana-awase").default_rounds
     assert re.search(rf'name="rounds" value="{default}" checked', html)

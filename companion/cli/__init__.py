@@ -169,7 +169,7 @@ def pct(value) -> str:
 
 def load_rules(name_or_file: str, option_pairs=()):
     """The rule set with ``ID=on|off`` options applied; RuleError on bad input."""
-    from companion.rules import RuleError, RuleSet
+    from companion.game.rules import RuleError, RuleSet
 
     rules = RuleSet.load(name_or_file)
     switches = {}
@@ -206,7 +206,7 @@ def score_command(
     rules_name, cards, koi, opponent_koi, field_brights, month, option_pairs, as_json
 ):
     """Score captured cards: yaku, base points, multipliers and total."""
-    from companion.scoring import MAX_FIELD_BRIGHTS, MAX_KOI_CALLS, score_hand
+    from companion.game.scoring import MAX_FIELD_BRIGHTS, MAX_KOI_CALLS, score_hand
 
     for flag, value, most in (
         ("--koi", koi, MAX_KOI_CALLS),
@@ -264,7 +264,7 @@ def rules_group():
 @friendly_errors
 def rules_list_command(as_json):
     """The preset rule sets, the default first."""
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     rows = []
     for name in RuleSet.presets():
@@ -383,7 +383,7 @@ def matches_command(db, as_json):
 @friendly_errors
 def summary_command(match, fmt, db, out):
     """Print the summary of MATCH (an id; the most recent match by default)."""
-    from companion.summary import render, summary_from_store
+    from companion.summaries.koikoi import render, summary_from_store
 
     with open_store_for_reading(db) as store:
         data = render(summary_from_store(store, match), fmt)
@@ -441,7 +441,7 @@ def bench_live_command(
     clients, events, interval, notify_only, external_writer, same_process, as_json
 ):
     """Latency from an append to each of N live-tally followers seeing it (127.0.0.1 only)."""
-    from companion.live_bench import run_live_bench
+    from companion.web.live_bench import run_live_bench
 
     result = run_live_bench(
         clients,

@@ -25,7 +25,7 @@ def deck_group():
     "--definition",
     default="standard",
     show_default=True,
-    help="Deck definition naming and re-roling the cards (companion/decks/NAME.toml or a path), "
+    help="Deck definition naming and re-roling the cards (companion/game/decks/NAME.toml or a path), "
     "e.g. ferme-florale.",
 )
 @decks_dir_option

@@ -23,7 +23,7 @@ from companion.cli import echo_json, fail, friendly_errors, main
 @friendly_errors
 def hanamikoji_command(rounds, players, as_json):
     """Move the favour tokens round by round and say who wins Hanamikoji, and why."""
-    from companion import hanamikoji
+    from companion.game import hanamikoji
 
     if not rounds:
         fail("Give at least one --round A1,...,A7:B1,...,B7 (the items at a round's end).")

@@ -76,7 +76,8 @@ def simulate_command(
     import sys
     from contextlib import nullcontext
 
-    from companion import simulate, synth
+    from companion.simulator import rounds as simulate
+    from companion.simulator import synth
 
     deck_dir = synth.resolve_deck_dir(deck)
     simulate.check_output_dir(out_dir)

@@ -36,7 +36,7 @@ lens_k_option = click.option(
     show_default=True,
     type=click.FloatRange(-0.2, 0.5),
     help="See every scene through a camera lens with this radial distortion "
-    "(companion/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
+    "(companion/simulator/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
 )
 
 
@@ -83,7 +83,7 @@ def render(
     """Render synthetic table scenes with ground truth: images/NNNNNN.jpg + labels.jsonl."""
     import time
 
-    from companion import synth
+    from companion.simulator import synth
 
     config = synth.SceneConfig(
         width=width,
@@ -111,7 +111,7 @@ def deck_names(decks) -> list[str]:
 
 def resolve_deck(deck: str) -> str:
     """A deck folder path, or the name of a deck in ../shared/decks."""
-    from companion import synth
+    from companion.simulator import synth
 
     if Path(deck).is_dir():
         return deck
@@ -189,7 +189,7 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets, dec
     recognizer = load_with_deck(model_path, threads, nets, deck, decks_dir)
     names = None
     if recognizer.namer is not None:
-        from companion.cards import Deck
+        from companion.game.cards import Deck
 
         names = Deck.load(recognizer.namer.deck.definition)
     results, read_any = [], False

@@ -20,7 +20,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from companion.cards import Card, Category
+from companion.game.cards import Card, Category
 from companion.live.tracker import Arrival, TableState
 
 SETTLE_FRAMES = 1  # looks with nothing moving over a card before it is decided

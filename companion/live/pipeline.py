@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 
 from companion.detections import Detections
-from companion.engine import IllegalEvent
+from companion.game.engine import IllegalEvent
 from companion.live.events import CaptureDecider
 from companion.live.tracker import TableState, TableTracker
 from companion.live.zones import Zones

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from companion import CompanionError
-from companion.engine import IllegalEvent, apply
+from companion.game.engine import IllegalEvent, apply
 from companion.live.pipeline import LivePipeline
 from companion.live.sources import VideoFileSource
 from companion.live.zones import Zones, default_zones
@@ -373,7 +373,7 @@ def simulate(
     import subprocess
     import sys
 
-    from companion import synth
+    from companion.simulator import synth
 
     deck_path = Path(deck) if Path(deck).is_dir() else synth.find_shared_dir() / "decks" / deck
     cmd = [

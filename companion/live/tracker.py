@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion.cards import ALL_CODES, Card, Category
 from companion.detections import (
     BACK,
     BACK_ID,
@@ -39,6 +38,7 @@ from companion.detections import (
     polygon_area,
     quad_iou,
 )
+from companion.game.cards import ALL_CODES, Card, Category
 from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)

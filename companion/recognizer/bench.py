@@ -20,7 +20,7 @@ BENCH_SCENES = 40
 
 def bench_scene(width: int = 1280, height: int = 720) -> tuple[np.ndarray, int]:
     """A realistic table frame: the first synth scene (seed 1, 2, ...) with 20+ labelled cards."""
-    from companion import synth
+    from companion.simulator import synth
 
     config = synth.SceneConfig(width=width, height=height)
     for seed in range(1, 200):
@@ -39,7 +39,7 @@ def bench_frames(
 ) -> list[np.ndarray]:
     """The fixed benchmark set: scenes ``synth.scene_seed(seed, i)`` for i < n of one deck (a
     folder, or a deck name in ../shared/decks), rendered at ``width`` x ``height``."""
-    from companion import synth
+    from companion.simulator import synth
 
     config = synth.SceneConfig(width=width, height=height, decks=(synth.resolve_deck_dir(deck),))
     return [synth.render_scene(synth.scene_seed(seed, i), config).image for i in range(n)]

@@ -7,7 +7,7 @@ capture row, on table colours), and keeps their embeddings: the 192 features the
 heads read (``models/embedder.onnx``, the float classifier cut at its last hidden layer). That
 needs no GPU and takes seconds. ``DeckNamer`` then names each face-up detection after the card
 whose crops its own crop lies nearest, blended with the classifier's own belief. A deck
-definition (``companion/decks/*.toml``) can rename and re-role the slots: the deck records
+definition (``companion/game/decks/*.toml``) can rename and re-role the slots: the deck records
 which one it uses.
 """
 
@@ -23,8 +23,8 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
-from companion.cards import ALL_CODES
 from companion.detections import BACK_ID, CLASSES, Detections
+from companion.game.cards import ALL_CODES
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 from companion.recognizer.nets import MODELS_DIR, open_session
 from companion.recognizer.settings import Settings
@@ -138,7 +138,7 @@ class UserDeck:
     id of its card, and the deck definition that names its slots."""
 
     name: str
-    definition: str  # a deck definition's name or path (companion.cards.Deck.load)
+    definition: str  # a deck definition's name or path (companion.game.cards.Deck.load)
     embeddings: np.ndarray  # (M, D) float32, unit length
     class_ids: np.ndarray  # (M,) int64, indices into CLASSES
     source: str = ""
@@ -216,7 +216,7 @@ def add_deck(
     """Make and store deck ``name`` from ``image_dir`` (one ``MM-K`` image per card; the cards
     it lacks keep the classifier's names). ``definition``: the deck definition naming its slots
     (checked here). Returns the stored deck."""
-    from companion.cards import Deck
+    from companion.game.cards import Deck
 
     if not NAME_RE.match(name):
         raise DeckError(

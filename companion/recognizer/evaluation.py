@@ -257,11 +257,11 @@ def _condition_keys(cond: dict, visible: float, card: str, frame: str) -> list[s
 
 
 def _render_for_eval(args):
-    from companion import synth
+    from companion.simulator import synth
 
     seed, config = args
     if isinstance(config, Closeups):
-        from companion.closeup import render_closeup
+        from companion.simulator.closeup import render_closeup
 
         return render_closeup(seed, config.deck, config.width, config.height)
     return synth.render_scene(seed, config)
@@ -269,7 +269,7 @@ def _render_for_eval(args):
 
 @dataclass(frozen=True)
 class Closeups:
-    """Close-up frames (``companion.closeup``) instead of whole tables: what ``evaluate``
+    """Close-up frames (``companion.simulator.closeup``) instead of whole tables: what ``evaluate``
     renders with ``closeup=True``."""
 
     deck: str
@@ -279,7 +279,7 @@ class Closeups:
 
 def _rendered(config, seed: int, n: int, workers: int):
     """Scenes ``synth.scene_seed(seed, i)`` for i < n, rendered by ``workers`` processes."""
-    from companion import synth
+    from companion.simulator import synth
 
     jobs = [(synth.scene_seed(seed, i), config) for i in range(n)]
     if workers <= 1:
@@ -319,11 +319,11 @@ def evaluate(
     or false card into (``annotate_misses``; named by its index in the set: ``0042.jpg``).
     ``against``: a second recognizer run on the same scenes, for the difference between the
     two and how far it could move (key "against"). ``closeup``: close-ups of one to three cards
-    filling 30-80 % of the frame's short side (``companion.closeup``) instead of tables."""
+    filling 30-80 % of the frame's short side (``companion.simulator.closeup``) instead of tables."""
     from collections import Counter
 
-    from companion import synth
     from companion.detections import chaff_group
+    from companion.simulator import synth
 
     config = synth.SceneConfig(width=width, height=height, decks=(str(deck),), lens_k=lens_k)
     if closeup:

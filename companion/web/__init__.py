@@ -14,7 +14,7 @@ the fragment only, the same URL without it gets the full page)::
     GET  /matches/<id>/board            the live part of the match page (fragment)
     GET  /matches/<id>/picker?player=P[&card=MM-K]   48-card picker (add, or correct/remove a card)
     POST /matches/<id>/events           record one event (see ``companion.web.match``)
-    GET  /matches/<id>/summary          the printable match summary (companion.summary.render_html)
+    GET  /matches/<id>/summary          the printable match summary (companion.summaries.koikoi.render_html)
     GET  /join, POST /join              enter the join code (only when one is set)
 
 Live endpoint (the page, ``companion bench-live`` and any other follower use it)::

@@ -233,7 +233,7 @@ def stream():
 @bp.get("/live/crop")
 def crop():
     """The camera's picture of one captured card (the "check this card" panel shows it)."""
-    from companion.cards import STANDARD_DECK
+    from companion.game.cards import STANDARD_DECK
 
     session = _require_pictures()
     player = (request.args.get("player") or "").strip()

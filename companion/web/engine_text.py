@@ -93,7 +93,7 @@ SHAPES += [
     ),
     (r"In progress: round (?P<n>\d+), (?P<table>.+)\.", N_("In progress: round %(n)s, %(table)s.")),
 ]
-# Hanamikoji (companion.hanamikoji): its log lines and round results.
+# Hanamikoji (companion.game.hanamikoji): its log lines and round results.
 SHAPES += [
     (
         r"Hanamikoji started: (?P<a>.+) vs (?P<b>.+), (?P<starts>.+) starts round 1",
@@ -150,11 +150,11 @@ def _table(text: str) -> str:
 
 
 def localized_summary(summary):
-    """A match summary (companion.summary.MatchSummary) with the engine's sentences in it
+    """A match summary (companion.summaries.koikoi.MatchSummary) with the engine's sentences in it
     said in the page's language: outcome, round reasons, multipliers, warnings."""
     import dataclasses
 
-    from companion.summary import MatchSummary
+    from companion.summaries.koikoi import MatchSummary
 
     if not isinstance(summary, MatchSummary):
         return summary  # another game's summary: its own words

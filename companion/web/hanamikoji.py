@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 
-from companion.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
+from companion.game import registry
+from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
 from companion.web.views import WebError, is_htmx, render, store
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
@@ -123,7 +124,7 @@ def _log(stored, names) -> list[LogLine]:
 def board_context(match_id: int) -> dict:
     st = store()
     info = st.get_match(match_id)
-    if info.game != "hanamikoji":
+    if info.game != registry.HANAMIKOJI.name:
         raise WebError(f"Match {match_id} is not a Hanamikoji match.", 404)
     stored = st.events(match_id)
     state = st.state(match_id)
@@ -206,7 +207,7 @@ def event_from_form(form) -> dict:
 @bp.post("/events")
 def record(match_id: int):
     st = store()
-    if st.game(match_id) != "hanamikoji":
+    if st.game(match_id) != registry.HANAMIKOJI.name:
         raise WebError(f"Match {match_id} is not a Hanamikoji match.", 404)
     form = request.form
     expected_seq = _int_field(form, "expected_seq", "the last event the page saw")

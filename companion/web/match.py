@@ -28,10 +28,10 @@ import threading
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
-from companion import engine
-from companion.cards import Deck
-from companion.engine import MatchState
-from companion.rules import RuleSet
+from companion.game import engine, registry
+from companion.game.cards import Deck
+from companion.game.engine import MatchState
+from companion.game.rules import RuleSet
 from companion.web import views
 from companion.web.engine_text import localized_summary
 from companion.web.i18n import language
@@ -146,8 +146,9 @@ def other_game():
     match_id = (request.view_args or {}).get("match_id")
     if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
         return None
-    if store().game(match_id) == "hanamikoji":
-        return redirect(url_for("hanamikoji.page", match_id=match_id), 303)
+    game = registry.game(store().game(match_id))
+    if game.page_endpoint != "match.page":
+        return redirect(url_for(game.page_endpoint, match_id=match_id), 303)
     return None
 
 
@@ -329,7 +330,7 @@ def record(match_id: int):
 
 @bp.get("/summary")
 def summary(match_id: int):
-    from companion import summary as summary_module
+    from companion.summaries import koikoi as summary_module
 
     info = store().get_match(match_id)  # 404 for an unknown match
     summary_data = localized_summary(summary_module.summary_from_store(store(), info.id))

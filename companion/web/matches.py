@@ -6,6 +6,7 @@ from flask import Blueprint, current_app, redirect, request, url_for
 from flask_babel import gettext as _
 
 from companion import CompanionError
+from companion.game import registry
 from companion.web.views import WebError, is_htmx, render, store, team_label, whole_number
 
 bp = Blueprint("matches", __name__)
@@ -14,7 +15,7 @@ MAX_NAME_LENGTH = 24
 
 
 def _presets() -> list[tuple[str, str]]:
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     presets = []
     for name in RuleSet.presets():
@@ -26,7 +27,7 @@ def _presets() -> list[tuple[str, str]]:
 
 
 def _ruleset(name: str):
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     if not name:
         raise WebError(_("Choose a rule preset."), 400)
@@ -37,7 +38,7 @@ def _ruleset(name: str):
 
 @bp.get("/")
 def index():
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     presets = _presets()
     default = (
@@ -91,7 +92,7 @@ def _invite() -> dict | None:
 
 @bp.get("/new/options")
 def options():
-    if request.args.get("rules") == "hanamikoji":  # another game: companion.web.hanamikoji
+    if request.args.get("rules") == registry.HANAMIKOJI.name:  # another game: its own form
         from companion.web import hanamikoji
 
         return hanamikoji.new_match_options(request.args)
@@ -203,7 +204,7 @@ def _teams_from_form(form, names) -> tuple[list[str], dict | None]:
 @bp.post("/matches")
 def create():
     form = request.form
-    if form.get("rules") == "hanamikoji":  # another game: companion.web.hanamikoji
+    if form.get("rules") == registry.HANAMIKOJI.name:  # another game: its own form
         from companion.web import hanamikoji
 
         return hanamikoji.create(form)
@@ -306,9 +307,7 @@ def import_match():
     except (UnicodeError, ValueError):
         raise WebError(_("This file is not a JSON export of a match."), 400) from None
     match_id = store().import_match(data)
-    target = url_for("match.page", match_id=match_id)
-    if store().game(match_id) == "hanamikoji":
-        target = url_for("hanamikoji.page", match_id=match_id)
+    target = url_for(registry.game(store().game(match_id)).page_endpoint, match_id=match_id)
     return redirect(target, 303)
 
 

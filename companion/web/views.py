@@ -12,7 +12,7 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
-from companion.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.game.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
 from companion.web import host_name, is_loopback
 from companion.web.i18n import card_name, language
 

@@ -131,8 +131,8 @@ def fit_acceptance(
     nothing to find a negative. The rule in force matters through which of two looks
     at one card reaches the decision (``Decoder._distinct``) and whether second chances near
     a found card, such as row steps, go on to it (``Decoder._kept_spots``)."""
-    from companion import synth
     from companion.detections import iou_matrix
+    from companion.simulator import synth
 
     rows, labels, scenes = [], [], 0
     for k, deck in enumerate(decks):

@@ -3,7 +3,7 @@
     companion train --out models/ --decks traditional-ngs,modern-mantia,hwatu-korean \
         --scenes 3000 --epochs 12 --seed 1
 
-1. Render scenes with ``companion.synth`` (ground truth: each card's quad, class, visibility).
+1. Render scenes with ``companion.simulator.synth`` (ground truth: each card's quad, class, visibility).
 2. Localizer: letterboxed frames -> centre heatmap (focal loss) + offset, log size and
    (cos 2θ, sin 2θ) at the centre cell (L1).
 3. Classifier: rectified crops cut exactly like the runtime does (``recognizer.crop_matrix``)
@@ -145,7 +145,7 @@ def log(msg: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Scenes (thin wrapper over companion.synth)
+# Scenes (thin wrapper over companion.simulator.synth)
 # --------------------------------------------------------------------------------------------
 
 
@@ -161,7 +161,7 @@ class SceneData:
 def deck_dir(name: str) -> Path:
     """A deck folder, or a deck's name in the shared folder (``synth.find_shared_dir``: ``../shared``
     or ``$COMPANION_SHARED``, as on a device machine that carries the decks in the checkout)."""
-    from companion import synth
+    from companion.simulator import synth
 
     path = Path(name)
     if path.is_dir():
@@ -170,7 +170,7 @@ def deck_dir(name: str) -> Path:
 
 
 def render(seed: int, decks, width: int, height: int, variant: str = "") -> SceneData:
-    from companion import synth
+    from companion.simulator import synth
 
     # synth scales card sizes with the frame height: a smaller frame is the same camera view
     config = synth.SceneConfig(
@@ -200,7 +200,7 @@ def _render_cached(seed, decks, width, height, cache, variant=""):
     """Render one scene, or read it back from ``cache`` (a folder; None = no cache)."""
     if cache is None:
         return render(seed, decks, width, height, variant)
-    from companion import synth
+    from companion.simulator import synth
 
     # the render version keeps scenes rendered before a change to synth from being read back
     key = f"r{synth.RENDER_VERSION}_{'+'.join(Path(d).name for d in decks)}_{width}x{height}_{seed}"
@@ -247,12 +247,12 @@ def render_many(
 ):
     """Render scenes ``start..start+n-1`` of dataset ``seed`` (as synth.write_dataset numbers
     them), of the default scene config or one of ``SCENE_VARIANTS``."""
-    from companion.synth import scene_seed
+    from companion.simulator.synth import scene_seed
 
     seeds = [scene_seed(seed, i) for i in range(start, start + n)]
     if workers <= 1 or n < 8:
         return _render_batch((seeds, decks, width, height, cache, variant))
-    from companion.synth import render_pool
+    from companion.simulator.synth import render_pool
 
     chunks = [seeds[i :: workers * 4] for i in range(workers * 4)]
     with render_pool(workers) as pool:
@@ -563,7 +563,7 @@ def _read_samples(path: str) -> list:
 def stage_samples(n: int, seed: int, recipe: SampleRecipe, workers: int = 1):
     """``_scene_samples`` of scenes ``0..n-1`` of dataset ``seed``, in order, cut by
     ``workers`` processes (1: in this one); logs progress."""
-    from companion.synth import render_pool, scene_seed
+    from companion.simulator.synth import render_pool, scene_seed
 
     chunk = 4
     items = [(i, scene_seed(seed, i)) for i in range(n)]
@@ -1358,7 +1358,7 @@ def _crop_set(scenes, st: Settings, seed: int):
     for scene in scenes:
         crop_set.add(classifier_samples(scene, st, rng, 1))
     if not len(crop_set):
-        from companion.synth import SynthError
+        from companion.simulator.synth import SynthError
 
         raise SynthError(f"The {len(scenes)} scenes hold no card to crop: render more of them.")
     return crop_set.arrays()
@@ -2094,7 +2094,7 @@ def resume(
         "losses": {"classifier_ce": ce, "localizer_heat": heat},
         **({"grown_to": grown} if grown else {}),
     }
-    from companion import synth  # the extra scenes' ranges, as rendered
+    from companion.simulator import synth  # the extra scenes' ranges, as rendered
 
     if back_scenes:
         back_seed = seed + BACK_SCENES_SEED_OFFSET
@@ -2259,8 +2259,8 @@ def _calibration(out: Path, nets: str, decks, seed: int, frames: int):
     """Calibration data for quantizing the nets of ``out`` (run as ``nets``): ``frames``
     letterboxed frames (1,H,W,3) of the training decks, and per frame the crops the classifier
     sees there: first looks at the proposed boxes, second looks at the true cards."""
-    from companion import synth
     from companion.recognizer import Recognizer, crop_matrices, localize
+    from companion.simulator import synth
 
     rec = Recognizer.load(out, threads=1, nets=nets)
     st = rec.settings

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import synth
+from companion.simulator import synth
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "lab" / "gpu-stage.sh"

@@ -226,7 +226,7 @@ def test_scene_variant_renders_and_caches_apart(tmp_path):
         pytest.skip("../shared/decks missing")
     from companion_lab import training
 
-    from companion import synth
+    from companion.simulator import synth
 
     decks = [str(SHARED_DECKS / "traditional-ngs")]
     seed = synth.scene_seed(11, 0)
@@ -253,7 +253,7 @@ def test_scene_cache_is_not_read_across_render_versions(tmp_path, monkeypatch):
         pytest.skip("../shared/decks missing")
     from companion_lab import training
 
-    from companion import synth
+    from companion.simulator import synth
 
     decks = [str(SHARED_DECKS / "traditional-ngs")]
     seed = synth.scene_seed(11, 1)
@@ -464,7 +464,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     assert losses["localizer_heat"][-1] < losses["localizer_heat"][0]
     assert losses["classifier_ce"][-1] < losses["classifier_ce"][0]
     rec = Recognizer.load(tmp_path / "recognizer.json")
-    from companion import synth
+    from companion.simulator import synth
 
     scene = synth.render_scene(
         5, synth.SceneConfig(width=640, height=360, decks=(str(SHARED_DECKS / "traditional-ngs"),))

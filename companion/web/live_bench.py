@@ -80,7 +80,7 @@ def percentile(values: list[float], q: float) -> float:
 def bench_events(count: int) -> list[dict]:
     """``count`` events the engine accepts after the match's ``round_started``: captures of
     distinct cards, each undone by the next event, so no yaku ever interrupts the run."""
-    from companion.cards import ALL_CODES
+    from companion.game.cards import ALL_CODES
 
     codes = list(ALL_CODES)
     events = []

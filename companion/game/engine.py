@@ -60,8 +60,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
-from companion.cards import CODE_RE, Card, CardError, Category, normalize_code
-from companion.events import EventRecord, required
+from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
+from companion.game.events import EventRecord, required
 
 __all__ = [
     "IllegalEvent",
@@ -207,7 +207,7 @@ class MatchStarted(Event):
         cls, players, rules: str = "livret", *, rounds=None, oya=None, options=None, teams=None
     ):
         """A match_started carrying the preset's current TOML text (what a store should log)."""
-        from companion.rules import RuleSet
+        from companion.game.rules import RuleSet
 
         ruleset = RuleSet.load(rules)
         return cls(
@@ -973,7 +973,7 @@ _RULES_CACHE_SIZE = 32
 def _rules_for(e: MatchStarted):
     """The event's rule set with its options; parsed once per (text, options), since every
     replay of a stored match starts by building the same (immutable) RuleSet."""
-    from companion.rules import RuleSet
+    from companion.game.rules import RuleSet
 
     if not e.rules_text:  # hand-written logs: the preset as it is today
         return RuleSet.load(e.rules).with_options(e.options)
@@ -1211,7 +1211,7 @@ def _declared_hand(s: MatchState, e: HandDeclared) -> tuple:
     if e.kind == "kuttsuki" and sum(n // 2 for n in months.values()) < 4:
         raise IllegalEvent(f"The hand {listed} holds fewer than 4 pairs: no kuttsuki.")
     if e.kind == "dealt_yaku":
-        from companion import scoring
+        from companion.game import scoring
 
         if not scoring.score_yaku(s.rules, cards, month=s.month).base:
             raise IllegalEvent(f"The hand {listed} makes no yaku: no dealt_yaku.")
@@ -1340,7 +1340,7 @@ def _score_hand(
 ):
     """score_hand, remembered: a replay of a stored match (same cached RuleSet) scores the same
     hands again, and the order of captures never matters to a score."""
-    from companion import scoring
+    from companion.game import scoring
 
     return scoring.score_hand(
         rules,
@@ -1402,7 +1402,7 @@ def _finish_round(s, winner, kind, amount, reason, hand=None) -> None:
 
 
 def _finish_card_values_round(s: MatchState) -> None:
-    from companion import scoring
+    from companion.game import scoring
 
     values = dict(s.card_values)
     best = max(values.values())

@@ -10,25 +10,15 @@ what the tablet's summary page serves. PDF: headless Chromium's print of that HT
 from __future__ import annotations
 
 import datetime
-import functools
-import os
-import shutil
-import subprocess
-import tempfile
-import unicodedata
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from companion import CompanionError
-from companion.resources import package_path
+from companion.summaries import printable
+from companion.summaries.printable import PLAYER_COLOURS
 
-WEB_DIR = package_path("web")
 TEMPLATE_NAME = "summary.html"
-CSS_PATH = WEB_DIR / "static" / "summary.css"
 FORMATS = ("text", "html", "pdf", "json")
 CORRECTION_TYPES = ("capture_corrected", "capture_removed", "undo")
-# Players' colours in the chart and the PDF (also used by summary.css's legend swatches).
-PLAYER_COLOURS = ("#b3261e", "#1f5fa8", "#2e7d32", "#8e44ad")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,11 +178,10 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
 def summary_from_store(store, match=None) -> MatchSummary:
     """The summary of match ``match`` (the most recent one when None) in a MatchStore."""
     info = store.resolve_match(match)
-    if getattr(info, "game", "koikoi") == "hanamikoji":
-        from companion import hanamikoji_summary
+    from companion.game import registry
 
-        return hanamikoji_summary.build_summary(store.state(info.id), info, store.events(info.id))
-    return build_summary(store.state(info.id), info, store.events(info.id))
+    summaries = registry.game(info.game).summary
+    return summaries.build_summary(store.state(info.id), info, store.events(info.id))
 
 
 def _yaku_line(yaku) -> YakuLine:
@@ -248,7 +237,7 @@ def render_text(summary: MatchSummary) -> str:
         summary.title,
         f"Rules: {summary.rules} · rounds played: {summary.rounds_played}"
         + (f" of {summary.rounds_planned}" if summary.rounds_planned else "")
-        + (f" · started {_date(summary.created_at)}" if summary.created_at else ""),
+        + (f" · started {printable.date_text(summary.created_at)}" if summary.created_at else ""),
         *([summary.teams_line] if summary.teams else []),
         "",
     ]
@@ -270,13 +259,6 @@ def render_text(summary: MatchSummary) -> str:
     for warning in summary.warnings:
         lines.append(f"Note: {warning}")
     return "\n".join(lines) + "\n"
-
-
-def _date(iso: str) -> str:
-    try:
-        return datetime.datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M UTC")
-    except ValueError:
-        return iso
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,45 +305,12 @@ def chart_svg(summary: MatchSummary, width: int = 640, height: int = 220) -> str
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(series[p]))
         parts.append(
             f'<polyline class="series" fill="none" stroke="{colour}" stroke-width="2.5"'
-            f' points="{points}"><title>{_escape(p)}</title></polyline>'
+            f' points="{points}"><title>{printable.escape(p)}</title></polyline>'
         )
         for i, v in enumerate(series[p]):
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"/>')
     parts.append("</svg>")
     return "".join(parts)
-
-
-def _escape(text: str) -> str:
-    from markupsafe import escape
-
-    return str(escape(text))
-
-
-SUMMARY_LANGUAGES = ("en", "fr", "ja")  # the page's catalogs: companion/web/translations
-
-
-@functools.lru_cache(maxsize=len(SUMMARY_LANGUAGES))
-def _environment(lang: str = "en"):
-    # Built once per language: jinja2 then compiles the template once and checks the file for
-    # changes; each language's words are installed once, so renders share nothing mutable.
-    import gettext
-
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(WEB_DIR / "templates")),
-        autoescape=jinja2.select_autoescape(["html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        extensions=["jinja2.ext.i18n"],
-    )
-    translations = gettext.NullTranslations()
-    if lang != "en":
-        translations = gettext.translation(
-            "messages", str(WEB_DIR / "translations"), [lang], fallback=True
-        )
-    env.install_gettext_translations(translations, newstyle=True)
-    return env
 
 
 def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str = "en") -> str:
@@ -372,16 +321,16 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str
 
     if not isinstance(summary, MatchSummary):  # another game's summary renders itself
         return summary.render_html(back_url=back_url)
-    lang = lang if lang in SUMMARY_LANGUAGES else "en"
-    template = _environment(lang).get_template(TEMPLATE_NAME)
+    lang = lang if lang in printable.SUMMARY_LANGUAGES else "en"
+    template = printable.environment(lang).get_template(TEMPLATE_NAME)
     return template.render(
         lang=lang,
         s=summary,
-        css=Markup(CSS_PATH.read_text(encoding="utf-8")),
+        css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
         chart=Markup(chart_svg(summary)),
         colours=PLAYER_COLOURS,
         back_url=back_url,
-        started=_date(summary.created_at) if summary.created_at else "",
+        started=printable.date_text(summary.created_at) if summary.created_at else "",
         printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
@@ -391,109 +340,20 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str
 # ---------------------------------------------------------------------------------------------
 
 
-def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-
-
 def render_pdf(summary: MatchSummary, *, use_chromium: bool = True, timeout: float = 60) -> bytes:
     """The summary as PDF bytes: Chromium's print of the HTML when available, else the
     built-in writer (ledger table and chart, A4)."""
-    chromium = find_chromium() if use_chromium else None
+    chromium = printable.find_chromium() if use_chromium else None
     if chromium:
-        pdf = _chromium_pdf(chromium, render_html(summary), timeout)
+        pdf = printable.chromium_pdf(chromium, render_html(summary), timeout)
         if pdf is not None:
             return pdf
     return builtin_pdf(summary)
 
 
-def _chromium_pdf(chromium: str, html: str, timeout: float) -> bytes | None:
-    with tempfile.TemporaryDirectory(prefix="companion-pdf-") as tmp:
-        page = Path(tmp) / "summary.html"
-        out = Path(tmp) / "summary.pdf"
-        page.write_text(html, encoding="utf-8")
-        command = [
-            chromium,
-            "--headless",
-            "--no-sandbox",  # needed when run as root (containers); the page is our own file
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--no-pdf-header-footer",
-            f"--user-data-dir={tmp}/profile",
-            f"--print-to-pdf={out}",
-            page.as_uri(),
-        ]
-        try:
-            subprocess.run(command, capture_output=True, timeout=timeout, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        if out.exists() and out.read_bytes().startswith(b"%PDF"):
-            return out.read_bytes()
-    return None
-
-
-class _PdfPage:
-    """Drawing operators for one page, in points from the top-left corner."""
-
-    WIDTH, HEIGHT = 595.28, 841.89  # A4
-
-    def __init__(self):
-        self.ops: list[str] = []
-
-    def text(self, x: float, y: float, text: str, size: float = 10, bold: bool = False):
-        font = "F2" if bold else "F1"
-        self.ops.append(
-            f"BT /{font} {size:.1f} Tf {x:.2f} {self.HEIGHT - y:.2f} Td ({_pdf_string(text)}) Tj ET"
-        )
-
-    def line(self, x1, y1, x2, y2, width: float = 0.5, colour=(0, 0, 0)):
-        r, g, b = colour
-        self.ops.append(
-            f"{r:.3f} {g:.3f} {b:.3f} RG {width:.2f} w {x1:.2f} {self.HEIGHT - y1:.2f} m"
-            f" {x2:.2f} {self.HEIGHT - y2:.2f} l S"
-        )
-
-    def polyline(self, points, width: float = 1.5, colour=(0, 0, 0)):
-        if len(points) < 2:
-            return
-        r, g, b = colour
-        path = " ".join(
-            f"{x:.2f} {self.HEIGHT - y:.2f} {'m' if i == 0 else 'l'}"
-            for i, (x, y) in enumerate(points)
-        )
-        self.ops.append(f"{r:.3f} {g:.3f} {b:.3f} RG {width:.2f} w {path} S 0 0 0 RG")
-
-    def content(self) -> bytes:
-        return "\n".join(self.ops).encode("latin-1")
-
-
-def _pdf_string(text: str) -> str:
-    # The standard fonts speak WinAnsi (about Latin-1): "Sankō" becomes "Sanko", and what
-    # has no Latin form (kanji...) becomes "?".
-    safe = str(text).replace("×", "x").replace("·", "-").replace("—", "-").replace("−", "-")
-    safe = "".join(_latin1(ch) for ch in safe)
-    return safe.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-
-
-def _latin1(ch: str) -> str:
-    if ord(ch) < 256:
-        return ch
-    base = unicodedata.normalize("NFKD", ch)[0]
-    return base if ord(base) < 256 else "?"
-
-
-def _hex_colour(colour: str) -> tuple[float, float, float]:
-    colour = colour.lstrip("#")
-    return tuple(int(colour[i : i + 2], 16) / 255 for i in (0, 2, 4))
-
-
 def builtin_pdf(summary: MatchSummary) -> bytes:
     """A small, valid A4 PDF of the summary with no dependency: title, ledger, chart."""
-    pages = [_PdfPage()]
+    pages = [printable.PdfPage()]
     page = pages[0]
     margin, y = 48.0, 60.0
     page.text(margin, y, summary.title, 18, bold=True)
@@ -502,7 +362,7 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
     if summary.rounds_planned:
         subtitle += f" of {summary.rounds_planned}"
     if summary.created_at:
-        subtitle += f"   Started {_date(summary.created_at)}"
+        subtitle += f"   Started {printable.date_text(summary.created_at)}"
     page.text(margin, y, subtitle, 10)
     y += 16
     if summary.teams:
@@ -513,19 +373,19 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
 
     players = summary.players
     columns = [margin + dx for dx in (0, 34, 96, 246, 276)]
-    table_right = _PdfPage.WIDTH - margin
+    table_right = printable.PdfPage.WIDTH - margin
     step = min(60.0, (table_right - margin - 370) / max(1, len(players)))
     player_x = [margin + 370 + step * i for i in range(len(players))]
     name_chars = max(3, int(step / 5.5))  # Helvetica-Bold 9 pt: about 5.5 pt a character
 
-    def header(page: _PdfPage, y: float) -> float:
+    def header(page: printable.PdfPage, y: float) -> float:
         for x, label in zip(
             columns, ("Round", "Winner", "Yaku", "Base", "Multipliers"), strict=True
         ):
             page.text(x, y, label, 9, bold=True)
         for x, p in zip(player_x, players, strict=True):
             page.text(x, y, _pdf_clip(p, name_chars), 9, bold=True)
-        page.line(margin, y + 5, _PdfPage.WIDTH - margin, y + 5)
+        page.line(margin, y + 5, printable.PdfPage.WIDTH - margin, y + 5)
         return y + 16
 
     y = header(page, y)
@@ -533,8 +393,8 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
         yaku = [f"{v.name} {v.points}" for v in r.yaku] or [r.reason or "-"]
         mults = [m.text for m in r.multipliers] or ["-"]
         height = 12 * max(len(yaku), len(mults))
-        if y + height > _PdfPage.HEIGHT - 60:  # keep a row whole on one page
-            page = _PdfPage()
+        if y + height > printable.PdfPage.HEIGHT - 60:  # keep a row whole on one page
+            page = printable.PdfPage()
             pages.append(page)
             y = header(page, 60)
         page.text(columns[0], y, str(r.number), 9)
@@ -550,7 +410,7 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
     if not summary.rounds:
         page.text(margin, y, "No round finished yet.", 9)
         y += 14
-    page.line(margin, y - 6, _PdfPage.WIDTH - margin, y - 6)
+    page.line(margin, y - 6, printable.PdfPage.WIDTH - margin, y - 6)
     y += 8
     page.text(
         margin, y, "Totals: " + ", ".join(f"{p} {summary.totals[p]}" for p in players), 11, True
@@ -561,19 +421,19 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
 
     # The chart: running totals per player over the rounds.
     chart_h = 180
-    if y + chart_h + 30 > _PdfPage.HEIGHT - 40:
-        page = _PdfPage()
+    if y + chart_h + 30 > printable.PdfPage.HEIGHT - 40:
+        page = printable.PdfPage()
         pages.append(page)
         y = 60
-    _pdf_chart(page, summary, margin, y, _PdfPage.WIDTH - 2 * margin, chart_h)
-    return _pdf_document([p.content() for p in pages])
+    _pdf_chart(page, summary, margin, y, printable.PdfPage.WIDTH - 2 * margin, chart_h)
+    return printable.pdf_document([p.content() for p in pages])
 
 
 def _pdf_clip(text: str, length: int) -> str:
     return text if len(text) <= length else text[: length - 1] + "."
 
 
-def _pdf_chart(page: _PdfPage, summary: MatchSummary, x0, y0, width, height):
+def _pdf_chart(page: printable.PdfPage, summary: MatchSummary, x0, y0, width, height):
     series = {p: [0] + [r.running[p] for r in summary.rounds] for p in summary.players}
     values = [v for s in series.values() for v in s]
     low, high = min(values + [0]), max(values + [1])
@@ -596,61 +456,11 @@ def _pdf_chart(page: _PdfPage, summary: MatchSummary, x0, y0, width, height):
     for i in range(steps + 1):
         page.text(px(i) - 2, y0 + height + 12, str(i), 8)
     for n, p in enumerate(summary.players):
-        colour = _hex_colour(PLAYER_COLOURS[n % len(PLAYER_COLOURS)])
+        colour = printable.hex_colour(PLAYER_COLOURS[n % len(PLAYER_COLOURS)])
         page.polyline([(px(i), py(v)) for i, v in enumerate(series[p])], 1.8, colour)
         lx = left + 90 * n
         page.line(lx, y0 + height + 26, lx + 16, y0 + height + 26, 2.5, colour)
         page.text(lx + 20, y0 + height + 29, p[:14], 9)
-
-
-def _pdf_document(contents: list[bytes]) -> bytes:
-    """Assemble objects, xref table and trailer around the pages' content streams."""
-    objects: list[bytes] = []
-
-    def add(body: bytes) -> int:
-        objects.append(body)
-        return len(objects)
-
-    catalog = add(b"")  # filled in below, once the pages object number is known
-    pages_id = add(b"")
-    regular = add(
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
-    )
-    bold = add(
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>"
-    )
-    kids = []
-    for content in contents:
-        stream = add(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
-        kids.append(
-            add(
-                (
-                    f"<< /Type /Page /Parent {pages_id} 0 R /MediaBox [0 0 {_PdfPage.WIDTH} "
-                    f"{_PdfPage.HEIGHT}] /Resources << /Font << /F1 {regular} 0 R /F2 {bold} 0 R"
-                    f" >> >> /Contents {stream} 0 R >>"
-                ).encode()
-            )
-        )
-    objects[catalog - 1] = f"<< /Type /Catalog /Pages {pages_id} 0 R >>".encode()
-    objects[pages_id - 1] = (
-        f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>"
-    ).encode()
-
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        catalog,
-        xref,
-    )
-    return bytes(out)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 ``docs/LIVE.md``, "Simulated rounds"). Two stages, both driven by ``seed`` alone:
 
 1. ``plan_match`` plays the match: a seeded shuffle, the deal, each turn's play and draw, the
-   scripted Koi/Stop answers, all fed through the real engine (``companion.engine``) so that the
+   scripted Koi/Stop answers, all fed through the real engine (``companion.game.engine``) so that the
    truth is the engine's, never a score computed here. Every physical action becomes a ``Move``
    of one or more cards between table poses over a span of frames, carried by a player's hand.
 2. ``render_frames`` films the plan: the table surface and cards come from ``synth`` (the same
@@ -34,11 +34,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from companion import CompanionError, synth
-from companion.cards import ALL_CODES, Card, Category
-from companion.engine import MatchStarted, apply
-from companion.lens import Lens
+from companion import CompanionError
+from companion.game.cards import ALL_CODES, Card, Category
+from companion.game.engine import MatchStarted, apply
 from companion.live.zones import default_zones
+from companion.simulator import synth
+from companion.simulator.lens import Lens
 
 FORMAT = "companion-simulation/1"
 PLAYERS = ("A", "B")
@@ -430,7 +431,7 @@ class _Planner:
     # -- the match --------------------------------------------------------------------------
 
     def play(self) -> MatchPlan:
-        from companion.rules import RuleSet
+        from companion.game.rules import RuleSet
 
         cfg = self.cfg
         self.rules = RuleSet.load(cfg.rules)
@@ -1018,7 +1019,7 @@ class _Film:
         )
         self.lens_maps = None
         if view.lens is not None:
-            from companion.lens import _bend_maps
+            from companion.simulator.lens import _bend_maps
 
             map_x, map_y = _bend_maps(view.lens.k, self.w, self.h)
             self.lens_maps = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)

@@ -1,6 +1,6 @@
 """What every event family shares: a ``type`` string, plain fields, a JSON round-trip.
 
-The Koi-Koi engine (``companion.engine``) and the Hanamikoji rules (``companion.hanamikoji``)
+The Koi-Koi engine (``companion.game.engine``) and the Hanamikoji rules (``companion.game.hanamikoji``)
 each keep their own family of events: a base class naming the family's registry of types,
 the error its bad input raises and what its events are called in a sentence. A subclass with a
 ``type`` joins its family's registry, so ``Family.from_dict(data)`` builds the right one.

@@ -274,7 +274,7 @@ def _standard_cards() -> list[Card]:
 class Deck:
     """A named set of 48 card slots with their names and roles.
 
-    Deck files (TOML, see ``companion/decks/``) start from the standard deck and override
+    Deck files (TOML, see ``companion/game/decks/``) start from the standard deck and override
     names and roles per code::
 
         name = "ferme-florale"
@@ -429,7 +429,7 @@ class Deck:
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raise CardError(
                 f"The deck file {default_name} has a value of the wrong type ({exc}): see "
-                "companion/decks/ferme-florale.toml for the format."
+                "companion/game/decks/ferme-florale.toml for the format."
             ) from None
         return cls(name, list(cards.values()), title)
 

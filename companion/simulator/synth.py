@@ -37,9 +37,9 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
-from companion.cards import ALL_CODES
 from companion.detections import BACK, polygon_areas
-from companion.lens import Lens
+from companion.game.cards import ALL_CODES
+from companion.simulator.lens import Lens
 
 # Raised whenever a seed renders other pixels or labels than before (2: sheen and motion blur),
 # so that caches of rendered scenes (training.py) never mix two versions.
@@ -128,7 +128,7 @@ class SceneConfig:
     p_motion_blur: float = 0.15
     max_motion_px: float = 14.0  # smear length at 720 rows, scaled to ``height``
     p_sheen: float = 0.2
-    # The camera lens's radial distortion, the same for every scene (``companion.lens``: > 0
+    # The camera lens's radial distortion, the same for every scene (``companion.simulator.lens``: > 0
     # barrel, as in wide-angle webcams; < 0 pincushion). 0: a perfect lens, scenes as before.
     lens_k: float = 0.0
     # ...or, for training scenes, a lens drawn per scene: with chance ``p_lens`` a k uniform
@@ -163,7 +163,7 @@ def find_shared_dir() -> Path:
     env = os.environ.get("COMPANION_SHARED")
     if env:
         return Path(env)
-    repo_root = Path(__file__).resolve().parents[1]
+    repo_root = Path(__file__).resolve().parents[2]
     return repo_root.parent / "shared"
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from companion import CompanionError
-from companion.cards import Card, Category
-from companion.rules import KOI_BONUS_ID, RuleSet, YakuSpec, item_matches
+from companion.game.cards import Card, Category
+from companion.game.rules import KOI_BONUS_ID, RuleSet, YakuSpec, item_matches
 
 
 class ScoringError(CompanionError):

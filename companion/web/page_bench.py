@@ -57,8 +57,8 @@ def long_match_events(rounds: int = 12) -> list[dict]:
     pairs of a month in turn (with now and then a misread card taken back with undo), call
     Koi-Koi on their first two yaku and stop on the third, or let the cards run out. The last round
     is left in progress, a few turns in."""
-    from companion import engine
-    from companion.cards import ALL_CODES
+    from companion.game import engine
+    from companion.game.cards import ALL_CODES
 
     state = engine.replay(
         [engine.MatchStarted.new(PLAYERS, "livret", rounds=rounds, oya=PLAYERS[0])]
@@ -109,7 +109,7 @@ def _median_ms(call, repeat: int) -> float:
 
 
 def run_page_bench(repeat: int = 30, rounds: int = 12) -> PageBenchResult:
-    from companion.cards import ALL_CODES
+    from companion.game.cards import ALL_CODES
     from companion.store import MatchStore
     from companion.web import create_app
 

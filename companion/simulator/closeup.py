@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from companion import synth
+from companion.simulator import synth
 
 
 def _visible_share(quad: np.ndarray, width: int, height: int) -> float:

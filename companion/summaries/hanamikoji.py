@@ -2,7 +2,7 @@
 her favour token stands, each player's geishas and points, and the result with its reason.
 
 ``build_summary(state, info, events)`` gives a ``HanamikojiSummary`` of plain values;
-``companion.summary`` hands it here for text, HTML (``hanamikoji_summary.html``, the same
+``companion.summaries.koikoi`` hands it here for text, HTML (``hanamikoji_summary.html``, the same
 inlined ``summary.css`` as Koi-Koi), PDF and JSON.
 """
 
@@ -12,7 +12,8 @@ import datetime
 import json
 from dataclasses import asdict, dataclass, field
 
-from companion.hanamikoji import GEISHAS, MAX_ROUNDS, SIDES, round_lines
+from companion.game.hanamikoji import GEISHAS, MAX_ROUNDS, SIDES, round_lines
+from companion.summaries import printable
 
 TEMPLATE_NAME = "hanamikoji_summary.html"
 CORRECTION_TYPES = ("undo",)
@@ -71,44 +72,40 @@ class HanamikojiSummary:
     def render_text(self) -> str:
         head = [self.title, f"Hanamikoji · rounds played: {self.rounds_played} of at most 3"]
         if self.created_at:
-            head[-1] += f" · started {_date(self.created_at)}"
+            head[-1] += f" · started {printable.date_text(self.created_at)}"
         tail = [self.outcome, f"Corrections made during the match: {self.corrections}"]
         return "\n".join([*head, "", *self.text_lines, "", *tail]) + "\n"
 
     def render_html(self, *, back_url: str | None = None) -> str:
         from markupsafe import Markup
 
-        from companion import summary
-
-        template = summary._environment().get_template(TEMPLATE_NAME)
+        template = printable.environment().get_template(TEMPLATE_NAME)
         return template.render(
             s=self,
-            css=Markup(summary.CSS_PATH.read_text(encoding="utf-8")),
-            colours=summary.PLAYER_COLOURS,
+            css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
+            colours=printable.PLAYER_COLOURS,
             back_url=back_url,
-            started=_date(self.created_at) if self.created_at else "",
+            started=printable.date_text(self.created_at) if self.created_at else "",
             printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         )
 
     def render_pdf(self, *, use_chromium: bool = True, timeout: float = 60) -> bytes:
-        from companion import summary
-
-        chromium = summary.find_chromium() if use_chromium else None
+        chromium = printable.find_chromium() if use_chromium else None
         if chromium:
-            pdf = summary._chromium_pdf(chromium, self.render_html(), timeout)
+            pdf = printable.chromium_pdf(chromium, self.render_html(), timeout)
             if pdf is not None:
                 return pdf
-        pages = [summary._PdfPage()]
+        pages = [printable.PdfPage()]
         y = 60.0
         pages[0].text(48, y, self.title, 18, bold=True)
         y += 24
         for line in self.render_text().splitlines()[1:]:
-            if y > summary._PdfPage.HEIGHT - 48:
-                pages.append(summary._PdfPage())
+            if y > printable.PdfPage.HEIGHT - 48:
+                pages.append(printable.PdfPage())
                 y = 60.0
             pages[-1].text(48, y, line, 9)
             y += 12
-        return summary._pdf_document([p.content() for p in pages])
+        return printable.pdf_document([p.content() for p in pages])
 
     def render(self, fmt: str) -> bytes:
         if fmt == "text":
@@ -122,13 +119,6 @@ class HanamikojiSummary:
         from companion import CompanionError
 
         raise CompanionError(f"Unknown format {fmt!r}: choose one of text, html, pdf, json.")
-
-
-def _date(iso: str) -> str:
-    try:
-        return datetime.datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M UTC")
-    except ValueError:
-        return iso
 
 
 def build_summary(state, info=None, events=None) -> HanamikojiSummary:

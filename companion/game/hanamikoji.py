@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.events import EventRecord, required
+from companion.game.events import EventRecord, required
 
 __all__ = [
     "GEISHAS",
@@ -426,7 +426,7 @@ def _name(value, what: str) -> str:
 @dataclass(frozen=True)
 class Event(EventRecord):
     """Base of the Hanamikoji events: a ``type`` and a few plain fields, JSON round-trip
-    (``companion.events``, as the Koi-Koi events, in a registry of their own)."""
+    (``companion.game.events``, as the Koi-Koi events, in a registry of their own)."""
 
     registry: ClassVar[dict[str, type]] = EVENT_TYPES
     error: ClassVar[type[CompanionError]] = HanamikojiError

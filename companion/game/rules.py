@@ -1,4 +1,4 @@
-"""Rule sets as data: TOML presets (``companion/rulesets/*.toml``) loaded into frozen objects.
+"""Rule sets as data: TOML presets (``companion/game/rulesets/*.toml``) loaded into frozen objects.
 
 A rule set says which yaku exist and what they are worth, which multipliers apply, and how
 rounds and matches are settled. Every variant a source document offers is an *option*: a named
@@ -21,7 +21,15 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 from companion import CompanionError
-from companion.cards import CODE_RE, Card, CardError, Category, Deck, RibbonKind, normalize_code
+from companion.game.cards import (
+    CODE_RE,
+    Card,
+    CardError,
+    Category,
+    Deck,
+    RibbonKind,
+    normalize_code,
+)
 
 RULESETS_DIR = Path(__file__).with_name("rulesets")
 _NO_FOLDER = RULESETS_DIR / "decks-named-by-text"  # never exists: only built-in deck names
@@ -837,7 +845,7 @@ _SEARCH_CHECKED: dict = {}  # (rule text, options) -> None, or the sentence refu
 
 def _check_search_bound(rules: RuleSet) -> None:
     """Refuse a rule set whose best-assignment scoring would explode (once per text)."""
-    from companion.scoring import ScoringTooCostly, search_cost
+    from companion.game.scoring import ScoringTooCostly, search_cost
 
     key = (rules.source_text, tuple(sorted(rules.active_options.items())), rules.deck.name)
     if key not in _SEARCH_CHECKED:
