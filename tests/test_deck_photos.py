@@ -205,3 +205,29 @@ def test_deck_remove_deletes_a_taught_deck(taught, tmp_path):
     assert again.exit_code == 2 and "No deck 'ferme'" in again.output
     listed = runner.invoke(main, ["deck", "list", "--decks-dir", str(decks)])
     assert "No deck added yet" in listed.output
+
+
+def test_the_tablet_shows_the_taught_decks_names_and_scores_the_same_slots():
+    from types import SimpleNamespace
+
+    from companion.game.cards import Deck
+    from companion.store import MatchStore
+    from companion.web import create_app
+
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret")
+    store.append(match_id, {"type": "round_started"})
+    store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "01-1"})
+    plain = create_app(store, testing=True).test_client()
+    assert "Broadfork" not in plain.get(f"/matches/{match_id}").get_data(as_text=True)
+    # a camera taught the Ferme Florale deck (run --deck): the board shows its names
+    camera = SimpleNamespace(
+        detector=SimpleNamespace(namer=SimpleNamespace(names=Deck.load(FERME)))
+    )
+    client = create_app(store, testing=True, live=camera).test_client()
+    page = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "Broadfork" in page
+    french = client.get(f"/matches/{match_id}", headers={"Accept-Language": "fr"})
+    assert "Grelinette" in french.get_data(as_text=True)
+    assert store.state(match_id).captures["Aki"][0].code == "01-1"  # the engine's own code
+    store.close()

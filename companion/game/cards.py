@@ -345,6 +345,15 @@ class Deck:
         items = [t for t in (s.strip() for s in text.split(",")) if t]
         return [self.parse(t) for t in items]
 
+    def renamed_by(self, other: Deck) -> Deck:
+        """This deck's slots and roles (what the rules score) under ``other``'s names and
+        title (what the players' own deck calls its cards)."""
+        cards = [
+            Card(c.code, c.month, c.index, c.category, c.ribbon, c.roles, other.card(c.code).names)
+            for c in self.cards
+        ]
+        return Deck(other.name, cards, other.title)
+
     def with_role(self, role: str) -> list[Card]:
         return [c for c in self.cards if role in c.roles]
 

@@ -322,6 +322,8 @@ class DeckNamer:
         self.session = embedder or open_session(EMBEDDER, 2)
         self.card_ids = np.array(sorted(set(deck.class_ids.tolist())), np.int64)
         self._ref_card = np.searchsorted(self.card_ids, deck.class_ids)
+        # the names the players' deck gives its slots (the tablet and detect show them)
+        self.names = deck.names_deck()
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
         faces = np.flatnonzero(det.class_ids != BACK_ID)
