@@ -1240,7 +1240,7 @@ def test_koikoi_japan_random_matches_keep_the_bank_and_replay(choices):
 
 
 def test_a_long_match_keeps_one_log_and_a_bounded_undo_history():
-    from companion.game.engine import UNDO_SNAPSHOTS
+    from companion.game.events import UNDO_SNAPSHOTS
 
     state = replay(
         [MatchStarted.new(["A", "B"], "livret", rounds=6, oya="A"), {"type": "round_started"},

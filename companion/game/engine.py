@@ -56,13 +56,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
 from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
-from companion.game.events import EventRecord, required
+from companion.game.events import (
+    EventLog,
+    EventRecord,
+    remember,
+    replay_log,
+    required,
+    undo,
+)
 
 __all__ = [
     "IllegalEvent",
@@ -650,51 +656,6 @@ class MatchOutcome:
 # ---------------------------------------------------------------------------------------------
 
 
-class EventLog(Sequence):
-    """A match's effective events, shared between the states of one line of play: each state
-    sees the first ``len`` events of one append-only list, so recording an event costs the
-    same at event 3,000 as at event 3 (no copy of the log). A state that takes another line
-    (a new event after an undo) copies the events it shares, once."""
-
-    __slots__ = ("_events", "_length")
-
-    def __init__(self, events: list | None = None, length: int | None = None):
-        self._events = [] if events is None else events
-        self._length = len(self._events) if length is None else length
-
-    def appended(self, event) -> EventLog:
-        if self._length == len(self._events):  # the tip of its line: share the list
-            self._events.append(event)
-            return EventLog(self._events, self._length + 1)
-        return EventLog([*self._events[: self._length], event])
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self._events[: self._length][index]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("event log index out of range")
-        return self._events[index]
-
-    def __iter__(self):
-        return iter(self._events[: self._length])
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    def __repr__(self) -> str:
-        return f"<EventLog of {self._length} events>"
-
-
-# How many earlier states a state keeps for ``undo``; undoing further back replays the
-# effective log, so a long match holds a bounded number of states in memory.
-UNDO_SNAPSHOTS = 64
-
-
 class MatchState:
     """Everything the page and the summary show, as of the last event. Never mutate one:
     ``apply`` builds a new state and keeps the previous one (for ``undo``)."""
@@ -920,20 +881,9 @@ def apply(state: MatchState | None, event: Event | dict) -> MatchState:
         )
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
-    new.log = state.log.appended(logged)
-    new._previous = state
-    _forget_old_snapshots(new)
+    remember(new, state, logged)
     new.warnings = _warnings(new)
     return new
-
-
-def _forget_old_snapshots(state: MatchState) -> None:
-    # Keep the last UNDO_SNAPSHOTS states reachable; an undo past them replays the log.
-    for _ in range(UNDO_SNAPSHOTS):
-        state = state._previous
-        if state is None:
-            return
-    state._previous = None
 
 
 def replay(events) -> MatchState:
@@ -941,22 +891,13 @@ def replay(events) -> MatchState:
 
     Raises IllegalEvent naming the first refused event (1-based) and why.
     """
-    state = MatchState()
-    for n, event in enumerate(events, 1):
-        try:
-            state = apply(state, event)
-        except IllegalEvent as exc:
-            raise IllegalEvent(f"Event {n} is refused: {exc}") from None
-    return state
+    return replay_log(events, apply, IllegalEvent) or MatchState()
 
 
 def _undo(state: MatchState) -> MatchState:
-    if not state.started or len(state.log) <= 1:
+    if not state.started:
         raise IllegalEvent("Nothing to undo.")
-    if state._previous is not None:
-        return state._previous
-    # Past the kept snapshots: the state before the last effective event, replayed.
-    return replay(state.log[:-1])
+    return undo(state, replay, IllegalEvent)
 
 
 # -- handlers (each mutates the fresh copy it is given) -----------------------------------------
