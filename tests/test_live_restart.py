@@ -200,10 +200,10 @@ class Hands:
             self.index += 1
 
     def hover(self, code, x, y, seconds, drift):
-        """Held just above its place, drifting ``drift`` pixels a frame to and fro."""
-        for i in range(round(seconds * self.FPS)):
-            dx = drift * ((i % 16) if (i // 16) % 2 == 0 else 16 - (i % 16))
-            self.seen[code] = (x + dx, y - 20, 96.0)  # nearer the camera: a little bigger
+        """Held just above its place, drifting slowly towards it (``drift`` pixels a frame)."""
+        frames = round(seconds * self.FPS)
+        for i in range(frames):
+            self.seen[code] = (x - drift * (frames - i), y - 20, 96.0)  # nearer: a bit bigger
             self.run(1 / self.FPS)
 
     def captured(self):
@@ -220,7 +220,7 @@ def test_a_card_held_nearly_still_above_its_place_counts_once_it_lies():
     t.seen["11-2"] = (600, 620, 90.0)  # its partner, laid first
     t.run(1.0)
     assert [c for c, _ in t.captured()] == ["11-2"]
-    t.hover("11-1", 640, 620, 1.0, drift=1.5)
+    t.hover("11-1", 640, 620, 1.0, drift=2.0)  # 3.5 cm a second
     assert [c for c, _ in t.captured()] == ["11-2"]  # not while it is held
     t.seen["11-1"] = (644, 622, 90.0)  # let go, a few millimetres off
     t.run(1.5)

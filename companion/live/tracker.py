@@ -62,10 +62,10 @@ ON_TOP_CONFIDENCE = 0.3  # a capture's look naming another card this surely: a c
 # held a moment just above its place, or a camera with more frames a second, settles no
 # sooner; longer would delay every capture as much
 AT_REST = 0.2
-# a card not yet steady whose centre strays this far (card heights, a few millimetres) from
+# a card not yet steady whose centre strays this far (card heights, about 5 mm) from
 # where it came to rest is still in a hand: its rest starts again. Lower would catch a
 # steadier hand but let a detector's jitter on a lying card hold it back
-STILL = 0.06
+STILL = 0.1
 # a registered capture missing from a look is the card found this near (card heights) under
 # its own name: a card that shifted as it was let go, or reappears from under a hand
 SHIFTED = 1.0
