@@ -271,19 +271,32 @@ def test_the_engine_sentences_in_the_page_language(client, store):
     assert "Akiがこいこい1回の後に勝負（" in ja and "stops after" not in ja
 
 
-def test_an_engine_sentence_of_a_new_shape_is_shown_as_written(client):
-    from companion.web.engine_text import say
+def test_an_engine_message_is_said_by_its_template(client):
+    from companion.game.messages import Listing, Message
+    from companion.web.i18n import say
 
+    declared = Message(
+        "round.declared_cards",
+        side="Aki",
+        kind=Message("hand.teshi"),
+        what=Message("hand.teshi_what"),
+        cards="01-1 01-2 01-3 01-4",
+        points=6,
+    )
+    assert declared == (
+        "Aki declares teshi (4 cards of one month in the dealt hand: 01-1 01-2 01-3 01-4): 6 points"
+    )
     with client.application.test_request_context("/?lang=fr"):
-        assert say("2 bright(s) in the dealt field") == "2 lumière(s) dans le tapis servi"
-        assert say(
-            "Aki declares teshi (4 cards of one month in the dealt hand: 01-1 01-2 01-3 "
-            "01-4): 6 points"
-        ) == (
+        assert say(Message("multiplier.field_brights", n=2)) == "2 lumière(s) dans le tapis servi"
+        assert say(declared) == (
             "Aki déclare Teshi (4 cartes d’un même mois dans la main servie: 01-1 01-2 01-3 "
             "01-4)\u00a0: 6 points"
         )
+        # Text that is no message (a player's name) is shown as written.
         assert say("A rule of a new kind was applied") == "A rule of a new kind was applied"
+    with client.application.test_request_context("/?lang=ja"):
+        assert say(Listing(["Aki", "Ben"], " and ")) == "AkiとBen"
+        assert say(Listing(["五光 10", "タネ 1"])) == "五光 10、タネ 1"
 
 
 @pytest.mark.parametrize(
@@ -389,7 +402,8 @@ def test_a_hanamikoji_round_in_french_and_japanese(client, store):
                 client.post(f"/matches/{match}/hanamikoji/events", data=data, headers=HX)
     before = visible_text(client.get(f"/matches/{match}/hanamikoji").get_data(as_text=True))
     assert "Compter la manche 1" in before and "8/8 objets" in before
-    assert re.search(r"Ben\u00a0: 2 objet\(s\) devant \w+", before)
+    assert re.search(r"Ben\u00a0: 2 objets devant \w+", before)
+    assert re.search(r"Aki\u00a0: 1 objet devant \w+", before)
     assert english_leftovers(before, "fr") == []
     data = {
         "csrf_token": token,

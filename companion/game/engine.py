@@ -87,6 +87,7 @@ __all__ = [
     "MatchState",
     "apply",
     "replay",
+    "team_label",
     "EVENT_TYPES",
 ]
 
@@ -137,7 +138,7 @@ def _whole(value, what: str, low: int, high: int) -> int:
     return value
 
 
-def _team_label(team: str, members) -> str:
+def team_label(team: str, members) -> str:
     """A team as the log names it: its name, and its members unless the name says them."""
     together = " & ".join(members)
     return team if team == together else Message("event.team", team=team, members=together)
@@ -265,7 +266,7 @@ class MatchStarted(Event):
             teams = {p: self.teams[p] for p in players if p in self.teams}
         fields = {"rules": self.rules, "rounds": self.rounds, "oya": self.oya}
         if teams:
-            sides = [_team_label(t, members) for t, members in teams.items()]
+            sides = [team_label(t, members) for t, members in teams.items()]
             return Message("event.match_started_teams", sides=Listing(sides, " vs "), **fields)
         return Message("event.match_started", sides=Listing(players, " vs "), **fields)
 

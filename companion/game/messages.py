@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["Message", "Listing", "Named", "CardCode", "TEMPLATES", "SEPARATORS", "N_"]
+__all__ = ["Message", "Listing", "Named", "CardCode", "TEMPLATES", "SEPARATORS", "N_", "say"]
 
 
 def N_(text: str) -> str:  # noqa: N802 - the usual name for "extract me, translate later"
@@ -45,10 +45,11 @@ def _template(message_id: str, english: str, kind: str | None = None) -> None:
 # -- Koi-Koi: multipliers (companion.game.scoring) ---------------------------------------------
 _template("multiplier.seven_or_more", N_("%(n)s points, 7 or more"), "multiplier")
 _template("multiplier.more_than_seven", N_("%(n)s points, more than 7"), "multiplier")
-_template("multiplier.koi_own", N_("%(n)s Koi call(s) of the scorer"), "koi_multiplier")
-_template("multiplier.koi_beyond_bonus", N_("%(n)s Koi calls of the scorer"), "koi_multiplier")
-_template("multiplier.koi_all", N_("%(n)s Koi call(s) this round"), "koi_multiplier")
-_template("multiplier.opponent_koi", N_("the opponent called Koi"), "koi_multiplier")
+# kind "koi_calls": a multiplier counting Koi calls (the page names who called)
+_template("multiplier.koi_own", N_("%(n)s Koi call(s) of the scorer"), "koi_calls")
+_template("multiplier.koi_beyond_bonus", N_("%(n)s Koi calls of the scorer"), "koi_calls")
+_template("multiplier.koi_all", N_("%(n)s Koi call(s) this round"), "koi_calls")
+_template("multiplier.opponent_koi", N_("the opponent called Koi"), "multiplier")
 _template("multiplier.field_brights", N_("%(n)s bright(s) in the dealt field"), "multiplier")
 # The Koi-Koi bonus line among the yaku (koi = "bonus")
 _template("yaku.koi_bonus_one", N_("Koi-Koi (%(n)s call)"), "yaku")
@@ -71,7 +72,9 @@ _template(
     "round.last_yaku_maker",
     N_("Cards ran out and %(side)s (not the Oya) made the last yaku: %(yaku)s, %(points)s points"),
 )
-_template("round.draw_oya_made_last", N_("Cards ran out, a draw: the Oya %(oya)s made the last yaku"))
+_template(
+    "round.draw_oya_made_last", N_("Cards ran out, a draw: the Oya %(oya)s made the last yaku")
+)
 _template("round.draw_no_yaku", N_("Cards ran out, a draw: nobody made a yaku"))
 _template("round.draw", N_("Cards ran out, a draw: nothing is scored"))
 _template("round.entered_draw", N_("Entered by hand: a draw"))
@@ -148,9 +151,7 @@ _template(
 )
 _template("event.card_captured", N_("%(player)s captured %(card)s"), "event")
 _template("event.capture_checked", N_("%(player)s: %(card)s checked, right as read"), "event")
-_template(
-    "event.capture_corrected", N_("%(player)s: %(card)s corrected to %(new_card)s"), "event"
-)
+_template("event.capture_corrected", N_("%(player)s: %(card)s corrected to %(new_card)s"), "event")
 _template("event.capture_removed", N_("%(player)s: %(card)s removed"), "event")
 _template("event.koi_called", N_("%(player)s called Koi-Koi"), "event")
 _template("event.stop_called", N_("%(player)s stopped"), "event")
@@ -158,9 +159,7 @@ _template("event.hand_declared", N_("%(player)s declared %(kind)s"), "event")
 _template("event.field_brights_set", N_("Brights in the dealt field: %(count)s"), "event")
 _template("event.cards_ran_out", N_("The cards ran out"), "event")
 _template("event.round_entered_draw", N_("Round entered by hand: a draw"), "event")
-_template(
-    "event.round_entered", N_("Round entered by hand: %(winner)s scored %(points)s"), "event"
-)
+_template("event.round_entered", N_("Round entered by hand: %(winner)s scored %(points)s"), "event")
 _template("event.redeal", N_("Redeal: the round is dealt again"), "event")
 _template("event.undo", N_("Undo"), "event")
 
@@ -196,7 +195,9 @@ _template(
     "round",
 )
 _template(
-    "hanamikoji.started", N_("Hanamikoji started: %(a)s vs %(b)s, %(starts)s starts round 1"), "event"
+    "hanamikoji.started",
+    N_("Hanamikoji started: %(a)s vs %(b)s, %(starts)s starts round 1"),
+    "event",
 )
 _template("hanamikoji.item_set", N_("%(player)s: %(n)s item before %(geisha)s"), "event")
 _template("hanamikoji.items_set", N_("%(player)s: %(n)s items before %(geisha)s"), "event")
@@ -345,3 +346,23 @@ class CardCode(str):
 
     def __reduce__(self):
         return (CardCode, (str(self),))
+
+
+def say(value, translate=None, lang: str = "en", name_card=None) -> str:
+    """``value`` in a language: a Message by its template as ``translate`` gives it (a msgid
+    to its translation: a catalog's gettext) filled with its parameters, each said first; a
+    Listing item by item; a Named by its name in ``lang``; a card by ``name_card(code)``;
+    anything else (a player's name, a number) as it is. With no ``translate``: English."""
+    if isinstance(value, Message):
+        params = {k: say(v, translate, lang, name_card) for k, v in value.params.items()}
+        template = translate(value.template) if translate else value.template
+        text = template % params if params else template
+        return text[:1].upper() + text[1:] if value.capitalized else text
+    if isinstance(value, Listing):
+        sep = translate(value.sep) if translate and value.sep in SEPARATORS else value.sep
+        return sep.join(say(item, translate, lang, name_card) for item in value.items)
+    if isinstance(value, Named):
+        return value.in_language(lang)
+    if isinstance(value, CardCode) and name_card is not None:
+        return name_card(str(value))
+    return "" if value is None else str(value)
