@@ -432,3 +432,64 @@ def test_a_round_entered_by_hand_in_french(client, store):
     assert "Manche saisie à la main\u00a0: Ben marque 4" in text  # the log
     assert "Saisie à la main\u00a0: 4 points" in text  # the ledger
     assert english_leftovers(text, "fr") == []
+
+
+def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japanese(client, store):
+    """The engine's Messages said by the page: nothing of their English left, the yaku named
+    as the rule file names them in the page's language (五光, 四光... on a Japanese page)."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):  # Sankō
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="koi_called", player="Aki")
+    post_event(client, store, match_id, type="card_captured", player="Ben", card="02-3")
+    post_event(client, store, match_id, type="card_captured", player="Aki", card="12-1")  # Yonkō
+    ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
+    assert "四光 10" in ja and "Yonkō" not in ja  # the prompt and the hand
+    assert "この回のこいこい1回: Aki ×1" in ja  # the multiplier, with who called
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    pages = {
+        lang: visible_text(client.get(f"/matches/{match_id}?lang={lang}").get_data(as_text=True))
+        for lang in ("en", "fr", "ja")
+    }
+    en, fr, ja = pages["en"], pages["fr"], pages["ja"]
+    assert "Aki stops after 1 Koi with Yonkō 10: 20 points (base 10 x2)" in en
+    assert "1 Koi call(s) this round" in en
+    assert "Ben holds 1 card(s) of month 02 (02-3)" in en
+    assert "Aki dit Stop après 1 Koi-Koi avec Yonkō 10\u00a0: 20 points (base 10 ×2)" in fr
+    assert "1 Koi-Koi annoncé(s) dans la manche" in fr  # the ledger's multiplier
+    assert "Ben a 1 carte(s) du mois 02 (02-3)" in fr
+    assert "Akiがこいこい1回の後に勝負（四光 10点）：20点（基本点10×2）" in ja
+    assert "この回のこいこい1回" in ja
+    assert "Benの02月の札が1枚（02-3）" in ja
+    assert "Yonkō" not in ja and "四光" in ja  # the ledger's yaku too
+    for lang in ("fr", "ja"):
+        assert english_leftovers(pages[lang], lang) == []
+        assert "stops after" not in pages[lang] and "Koi call(s)" not in pages[lang]
+        assert "captures come in pairs" not in pages[lang]
+    summary = visible_text(
+        client.get(f"/matches/{match_id}/summary?lang=ja").get_data(as_text=True)
+    )
+    assert "四光" in summary and "この回のこいこい1回" in summary and "Yonkō" not in summary
+
+
+@pytest.mark.parametrize(
+    ("preset", "cards", "japanese"),
+    [
+        ("livret", ("01-1", "03-1", "08-1", "11-1", "12-1"), "五光"),
+        ("koikoi-japan", ("06-1", "07-1", "10-1"), "猪鹿蝶"),
+        ("nintendo", ("03-1", "09-1"), "花見酒"),
+        ("hana-koikoi", ("03-1", "09-1"), "花見で一杯"),
+    ],
+)
+def test_yaku_names_on_a_japanese_page_as_japanese_players_write_them(
+    client, store, preset, cards, japanese
+):
+    match_id = store.create_match(players=["Aki", "Ben"], rules=preset, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in cards:
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
+    assert japanese in ja
+    en = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
+    assert japanese not in en
