@@ -48,8 +48,14 @@ def procedural_face(month: int, index: int, seed: int = 0) -> np.ndarray:
         cv2.polylines(face, [poly], True, FRAME, 6)
         stem_end = (int(centre[0] + rng.uniform(-60, 60)), FACE_H - margin - 20)
         cv2.line(face, tuple(int(v) for v in centre), stem_end, leaf, 10)
+    # the month's mark in the top corners, as on real decks' plants: seen in a fanned row too
+    mark = _polygon(month_rng, np.zeros(2), 60, corners)
+    for x in (115, FACE_W - 115):
+        placed = mark + np.array([x, 120], np.int32)
+        cv2.fillPoly(face, [placed], colour)
+        cv2.polylines(face, [placed], True, FRAME, 5)
     # the card of the month: a sun (bright), a beast (animal), a band (ribbon), dots (chaff)
-    top = (FACE_W // 2, 280)
+    top = (FACE_W // 2, 300)
     if index == 1:
         cv2.circle(face, top, 150, (245, 245, 240), -1)
         cv2.circle(face, top, 150, FRAME, 8)
@@ -74,7 +80,7 @@ def procedural_face(month: int, index: int, seed: int = 0) -> np.ndarray:
             cv2.line(face, (210 + k * 10, y), (380 + k * 10, y), (240, 240, 240), 8)
     else:
         for _ in range(int(rng.integers(6, 14))):
-            c = (int(rng.uniform(80, FACE_W - 80)), int(rng.uniform(80, 460)))
+            c = (int(rng.uniform(80, FACE_W - 80)), int(rng.uniform(200, 460)))
             cv2.circle(face, c, int(rng.uniform(12, 40)), FRAME, -1)
     return face
 
