@@ -310,7 +310,7 @@ def echo_comparison(against_path: str, other: dict) -> None:
 )
 @click.option(
     "--shapes/--no-shapes",
-    default=True,
+    default=False,
     show_default=True,
     help="... and those found by their shape alone (a card-shaped rectangle on the table).",
 )
