@@ -125,16 +125,20 @@ def card_views(face: np.ndarray, settings: Settings, rng, views: int = VIEWS) ->
     return np.concatenate(crops)
 
 
-PIXELS_SIZE = (10, 16)  # the small picture a crop is also compared by (width, height)
+PIXELS_SIZE = (12, 20)  # the small picture a crop is also compared by (width, height)
+PIXELS_MARGIN = 0.08  # ... cut this share inside each side: the card, not the table around it
 DESCRIPTORS = ("embedding", "embedding+pixels")
 
 
 def pixels(crops: np.ndarray) -> np.ndarray:
-    """Unit-length small pictures of crops (N, H, W, 3): each shrunk to ``PIXELS_SIZE`` in Lab,
-    less its mean colour. The embedding knows the art of the decks the nets were trained on;
-    the picture tells apart the cards of any design by where their colours lie."""
+    """Unit-length small pictures of crops (N, H, W, 3): the card inside each (``PIXELS_MARGIN``
+    in from the crop's sides, which show the table) shrunk to ``PIXELS_SIZE`` in Lab, less
+    its mean colour. The embedding knows the art of the decks the nets were trained on; the
+    picture tells apart the cards of any design by where their colours lie."""
+    h, w = crops.shape[1:3]
+    mh, mw = round(PIXELS_MARGIN * h), round(PIXELS_MARGIN * w)
     out = np.empty((len(crops), PIXELS_SIZE[0] * PIXELS_SIZE[1] * 3), np.float32)
-    for row, crop in zip(out, crops, strict=True):
+    for row, crop in zip(out, crops[:, mh : h - mh, mw : w - mw], strict=True):
         small = cv2.resize(crop, PIXELS_SIZE, interpolation=cv2.INTER_AREA)
         lab = cv2.cvtColor(small, cv2.COLOR_BGR2Lab).astype(np.float32).reshape(-1, 3)
         row[:] = (lab - lab.mean(0)).reshape(-1)
