@@ -97,6 +97,9 @@ def test_a_deck_taught_from_photos_names_its_cards_in_rendered_scenes(taught, re
     assert (info["cards"], info["source"], info["definition"]) == (48, "photos", "names.toml")
     listed = CliRunner().invoke(main, ["deck", "list", "--decks-dir", str(decks)])
     assert "ferme: 48 cards, named by its own names" in listed.output
+    # art the classifier knows under other codes: it is sure of it, and its names are wrong
+    stored = json.loads((decks / "ferme" / "deck.json").read_text())
+    assert stored["classifier_agreement"] < 0.2 and stored["classifier_sureness"] > 0.6
     images, truth = [], []
     for seed in range(4):
         scene = render_closeup(seed, str(reskinned), cards=(2, 3))
@@ -251,9 +254,10 @@ def test_the_classifier_weighs_on_the_names_only_for_the_art_it_knows(procedural
     for code in ("01-1", "03-1", "08-1", "12-1"):
         shutil.copy(source / f"{code}.png", known / f"{code}.png")
         shutil.copy(procedural / f"{code}.png", tmp_path / f"{code}.png")
-    assert add_deck("known", known, tmp_path / "d", views=4).agreement > 0.8
+    known_deck = add_deck("known", known, tmp_path / "d", views=4)
+    assert known_deck.agreement > 0.8 and known_deck.sureness > 0.6
     own = add_deck("own", tmp_path, tmp_path / "d", views=4)
-    assert own.agreement < 0.3 and own.descriptor == "embedding+pixels"
+    assert own.agreement < 0.3 and own.sureness < 0.6 and own.descriptor == "embedding+pixels"
 
 
 @needs_decks

@@ -154,24 +154,29 @@ def describe(session, crops: np.ndarray, descriptor: str = "embedding+pixels") -
     return np.concatenate([feats, pixels(crops)], axis=1) / np.sqrt(2.0)
 
 
-def classifier_agreement(crops: np.ndarray, class_ids: np.ndarray) -> float:
-    """The share of a deck's reference crops the recognizer's classifier names as their own
-    card: near 1 for a deck of the art the nets learned, near 0 for a design of its own, where
-    the classifier's belief must not weigh on the names."""
+def classifier_view(crops: np.ndarray, class_ids: np.ndarray) -> tuple[float, float]:
+    """How the recognizer's classifier sees a deck's reference crops: (agreement, sureness).
+    Agreement: the share it names as their own card, near 1 for a deck of the art the nets
+    learned, near 0 for a design of its own or a re-skinned deck, where its belief must not
+    weigh on the names. Sureness: its mean belief in the card it names (any card), near 1
+    for art it knows even under other codes, low for a design of its own, whose cards it
+    outlines but names unsure (``rescue_cards``)."""
     from companion.recognizer.nets import DEFAULT_MODEL, net_input
 
     meta = json.loads(DEFAULT_MODEL.read_text())
     session = open_session(DEFAULT_MODEL.parent / meta.get("float_nets", meta)["classifier"], 2)
-    named = []
+    named, sure = [], []
     for i in range(0, len(crops), 256):
         batch = np.ascontiguousarray(crops[i : i + 256])
-        probs = session.run(None, {"crop": net_input(session, batch)})[0]
-        named.append(probs[:, : len(ALL_CODES)].argmax(axis=1))
-    return float(np.mean(np.concatenate(named) == class_ids))
+        probs = session.run(None, {"crop": net_input(session, batch)})[0][:, : len(ALL_CODES)]
+        named.append(probs.argmax(axis=1))
+        sure.append(probs.max(axis=1))
+    return (
+        float(np.mean(np.concatenate(named) == class_ids)),
+        float(np.mean(np.concatenate(sure))),
+    )
 
 
-# grey levels: a crop's middle spreading less than this is a plain back. Rendered backs spread
-# 1.2-3.8, the faces of a procedural deck with flat grounds 6.5 and more (5 % under 7.4)
 PLAIN_SPREAD = 5.0
 
 
@@ -213,9 +218,11 @@ class UserDeck:
     accept_similarity: float = 0.0
     folder: str = ""  # where it is kept (set by save and load)
     descriptor: str = "embedding"  # what the references hold (DESCRIPTORS)
-    # the share of the references the classifier names right (``classifier_agreement``): how
+    # the share of the references the classifier names right (``classifier_view``): how
     # much its belief weighs on the names (1: as much as ever, 0: not at all)
     agreement: float = 1.0
+    # how sure the classifier is of the references' names, right or not (``classifier_view``)
+    sureness: float = 1.0
 
     def names_deck(self):
         """The ``companion.game.cards.Deck`` that names and roles this deck's slots: its own
@@ -249,6 +256,7 @@ class UserDeck:
             "accept_similarity": round(float(self.accept_similarity), 4),
             "descriptor": self.descriptor,
             "classifier_agreement": round(float(self.agreement), 4),
+            "classifier_sureness": round(float(self.sureness), 4),
         }
         if self.definition != NAMES_FILE:  # taught again without its own names
             (folder / NAMES_FILE).unlink(missing_ok=True)
@@ -280,6 +288,7 @@ class UserDeck:
                 str(folder),
                 meta.get("descriptor", "embedding"),
                 float(meta.get("classifier_agreement", 1.0)),
+                float(meta.get("classifier_sureness", 1.0)),
             )
         except (OSError, ValueError, KeyError) as exc:
             raise DeckError(f"The deck {name!r} in {decks_dir} is unreadable ({exc}).") from None
@@ -349,7 +358,7 @@ def add_deck(
     crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
     embeddings = describe(session, crops).astype(np.float32)
-    agreement = classifier_agreement(crops, ids)
+    agreement, sureness = classifier_view(crops, ids)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     if names_file is not None:
         definition = store_names(decks_dir / name, names_file)
@@ -363,6 +372,7 @@ def add_deck(
         own_card_similarity(embeddings, ids),
         descriptor="embedding+pixels",
         agreement=agreement,
+        sureness=sureness,
     )
     deck.save(decks_dir)
     return deck
@@ -403,7 +413,7 @@ class DeckNamer:
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
         faces = det.class_ids != BACK_ID
-        if self.deck.agreement < RESCUE_BELOW and (~faces).any():
+        if self.deck.sureness < RESCUE_BELOW and (~faces).any():
             # the classifier learned backs as plain card-shaped patches: a deck of its own with
             # flat grounds looks like them. A back is plain; a face shows its art
             backs = np.flatnonzero(~faces)
@@ -453,7 +463,7 @@ class DeckNamer:
         return Detections(det.quads, class_ids, confidence, alt_ids, alt_scores)
 
 
-RESCUE_BELOW = 0.8  # a deck the classifier names less often than this (agreement) is rescued
+RESCUE_BELOW = 0.6  # a deck whose references the classifier names less sure than this is rescued
 RESCUE_MAX_NONE = 0.3  # a crop the classifier finds this unlike "not a card" is a card...
 RESCUE_SIZE = (0.7, 1.4)  # ... where its long side is this near the found cards' median
 RESCUE_ASPECT = (1.3, 2.1)  # ... and its long over short side this near a card's
@@ -469,7 +479,7 @@ def rescue_cards(
     settings: Settings,
 ) -> Detections:
     """``det`` and the cards among candidate ``quads`` (N,4,2) that the classifier found only
-    unsure: for a deck of a design of its own (``UserDeck.agreement`` under
+    unsure: for a deck of a design of its own (``UserDeck.sureness`` under
     ``RESCUE_BELOW``) the classifier outlines its cards and knows they are cards (its "none"
     stays low) but names none of them surely, so the decoder drops them. A candidate that is
     card-shaped, of the found cards' size, apart from them and not "none" becomes a card,

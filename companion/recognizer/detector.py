@@ -108,7 +108,7 @@ class Recognizer:
         if max(image.shape[:2]) > MAX_SIDE:
             factor = MAX_SIDE / max(image.shape[:2])
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
-        rescue = self.namer is not None and self.rescue and self.namer.deck.agreement < RESCUE_BELOW
+        rescue = self.namer is not None and self.rescue and self.namer.deck.sureness < RESCUE_BELOW
         if rescue and trace is None:
             trace = DecodeTrace()
         det = self._looks(image, trace)

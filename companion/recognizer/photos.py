@@ -28,7 +28,7 @@ from companion.recognizer.decks import (
     UserDeck,
     card_views,
     check_deck_name,
-    classifier_agreement,
+    classifier_view,
     default_decks_dir,
     describe,
     model_settings,
@@ -291,7 +291,7 @@ def teach_from_photos(
     crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
     embeddings = describe(session, crops).astype(np.float32)
-    agreement = classifier_agreement(crops, ids)
+    agreement, sureness = classifier_view(crops, ids)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     stored_definition = definition
     if names_file is not None:
@@ -306,6 +306,7 @@ def teach_from_photos(
         own_card_similarity(embeddings, ids),
         descriptor="embedding+pixels",
         agreement=agreement,
+        sureness=sureness,
     )
     deck.save(decks_dir)
     return deck
