@@ -154,7 +154,7 @@ def test_a_resumed_match_says_the_flags_are_for_a_new_one(run_here):
     invoke, db, _ = run_here
     with MatchStore.open(db) as store:
         store.create_match(["Aki", "Ben"], rules="livret", rounds=6)
-    result = invoke("--players", "Cho,Dai")
+    result = invoke("--players", "Cho,Dai,Eri")  # a new match's players, not this one's
     assert result.exit_code == 0, result.output
     assert "Resuming match 1" in result.output and "apply to a new match" in result.output
     with MatchStore.open(db) as store:
