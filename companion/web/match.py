@@ -107,6 +107,7 @@ def board_context(match_id: int) -> dict:
         "warnings": _settled_warnings(state, stored),
         "card_values_mode": state.mode == "card_values",
         "next_round": len(state.rounds) + 1,
+        "camera_deals": _camera_deals(match_id),
         "next_oya": state.next_oya or state.oya,
         # What the rules make meaningful: only those one-tap buttons are shown.
         "instant_wins": tuple(rules.round.instant_wins),
@@ -293,8 +294,16 @@ def _log_html(match_id: int, lines) -> Markup:
 
 
 def _camera_deals(match_id: int) -> bool:
-    """Whether a live camera follows this match (it then opens each round from the deal)."""
-    return False
+    """Whether a working camera follows this match: it then opens each round from the deal,
+    and the board offers dealing by hand only as a fallback."""
+    session = current_app.extensions.get("companion_live")
+    if session is None:
+        return False
+    try:
+        status = session.status() or {}
+    except Exception:  # noqa: BLE001 - a session that cannot say: the players deal by hand
+        return False
+    return status.get("match_id") == match_id and status.get("camera") in ("live", "connecting")
 
 
 @bp.get("/picker")
