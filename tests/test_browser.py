@@ -131,7 +131,13 @@ class Page:
         self.wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#modal .picker"))
 
     def text(self, css: str = "#board") -> str:
-        return self.d.find_element(By.CSS_SELECTOR, css).text
+        # A live update can swap the board between finding it and reading it: read it again.
+        for _ in range(5):
+            try:
+                return self.d.find_element(By.CSS_SELECTOR, css).text
+            except StaleElementReferenceException:
+                continue
+        raise AssertionError(f"{css} kept going stale")
 
 
 def test_a_match_on_the_tablet(live, browser):

@@ -26,13 +26,18 @@ Live endpoint (the page, ``companion bench-live`` and any other follower use it)
             data: {"match": <id>, "seq": <last seq>}
         plus a ``: keep-alive`` comment every 10 s. The stream closes itself after
         ``?max_seconds=`` (default 300, at most 3600); EventSource reconnects on its own
-        (``retry: 1000``).
+        (``retry: 1000``). With ``?board=1`` (what the page asks for) each update also
+        carries ``"board"``: the board fragment at that seq, rendered once per event and
+        language and sent as is to every follower, its forms' CSRF token and request ids
+        left as marks (``match.CSRF_MARK``, ``match.RID_MARK``) that the page fills in.
     GET /matches/<id>/seq?after=N&timeout=S
         Long-poll alternative: answers ``{"match": <id>, "seq": <last seq>}`` as soon as the
         last seq is greater than N, or after S seconds (default 20, at most 60) with the
         current seq. Without ``after`` it answers at once.
 
-A follower that sees a new seq fetches ``GET /matches/<id>/board`` (the tally fragment).
+A follower that sees a new seq without a board fetches ``GET /matches/<id>/board`` (the tally
+fragment). Each stream (live, long-poll, MJPEG) is served by a thread of its own, up to
+``MAX_STREAMS``, never by the page threads: tablets left open do not keep pages waiting.
 
 The camera (``companion.web.camera``; ``create_app(live=LiveSession)``, docs/LIVE.md). Without a
 live session the pages say "no camera" and the picture endpoints answer 404::
