@@ -23,6 +23,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from companion.game.messages import Message
 from companion.live.pipeline import LivePipeline
 from companion.live.zones import Zones, default_zones
 
@@ -96,7 +97,7 @@ class LiveSession:
         self._stopping = threading.Event()
         self._times: list[float] = []
         self._looked_up = -MATCH_LOOKUP_EVERY
-        self.message = "Starting."
+        self.message = Message("camera.starting")
         self.skipped = 0  # frames of a recording dropped to keep up with real time
         self._clock = clock
         # One line per change of the source's state (connecting, live, lost, absent, ended).
@@ -163,13 +164,13 @@ class LiveSession:
         if self.absent():
             return self.absent_sentence()
         if state == "lost":
-            return "The camera is lost: keep score by hand, it reconnects by itself."
+            return Message("camera.lost")
         if state == "connecting":
-            return "Connecting to the camera."
+            return Message("camera.connecting")
         if state == "ended":
-            return "The recording has ended."
+            return Message("camera.recording_ended")
         if self.pipeline.match_id is None:
-            return "Start a match on the tablet: the camera follows the latest one."
+            return Message("camera.no_match")
         return self.message
 
     def latest_jpeg(self, annotated: bool = True) -> bytes | None:
@@ -268,7 +269,7 @@ class LiveSession:
             self._frame = frame
         self._times.append(self._clock())
         del self._times[:-60]
-        self.message = f"Following match {self.pipeline.match_id}."
+        self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
 
     def _catch_up(self, behind: float) -> None:
@@ -287,13 +288,13 @@ class LiveSession:
         while not self._stopping.is_set():
             if self.source.state == "ended":
                 self._watch_source(False)
-                self.message = "The recording has ended."
+                self.message = Message("camera.recording_ended")
                 self._stopping.wait(0.5)
                 continue
             try:
                 got = self.step()
             except Exception as exc:  # keep the tally alive: a frame that breaks is skipped
-                self.message = f"A frame could not be processed ({type(exc).__name__})."
+                self.message = Message("camera.frame_failed", error=type(exc).__name__)
                 got = False
             if not got:
                 self._stopping.wait(0.05)
