@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from companion.game.cards import Card, Category
+from companion.game.messages import Message
 from companion.live.tracker import Arrival, TableState
 
 # seconds from the first look with nothing moving over a card to its decision: one more
@@ -56,7 +57,7 @@ class Reading:
 @dataclass
 class Proposal:
     kind: str  # "redeal" | "next_round"
-    text: str
+    text: str  # a Message: the page says it in its language
 
 
 @dataclass
@@ -319,7 +320,7 @@ class CaptureDecider:
     def _between_rounds(self, table: TableState, match, out: DeciderOutput) -> None:
         if table.cleared and match.rounds:
             out.cleared = True
-            self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
+            self.proposal = Proposal("next_round", Message("camera.next_round"))
         if table.stale:
             return  # the finished round's cards still lie there
         deal = _deal_size(match)
