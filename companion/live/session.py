@@ -29,6 +29,7 @@ from companion.live.zones import Zones, default_zones
 
 JPEG_QUALITY = 80
 MATCH_LOOKUP_EVERY = 1.0  # seconds
+BEHIND_AT_MOST = 0.25  # seconds a recording played in real time may lag before frames drop
 # A camera or stream that sends no picture this long is said to be absent (on the page and in
 # the terminal): long enough for a webcam to start or a stream to connect, short enough that
 # the players are not left wondering. The source keeps retrying all the same.
@@ -97,6 +98,7 @@ class LiveSession:
         self._times: list[float] = []
         self._looked_up = -MATCH_LOOKUP_EVERY
         self.message = Message("camera.starting")
+        self.skipped = 0  # frames of a recording dropped to keep up with real time
         self._clock = clock
         # One line per change of the source's state (connecting, live, lost, absent, ended).
         self._log = log or logging.getLogger("companion.live").info
@@ -270,8 +272,22 @@ class LiveSession:
         self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
 
+    def _catch_up(self, behind: float) -> None:
+        """A recording played at its pace drops the frames the pipeline is too late for, as
+        a camera does: never more than ``BEHIND_AT_MOST`` behind real time."""
+        skip = getattr(self.source, "skip", None)
+        fps = getattr(self.source, "fps", 0.0)
+        if skip is None or not fps:
+            return
+        while behind > BEHIND_AT_MOST and skip():
+            behind -= 1.0 / fps
+            self.skipped += 1
+
     def run(self) -> None:
         start = time.monotonic()  # the pace of a recording is real time, whatever the clock
+        # No picture yet: counted from now, so that a source whose first open blocks (a stream
+        # that does not answer) is said to be absent on the page all the same.
+        self._down_since = self._clock()
         while not self._stopping.is_set():
             if self.source.state == "ended":
                 self._watch_source(False)
@@ -291,3 +307,5 @@ class LiveSession:
                 delay = due - time.monotonic()
                 if delay > 0:
                     self._stopping.wait(delay)
+                else:
+                    self._catch_up(-delay)
