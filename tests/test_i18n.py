@@ -545,3 +545,15 @@ def test_cards_in_japanese_are_written_in_kanji_and_a_decks_own_cards_keep_their
     # Scripts keep reading and printing the deck's romaji.
     assert STANDARD_DECK.parse("Matsu ni Tsuru").code == "01-1"
     assert STANDARD_DECK.card("01-1").names["ja"] == "Matsu ni Tsuru"
+
+
+def test_the_statistics_name_the_yaku_in_the_page_language(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    ja = visible_text(client.get("/stats?lang=ja").get_data(as_text=True))
+    assert "三光 (1)" in ja and "Sankō" not in ja
+    en = visible_text(client.get("/stats?lang=en").get_data(as_text=True))
+    assert "Sankō (1)" in en
