@@ -3,7 +3,6 @@ through the real pipeline, scored against a truth file) and ``bench-pipeline``."
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import click
@@ -25,6 +24,18 @@ def live_detector(model_path, deck=None, decks_dir=None):
 deck_option = click.option(
     "--deck", help="Name the cards of a deck you added with 'companion deck add NAME DIR'."
 )
+
+
+ZONES_FILE_NAME = "zones.toml"
+
+
+def default_zones_path() -> Path:
+    """Where ``run`` keeps the zones calibrated on the tablet when no ``--zones`` is given:
+    the user's own data folder (beside the default database), never a fixed name in the
+    shared temporary folder, where another user of the machine could plant a layout."""
+    from companion.store import data_dir
+
+    return data_dir() / ZONES_FILE_NAME
 
 
 def _zones(path):
@@ -81,7 +92,7 @@ def run_command(
         detector,
         store,
         zones=zones,
-        zones_path=zones_path or Path(tempfile.gettempdir()) / "companion-zones.toml",
+        zones_path=zones_path or default_zones_path(),
     )
     lan = not web.is_loopback(host)
     join_code = web.new_join_code() if lan else None

@@ -218,7 +218,7 @@ def add_deck(
     (checked here). Returns the stored deck."""
     from companion.game.cards import Deck
 
-    if not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):  # "$" would let "x\n" in
         raise DeckError(
             f"A deck name is lower-case letters, digits, '-' or '_' (up to 40), not {name!r}."
         )
