@@ -638,7 +638,9 @@ class MatchStore:
         except RecursionError:  # a rule text or a value nested beyond what a program writes
             raise CompanionError("The export's rules or events are too deeply nested.") from None
         except (OverflowError, ValueError, TypeError) as exc:
-            raise CompanionError(f"The export holds a value no match has ({_short(exc)}).") from None
+            raise CompanionError(
+                f"The export holds a value no match has ({_short(exc)})."
+            ) from None
         title = _title(info.get("title") if isinstance(info.get("title"), str) else None)
         listing = _listing(game, started)
         fields = [

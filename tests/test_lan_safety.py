@@ -161,9 +161,9 @@ def test_a_chunked_body_is_cut_off_at_the_route_limit(store, match_id):
         chunk = b"x" * 16384
         body = (f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n") * 200  # 3.2 MB, never ends
         head = (
-            "POST /matches HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
-            "Content-Type: application/x-www-form-urlencoded\r\n\r\n"
-        ).encode()
+            b"POST /matches HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n\r\n"
+        )
         answer, sent = server.raw(head, body)
         assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
         assert sent < len(body)
@@ -233,7 +233,8 @@ def test_a_player_who_types_the_code_right_gets_in_while_a_guesser_floods(store)
         )
         clock.now += 0.01
     refused = guesser.post(
-        "/join", data={"csrf_token": token, "code": "0000000001"},
+        "/join",
+        data={"csrf_token": token, "code": "0000000001"},
         environ_base={"REMOTE_ADDR": "10.2.1.7"},
     )
     assert refused.status_code == 429  # the guessers' budget is spent
@@ -261,7 +262,7 @@ def test_head_join_with_the_code_and_no_csrf_token_joins_nothing(store):
 
 @pytest.mark.parametrize("digits", ["٤", "٠١", "²", "१"])
 def test_routes_take_ascii_digits_only(store, digits):
-    for n in range(4):
+    for _ in range(4):
         store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     client = create_app(store, testing=True).test_client()
     token = csrf(client)
@@ -279,8 +280,14 @@ def test_a_5000_digit_match_id_is_404_not_500(store, match_id):
 
 
 @pytest.mark.parametrize(
-    "path", ["/\\evil.example/", "/\\\\evil.example/x", "/\t/evil.example/", "/\n/evil.example/",
-             "/x/\\evil.example"],
+    "path",
+    [
+        "/\\evil.example/",
+        "/\\\\evil.example/x",
+        "/\t/evil.example/",
+        "/\n/evil.example/",
+        "/x/\\evil.example",
+    ],
 )
 def test_the_404_pages_language_links_stay_on_this_site(store, path):
     client = create_app(store, testing=True).test_client()
@@ -344,7 +351,9 @@ def test_redact_url_hides_every_credential():
     from companion.live.sources import redact_url
 
     assert redact_url("rtsp://u:p@h/x") == "rtsp://***@h/x"
-    assert redact_url("http://h/x?user=u&password=p&fps=3") == "http://h/x?user=***&password=***&fps=3"
+    assert (
+        redact_url("http://h/x?user=u&password=p&fps=3") == "http://h/x?user=***&password=***&fps=3"
+    )
     assert redact_url("stream rtsp://u:p@ss@h:554/x") == "stream rtsp://***@h:554/x"
     assert redact_url("camera 0") == "camera 0"
 
@@ -364,7 +373,12 @@ def test_round_entered_points_that_are_not_ascii_numbers_are_400(store, match_id
     client = create_app(store, testing=True).test_client()
     token = csrf(client)
     response = post_event(
-        client, token, match_id, type="round_entered", winner="Aki", points=points,
+        client,
+        token,
+        match_id,
+        type="round_entered",
+        winner="Aki",
+        points=points,
         expected_seq=1,
     )
     assert response.status_code == 400, response.status_code
@@ -387,8 +401,14 @@ def test_hanamikoji_geisha_and_count_that_are_not_ascii_numbers_are_400(store, f
     token = csrf(client)
     response = client.post(
         f"/matches/{match_id}/hanamikoji/events",
-        data={"csrf_token": token, "request_id": "r1", "expected_seq": "1",
-              "type": "items_set", "player": "A", **fields},
+        data={
+            "csrf_token": token,
+            "request_id": "r1",
+            "expected_seq": "1",
+            "type": "items_set",
+            "player": "A",
+            **fields,
+        },
         headers=HX,
     )
     assert response.status_code == 400
@@ -439,8 +459,10 @@ def test_imports_that_gave_a_500_are_400_and_add_nothing(store, exported):
     text = json.dumps(exported)
     bad = {
         "deeply nested": "[" * 100_000 + "]" * 100_000,
-        "nested event": edited(exported, lambda d: d["events"][1]["event"].update(
-            {"oya": json.loads("[" * 900 + "]" * 900)})),
+        "nested event": edited(
+            exported,
+            lambda d: d["events"][1]["event"].update({"oya": json.loads("[" * 900 + "]" * 900)}),
+        ),
         "rounds Infinity": text.replace('"rounds": 6', '"rounds": Infinity', 1),
         "rounds NaN": text.replace('"rounds": 6', '"rounds": NaN', 1),
         "rounds 1e400": text.replace('"rounds": 6', '"rounds": 1e400', 1),
@@ -497,9 +519,12 @@ def test_a_database_with_corrupt_pages_answers_a_sentence_not_500(tmp_path):
     store = MatchStore.open(path)  # readable enough to open: the damage shows when read
     client = create_app(store).test_client()  # not testing: a failure is a 500, as served
     for match_id in ids:
-        for url in (f"/matches/{match_id}", f"/matches/{match_id}/board",
-                    f"/matches/{match_id}/picker?player=Aki",
-                    f"/matches/{match_id}/hanamikoji"):
+        for url in (
+            f"/matches/{match_id}",
+            f"/matches/{match_id}/board",
+            f"/matches/{match_id}/picker?player=Aki",
+            f"/matches/{match_id}/hanamikoji",
+        ):
             for headers in ({}, HX):
                 response = client.get(url, headers=headers)
                 assert 400 <= response.status_code < 500, (url, response.status_code)
@@ -518,8 +543,13 @@ def test_an_import_is_listed_as_its_log_says_not_as_the_file_claims(store, expor
 
     def claims(data):
         data["match"].update(
-            {"players": ["A\x00", "B\n" * 100], "rounds": 1e30, "rules": "x" * 5000,
-             "oya": "nobody", "options": {"x" * 1000: True}}
+            {
+                "players": ["A\x00", "B\n" * 100],
+                "rounds": 1e30,
+                "rules": "x" * 5000,
+                "oya": "nobody",
+                "options": {"x" * 1000: True},
+            }
         )
 
     response = import_file(client, token, edited(exported, claims))
@@ -534,8 +564,10 @@ def test_an_import_is_listed_as_its_log_says_not_as_the_file_claims(store, expor
     [
         (lambda d: d["match"].update({"title": "x" * 5000}), "at most 120"),
         (lambda d: d["match"].update({"title": "Friday\x00night"}), "control characters"),
-        (lambda d: d["events"][0]["event"].update({"players": ["Aki\x00", "Ben"], "oya": "Ben"}),
-         "control characters"),
+        (
+            lambda d: d["events"][0]["event"].update({"players": ["Aki\x00", "Ben"], "oya": "Ben"}),
+            "control characters",
+        ),
         (lambda d: d["events"][0]["event"].update({"rounds": 7}), "6 or 12 rounds"),
         (lambda d: d["events"][0]["event"].update({"rounds": 10**30}), "between"),
         (lambda d: d["events"].extend([d["events"][-1]] * 20_001), "at most"),
@@ -581,9 +613,13 @@ def test_imports_at_once_are_bounded(store, exported, monkeypatch):
         ("0.1,0.1 0.9,0.1 0.5,0.1", "too small"),  # all on one line: no area
         ("0.5,0.5 0.5,0.5 0.5,0.5 0.5,0.5", "too small"),
         ("0.1,0.1 0.9,0.9 0.9,0.1 0.1,0.9", "crosses itself"),  # a bow tie
-        (" ".join(f"{0.5 + 0.4 * math.cos(k / 16):.4f},{0.5 + 0.4 * math.sin(k / 16):.4f}"
-                  for k in range(100)),
-         "at most 32"),
+        (
+            " ".join(
+                f"{0.5 + 0.4 * math.cos(k / 16):.4f},{0.5 + 0.4 * math.sin(k / 16):.4f}"
+                for k in range(100)
+            ),
+            "at most 32",
+        ),
     ],
 )
 def test_calibration_refuses_absurd_zones_and_saves_nothing(store, tmp_path, corners, words):
@@ -617,8 +653,14 @@ def test_player_names_with_control_characters_are_refused(store, name):
     for rules in ("livret", "hanamikoji"):
         response = client.post(
             "/matches",
-            data={"csrf_token": token, "rules": rules, "player_1": name, "player_2": "Ben",
-                  "rounds": "6", "oya": "1"},
+            data={
+                "csrf_token": token,
+                "rules": rules,
+                "player_1": name,
+                "player_2": "Ben",
+                "rounds": "6",
+                "oya": "1",
+            },
         )
         assert response.status_code == 400 and "control characters" in message(response)
     assert store.matches() == []
@@ -676,8 +718,14 @@ def test_events_sent_after_the_database_file_was_deleted_are_refused(tmp_path):
     assert 400 <= response.status_code < 500 and "deleted" in message(response)
     new = client.post(
         "/matches",
-        data={"csrf_token": token, "rules": "livret", "player_1": "C", "player_2": "D",
-              "rounds": "6", "oya": "1"},
+        data={
+            "csrf_token": token,
+            "rules": "livret",
+            "player_1": "C",
+            "player_2": "D",
+            "rounds": "6",
+            "oya": "1",
+        },
     )
     assert 400 <= new.status_code < 500
     store.close()
@@ -697,8 +745,9 @@ def _make_read_only(folder: Path) -> bool:
 
 def _make_writable(folder: Path) -> None:
     if os.geteuid() == 0:
-        subprocess.run(["chattr", "-i", str(folder), *map(str, folder.iterdir())],
-                       capture_output=True)
+        subprocess.run(
+            ["chattr", "-i", str(folder), *map(str, folder.iterdir())], capture_output=True
+        )
     folder.chmod(0o755)
     for item in folder.iterdir():
         item.chmod(0o644)
@@ -750,3 +799,82 @@ def test_a_zone_file_with_6000_corners_is_refused():
     ]
     with pytest.raises(ZoneError, match="at most 32"):
         Zones.from_dict(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Declared hands from the tablet
+# ---------------------------------------------------------------------------------------------
+
+
+def rules_with_hand_cards(tmp_path, how: str) -> str:
+    from companion.game.rules import RULESETS_DIR
+
+    text = (RULESETS_DIR / "livret.toml").read_text(encoding="utf-8")
+    text = text.replace('name = "livret"', f'name = "livret-{how}"', 1)
+    text = text.replace("[round]\n", f'[round]\nhand_cards = "{how}"\n', 1)
+    path = tmp_path / f"livret-{how}.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def declare(client, token, store, match_id, kind, cards):
+    return client.post(
+        f"/matches/{match_id}/events",
+        data={
+            "csrf_token": token,
+            "request_id": uuid.uuid4().hex,
+            "type": "hand_declared",
+            "player": "Ben",
+            "kind": kind,
+            "expected_seq": store.last_seq(match_id),
+            "card": cards,
+        },
+        headers=HX,
+    )
+
+
+TESHI_HAND = ["03-1", "03-2", "03-3", "03-4", "05-1", "07-2", "10-3", "12-4"]
+
+
+def test_a_rule_set_that_needs_the_hands_cards_gets_them_from_the_picker(store, tmp_path):
+    match_id = store.create_match(
+        players=["Aki", "Ben"], rules=rules_with_hand_cards(tmp_path, "required"), oya="Aki"
+    )
+    store.append(match_id, {"type": "round_started"})
+    client = create_app(store, testing=True).test_client()
+    token = csrf(client)
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    # The Teshi button opens the picker for the dealt hand instead of declaring blind.
+    assert 'value="teshi"' not in board
+    link = f"/matches/{match_id}/picker?player=Ben&amp;declare=teshi"
+    assert link in board
+    picker = client.get(html.unescape(link), headers=HX).get_data(as_text=True)
+    assert 'name="type" value="hand_declared"' in picker and 'name="kind" value="teshi"' in picker
+    assert picker.count('class="tile-btn') == 48
+    # Without its cards the rule set refuses the declaration; with a hand that is no teshi too.
+    assert declare(client, token, store, match_id, "teshi", []).status_code == 400
+    no_teshi = declare(client, token, store, match_id, "teshi", TESHI_HAND[1:] + ["01-1"])
+    assert no_teshi.status_code == 400 and "no teshi" in message(no_teshi)
+    done = declare(client, token, store, match_id, "teshi", TESHI_HAND)
+    assert done.status_code == 200, message(done)
+    state = store.state(match_id)
+    assert state.rounds[-1].winner == "Ben"
+    assert store.events(match_id)[-1].event.cards == tuple(sorted(TESHI_HAND))
+
+
+def test_an_optional_hand_can_still_be_declared_in_one_tap_or_checked(store, tmp_path):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    client = create_app(store, testing=True).test_client()
+    token = csrf(client)
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'value="teshi"' in board and 'value="kuttsuki"' in board  # the one-tap buttons
+    assert f"/matches/{match_id}/picker?player=Ben&amp;declare=kuttsuki" in board
+    wrong = declare(client, token, store, match_id, "kuttsuki", TESHI_HAND)  # 2 pairs only
+    assert wrong.status_code == 400 and "fewer than 4 pairs" in message(wrong)
+    bad = client.get(f"/matches/{match_id}/picker?player=Ben&declare=dealt_yaku", headers=HX)
+    assert bad.status_code == 400
+    too_many = declare(
+        client, token, store, match_id, "teshi", [f"{m:02d}-1" for m in range(1, 13)]
+    )
+    assert too_many.status_code == 400

@@ -257,9 +257,7 @@ def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
     if len(pts) < 3:
         raise ZoneError(f"Zone {name!r}: a polygon needs at least 3 corners.")
     if len(pts) > MAX_CORNERS:
-        raise ZoneError(
-            f"Zone {name!r} has {len(pts)} corners; a zone has at most {MAX_CORNERS}."
-        )
+        raise ZoneError(f"Zone {name!r} has {len(pts)} corners; a zone has at most {MAX_CORNERS}.")
     for x, y in pts:
         if not (math.isfinite(x) and math.isfinite(y)) or not (
             -0.01 <= x <= 1.01 and -0.01 <= y <= 1.01
@@ -281,9 +279,7 @@ def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
 def _all_aligned(points) -> bool:
     (x0, y0), rest = points[0], points[1:]
     far = max(rest, key=lambda p: abs(p[0] - x0) + abs(p[1] - y0))
-    return all(
-        abs((far[0] - x0) * (y - y0) - (far[1] - y0) * (x - x0)) < 1e-9 for x, y in rest
-    )
+    return all(abs((far[0] - x0) * (y - y0) - (far[1] - y0) * (x - x0)) < 1e-9 for x, y in rest)
 
 
 def polygon_area(points) -> float:

@@ -14,7 +14,10 @@ on the database's disk) for each request.
 from __future__ import annotations
 
 from flask import request
-from flask_babel import gettext as _
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
+from waitress.utilities import BadRequest, ServerNotImplemented
+from waitress.utilities import RequestEntityTooLarge as _TooLarge
 
 FORM_MAX_BYTES = 64 * 1024  # every form and query of the page
 IMPORT_MAX_BYTES = 4 * 1024 * 1024  # an exported match (the file alone)
@@ -54,10 +57,6 @@ def init_app(app) -> None:
 # waitress: refuse when the headers end
 # ---------------------------------------------------------------------------------------------
 
-from waitress.channel import HTTPChannel  # noqa: E402
-from waitress.parser import HTTPRequestParser  # noqa: E402
-from waitress.utilities import RequestEntityTooLarge as _TooLarge  # noqa: E402
-
 
 class BodyTooLarge(_TooLarge):
     """waitress's 413, with a sentence instead of its own wording."""
@@ -73,6 +72,11 @@ class LimitedRequestParser(HTTPRequestParser):
 
     def received(self, data):
         consumed = super().received(data)
+        if isinstance(self.error, ServerNotImplemented):
+            # A transfer coding other than chunked: the client's request is wrong (4xx), not
+            # a failure of this server (waitress says 501).
+            self.error = BadRequest("The request's Transfer-Encoding is not one this server reads.")
+            return consumed
         if type(self.error) is _TooLarge:  # waitress's own ceiling: say it in our words
             self.error = None
         elif self.completed or not self.headers_finished or self.error is not None:
