@@ -61,7 +61,14 @@ from typing import Any, ClassVar
 
 from companion import CompanionError
 from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
-from companion.game.events import EventRecord, required
+from companion.game.events import (
+    EventLog,
+    EventRecord,
+    remember,
+    replay_log,
+    required,
+    undo,
+)
 
 __all__ = [
     "IllegalEvent",
@@ -684,14 +691,14 @@ class MatchState:
         self.tie_break = False  # the next/current round is a tie-break
         self.redeals = 0
         self.warnings: list[str] = []
-        self.log: list[Event] = []
+        self.log: EventLog = EventLog()
         self._members: dict[str, str] = {}  # any accepted name -> side
         self._pending: list[str] = []  # sides owing a Koi/Stop decision, oldest first
         self._baseline: dict[str, dict[str, int]] = {}  # yaku points at the last Koi
         self._owner: dict[str, str] = {}  # card code -> side, this round
         self._checks: dict[str, dict] = {}  # card code -> open check, this round
         self._hand_keys: dict = {}
-        self._previous: MatchState | None = None
+        self._previous: MatchState | None = None  # the state before, for undo (bounded)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -879,8 +886,7 @@ def apply(state: MatchState | None, event: Event | dict) -> MatchState:
         )
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
-    new.log = [*state.log, logged]
-    new._previous = state
+    remember(new, state, logged)
     new.warnings = _warnings(new)
     return new
 
@@ -890,19 +896,13 @@ def replay(events) -> MatchState:
 
     Raises IllegalEvent naming the first refused event (1-based) and why.
     """
-    state = MatchState()
-    for n, event in enumerate(events, 1):
-        try:
-            state = apply(state, event)
-        except IllegalEvent as exc:
-            raise IllegalEvent(f"Event {n} is refused: {exc}") from None
-    return state
+    return replay_log(events, apply, IllegalEvent) or MatchState()
 
 
 def _undo(state: MatchState) -> MatchState:
-    if not state.started or state._previous is None or len(state.log) <= 1:
+    if not state.started:
         raise IllegalEvent("Nothing to undo.")
-    return state._previous
+    return undo(state, replay, IllegalEvent)
 
 
 # -- handlers (each mutates the fresh copy it is given) -----------------------------------------

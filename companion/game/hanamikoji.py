@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.game.events import EventRecord, required
+from companion.game.events import EventLog, EventRecord, remember, replay_log, required, undo
 
 __all__ = [
     "GEISHAS",
@@ -546,7 +546,7 @@ class HanamikojiState:
         self.counts = RoundCounts()  # the round being played, as set on the tablet
         self.favours: tuple = NO_FAVOURS
         self.outcome: MatchOutcome | None = None
-        self.log: list[Event] = []
+        self.log: EventLog = EventLog()
         self.warnings: list[str] = []
         self._previous: HanamikojiState | None = None
 
@@ -714,9 +714,7 @@ def apply(state: HanamikojiState | None, event) -> HanamikojiState:
     state = state or HanamikojiState()
     event = Event.from_dict(event)
     if isinstance(event, Undo):
-        if state._previous is None or len(state.log) <= 1:
-            raise HanamikojiError("Nothing to undo.")
-        return state._previous
+        return undo(state, replay, HanamikojiError)
     if not state.started and not isinstance(event, HanamikojiStarted):
         raise HanamikojiError("No match has started: the first event must be hanamikoji_started.")
     if state.started and isinstance(event, HanamikojiStarted):
@@ -734,20 +732,13 @@ def apply(state: HanamikojiState | None, event) -> HanamikojiState:
         )
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
-    new.log = [*state.log, logged]
-    new._previous = state
+    remember(new, state, logged)
     return new
 
 
 def replay(events) -> HanamikojiState:
     """Fold a whole log; the error names the first refused event (1-based)."""
-    state = HanamikojiState()
-    for n, event in enumerate(events, 1):
-        try:
-            state = apply(state, event)
-        except HanamikojiError as exc:
-            raise HanamikojiError(f"Event {n} is refused: {exc}") from None
-    return state
+    return replay_log(events, apply, HanamikojiError) or HanamikojiState()
 
 
 def play(rounds, players=("A", "B"), first: str = "A") -> HanamikojiState:
