@@ -192,8 +192,8 @@ def test_match_started_new_carries_the_rules_text():
 
 def test_replay_uses_the_logged_rules_text_not_the_preset_file():
     text = MatchStarted.new(["Aiko", "Ben"], "livret").rules_text.replace(
-        'id = "akatan"\nname = "Akatan"\nkind = "count"\nselect = { ribbon = "poem" }\nmin = 3\npoints = 6',
-        'id = "akatan"\nname = "Akatan"\nkind = "count"\nselect = { ribbon = "poem" }\nmin = 3\npoints = 9',
+        'select = { ribbon = "poem" }\nmin = 3\npoints = 6',
+        'select = { ribbon = "poem" }\nmin = 3\npoints = 9',
     )
     assert "points = 9" in text
     state = replay([start(rules_text=text), ROUND, *cap("Aiko", *AKATAN), stop("Aiko")])

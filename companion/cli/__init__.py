@@ -430,12 +430,19 @@ def summary_command(match, fmt, db, out):
 @click.option("--pace", type=float, default=1.5, show_default=True, help="Seconds between events.")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
 @click.option("--db", "db", type=click.Path(dir_okay=False), help="Keep the demo in this database.")
+@click.option(
+    "--camera",
+    is_flag=True,
+    help="Show the camera keeping the score: a simulated table read by the real pipeline, the "
+    "live view beside the tally (films the card images of ../shared/decks).",
+)
 @friendly_errors
-def demo_command(pace, port, db):
-    """Serve the tablet page on a built-in scripted match (no camera, no data needed)."""
+def demo_command(pace, port, db, camera):
+    """Serve the tablet page on a built-in scripted match (no camera, no data needed), or with
+    --camera a simulated table that the camera pipeline scores by itself."""
     from companion.demo import run_demo
 
-    run_demo(pace=pace, port=port, db=db, echo=lambda line: click.echo(line))
+    run_demo(pace=pace, port=port, db=db, camera=camera, echo=lambda line: click.echo(line))
 
 
 @main.command("bench-live")

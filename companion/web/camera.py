@@ -144,8 +144,14 @@ def zone_label(name: str) -> str:
 
 @bp.app_context_processor
 def camera_for_templates():
-    # Pages show a camera link/panel only when a live session exists.
-    return {"camera_present": live_session() is not None}
+    # Pages show a camera link/panel only when a live session exists; the camera demo's match
+    # shows the live view beside its tally; the scripted demo links to the camera demo.
+    present = live_session() is not None
+    return {
+        "camera_present": present,
+        "live_beside_match": current_app.config.get("LIVE_BESIDE") if present else None,
+        "demo_camera": current_app.config.get("DEMO_CAMERA") is not None,
+    }
 
 
 def _jpeg(data: bytes | None) -> Response:
@@ -175,6 +181,22 @@ def view():
         status=status,
         match_url=url_for("match.page", match_id=match_id) if match_id else None,
     )
+
+
+@bp.get("/demo/camera")
+def demo_camera():
+    """The camera demo (``companion demo`` only): started on the first visit, then its match
+    page, the live view beside the tally. Without card images to film: one sentence, 503."""
+    start = current_app.config.get("DEMO_CAMERA")
+    if start is None:
+        raise WebError(_("The camera demo runs only with 'companion demo'."), 404)
+    try:
+        match_id = start()
+    except WebError:
+        raise
+    except CompanionError as exc:
+        raise WebError(str(exc), 503) from None
+    return redirect(url_for("match.page", match_id=match_id), 303)
 
 
 @bp.get("/live/status")
