@@ -262,7 +262,11 @@ class Server:
     def shutdown(self) -> None:
         """Stop serving (from another thread) and wait until the loop has ended."""
         self._stop.set()
-        self._server.pull_trigger()  # wake the loop now rather than at its next poll
+        if not self._stopped.is_set():
+            try:
+                self._server.pull_trigger()  # wake the loop now rather than at its next poll
+            except OSError:  # its trigger is already closed: the loop is ending anyway
+                pass
         self._stopped.wait(5)
 
     def server_close(self) -> None:
