@@ -211,17 +211,42 @@ def run_command(
     help="The simulation's truth.json: Koi/Stop answers, and figures against it.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--restart-at", "restart_at", type=click.IntRange(1), multiple=True, metavar="FRAME",
+    help="Throw the pipeline away before this frame and start a new one on the same match, "
+    "as a killed 'companion run' started again (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--restart-from", "restart_from", type=click.Choice(["here", "start"]), default="here",
+    show_default=True,
+    help="After a restart, go on from that frame (the cards lying as they were) or play the "
+    "video again from its start.",
+)  # fmt: skip
 @model_option
 @deck_option
 @decks_dir_option
 @friendly_errors
-def replay_command(video, zones_path, truth_path, as_json, model_path, deck, decks_dir):
+def replay_command(
+    video, zones_path, truth_path, as_json, restart_at, restart_from, model_path, deck, decks_dir
+):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.live.replay import load_truth, replay_video
 
     truth = load_truth(truth_path) if truth_path else None
     detector = live_detector(model_path, deck, decks_dir)
-    report = replay_video(video, detector, zones=_zones(zones_path), truth=truth)
+    if restart_at:
+        from companion.live.restart import replay_with_restarts
+
+        report = replay_with_restarts(
+            video,
+            detector,
+            truth=truth,
+            restarts=restart_at,
+            from_start=restart_from == "start",
+            zones=_zones(zones_path),
+        )
+    else:
+        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth)
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -234,19 +259,25 @@ def replay_command(video, zones_path, truth_path, as_json, model_path, deck, dec
     help="A 1280x720 simulated table.mp4 (its truth.json beside it); default: one rendered now.",
 )  # fmt: skip
 @click.option("--frames", type=click.IntRange(10), default=600, show_default=True)
+@click.option(
+    "--fps", "video_fps", type=click.IntRange(1, 60), default=10, show_default=True,
+    help="Frame rate of the video rendered when --video is not given.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print fps, ms_per_frame_median, ...")
 @model_option
 @friendly_errors
-def bench_pipeline_command(video, frames, as_json, model_path):
-    """Frames per second of the whole pipeline (2 threads) and steady-to-event latency."""
+def bench_pipeline_command(video, frames, video_fps, as_json, model_path):
+    """Frames per second of the whole pipeline (2 threads), steady-to-event latency, and how
+    far it falls behind a camera at the video's frame rate."""
     from companion.live.replay import bench_pipeline
 
-    result = bench_pipeline(live_detector(model_path), video=video, frames=frames)
+    result = bench_pipeline(live_detector(model_path), video=video, frames=frames, fps=video_fps)
     if as_json:
         echo_json(result)
     else:
         click.echo(
             f"{result['fps']:.1f} frames/s over {result['frames']} frames of {result['video']} "
             f"({result['detected_frames']} detected); median {result['ms_per_frame_median']:.1f} "
-            f"ms/frame; steady to event p95 {result['steady_to_event_ms_p95']} ms"
+            f"ms/frame; steady to event p95 {result['steady_to_event_ms_p95']} ms; at most "
+            f"{result['behind_s_max']:.2f} s behind a {result['video_fps']:g} fps camera"
         )

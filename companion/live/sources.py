@@ -124,6 +124,18 @@ class VideoFileSource(FrameSource):
         self._index += 1
         return frame
 
+    def skip(self) -> bool:
+        """Pass over the next frame without decoding it (a camera's dropped frame); False
+        once the video has ended."""
+        if self.state == "ended":
+            return False
+        if not self._cap.grab():
+            self.state = "ended"
+            self._cap.release()
+            return False
+        self._index += 1
+        return True
+
     def describe(self) -> str:
         return f"video {self.path.name} ({self.fps:g} fps)"
 
@@ -159,6 +171,14 @@ class ImageFolderSource(FrameSource):
                 return Frame(image, index, index / self.fps)
         self.state = "ended"
         return None
+
+    def skip(self) -> bool:
+        """Pass over the next image without reading it; False once there is none left."""
+        if self._index >= len(self.files):
+            self.state = "ended"
+            return False
+        self._index += 1
+        return True
 
     def describe(self) -> str:
         return f"images in {self.path} ({len(self.files)}, {self.fps:g} fps)"

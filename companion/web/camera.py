@@ -25,6 +25,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.web.i18n import say
 from companion.web.views import WebError
 
 bp = Blueprint("camera", __name__)
@@ -114,14 +115,15 @@ def camera_status() -> dict:
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
-        "message": redact_url(raw.get("message") or ""),
+        # the session's Message, said here; a camera URL in it never shows its password
+        "message": redact_url(say(raw.get("message") or "")),
     }
     proposal = raw.get("proposal")
     if isinstance(proposal, dict) and proposal.get("text"):
         # What the camera suggests (a redeal, the next round): confirmed on the match page.
         status["proposal"] = {
             "kind": str(proposal.get("kind") or ""),
-            "text": str(proposal["text"]),
+            "text": say(proposal["text"]),
         }
     else:
         status["proposal"] = None

@@ -55,6 +55,15 @@ SUMMARY_HANDLER_HASHES = " ".join(
 )
 
 
+def shown_deck(deck: Deck) -> Deck:
+    """The rules' deck under the names of the deck the camera was taught (``run --deck``):
+    the players see their own deck's names, the rules score the same slots."""
+    live = current_app.extensions.get("companion_live")
+    namer = getattr(getattr(live, "detector", None), "namer", None)
+    names = getattr(namer, "names", None)
+    return deck if names is None else deck.renamed_by(names)
+
+
 def board_context(match_id: int) -> dict:
     """Everything the board shows, from the store's replay of the match."""
     st = store()
@@ -63,7 +72,7 @@ def board_context(match_id: int) -> dict:
     seq = stored[-1].seq if stored else 0
     state: MatchState = st.state(match_id)
     rules: RuleSet = state.rules
-    deck: Deck = rules.deck
+    deck: Deck = shown_deck(rules.deck)
     pending = state.pending_decision
     teams = state.teams or {}
     players = []
