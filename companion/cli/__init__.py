@@ -464,10 +464,35 @@ def demo_command(pace, port, db, camera):
     is_flag=True,
     help="Run the followers as threads of the server's process, not in a process of their own.",
 )
+@click.option(
+    "--fetch-board",
+    is_flag=True,
+    help="Each follower asks for the board after each update (the way before the board came"
+    " in the update itself).",
+)
+@click.option(
+    "--long-match",
+    is_flag=True,
+    help="Time the events after a whole 12-round match played by hand (about 600 events).",
+)
+@click.option(
+    "--probe-pages",
+    is_flag=True,
+    help="Also time the match page, asked for every 0.25 s while the followers follow.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @friendly_errors
 def bench_live_command(
-    clients, events, interval, notify_only, external_writer, same_process, as_json
+    clients,
+    events,
+    interval,
+    notify_only,
+    external_writer,
+    same_process,
+    fetch_board,
+    long_match,
+    probe_pages,
+    as_json,
 ):
     """Latency from an append to each of N live-tally followers seeing it (127.0.0.1 only)."""
     from companion.web.live_bench import run_live_bench
@@ -479,6 +504,9 @@ def bench_live_command(
         fetch_board=not notify_only,
         external_writer=external_writer,
         same_process=same_process,
+        board_in_event=not fetch_board,
+        long_match=long_match,
+        probe_pages=probe_pages,
     )
     if as_json:
         echo_json(result.to_dict())

@@ -145,14 +145,17 @@ def run_command(
     else:
         seats = len(names) if names else None
     zones = session_layout(zones_path, seats)
-    if names and len(names) != len(zones.players):
-        fail(
-            f"The layout {zones.name} has {len(zones.players)} seats "
-            f"({', '.join(zones.players)}), not {len(names)}: give {len(zones.players)} names "
-            f"to --players, or a zone file with {len(names)} capture areas to --zones."
+    if under_way is None:
+        if names and len(names) != len(zones.players):
+            fail(
+                f"The layout {zones.name} has {len(zones.players)} seats "
+                f"({', '.join(zones.players)}), not {len(names)}: give {len(zones.players)} "
+                f"names to --players, or a zone file with {len(names)} capture areas to --zones."
+            )
+        # Checked before the slow start: a wrong flag is said at once.
+        names, rounds, oya = new_match_setup(
+            names or list(zones.players), rules_name, rounds, oya
         )
-    # Checked before the slow start, even when resuming: a wrong flag is said at once.
-    names, rounds, oya = new_match_setup(names or list(zones.players), rules_name, rounds, oya)
     detector = live_detector(model_path, deck, decks_dir)  # a bad model or deck: say so first
     if video or images:
         spec = video or images

@@ -26,13 +26,18 @@ Live endpoint (the page, ``companion bench-live`` and any other follower use it)
             data: {"match": <id>, "seq": <last seq>}
         plus a ``: keep-alive`` comment every 10 s. The stream closes itself after
         ``?max_seconds=`` (default 300, at most 3600); EventSource reconnects on its own
-        (``retry: 1000``).
+        (``retry: 1000``). With ``?board=1`` (what the page asks for) each update also
+        carries ``"board"``: the board fragment at that seq, rendered once per event and
+        language and sent as is to every follower, its forms' CSRF token and request ids
+        left as marks (``match.CSRF_MARK``, ``match.RID_MARK``) that the page fills in.
     GET /matches/<id>/seq?after=N&timeout=S
         Long-poll alternative: answers ``{"match": <id>, "seq": <last seq>}`` as soon as the
         last seq is greater than N, or after S seconds (default 20, at most 60) with the
         current seq. Without ``after`` it answers at once.
 
-A follower that sees a new seq fetches ``GET /matches/<id>/board`` (the tally fragment).
+A follower that sees a new seq without a board fetches ``GET /matches/<id>/board`` (the tally
+fragment). Each stream (live, long-poll, MJPEG) is served by a thread of its own, up to
+``MAX_STREAMS``, never by the page threads: tablets left open do not keep pages waiting.
 
 The camera (``companion.web.camera``; ``create_app(live=LiveSession)``, docs/LIVE.md). Without a
 live session the pages say "no camera" and the picture endpoints answer 404::
@@ -73,6 +78,8 @@ requests made under any other host name (DNS rebinding).
 from __future__ import annotations
 
 import ipaddress
+import logging
+import re
 import secrets
 import threading
 
@@ -194,10 +201,85 @@ def create_app(
     return app
 
 
-# Live streams hold a worker thread each for as long as they last: enough threads for a
-# table's tablets and the benchmark's 20 followers, with room left for page requests.
+# Page requests share a fixed pool of worker threads; a long-lived answer (a live tally's
+# event stream, the camera's MJPEG stream, a long-poll) gets a thread of its own from a second
+# pool, so that no number of tablets left open can keep a page waiting. Streams are cheap
+# (a thread asleep on a condition) but not free: past MAX_STREAMS they queue for a free one.
 SERVER_THREADS = 48
+MAX_STREAMS = 400
+STREAM_PATHS = re.compile(r"^/(matches/\d+/(live|seq)|live/stream\.mjpg)$")
 CHANNEL_TIMEOUT = 30  # seconds an idle or half-sent connection is kept before it is dropped
+
+
+class StreamingDispatcher:
+    """waitress's task dispatcher, split in two: pages go to a fixed pool of ``threads``;
+    long-lived streams (``STREAM_PATHS``) to a second pool, grown by one thread whenever a
+    stream arrives and every stream thread is taken, up to ``max_streams`` threads (a thread
+    whose stream ended waits for the next one)."""
+
+    def __init__(self, threads: int = SERVER_THREADS, max_streams: int = MAX_STREAMS):
+        from waitress.task import ThreadedTaskDispatcher
+
+        self.pages = ThreadedTaskDispatcher()
+        self.streams = ThreadedTaskDispatcher()
+        # A stream waits for its thread only while that thread starts: not worth a warning.
+        self.streams.queue_logger = logging.getLogger("waitress.queue.streams")
+        self.streams.queue_logger.setLevel(logging.ERROR)
+        self.max_streams = max_streams
+        self._lock = threading.Lock()
+        self.open_streams = 0  # queued or being served
+        self.pages.set_thread_count(threads)
+
+    @staticmethod
+    def is_stream(channel) -> bool:
+        requests = getattr(channel, "requests", None)
+        path = getattr(requests[0], "path", "") if requests else ""
+        return bool(STREAM_PATHS.match(path or ""))
+
+    def add_task(self, channel) -> None:
+        if not self.is_stream(channel):
+            self.pages.add_task(channel)
+            return
+        with self._lock:
+            self.open_streams += 1
+            threads = len(self.streams.threads)
+            if self.open_streams > threads and threads < self.max_streams:
+                self.streams.set_thread_count(threads + 1)
+        self.streams.add_task(_StreamTask(channel, self._stream_done))
+
+    def _stream_done(self) -> None:
+        with self._lock:
+            self.open_streams -= 1
+
+    def set_thread_count(self, count: int) -> None:
+        self.pages.set_thread_count(count)
+
+    def shutdown(self, cancel_pending: bool = True, timeout: float = 5) -> bool:
+        streams = self.streams.shutdown(cancel_pending, timeout / 2)
+        pages = self.pages.shutdown(cancel_pending, timeout / 2)
+        return streams and pages
+
+
+class _StreamTask:
+    """A channel whose request is a stream, counted until it has been served or cancelled."""
+
+    def __init__(self, channel, done):
+        self.channel, self._done = channel, done
+
+    def service(self) -> None:
+        try:
+            self.channel.service()
+        finally:
+            self._done()
+
+    def cancel(self) -> None:
+        try:
+            self.channel.cancel()
+        finally:
+            self._done()
+
+    def __repr__(self) -> str:  # waitress logs a failed task with it
+        return repr(self.channel)
 
 
 class Server:
@@ -209,12 +291,22 @@ class Server:
 
     software = "waitress"
 
-    def __init__(self, app, host, port, *, threads=SERVER_THREADS, channel_timeout=None):
+    def __init__(
+        self,
+        app,
+        host,
+        port,
+        *,
+        threads=SERVER_THREADS,
+        channel_timeout=None,
+        max_streams=MAX_STREAMS,
+    ):
         from waitress.server import create_server
 
         from companion.web.limits import SERVER_MAX_BYTES, LimitedChannel
 
         timeout = CHANNEL_TIMEOUT if channel_timeout is None else channel_timeout
+        self.dispatcher = StreamingDispatcher(threads, max_streams)
         self._server = create_server(
             app,
             host=host.strip("[]"),
@@ -222,7 +314,9 @@ class Server:
             threads=threads,
             channel_timeout=timeout,
             cleanup_interval=max(1, min(30, timeout // 2 or 1)),
-            connection_limit=max(100, 4 * threads),
+            # A tablet keeps about three connections open (its stream, its pages, the camera).
+            connection_limit=max(100, 4 * threads) + 3 * max_streams,
+            _dispatcher=self.dispatcher,
             ident="hanafuda-companion",
             clear_untrusted_proxy_headers=True,
             asyncore_use_poll=True,
@@ -290,6 +384,7 @@ def serve(
     ready=None,
     threads: int = SERVER_THREADS,
     channel_timeout: int | None = None,
+    max_streams: int = MAX_STREAMS,
 ) -> None:
     """Serve ``app`` with waitress (a production WSGI server) until interrupted.
     ``ready(server)`` is called once the socket is bound (tests and ``demo`` use it to learn
@@ -304,7 +399,14 @@ def serve(
         app.config["LOOPBACK_ONLY"] = True
     _check_port_free(host, port)
     try:
-        server = Server(app, host, port, threads=threads, channel_timeout=channel_timeout)
+        server = Server(
+            app,
+            host,
+            port,
+            threads=threads,
+            channel_timeout=channel_timeout,
+            max_streams=max_streams,
+        )
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "the address is in use or not this machine's"
         raise CompanionError(f"Cannot listen on {host}:{port}: {reason}.") from None
