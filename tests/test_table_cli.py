@@ -38,7 +38,7 @@ def run_here(tmp_path, monkeypatch):
     the server answers /live/status once, then stops. Returns (invoke, db, answers)."""
     import companion.cli.live as live_cli
 
-    monkeypatch.setattr(live_cli, "SESSION_ZONES", tmp_path / "session-zones.toml")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the calibrated zones' home
     monkeypatch.setattr(live_cli, "live_detector", lambda *args, **kwargs: NoCards())
     images = tmp_path / "frames"
     images.mkdir()
