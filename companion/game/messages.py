@@ -146,6 +146,7 @@ _template(
 )
 _template("event.team", N_("%(team)s (%(members)s)"), "event")
 _template("event.round_started", N_("Round started, %(oya)s is Oya"), "event")
+_template("event.round_started_by_rules", N_("Round started"), "event")  # Oya left to the rules
 _template(
     "event.round_started_brights",
     N_("Round started, %(oya)s is Oya, %(count)s bright(s) in the field"),
