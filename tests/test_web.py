@@ -768,7 +768,14 @@ def test_join_redirect_stays_on_this_site(store):
 
 
 def test_join_code_guessing_is_throttled(store):
-    client = create_app(store, join_code="987654", testing=True).test_client()
+    from companion.web.auth import GuessBudget
+
+    app = create_app(store, join_code="987654", testing=True)
+    # The server-wide budget is tested in test_lan_safety: here only the per-address pause.
+    app.extensions["companion_join_budgets"] = {
+        "first": GuessBudget(1000, 1000), "retry": GuessBudget(1000, 1000)
+    }
+    client = app.test_client()
     token = csrf(client)
     codes = [
         r.status_code
@@ -800,9 +807,9 @@ def test_bad_join_code_setting_is_refused(store):
         create_app(store, join_code="abc")
 
 
-def test_new_join_code_is_six_digits():
+def test_new_join_code_is_ten_digits():
     codes = {new_join_code() for _ in range(50)}
-    assert all(len(c) == 6 and c.isdigit() for c in codes) and len(codes) > 40
+    assert all(len(c) == 10 and c.isascii() and c.isdigit() for c in codes) and len(codes) > 40
 
 
 @pytest.mark.parametrize(
@@ -1192,7 +1199,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
     )
     assert result.exit_code == 0, result.output
     code = seen["app"].config["JOIN_CODE"]
-    assert re.fullmatch(r"\d{6}", code)
+    assert re.fullmatch(r"\d{10}", code)
     assert f"Join code: {code}" in result.output
     assert "█" in result.output and f"join?code={code}" in result.output
 

@@ -315,6 +315,9 @@ class LiveSession:
 
     def run(self) -> None:
         start = time.monotonic()  # the pace of a recording is real time, whatever the clock
+        # No picture yet: counted from now, so that a source whose first open blocks (a stream
+        # that does not answer) is said to be absent on the page all the same.
+        self._down_since = self._clock()
         while not self._stopping.is_set():
             if self.source.state == "ended":
                 self._watch_source(False)

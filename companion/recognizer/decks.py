@@ -232,7 +232,7 @@ def remove_deck(name: str, decks_dir: str | Path | None = None) -> Path:
 
 
 def check_deck_name(name: str) -> None:
-    if not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):  # "$" would let "x\n" in
         raise DeckError(
             f"A deck name is lower-case letters, digits, '-' or '_' (up to 40), not {name!r}."
         )

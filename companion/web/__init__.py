@@ -13,6 +13,8 @@ the fragment only, the same URL without it gets the full page)::
     GET  /matches/<id>                  the match page (live tally, prompt, actions, log, ledger)
     GET  /matches/<id>/board            the live part of the match page (fragment)
     GET  /matches/<id>/picker?player=P[&card=MM-K]   48-card picker (add, or correct/remove a card)
+    GET  /matches/<id>/picker?player=P&declare=KIND  the picker for a declared hand's cards
+                                        (teshi, kuttsuki, dealt_yaku: hand_declared with them)
     POST /matches/<id>/events           record one event (see ``companion.web.match``)
     GET  /matches/<id>/summary          the printable match summary (companion.summaries.koikoi.render_html)
     GET  /join, POST /join              enter the join code (only when one is set)
@@ -74,7 +76,10 @@ Every POST carries the session's CSRF token (form field ``csrf_token`` or header
 ``X-CSRF-Token``). Every change to a match carries ``expected_seq`` (the last seq the page
 saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). With a join code
 set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
-``read_only=True`` nothing can be changed at all. ``serve`` on a loopback address also refuses
+``read_only=True`` nothing can be changed at all. Join codes are judged a few a second for the
+whole server, whatever the address (``companion.web.auth``). A body over its route's limit
+(64 KB, an import 4 MB) is refused with 413 before it is read (``companion.web.limits``).
+``serve`` on a loopback address also refuses
 requests made under any other host name (DNS rebinding).
 """
 
@@ -87,6 +92,7 @@ import secrets
 import threading
 
 from flask import Flask
+from werkzeug.routing import IntegerConverter
 
 from companion import CompanionError
 from companion.resources import package_path
@@ -123,9 +129,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+JOIN_CODE_DIGITS = 10  # the QR code carries it; typed by hand it is read in groups of 3-3-4
+
+
 def new_join_code() -> str:
-    """A random 6-digit code, leading zeros kept."""
-    return f"{secrets.randbelow(1_000_000):06d}"
+    """A random code of ``JOIN_CODE_DIGITS`` digits, leading zeros kept: at the server's bound
+    on guesses (``companion.web.auth``) finding it takes decades, not minutes."""
+    return f"{secrets.randbelow(10**JOIN_CODE_DIGITS):0{JOIN_CODE_DIGITS}d}"
+
+
+class AsciiIntConverter(IntegerConverter):
+    """``<int:...>`` for ASCII digits only. More digits than SQLite's largest id are handed
+    on as text, for the store to answer "no such match" (``int`` of 5,000 digits would fail)."""
+
+    regex = r"[0-9]+"
+
+    def to_python(self, value: str):
+        return super().to_python(value) if len(value) <= 19 else value
 
 
 def create_app(
@@ -148,7 +168,7 @@ def create_app(
         store = MatchStore.open(store)
     if join_code is not None:
         join_code = str(join_code).strip()
-        if not (join_code.isdigit() and 4 <= len(join_code) <= 12):
+        if not (join_code.isascii() and join_code.isdigit() and 4 <= len(join_code) <= 12):
             raise CompanionError("The join code must be 4 to 12 digits.")
 
     app = Flask(
@@ -166,17 +186,19 @@ def create_app(
         JOIN_CODE=join_code,
         READ_ONLY=bool(read_only),
         PUBLIC_URL=public_url,
-        MAX_CONTENT_LENGTH=64 * 1024,
         SEND_FILE_MAX_AGE_DEFAULT=3600,
     )
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import auth, camera, hanamikoji, i18n, match, matches, views
+    from companion.web import auth, camera, hanamikoji, i18n, limits, match, matches, views
     from companion.web import live as live_updates  # ``live`` here is the camera session
 
+    # Match ids are ASCII digits only: ``\d`` would also take "٤" (match 4) or "²".
+    app.url_map.converters["int"] = AsciiIntConverter
     i18n.init_app(app)
     views.init_app(app)
+    limits.init_app(app)  # before the join code and CSRF checks read anything
     auth.init_app(app)
     app.register_blueprint(matches.bp)
     app.register_blueprint(match.bp)
@@ -270,7 +292,9 @@ class _StreamTask:
 
 class Server:
     """A waitress server (production WSGI: requests are read whole before a worker thread
-    sees them, idle and half-sent connections are dropped after ``channel_timeout``) with the
+    sees them, a body over its route's limit is refused with 413 before it is read
+    (``companion.web.limits``), idle and half-sent connections are dropped after
+    ``channel_timeout``) with the
     small interface ``serve``'s callers use: ``server_port``, ``shutdown()``."""
 
     software = "waitress"
@@ -287,6 +311,8 @@ class Server:
     ):
         from waitress.server import create_server
 
+        from companion.web.limits import SERVER_MAX_BYTES, LimitedChannel
+
         timeout = CHANNEL_TIMEOUT if channel_timeout is None else channel_timeout
         self.dispatcher = StreamingDispatcher(threads, max_streams)
         self._server = create_server(
@@ -302,7 +328,10 @@ class Server:
             ident="hanafuda-companion",
             clear_untrusted_proxy_headers=True,
             asyncore_use_poll=True,
+            max_request_body_size=SERVER_MAX_BYTES,
         )
+        # Each route's body limit checked when the headers end: a body over it is never read.
+        self._server.channel_class = LimitedChannel
         self.software = f"waitress {_waitress_version()}"
         self.server_port = self._server.effective_port
         self._stop = threading.Event()
@@ -335,7 +364,11 @@ class Server:
     def shutdown(self) -> None:
         """Stop serving (from another thread) and wait until the loop has ended."""
         self._stop.set()
-        self._server.pull_trigger()  # wake the loop now rather than at its next poll
+        if not self._stopped.is_set():
+            try:
+                self._server.pull_trigger()  # wake the loop now rather than at its next poll
+            except OSError:  # its trigger is already closed: the loop is ending anyway
+                pass
         self._stopped.wait(5)
 
     def server_close(self) -> None:

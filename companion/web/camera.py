@@ -106,13 +106,17 @@ def camera_status() -> dict:
         fps = float(raw.get("fps") or 0.0)
     except (TypeError, ValueError):
         fps = 0.0
+    from companion.live.sources import redact_url
+
+    # Whatever the session says, a camera URL's password is never shown or sent.
     status = {
         "camera": camera,
-        "source": str(raw.get("source") or ""),
+        "source": redact_url(raw.get("source") or ""),
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
-        "message": say(raw.get("message") or ""),  # the session's Message, said here
+        # the session's Message, said here; a camera URL in it never shows its password
+        "message": redact_url(say(raw.get("message") or "")),
     }
     proposal = raw.get("proposal")
     if isinstance(proposal, dict) and proposal.get("text"):
@@ -261,6 +265,8 @@ def _seconds_arg(name: str, default: float, most: float) -> float:
     if raw is None or raw == "":
         return default
     try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise WebError(f"{name} must be a number of seconds.", 400) from None

@@ -10,6 +10,9 @@
     card          MM-K (captured / checked / corrected / removed card)
     new_card      MM-K (capture_corrected)
     kind          teshi | kuttsuki | dealt_yaku, as the rules allow (hand_declared)
+                  with ``card`` repeated: the dealt hand, picked on the picker
+                  (``GET /matches/<id>/picker?player=P&declare=KIND``); the engine checks that
+                  it qualifies, and a rule set with ``round.hand_cards = "required"`` needs it
     count         brights in the dealt field (field_brights_set)
     expected_seq  the last seq the page saw (required: a stale one gets 409)
     request_id    one id per button press (required: a resent one records nothing)
@@ -39,6 +42,7 @@ from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
+MAX_HAND_CARDS = 10  # a dealt hand: 8 cards at two, 10 at three or more (the engine checks)
 MAX_CARDS_AT_ONCE = 8  # a turn captures at most 4 cards from the hand's play and 4 from the draw
 # What the page records: every engine event but the match's start (the new-match form does it).
 EVENT_TYPES = frozenset(engine.EVENT_TYPES) - {"match_started"}
@@ -122,6 +126,9 @@ def board_context(match_id: int) -> dict:
         "field_redeal": rules.round.field_redeal,
         "field_redeal_pairs": rules.round.field_redeal_pairs,
         "field_brights_scored": rules.multipliers.field_brights,
+        # "required": a declared hand (teshi...) is recorded with its cards, picked on the
+        # 48-card picker; "optional": the one-tap button, or the picker to have it checked.
+        "hand_cards": rules.round.hand_cards,
     }
 
 
@@ -319,6 +326,11 @@ def picker(match_id: int):
     player = request.args.get("player", "")
     side = side_of(ctx["state"], player)
     card = request.args.get("card") or None
+    declare = request.args.get("declare") or None
+    if declare is not None and declare not in ctx["instant_wins"]:
+        raise WebError(
+            _("These rules have no %(kind)r declaration.", kind=declare[:20]), 400
+        )
     deck = ctx["deck"]
     owner = {}
     for p in ctx["state"].players:
@@ -341,7 +353,8 @@ def picker(match_id: int):
         "_picker.html",
         player=player,
         side=side,
-        card=card,
+        card=card if declare is None else None,
+        declare=declare,
         owner=owner,
         months=views.months(deck),
         **ctx,
@@ -388,6 +401,11 @@ def event_from_form(form) -> dict:
         event["new_card"] = _text_field(form, "new_card", _("the card"))
     if kind == "hand_declared":
         event["kind"] = _text_field(form, "kind", _("the kind of hand"))
+        cards = [c.strip() for c in form.getlist("card") if c.strip()]
+        if len(cards) > MAX_HAND_CARDS:
+            raise WebError(_("A dealt hand holds at most %(n)d cards.", n=MAX_HAND_CARDS), 400)
+        if cards:  # the dealt hand, picked on the picker: the engine checks that it qualifies
+            event["cards"] = cards
     if kind == "field_brights_set":
         event["count"] = _int_field(form, "count", _("the number of brights"))
     if kind == "round_entered":  # a round played away from the tablet; no winner: a draw
