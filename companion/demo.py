@@ -20,6 +20,7 @@ from companion import CompanionError
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
+MAX_PACE = 600.0  # seconds between events: beyond ten minutes nobody is watching
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,8 @@ def run_demo(
     from companion import web
     from companion.store import MatchStore
 
-    if pace < 0:
-        raise CompanionError("The pace must be zero or more seconds.")
+    if not 0 <= pace <= MAX_PACE:  # also refuses nan; inf would overflow Event.wait
+        raise CompanionError(f"The pace must be a number of seconds from 0 to {MAX_PACE:g}.")
     script = load_script()
     tmp = None
     if db is None:

@@ -72,7 +72,7 @@ def import_command(file, db):
         data = json.loads(Path(file).read_text(encoding="utf-8"))
     except OSError as exc:
         fail(f"Cannot read {file}: {exc.strerror}.")
-    except (UnicodeError, ValueError):
+    except (UnicodeError, ValueError, RecursionError):  # RecursionError: nested too deep
         fail(f"{file} is not a JSON export of a match.")
     with MatchStore.open(db) as store:
         match_id = store.import_match(data)

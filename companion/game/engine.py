@@ -61,7 +61,7 @@ from typing import Any, ClassVar
 
 from companion import CompanionError
 from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
-from companion.game.events import EventRecord, required
+from companion.game.events import EventRecord, quoted, required, whole_number
 
 __all__ = [
     "IllegalEvent",
@@ -127,10 +127,10 @@ def _card_text(value, what: str = "card") -> str:
 
 def _whole(value, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value)
-        else:
-            raise IllegalEvent(f"The {what} must be a whole number, not {value!r}.")
+        number = whole_number(value) if isinstance(value, str) else None
+        if number is None:
+            raise IllegalEvent(f"The {what} must be a whole number, not {quoted(value)}.")
+        value = number
     if not low <= value <= high:
         raise IllegalEvent(f"The {what} must be between {low} and {high}, not {value}.")
     return value

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.game.events import EventRecord, required
+from companion.game.events import EventRecord, quoted, required, whole_number
 
 __all__ = [
     "GEISHAS",
@@ -109,13 +109,14 @@ def geisha_index(text) -> int:
     if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= len(GEISHAS):
         return text - 1
     word = str(text).strip().casefold()
-    if word.isdigit() and 1 <= int(word) <= len(GEISHAS):
-        return int(word) - 1
+    position = whole_number(word)
+    if position is not None and 1 <= position <= len(GEISHAS):
+        return position - 1
     for i, g in enumerate(GEISHAS):
         if word in (g.id, g.name.casefold(), g.item):
             return i
     names = ", ".join(g.name for g in GEISHAS)
-    raise HanamikojiError(f"There is no geisha {text!r}: the geishas are {names}.")
+    raise HanamikojiError(f"There is no geisha {quoted(text)}: the geishas are {names}.")
 
 
 def other(side: str) -> str:
@@ -144,11 +145,12 @@ def _count(value, geisha: Geisha, who: str) -> int:
         number = value
     else:
         text = str(value).strip()
-        if not text.isdigit():
+        number = whole_number(text)
+        if number is None:
             raise HanamikojiError(
-                f"The count {text!r} before {geisha.name} ({who}) is not a whole number from 0."
+                f"The count {quoted(text)} before {geisha.name} ({who}) is not a whole number "
+                "from 0."
             )
-        number = int(text)
     if number < 0:
         raise HanamikojiError(
             f"The count {number} before {geisha.name} ({who}) is not a whole number from 0."

@@ -1,0 +1,382 @@
+"""Every command of ``companion --help`` with bad input: exit 2 and one sentence (or 0 where
+the input is merely odd), never a traceback.
+
+The battery gives each option of each command bad numbers (words, negative, zero, huge,
+5,000 digits, inf/nan, non-ASCII digits), missing files, folders where files are expected and
+files where folders are, empty, corrupt and wrongly shaped files (nested or wrong-typed JSON,
+rule files of 3,000 yaku or 5,000-digit numbers), /dev/null and places that cannot be written.
+Everything runs in-process on tiny sizes; the servers bind and return at once.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+import zipfile
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from companion.cli import main
+
+# -- bad values ----------------------------------------------------------------------------
+
+HUGE = "9" * 5000
+BAD_INTS = ("abc", "-5", "0", "1.5", "1e30", HUGE, "inf", "nan", "٤", "")
+BAD_FLOATS = ("abc", "-5", "0", "1e400", "inf", "-inf", "nan", HUGE, "٤", "")
+# For commands that run for many seconds on any value they accept: the refused ones only.
+REFUSED_INTS = tuple(v for v in BAD_INTS if v != "٤")
+REFUSED_FLOATS = tuple(v for v in BAD_FLOATS if v not in ("0", "٤"))
+BAD_TEXT = ("", " ", "\x00", "a\nb", "x" * 5000, "../../etc", "٤")
+BAD_MATCHES = ("abc", "-5", "0", HUGE, "٤", "", "1e3", "99999999999999999999")
+IN_FILES = (
+    "{missing}", "{dir}", "{empty}", "{junk}", "/dev/null", "{under_file}", "{nested_json}",
+    "{events_5}", "{bigint_json}",
+)  # fmt: skip
+IN_DIRS = ("{missing}", "{file}", "{empty_dir}", "/dev/null", "{under_file}")
+OUT_FILES = ("/dev/null", "{dir}", "{under_file}", "{file}/new/x")
+OUT_DIRS = ("{file}", "{under_file}", "/dev/null", "{file}/x/y")
+DBS = ("{dir}", "{junk}", "/dev/null", "{under_file}", "{missing}", "{nested_json}")
+RULES = (
+    "{rules_3000}", "{rules_bigint}", "{rules_nested}", "{rules_junk}", "{missing}.toml",
+    "{dir_toml}", "{under_file}.toml", "no-such-preset", "../x", HUGE,
+)  # fmt: skip
+JSON_FILES = (
+    "{nested_json}", "{events_5}", "{list_json}", "{bigint_json}", "{inf_json}",
+    "{junk}", "{empty}", "{dir}", "/dev/null", "{missing}",
+)  # fmt: skip
+MODELS = ("{missing}", "{empty_dir}", "{junk}", "{nested_json}", "{list_json}", "/dev/null")
+DECK_NAMES = ("nope", "", "../x", "x" * 300, "\x00", "corrupt", "corrupt-meta")
+DECK_DIRS = ("{missing}", "{file}", "{empty_dir}", "{junk_deck}", "/dev/null", HUGE)
+
+# Each command: its arguments with every other input good and cheap, then its options and
+# arguments with the bad values to try one at a time ("@0" is the first positional argument).
+BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
+    "score": (
+        ["score", "--cards", "01-1,02-1"],
+        {
+            "--rules": RULES,
+            "--cards": ("", ",", "99-9", "x" * 5000, "01-1," * 500, "\x00", "٠١-١"),
+            "--koi": BAD_INTS,
+            "--opponent-koi": BAD_INTS,
+            "--field-brights": BAD_INTS,
+            "--month": BAD_INTS,
+            "--option": ("x", "=", "a=on", "cards_count_once=maybe", HUGE + "=on"),
+        },
+    ),
+    "rules show": (
+        ["rules", "show", "livret"],
+        {"@0": RULES, "--option": ("x", "=", "a=on", "cards_count_once=" + HUGE)},
+    ),
+    "rules list": (["rules", "list"], {"--json": ("x",)}),
+    "hanamikoji": (
+        ["hanamikoji", "--round", "1,0,1,1,1,2,2:0,1,1,2,1,2,1"],
+        {
+            "--round": (
+                f"{HUGE},0,1,1,1,2,2:0,1,1,2,1,2,1", "-1,0,1,1,1,2,2:0,1,1,2,1,2,1",
+                "٤,0,1,1,1,2,2:0,1,1,2,1,2,1", "inf,0,1,1,1,2,2:0,1,1,2,1,2,1", "", ":",
+                "1,2", "1,0,1,1,1,2,2:0,1,1,2,1,2,1:1", "9,9,9,9,9,9,9:9,9,9,9,9,9,9",
+            ),
+            "--players": (",", "a,b,c", "\x00,b", " , ", "x" * 5000 + ",b", ""),
+        },
+    ),  # fmt: skip
+    "deck add": (
+        ["deck", "add", "mine", "{two_cards}", "--decks-dir", "{new_dir}"],
+        {
+            "@0": DECK_NAMES,
+            "@1": IN_DIRS + ("{junk_card_dir}",),
+            "--definition": ("nope", "{missing}.toml", "{rules_bigint}", "{rules_junk}", "{dir}"),
+            "--decks-dir": OUT_DIRS + ("{file_as_deck}",),
+        },
+    ),
+    "deck list": (["deck", "list"], {"--decks-dir": DECK_DIRS}),
+    "detect": (
+        ["detect", "{two_cards}/01-1.png", "--decks-dir", "{decks}"],
+        {
+            "@0": IN_FILES,
+            "--annotate": OUT_DIRS,
+            "--model": MODELS,
+            "--threads": BAD_INTS,
+            "--nets": ("int4", ""),
+            "--deck": DECK_NAMES,
+            "--decks-dir": DECK_DIRS,
+        },
+    ),
+    "eval": (
+        ["eval", "--deck", "{card_dir}", "--n", "1", "--width", "64", "--height", "64"],
+        {
+            "--deck": DECK_DIRS,
+            "--seed": BAD_INTS,
+            "--n": BAD_INTS,
+            "--workers": BAD_INTS,
+            "--lens-k": BAD_FLOATS,
+            "--model": MODELS,
+            "--misses": OUT_DIRS,
+            "--against": MODELS,
+            "--with-deck": DECK_NAMES,
+            "--width": BAD_INTS,
+            "--height": BAD_INTS,
+        },
+    ),
+    "bench": (
+        ["bench", "--deck", "{card_dir}", "--runs", "5", "--scenes", "1", "--width", "64",
+         "--height", "64"],
+        {
+            "--runs": BAD_INTS, "--scenes": BAD_INTS, "--seed": BAD_INTS, "--deck": DECK_DIRS,
+            "--width": BAD_INTS, "--model": MODELS, "--with-deck": DECK_NAMES,
+        },
+    ),  # fmt: skip
+    "bench-pipeline": (
+        ["bench-pipeline", "--video", "{junk}"],
+        {"--video": IN_FILES, "--frames": BAD_INTS, "--model": MODELS},
+    ),
+    "render": (
+        ["render", "--out", "{new_dir}", "--n", "1", "--width", "64", "--height", "64",
+         "--quiet", "--deck", "{card_dir}", "--background", "{texture}"],
+        {
+            "--out": OUT_DIRS, "--n": BAD_INTS, "--seed": BAD_INTS, "--deck": DECK_DIRS,
+            "--background": IN_FILES, "--width": BAD_INTS, "--workers": BAD_INTS,
+            "--lens-k": BAD_FLOATS, "--restyle": BAD_FLOATS,
+        },
+    ),  # fmt: skip
+    "simulate": (
+        ["simulate", "--deck", "{card_dir}", "--out", "{new_dir}", "--width", "160",
+         "--height", "90", "--fps", "1", "--max-turns", "1", "--quiet"],
+        {
+            "--deck": DECK_DIRS, "--seed": BAD_INTS, "--out": OUT_DIRS, "--rounds": BAD_INTS,
+            "--rules": RULES, "--width": BAD_INTS, "--fps": BAD_INTS,
+            "--max-turns": BAD_INTS, "--distractors": BAD_FLOATS,
+        },
+    ),  # fmt: skip
+    "bench-live": (
+        ["bench-live", "--clients", "1", "--events", "1", "--interval", "0"],
+        {"--clients": REFUSED_INTS, "--events": REFUSED_INTS, "--interval": REFUSED_FLOATS},
+    ),
+    "bench-page": (
+        ["bench-page", "--repeat", "1", "--rounds", "6"],
+        {"--repeat": BAD_INTS, "--rounds": BAD_INTS},
+    ),
+    "serve": (
+        ["serve", "--db", "{db}", "--port", "0"],
+        {"--db": DBS, "--host": ("", "nowhere.invalid", "999.1.1.1", "::::", "\x00"),
+         "--port": BAD_INTS},
+    ),  # fmt: skip
+    "demo": (
+        ["demo", "--port", "0", "--pace", "0", "--db", "{new_db}"],
+        {"--pace": BAD_FLOATS, "--port": BAD_INTS, "--db": DBS},
+    ),
+    "run": (
+        ["run", "--video", "{video}", "--port", "0", "--db", "{new_db}", "--decks-dir", "{decks}"],
+        {
+            "--camera": BAD_INTS, "--video": IN_FILES, "--images": IN_DIRS,
+            "--url": ("", "nothing://x", "\x00"), "--zones": IN_FILES + ("{rules_bigint}",),
+            "--rules": RULES, "--db": DBS, "--host": ("", "999.1.1.1", "\x00"),
+            "--port": BAD_INTS, "--model": MODELS, "--deck": DECK_NAMES, "--decks-dir": DECK_DIRS,
+        },
+    ),  # fmt: skip
+    "replay": (
+        ["replay", "{video}", "--decks-dir", "{decks}"],
+        {
+            "@0": IN_FILES, "--zones": IN_FILES + ("{rules_bigint}",), "--truth": JSON_FILES,
+            "--model": MODELS, "--deck": DECK_NAMES, "--decks-dir": DECK_DIRS,
+        },
+    ),  # fmt: skip
+    "summary": (
+        ["summary", "--db", "{db}"],
+        {"@0": BAD_MATCHES, "--db": DBS, "--out": OUT_FILES, "--format": ("docx", "")},
+    ),
+    "matches": (["matches", "--db", "{db}"], {"--db": DBS}),
+    "stats": (["stats", "--db", "{db}"], {"--db": DBS}),
+    "export": (["export", "1", "--db", "{db}"], {"@0": BAD_MATCHES, "--db": DBS, "--out": OUT_FILES}),
+    "import": (["import", "{export}", "--db", "{new_db}"], {"@0": JSON_FILES, "--db": DBS}),
+    "backup": (["backup", "{new_file}", "--db", "{db}"], {"@0": OUT_FILES + ("{file}",), "--db": DBS}),
+    "rename": (["rename", "1", "Title", "--db", "{db}"], {"@0": BAD_MATCHES, "@1": BAD_TEXT, "--db": DBS}),
+    "archive": (["archive", "1", "--db", "{db}"], {"@0": BAD_MATCHES, "--db": DBS}),
+    "delete": (["delete", "1", "--db", "{db}"], {"@0": BAD_MATCHES, "--db": DBS}),
+}  # fmt: skip
+
+# The lab's commands train and measure for minutes: only the values click itself refuses.
+LAB_BATTERY = {
+    "train": {"--scenes": ("-5", "0", HUGE), "--epochs": ("0", "abc"), "--minutes": ("0", "nan")},
+    "fit-acceptance": {"--n": ("0", HUGE), "--above": ("0", "1", "nan"), "--trees": ("-5",)},
+    "ablate-augmentation": {"--epochs": ("0", HUGE), "--scenes": ("-5",)},
+}
+# Exit 1 is a command saying "no" on purpose: ``delete`` without --yes asks, and a closed
+# input answers no.
+EXIT_ONE_OK = {"delete"}
+
+
+def invocations():
+    for name, (base, options) in BATTERY.items():
+        for key, values in options.items():
+            for value in values:
+                args = list(base)
+                if key.startswith("@"):  # a positional argument of the command
+                    position = len(name.split()) + int(key[1:])
+                    args[position] = value
+                elif key in args:
+                    args[args.index(key) + 1] = value
+                else:
+                    args += [key, value]
+                yield name, args
+    for name, options in LAB_BATTERY.items():
+        for key, values in options.items():
+            for value in values:
+                yield name, [name, key, value]
+
+
+CASES = list(invocations())
+
+
+def shown(args) -> str:
+    text = " ".join(a if len(a) < 40 else f"{a[:12]}...({len(a)} chars)" for a in args)
+    return text.encode("unicode_escape").decode("ascii")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The battery's files: good ones to lean on, and bad ones."""
+    import cv2
+    import numpy as np
+
+    from companion.store import MatchStore
+
+    root = tmp_path_factory.mktemp("battery")
+    f = {"root": root}
+
+    def path(name, content=None):
+        p = root / name
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        elif content is not None:
+            p.write_text(content, encoding="utf-8")
+        f[name] = str(p)
+        return p
+
+    path("missing")
+    (path("dir")).mkdir()
+    (path("empty_dir")).mkdir()
+    path("empty", "")
+    path("file", "a file, not a folder\n")
+    path("junk", bytes(range(256)) * 8)
+    f["under_file"] = str(root / "file" / "x")
+    path("nested_json", "[" * 100_000 + "]" * 100_000)
+    path("events_5", json.dumps({"format": "companion-simulation/1", "events": 5}))
+    path("list_json", "[1, 2, 3]")
+    path("bigint_json", '{"format": "companion-simulation/1", "events": [' + HUGE + "]}")
+    path("inf_json", '{"rounds": Infinity, "events": [1e999]}')
+    path("dir_toml.toml").mkdir()
+    f["dir_toml"] = f["dir_toml.toml"]
+    path("rules_junk", bytes(range(256)))
+    path("rules_nested", "a = " + "[" * 5000 + "]" * 5000)
+    path("rules_bigint", f'[game]\nname = "big"\n[match]\nbank = {HUGE}\n')
+    yaku = "".join(
+        f'[[yaku]]\nid = "y{k}"\nname = "Y{k}"\nkind = "count"\npoints = 1\nmin = 1\n'
+        'select = { category = "chaff" }\nfamily = "f"\n'
+        for k in range(3000)
+    )
+    path("rules_3000", '[game]\nname = "many"\n[scoring]\ncards_count_once = true\n' + yaku)
+    for name in ("rules_junk", "rules_nested", "rules_bigint", "rules_3000"):
+        target = root / f"{name}.toml"
+        (root / name).rename(target)
+        f[name] = str(target)
+
+    # 48 flat "cards", a texture and a short video: enough for the vision commands to run.
+    from companion.game.cards import ALL_CODES
+
+    rng = np.random.default_rng(0)
+    cards = root / "cards"
+    cards.mkdir()
+    for code in ALL_CODES:
+        face = np.full((64, 40, 3), rng.integers(0, 255, 3), np.uint8)
+        cv2.imwrite(str(cards / f"{code}.png"), face)
+    f["card_dir"] = str(cards)
+    two = root / "two_cards"
+    two.mkdir()
+    for code in ("01-1", "02-1"):
+        (two / f"{code}.png").write_bytes((cards / f"{code}.png").read_bytes())
+    f["two_cards"] = str(two)
+    junk_cards = root / "junk_cards"
+    junk_cards.mkdir()
+    (junk_cards / "01-1.png").write_bytes(b"not a png")
+    f["junk_card_dir"] = str(junk_cards)
+    junk_deck = root / "junk_deck"
+    junk_deck.mkdir()
+    (junk_deck / "01-1.png").write_bytes(b"not a png")
+    f["junk_deck"] = str(junk_deck)
+    cv2.imwrite(str(root / "texture.png"), np.full((64, 64, 3), 90, np.uint8))
+    f["texture"] = str(root / "texture.png")
+    video = root / "table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 5, (64, 48))
+    for _ in range(3):
+        writer.write(np.full((48, 64, 3), 60, np.uint8))
+    writer.release()
+    f["video"] = str(video)
+
+    # Added decks: two damaged ones, and a name taken by a file where a deck folder goes.
+    decks = root / "decks"
+    for name in ("corrupt", "corrupt-meta"):
+        (decks / name).mkdir(parents=True)
+    (decks / "corrupt" / "deck.json").write_text(json.dumps({"name": "corrupt", "format": 1}))
+    (decks / "corrupt" / "references.npz").write_bytes(b"PK\x03\x04 not a zip")
+    (decks / "corrupt-meta" / "deck.json").write_text("[1, 2]")
+    with zipfile.ZipFile(decks / "corrupt-meta" / "references.npz", "w") as z:
+        z.writestr("embeddings.npy", b"junk")
+    f["decks"] = str(decks)
+    taken = root / "taken"
+    taken.mkdir()
+    (taken / "mine").write_text("a file where the deck's folder goes")
+    f["file_as_deck"] = str(taken)
+
+    db = root / "matches.db"
+    with MatchStore.open(db) as store:
+        match = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+        export = store.export_match(match)
+    f["db"] = str(db)
+    path("export", json.dumps(export))
+    return f
+
+
+@pytest.fixture
+def no_serving(monkeypatch):
+    """``serve``, ``demo`` and ``run`` bind their socket, then return at once."""
+    from companion import web
+
+    monkeypatch.setattr(web.Server, "serve_forever", lambda self, poll_interval=0.2: None)
+
+
+def test_every_command_has_a_battery():
+    """A new command must come with bad input to try."""
+    names = []
+
+    def walk(group, prefix):
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if isinstance(command, click.Group):
+                walk(command, prefix + [name])
+            else:
+                names.append(" ".join(prefix + [name]))
+
+    walk(main, [])
+    assert sorted(names) == sorted([*BATTERY, *LAB_BATTERY])
+
+
+@pytest.mark.parametrize(("name", "args"), CASES, ids=[shown(a) for _, a in CASES])
+def test_bad_input_is_one_sentence_never_a_traceback(files, no_serving, tmp_path, name, args):
+    values = {**files, "new_dir": str(tmp_path / "out"), "new_db": str(tmp_path / "new.db"),
+              "new_file": str(tmp_path / "new.file")}  # fmt: skip
+    args = [a.format(**values) if "{" in a else a for a in args]
+    result = CliRunner().invoke(main, args, input="")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        lines = "".join(traceback.format_exception(*result.exc_info)).splitlines()[-24:]
+        trace = "\n".join(line[:300] for line in lines)
+        pytest.fail(f"companion {shown(args)} raised:\n{trace}")
+    assert "Traceback" not in result.output + result.stderr, shown(args)
+    allowed = {0, 2} | ({1} if name in EXIT_ONE_OK else set())
+    assert result.exit_code in allowed, (shown(args), result.exit_code, result.output)
+    if result.exit_code == 2:
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert lines and lines[-1].startswith("Error: "), (shown(args), result.stderr)
