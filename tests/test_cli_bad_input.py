@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import traceback
 import zipfile
-from pathlib import Path
 
 import click
 import pytest
@@ -47,7 +46,10 @@ JSON_FILES = (
     "{nested_json}", "{events_5}", "{list_json}", "{bigint_json}", "{inf_json}",
     "{junk}", "{empty}", "{dir}", "/dev/null", "{missing}",
 )  # fmt: skip
-MODELS = ("{missing}", "{empty_dir}", "{junk}", "{nested_json}", "{list_json}", "/dev/null")
+MODELS = (
+    "{missing}", "{empty_dir}", "{junk}", "{nested_json}", "{list_json}", "/dev/null",
+    "{junk_model}",
+)  # fmt: skip
 DECK_NAMES = ("nope", "", "../x", "x" * 300, "\x00", "corrupt", "corrupt-meta")
 DECK_DIRS = ("{missing}", "{file}", "{empty_dir}", "{junk_deck}", "/dev/null", HUGE)
 
@@ -335,6 +337,12 @@ def files(tmp_path_factory):
         match = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
         export = store.export_match(match)
     f["db"] = str(db)
+    junk_model = root / "junk_model"
+    junk_model.mkdir()
+    (junk_model / "junk.onnx").write_bytes(bytes(range(256)))
+    meta = {"localizer": "junk.onnx", "classifier": "junk.onnx", "settings": {}}
+    (junk_model / "recognizer.json").write_text(json.dumps(meta))
+    f["junk_model"] = str(junk_model)
     path("export", json.dumps(export))
     return f
 
@@ -380,3 +388,183 @@ def test_bad_input_is_one_sentence_never_a_traceback(files, no_serving, tmp_path
     if result.exit_code == 2:
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert lines and lines[-1].startswith("Error: "), (shown(args), result.stderr)
+
+
+# -- the causes, one by one, where they are fixed -------------------------------------------
+
+
+def many_yaku(n: int) -> str:
+    return '[game]\nname = "many"\n[scoring]\ncards_count_once = true\n' + "".join(
+        f'[[yaku]]\nid = "y{k}"\nname = "Y{k}"\nkind = "count"\npoints = 1\nmin = 1\n'
+        'select = { category = "chaff" }\nfamily = "f"\n'
+        for k in range(n)
+    )
+
+
+def test_a_rule_set_of_thousands_of_yaku_is_refused_before_scoring():
+    from companion.game.rules import MAX_YAKU, RuleError, RuleSet
+    from companion.game.scoring import score_hand
+
+    rules = RuleSet.from_text(many_yaku(MAX_YAKU))
+    assert score_hand(rules, list(rules.deck)).base == 1  # one yaku of the family counts
+    with pytest.raises(RuleError, match=f"at most {MAX_YAKU} yaku, not 3,000"):
+        RuleSet.from_text(many_yaku(3000))
+
+
+def test_a_yaku_listing_more_cards_than_the_deck_is_refused():
+    from companion.game.rules import RuleError, RuleSet
+
+    cards = ", ".join(['"01-1"'] * 3000)
+    text = f'[[yaku]]\nid = "all"\nname = "All"\nkind = "set"\npoints = 1\ncards = [{cards}]\n'
+    with pytest.raises(RuleError, match="at most 48"):
+        RuleSet.from_text(text)
+
+
+def test_a_number_of_5000_digits_is_one_sentence_in_every_toml_file(tmp_path):
+    from companion.game.cards import CardError, Deck
+    from companion.game.rules import RuleError, RuleSet
+    from companion.live.zones import ZoneError, Zones
+
+    with pytest.raises(RuleError, match="number too long"):
+        RuleSet.from_text(f"[match]\nbank = {HUGE}\n")
+    deck = tmp_path / "big.toml"
+    deck.write_text(f'name = "big"\nsize = {HUGE}\n')
+    with pytest.raises(CardError, match="number too long"):
+        Deck.load(str(deck))
+    with pytest.raises(ZoneError, match="number too long"):
+        Zones.from_toml(f"[zones.field]\npolygon = [[{HUGE}, 0]]\n")
+
+
+def test_a_rule_file_name_too_long_for_the_system_is_one_sentence():
+    from companion.game.rules import RuleError, RuleSet
+
+    with pytest.raises(RuleError) as caught:
+        RuleSet.load("x" * 5000 + ".toml")
+    assert len(str(caught.value)) < 200
+
+
+@pytest.mark.parametrize("value", ["²", "٣", HUGE, "-3", "3.0"])
+def test_numbers_in_events_are_ascii_digits_of_sensible_length(value):
+    from companion.game import hanamikoji
+    from companion.game.engine import Event, IllegalEvent
+
+    with pytest.raises(IllegalEvent, match="whole number") as caught:
+        Event.from_dict({"type": "round_entered", "winner": "A", "points": value})
+    assert len(str(caught.value)) < 120
+    with pytest.raises(hanamikoji.HanamikojiError):
+        hanamikoji.ItemsSet(player="A", geisha=value, count=1)
+    with pytest.raises(hanamikoji.HanamikojiError, match="not a whole number"):
+        hanamikoji.ItemsSet(player="A", geisha="ayane", count=value)
+    assert hanamikoji.ItemsSet(player="A", geisha="2", count="3").count == 3
+
+
+def test_a_hanamikoji_count_of_5000_digits_is_one_sentence():
+    result = CliRunner().invoke(
+        main, ["hanamikoji", "--round", f"{HUGE},0,1,1,1,2,2:0,1,1,2,1,2,1"]
+    )
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert result.stderr.startswith("Error: The count '99") and "characters" in result.stderr
+
+
+def test_a_deck_that_cannot_be_written_is_one_sentence(tmp_path, monkeypatch):
+    import errno
+
+    import numpy as np
+
+    from companion.recognizer import decks
+    from companion.recognizer.decks import DeckError, UserDeck
+
+    deck = UserDeck("mine", "standard", np.ones((2, 192), np.float32), np.array([0, 4]))
+    (tmp_path / "mine").write_text("a file where the deck's folder goes")
+    with pytest.raises(DeckError, match="Cannot keep the deck 'mine'"):
+        deck.save(tmp_path)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(decks.np, "savez_compressed", full)
+    with pytest.raises(DeckError, match="No space left on device"):
+        deck.save(tmp_path / "elsewhere")
+
+
+@pytest.mark.parametrize(
+    "embeddings, ids",
+    [((3, 192), [0, 1]), ((2, 192), [0, 99]), ((0, 192), []), ((2,), [0, 1])],
+)
+def test_a_damaged_deck_is_refused_when_loaded(tmp_path, embeddings, ids):
+    import numpy as np
+
+    from companion.recognizer.decks import DeckError, UserDeck
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "deck.json").write_text(json.dumps({"name": "mine", "format": 1}))
+    np.savez_compressed(
+        folder / "references.npz", embeddings=np.ones(embeddings), class_ids=np.array(ids)
+    )
+    with pytest.raises(DeckError, match="unreadable"):
+        UserDeck.load("mine", tmp_path)
+
+
+def test_a_deck_made_by_another_embedder_is_one_sentence():
+    import numpy as np
+
+    from companion.recognizer.decks import DeckError, DeckNamer, UserDeck
+    from companion.recognizer.settings import Settings
+
+    deck = UserDeck("old", "standard", np.ones((2, 64), np.float32), np.array([0, 4]))
+    with pytest.raises(DeckError, match="another recognizer"):
+        DeckNamer(deck, Settings())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"events": 5},
+        {"events": [{"frame": -1, "event": {}}]},
+        {"events": [{"frame": 3, "event": {}, "steady_frame": "x"}]},
+        {"decisions": [{"answer": "maybe"}]},
+        {"rounds": [{"round": 1, "first_frame": None}]},
+        {"rounds": [{"round": 1, "points": [1, 2]}]},
+        {"players": "AB"},
+        {"zones": [1]},
+    ],
+)
+def test_a_truth_file_of_the_wrong_shape_is_one_sentence(tmp_path, change):
+    from companion.live.replay import TruthError, load_truth
+
+    path = tmp_path / "truth.json"
+    path.write_text(json.dumps({"format": "companion-simulation/1", **change}))
+    with pytest.raises(TruthError, match="damaged"):
+        load_truth(path)
+
+
+def test_nan_passes_no_float_range():
+    from companion.cli import FiniteFloatRange
+
+    assert click.FloatRange(0, 1).convert("nan", None, None) != 0  # nan slips through click's
+    for value in ("nan", "inf"):
+        with pytest.raises(click.BadParameter, match="finite"):
+            FiniteFloatRange(min=0).convert(value, None, None)
+    assert FiniteFloatRange(0, 1).convert("0.5", None, None) == 0.5
+
+
+def test_a_bug_is_one_sentence_and_exit_1_unless_tracebacks_are_asked_for(monkeypatch):
+    from companion.cli import TRACEBACK_VARIABLE
+    from companion.game import scoring
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(scoring, "score_hand", broken)
+    monkeypatch.delenv(TRACEBACK_VARIABLE, raising=False)
+    result = CliRunner().invoke(main, ["score", "--cards", "01-1"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ZeroDivisionError" in lines[0] and "bug" in lines[0]
+    assert "Traceback" not in result.output
+    monkeypatch.setenv(TRACEBACK_VARIABLE, "1")
+    result = CliRunner().invoke(main, ["score", "--cards", "01-1"])
+    assert isinstance(result.exception, ZeroDivisionError)
+    bad_input = CliRunner().invoke(main, ["score", "--cards", "99-9"])
+    assert bad_input.exit_code == 2  # bad input is still bad input, whatever the variable
