@@ -309,9 +309,8 @@ class CaptureDecider:
         return table.backs == 0 or table.fresh_field >= _deal_size(match) - 2
 
     def _redeal_proposal(self, match) -> Proposal | None:
-        if any("redeal" in w for w in match.warnings):
-            return Proposal("redeal", next(w for w in match.warnings if "redeal" in w))
-        return None
+        redeal = [w for w in match.warnings if w.kind == "redeal"]
+        return Proposal("redeal", redeal[0]) if redeal else None
 
     # -- between rounds -----------------------------------------------------------------------
 

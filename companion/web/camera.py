@@ -46,6 +46,19 @@ STATE_MESSAGES = {
     "ended": _l("The video has ended; keep scoring by hand."),
 }
 ZONE_LABELS = {"field": _l("Field"), "draw_pile": _l("Draw pile")}
+# A source that has sent no picture for 5 s: which one, and what to check (the session says
+# when; the pipeline keeps retrying).
+ABSENT = {
+    "camera": _l(
+        "No picture from %(source)s for 5 s: check that it is plugged in and that no other "
+        "program is using it; still trying."
+    ),
+    "stream": _l(
+        "No picture from %(source)s for 5 s: check the address and that the camera is "
+        "switched on and on this network; still trying."
+    ),
+    "source": _l("No picture from %(source)s for 5 s: check the camera; still trying."),
+}
 
 
 def live_session():
@@ -109,7 +122,11 @@ def camera_status() -> dict:
         }
     else:
         status["proposal"] = None
-    if camera == "lost":
+    absent = raw.get("absent")
+    if camera in ("connecting", "lost") and absent:
+        sentence = ABSENT.get(str(absent), ABSENT["source"])
+        status["message"] = sentence % {"source": status["source"] or _("the camera")}
+    elif camera == "lost":
         status["message"] = str(LOST)  # whatever the source said: the players need to know this
     elif not status["message"]:
         status["message"] = str(STATE_MESSAGES[camera])

@@ -33,7 +33,6 @@ from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
 from companion.web import views
-from companion.web.engine_text import localized_summary
 from companion.web.i18n import language
 from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
@@ -115,9 +114,6 @@ def board_context(match_id: int) -> dict:
     }
 
 
-PAIR_WARNING = "captures come in pairs"
-
-
 def _settled_warnings(state: MatchState, stored) -> list[str]:
     """The engine's warnings, less the pair warning of a turn still being entered: a single
     card just captured is usually the first of a pair, and saying so after every first card
@@ -131,7 +127,9 @@ def _settled_warnings(state: MatchState, stored) -> list[str]:
     ):
         return list(state.warnings)
     side = state.side_of(last.event.player)
-    return [w for w in state.warnings if not (w.startswith(f"{side} holds") and PAIR_WARNING in w)]
+    return [
+        w for w in state.warnings if not (w.kind == "unpaired_month" and w.params["player"] == side)
+    ]
 
 
 def side_of(state: MatchState, player: str) -> str:
@@ -333,7 +331,7 @@ def summary(match_id: int):
     from companion.summaries import koikoi as summary_module
 
     info = store().get_match(match_id)  # 404 for an unknown match
-    summary_data = localized_summary(summary_module.summary_from_store(store(), info.id))
+    summary_data = summary_module.summary_from_store(store(), info.id)
     html = summary_module.render_html(
         summary_data, back_url=url_for("match.page", match_id=match_id), lang=language()
     )
