@@ -87,7 +87,7 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
     "deck add": (
         ["deck", "add", "mine", "{two_cards}", "--decks-dir", "{new_dir}"],
         {
-            "@0": DECK_NAMES,
+            "@0": ("", "../x", "x" * 300, "\x00", "Upper", "a b"),
             "@1": IN_DIRS + ("{junk_card_dir}",),
             "--definition": ("nope", "{missing}.toml", "{rules_bigint}", "{rules_junk}", "{dir}"),
             "--decks-dir": OUT_DIRS + ("{file_as_deck}",),
@@ -112,7 +112,7 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
             "--deck": DECK_DIRS,
             "--seed": BAD_INTS,
             "--n": BAD_INTS,
-            "--workers": BAD_INTS,
+            "--workers": REFUSED_INTS,
             "--lens-k": BAD_FLOATS,
             "--model": MODELS,
             "--misses": OUT_DIRS,
@@ -126,7 +126,7 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
         ["bench", "--deck", "{card_dir}", "--runs", "5", "--scenes", "1", "--width", "64",
          "--height", "64"],
         {
-            "--runs": BAD_INTS, "--scenes": BAD_INTS, "--seed": BAD_INTS, "--deck": DECK_DIRS,
+            "--runs": BAD_INTS, "--scenes": REFUSED_INTS, "--seed": BAD_INTS, "--deck": DECK_DIRS,
             "--width": BAD_INTS, "--model": MODELS, "--with-deck": DECK_NAMES,
         },
     ),  # fmt: skip
@@ -139,7 +139,7 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
          "--quiet", "--deck", "{card_dir}", "--background", "{texture}"],
         {
             "--out": OUT_DIRS, "--n": BAD_INTS, "--seed": BAD_INTS, "--deck": DECK_DIRS,
-            "--background": IN_FILES, "--width": BAD_INTS, "--workers": BAD_INTS,
+            "--background": IN_FILES, "--width": BAD_INTS, "--workers": REFUSED_INTS,
             "--lens-k": BAD_FLOATS, "--restyle": BAD_FLOATS,
         },
     ),  # fmt: skip
@@ -158,7 +158,7 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
     ),
     "bench-page": (
         ["bench-page", "--repeat", "1", "--rounds", "6"],
-        {"--repeat": BAD_INTS, "--rounds": BAD_INTS},
+        {"--repeat": REFUSED_INTS, "--rounds": BAD_INTS},
     ),
     "serve": (
         ["serve", "--db", "{db}", "--port", "0"],
@@ -174,7 +174,9 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
         {
             "--camera": BAD_INTS, "--video": IN_FILES, "--images": IN_DIRS,
             "--url": ("", "nothing://x", "\x00"), "--zones": IN_FILES + ("{rules_bigint}",),
-            "--rules": RULES, "--db": DBS, "--host": ("", "999.1.1.1", "\x00"),
+            "--rules": RULES, "--players": ("", ",", "a,a", "\x00,b", "a,b,c,d,e"),
+            "--rounds": BAD_INTS, "--oya": ("", "nobody", "\x00"),
+            "--db": DBS, "--host": ("", "999.1.1.1", "\x00"),
             "--port": BAD_INTS, "--model": MODELS, "--deck": DECK_NAMES, "--decks-dir": DECK_DIRS,
         },
     ),  # fmt: skip

@@ -155,8 +155,8 @@ class UserDeck:
         """Write the deck into ``decks_dir``/NAME; DeckError (one sentence) when that folder
         cannot be made or written (read-only, full, a file in the way)."""
         folder = Path(decks_dir) / self.name
+        _make_folder(folder, self.name)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             self._write(folder)
         except OSError as exc:
             reason = exc.strerror or str(exc)
@@ -270,6 +270,8 @@ def add_deck(
     Deck.load(definition)  # a clear error before any work
     start = time.perf_counter()
     files = deck_images(image_dir)
+    decks_dir = decks_dir or default_decks_dir()
+    _make_folder(Path(decks_dir) / name, name)  # and for a place it cannot be kept
     settings = settings or Settings.from_dict(_model_settings())
     session = open_session(EMBEDDER, 2)
     rng = np.random.default_rng(seed)
@@ -289,8 +291,16 @@ def add_deck(
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
     )
-    deck.save(decks_dir or default_decks_dir())
+    deck.save(decks_dir)
     return deck
+
+
+def _make_folder(folder: Path, name: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise DeckError(f"Cannot keep the deck {name!r} in {folder}: {reason}.") from None
 
 
 def own_card_similarity(embeddings: np.ndarray, class_ids: np.ndarray, share: float = 0.02):
