@@ -603,3 +603,21 @@ def test_the_camera_pages_over_a_real_live_session(store, tmp_path):
     assert Zones.load(tmp_path / "zones.toml") == session.zones
     missing = client.get("/live/crop?player=Aki&card=01-1")
     assert missing.status_code == 404
+
+
+def test_no_deal_button_while_the_camera_deals(client, fake, store):
+    """A working camera that follows the match opens each round from the deal: the board
+    says so and keeps dealing by hand folded away; a lost camera gives the button back."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    fake.match_id = match_id
+    board = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "The camera opens round 1 when the cards are dealt." in board
+    before_details = board.split('<details class="deal-by-hand">', 1)[0]
+    assert "Deal round 1" not in before_details and "Deal round 1" in board  # folded away
+    fake.camera = "lost"
+    board = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "The camera opens" not in board and "deal-by-hand" not in board
+    assert "Deal round 1" in board
+    fake.camera, fake.match_id = "live", match_id + 1  # the camera follows another match
+    board = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "The camera opens" not in board and "Deal round 1" in board

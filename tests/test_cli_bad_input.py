@@ -465,7 +465,7 @@ def test_a_hanamikoji_count_of_5000_digits_is_one_sentence():
         main, ["hanamikoji", "--round", f"{HUGE},0,1,1,1,2,2:0,1,1,2,1,2,1"]
     )
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
-    assert result.stderr.startswith("Error: The count '99") and "characters" in result.stderr
+    assert result.stderr.startswith("Error: The count '99") and len(result.stderr) < 200
 
 
 def test_a_deck_that_cannot_be_written_is_one_sentence(tmp_path, monkeypatch):

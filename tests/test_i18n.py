@@ -97,7 +97,7 @@ def test_every_string_is_translated_with_the_same_placeholders(lang):
             assert sorted(PLACEHOLDER.findall(s)) == sorted(PLACEHOLDER.findall(ids[0])), s
 
 
-@pytest.mark.parametrize("lang", ["fr", "ja"])
+@pytest.mark.parametrize("lang", ["en", "fr", "ja"])
 def test_compiled_catalog_is_up_to_date(lang):
     from babel.messages.mofile import read_mo
 
@@ -105,7 +105,9 @@ def test_compiled_catalog_is_up_to_date(lang):
         def text(value):
             return value if isinstance(value, str) else tuple(value)
 
-        return {text(m.id): text(m.string) for m in messages if m.id}
+        # An entry left to its msgid (most of the English catalog) says the msgid either way.
+        said = {text(m.id): text(m.string) for m in messages if m.id}
+        return {k: v for k, v in said.items() if any(v) and v != k}
 
     with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.mo", "rb") as f:
         compiled = texts(read_mo(f))
@@ -493,3 +495,36 @@ def test_yaku_names_on_a_japanese_page_as_japanese_players_write_them(
     assert japanese in ja
     en = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
     assert japanese not in en
+
+
+# Words that mark a rule file's text as French (the seeds quote French rule documents).
+FRENCH_WORDS = re.compile(
+    r"\b(Variante|Règles|joueurs?|cartes?|manches|partie|réarranger|adaptation française|"
+    r"mutualisées|échange|Vérification|musée)\b"
+)
+
+
+def test_the_rule_files_french_texts_have_their_english_words():
+    """An English page shows a rule file's French words (an option's description quoting its
+    seed, a preset's title) in English: the English catalog carries them."""
+    from companion.web.i18n import extract_rule_texts
+
+    english = {m.id: m.string for m in catalog("en") if m.id}
+    french = []
+    for path in sorted((WEB_DIR.parent / "game" / "rulesets").glob("*.toml")):
+        with open(path, "rb") as f:
+            french += [t for _, _, t, _ in extract_rule_texts(f, None, None, None)]
+    french = [t for t in french if FRENCH_WORDS.search(t)]
+    assert len(french) >= 10
+    for text in french:
+        assert english.get(text), f"{text!r} has no English words"
+        assert not FRENCH_WORDS.search(english[text]), english[text]
+
+
+def test_an_english_page_shows_the_options_in_english(client):
+    page = visible_text(client.get("/?lang=en").get_data(as_text=True))
+    assert "Each card can count in one yaku only; the Triade is exempt" in page
+    assert "Variant: Bright cards in the dealt field (Ba)" in page
+    assert "Variante" not in page and "comptabilisée" not in page
+    options = client.get("/new/options?rules=hana-koikoi&lang=en").get_data(as_text=True)
+    assert "Règles de base" not in options

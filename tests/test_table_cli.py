@@ -38,7 +38,7 @@ def run_here(tmp_path, monkeypatch):
     the server answers /live/status once, then stops. Returns (invoke, db, answers)."""
     import companion.cli.live as live_cli
 
-    monkeypatch.setattr(live_cli, "SESSION_ZONES", tmp_path / "session-zones.toml")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the calibrated zones' home
     monkeypatch.setattr(live_cli, "live_detector", lambda *args, **kwargs: NoCards())
     images = tmp_path / "frames"
     images.mkdir()
@@ -154,7 +154,7 @@ def test_a_resumed_match_says_the_flags_are_for_a_new_one(run_here):
     invoke, db, _ = run_here
     with MatchStore.open(db) as store:
         store.create_match(["Aki", "Ben"], rules="livret", rounds=6)
-    result = invoke("--players", "Cho,Dai")
+    result = invoke("--players", "Cho,Dai,Eri")  # a new match's players, not this one's
     assert result.exit_code == 0, result.output
     assert "Resuming match 1" in result.output and "apply to a new match" in result.output
     with MatchStore.open(db) as store:
@@ -318,3 +318,195 @@ def test_an_absent_camera_and_a_refused_stream_print_nothing_from_opencv(tmp_pat
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
     assert done.stderr == ""
+
+
+# -- the camera demo -------------------------------------------------------------------------
+
+
+def test_the_camera_demo_without_card_images_says_so_in_one_sentence(tmp_path, monkeypatch):
+    from companion.demo import CameraDemo, load_script, start_match
+    from companion.web import create_app
+
+    monkeypatch.setenv("COMPANION_SHARED", str(tmp_path / "nothing-here"))
+    result = CliRunner().invoke(main, ["demo", "--camera", "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert "../shared/decks" in result.output and "without --camera" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    # the scripted demo's link to it says the same, and the scripted demo goes on
+    store = MatchStore.open(":memory:")
+    app = create_app(store, testing=True)
+    app.config["DEMO_CAMERA"] = CameraDemo(app, store).start
+    scripted = start_match(store, load_script())
+    client = app.test_client()
+    page = client.get(f"/matches/{scripted}").get_data(as_text=True)
+    assert 'href="/demo/camera"' in page and "Watch the camera keep score" in page
+    reply = client.get("/demo/camera")
+    assert reply.status_code == 503 and "../shared/decks" in reply.get_data(as_text=True)
+    assert [m.id for m in store.matches()] == [scripted]
+    # a server that is no demo has no such page
+    assert create_app(store, testing=True).test_client().get("/demo/camera").status_code == 404
+
+
+@pytest.mark.slow
+def test_the_camera_demo_plays_a_round_through_the_real_pipeline(tmp_path):
+    """The demo page's link starts a short simulated round, filmed as it is played; the real
+    pipeline (recognizer, tracker, decider, engine) scores it; the page shows the live view
+    beside the tally."""
+    import time
+
+    from companion import CompanionError
+    from companion.demo import CAMERA_PLAYERS, CameraDemo, SimulatedTable, camera_deck_dir
+    from companion.web import create_app
+
+    try:
+        deck = camera_deck_dir()
+    except CompanionError as exc:
+        pytest.skip(str(exc))
+    store = MatchStore.open(tmp_path / "demo.db")
+    app = create_app(store, testing=True)
+    source = SimulatedTable(deck, rounds=1, turns=2)
+    lines = []
+    demo = CameraDemo(app, store, realtime=False, source=source, echo=lines.append)
+    app.config["DEMO_CAMERA"] = demo.start
+    client = app.test_client()
+    reply = client.get("/demo/camera")
+    assert reply.status_code == 303
+    match_id = demo.match_id
+    assert reply.headers["Location"].endswith(f"/matches/{match_id}")
+    try:
+        deadline = time.monotonic() + 900
+        while source.state != "ended" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert source.state == "ended"
+        page = client.get(f"/matches/{match_id}").get_data(as_text=True)
+        assert 'class="with-live"' in page and 'id="live-view"' in page and 'id="board"' in page
+        assert "Watch the camera keep score" not in page  # it is this page
+        frame = client.get("/live/frame.jpg")
+        assert frame.status_code == 200 and frame.mimetype == "image/jpeg"
+    finally:
+        demo.stop()
+    (plan,) = source.plans
+    truth = plan.rounds[0].captures
+    assert sum(len(c) for c in truth.values()) >= 2
+    state = store.state(match_id)
+    assert state.rounds, "the round was never closed"
+    seats = dict(zip(("A", "B"), CAMERA_PLAYERS, strict=True))
+    events = [stored.event.to_dict() for stored in store.events(match_id)]
+    captured = {
+        player: sorted(
+            e["card"] for e in events if e["type"] == "card_captured" and e["player"] == player
+        )
+        for player in CAMERA_PLAYERS
+    }
+    assert captured == {seats[seat]: sorted(codes) for seat, codes in truth.items()}
+    assert lines[0].startswith("Simulated table") and lines[-1].endswith("has ended.")
+
+
+# -- three players -------------------------------------------------------------------------
+
+
+def _a_deck():
+    from companion import CompanionError
+    from companion.demo import camera_deck_dir
+
+    try:
+        return camera_deck_dir()
+    except CompanionError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_three_player_round_is_dealt_played_and_laid_in_its_seats(seed):
+    from companion.game.engine import replay
+    from companion.live.zones import default_zones
+    from companion.simulator import rounds
+
+    plan = rounds.plan_match(seed, rounds.SimConfig(players=3, rules="hana-awase"))
+    truth = rounds.truth_of(plan, "deck")
+    assert truth["players"] == ["A", "B", "C"]
+    assert truth["zones"] == default_zones(3).to_dict()
+    state = replay([e["event"] for e in truth["events"]])
+    assert [r["points"] for r in truth["rounds"]] == [r.points for r in state.rounds]
+    (rnd,) = truth["rounds"]
+    assert len(rnd["field"]) == 6  # 7 cards each, 6 on the field, 21 in the pile
+    taken = [c for cs in rnd["captures"].values() for c in cs]
+    assert len(taken) == len(set(taken)) == 48  # Hana-Awase: the pile is drawn to the end
+    assert sum(rnd["points"].values()) == 264
+    zones, view = default_zones(3), plan.view
+    for player, cards in plan.rounds[0].captures.items():
+        assert cards
+        for code in cards:
+            quad = view.to_frame(view.quad(plan.rounds[0].resting[code]))
+            centre = quad.mean(axis=0)
+            assert zones.zones_of(centre[None], view.w, view.h) == [f"captures_{player}"]
+            assert quad[:, 0].min() >= 0 and quad[:, 0].max() <= view.w
+            assert quad[:, 1].min() >= 0 and quad[:, 1].max() <= view.h
+    # play goes round counter-clockwise: A, then C (top right), then B (top left)
+    first = [e["event"]["player"] for e in truth["events"] if e["event"]["type"] == "card_captured"]
+    assert set(first) == {"A", "B", "C"}
+    assert rounds._Planner(plan.config, seed)._order("C") == ("C", "B", "A")
+
+
+def test_simulate_takes_two_or_three_players(tmp_path):
+    deck = _a_deck()
+    runner = CliRunner()
+    common = ["simulate", "--deck", deck, "--width", "320", "--height", "180", "--quiet"]
+    out = tmp_path / "three"
+    result = runner.invoke(main, [*common, "--players", "3", "--rules", "hana-awase",
+                                  "--max-turns", "2", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    truth = json.loads((out / "truth.json").read_text())
+    assert truth["players"] == ["A", "B", "C"] and truth["zones"]["players"] == ["A", "B", "C"]
+    assert (out / "table.mp4").stat().st_size > 0
+    refused = runner.invoke(main, [*common, "--players", "3", "--out", str(tmp_path / "x")])
+    assert refused.exit_code == 2 and "played by 2 players, not 3" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    assert (
+        runner.invoke(main, [*common, "--players", "4", "--out", str(tmp_path / "y")]).exit_code
+        == 2
+    )
+
+
+@pytest.mark.slow
+def test_a_short_three_player_clip_is_replayed_to_its_exact_score(tmp_path):
+    from companion.live.replay import load_truth, replay_video
+    from companion.recognizer import Recognizer
+    from companion.simulator import rounds
+
+    config = rounds.SimConfig(players=3, rules="hana-awase", max_turns=4)
+    rounds.simulate(_a_deck(), 7, tmp_path, config)
+    truth = load_truth(tmp_path / "truth.json")
+    report = replay_video(tmp_path / "table.mp4", Recognizer.load(threads=2), truth=truth)
+    assert report.rounds_total == 1
+    for player, codes in truth["rounds"][0]["captures"].items():
+        assert codes and sorted(report.rounds[0].captures[player]) == sorted(codes)
+    assert report.rounds_exact == 1
+
+
+def test_a_source_whose_first_open_blocks_is_said_absent_on_the_page():
+    import time
+
+    clock, lines, opened = Clock(), [], threading.Event()
+    release = threading.Event()
+
+    def blocking_opener(target):
+        opened.set()
+        release.wait(30)  # a stream that does not answer
+        return Unplugged({"plugged": False})
+
+    source = LiveSource("rtsp://cam.invalid/live", opener=blocking_opener, clock=clock)
+    session = LiveSession(source, NoCards(), MatchStore.open(":memory:"), clock=clock,
+                          log=lines.append)  # fmt: skip
+    session.start()
+    try:
+        assert opened.wait(10)
+        assert not session.absent()
+        clock.now += NO_PICTURE_AFTER
+        assert session.absent() and session.status()["message"] == session.absent_sentence()
+    finally:
+        release.set()
+        session.stop()
+    deadline = time.monotonic() + 10
+    while session.absent_sentence() not in lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.absent_sentence() in lines

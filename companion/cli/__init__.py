@@ -468,12 +468,19 @@ def summary_command(match, fmt, db, out):
 @click.option("--pace", type=float, default=1.5, show_default=True, help="Seconds between events.")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
 @click.option("--db", "db", type=click.Path(dir_okay=False), help="Keep the demo in this database.")
+@click.option(
+    "--camera",
+    is_flag=True,
+    help="Show the camera keeping the score: a simulated table read by the real pipeline, the "
+    "live view beside the tally (films the card images of ../shared/decks).",
+)
 @friendly_errors
-def demo_command(pace, port, db):
-    """Serve the tablet page on a built-in scripted match (no camera, no data needed)."""
+def demo_command(pace, port, db, camera):
+    """Serve the tablet page on a built-in scripted match (no camera, no data needed), or with
+    --camera a simulated table that the camera pipeline scores by itself."""
     from companion.demo import run_demo
 
-    run_demo(pace=pace, port=port, db=db, echo=lambda line: click.echo(line))
+    run_demo(pace=pace, port=port, db=db, camera=camera, echo=lambda line: click.echo(line))
 
 
 @main.command("bench-live")
@@ -495,10 +502,35 @@ def demo_command(pace, port, db):
     is_flag=True,
     help="Run the followers as threads of the server's process, not in a process of their own.",
 )
+@click.option(
+    "--fetch-board",
+    is_flag=True,
+    help="Each follower asks for the board after each update (the way before the board came"
+    " in the update itself).",
+)
+@click.option(
+    "--long-match",
+    is_flag=True,
+    help="Time the events after a whole 12-round match played by hand (about 600 events).",
+)
+@click.option(
+    "--probe-pages",
+    is_flag=True,
+    help="Also time the match page, asked for every 0.25 s while the followers follow.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @friendly_errors
 def bench_live_command(
-    clients, events, interval, notify_only, external_writer, same_process, as_json
+    clients,
+    events,
+    interval,
+    notify_only,
+    external_writer,
+    same_process,
+    fetch_board,
+    long_match,
+    probe_pages,
+    as_json,
 ):
     """Latency from an append to each of N live-tally followers seeing it (127.0.0.1 only)."""
     from companion.web.live_bench import run_live_bench
@@ -510,6 +542,9 @@ def bench_live_command(
         fetch_board=not notify_only,
         external_writer=external_writer,
         same_process=same_process,
+        board_in_event=not fetch_board,
+        long_match=long_match,
+        probe_pages=probe_pages,
     )
     if as_json:
         echo_json(result.to_dict())

@@ -202,10 +202,8 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets, dec
             fail(f"Cannot write annotated images to {annotate_dir}: {exc.strerror}.")
     recognizer = load_with_deck(model_path, threads, nets, deck, decks_dir)
     names = None
-    if recognizer.namer is not None:
-        from companion.game.cards import Deck
-
-        names = Deck.load(recognizer.namer.deck.definition)
+    if recognizer.namer is not None:  # the deck's own names, or its definition's
+        names = recognizer.namer.deck.names_deck()
     results, read_any = [], False
     for path in images:
         try:
@@ -219,7 +217,9 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets, dec
         if names is not None:  # the deck definition's names of its slots
             for item in found:
                 if item["card"] != "back":
-                    item["name"] = names.card(item["card"]).names.get("en", item["card"])
+                    card_names = names.card(item["card"]).names
+                    item["name"] = card_names.get("en", item["card"])
+                    item["names"] = dict(card_names)  # every language the deck names it in
         results.append({"image": path, "detections": found})
         if annotate_dir:
             target = Path(annotate_dir) / (Path(path).stem + ".annotated.png")

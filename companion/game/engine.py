@@ -64,12 +64,10 @@ from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_c
 from companion.game.events import (
     EventLog,
     EventRecord,
-    quoted,
     remember,
     replay_log,
     required,
     undo,
-    whole_number,
 )
 from companion.game.messages import CardCode, Listing, Message
 
@@ -138,12 +136,17 @@ def _card_text(value, what: str = "card") -> str:
 
 def _whole(value, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        number = whole_number(value) if isinstance(value, str) else None
-        if number is None:
-            raise IllegalEvent(f"The {what} must be a whole number, not {quoted(value)}.")
-        value = number
+        text = value.strip() if isinstance(value, str) else ""
+        # ASCII digits only, and few of them: "²" or "٣" are not numbers an event holds, and
+        # int() of 5,000 digits fails.
+        if text.isascii() and text.isdigit() and len(text) <= 18:
+            value = int(text)
+        else:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+            raise IllegalEvent(f"The {what} must be a whole number, not {shown}.")
     if not low <= value <= high:
-        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {value}.")
+        shown = str(value) if len(str(value)) <= 20 else f"a number of {len(str(value))} digits"
+        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {shown}.")
     return value
 
 

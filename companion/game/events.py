@@ -20,19 +20,6 @@ from typing import Any, ClassVar
 
 from companion import CompanionError
 
-# Whole numbers typed as text: ASCII digits only, and few enough of them for any count or
-# score. ``str.isdigit`` also takes superscripts ("²", which ``int`` refuses) and other
-# scripts' digits, and ``int`` refuses text of over 4,300 digits.
-MAX_DIGITS = 18
-
-
-def whole_number(text) -> int | None:
-    """The whole number (0 or more) ``text`` writes in ASCII digits, or None."""
-    text = str(text).strip()
-    if 0 < len(text) <= MAX_DIGITS and text.isascii() and text.isdigit():
-        return int(text)
-    return None
-
 
 def quoted(value, limit: int = 24) -> str:
     """``repr(value)`` for a sentence, cut short when long (a pasted page, 5,000 digits)."""

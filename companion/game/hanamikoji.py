@@ -33,16 +33,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.game.events import (
-    EventLog,
-    EventRecord,
-    quoted,
-    remember,
-    replay_log,
-    required,
-    undo,
-    whole_number,
-)
+from companion.game.events import EventLog, EventRecord, remember, replay_log, required, undo
 from companion.game.messages import Listing, Message
 
 __all__ = [
@@ -119,14 +110,20 @@ def geisha_index(text) -> int:
     if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= len(GEISHAS):
         return text - 1
     word = str(text).strip().casefold()
-    position = whole_number(word)
-    if position is not None and 1 <= position <= len(GEISHAS):
-        return position - 1
+    # A position is one or two ASCII digits: "²", "٣" or 5,000 digits name no geisha.
+    if word.isascii() and word.isdigit() and len(word) <= 2 and 1 <= int(word) <= len(GEISHAS):
+        return int(word) - 1
     for i, g in enumerate(GEISHAS):
         if word in (g.id, g.name.casefold(), g.item):
             return i
     names = ", ".join(g.name for g in GEISHAS)
-    raise HanamikojiError(f"There is no geisha {quoted(text)}: the geishas are {names}.")
+    raise HanamikojiError(f"There is no geisha {_shown(text)}: the geishas are {names}.")
+
+
+def _shown(value) -> str:
+    """``value`` as a refusal quotes it: short, whatever was sent."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "..."
 
 
 def other(side: str) -> str:
@@ -155,12 +152,12 @@ def _count(value, geisha: Geisha, who: str) -> int:
         number = value
     else:
         text = str(value).strip()
-        number = whole_number(text)
-        if number is None:
+        if not (text.isascii() and text.isdigit() and len(text) <= 9):
             raise HanamikojiError(
-                f"The count {quoted(text)} before {geisha.name} ({who}) is not a whole number "
+                f"The count {_shown(text)} before {geisha.name} ({who}) is not a whole number "
                 "from 0."
             )
+        number = int(text)
     if number < 0:
         raise HanamikojiError(
             f"The count {number} before {geisha.name} ({who}) is not a whole number from 0."

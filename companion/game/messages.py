@@ -1,4 +1,5 @@
-"""The engine's sentences as values: a message id and its parameters, English as its text.
+"""The engine's (and the camera's) sentences as values: a message id and its parameters,
+English as its text.
 
 The engines word their results (round reasons, multipliers, warnings, the outcome, what an
 event did) as :class:`Message` values. A message *is* its English sentence (a ``str``: the
@@ -217,6 +218,22 @@ _template(
     N_("In progress: round %(n)s of at most %(most)s, %(starts)s starts."),
     "progress",
 )
+
+# -- the camera's sentences (companion.live: the session's state, the decider's proposals) -----
+_template("camera.starting", N_("Starting."), "camera")
+_template("camera.following", N_("Following match %(n)s."), "camera")
+_template("camera.recording_ended", N_("The recording has ended."), "camera")
+_template("camera.frame_failed", N_("A frame could not be processed (%(error)s)."), "camera")
+_template(
+    "camera.lost", N_("The camera is lost: keep score by hand, it reconnects by itself."), "camera"
+)
+_template("camera.connecting", N_("Connecting to the camera."), "camera")
+_template(
+    "camera.no_match",
+    N_("Start a match on the tablet: the camera follows the latest one."),
+    "camera",
+)
+_template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
 
 # The separators of a Listing, said in the page's language too.
 SEPARATORS = (N_(", "), N_(" and "), N_(" vs "))

@@ -21,9 +21,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from companion.game.cards import Card, Category
+from companion.game.messages import Message
 from companion.live.tracker import Arrival, TableState
 
-SETTLE_FRAMES = 1  # looks with nothing moving over a card before it is decided
+# seconds from the first look with nothing moving over a card to its decision: one more
+# look at 10 looks a second, whatever the camera's frame rate
+SETTLE_SECONDS = 0.08
 PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
 CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
 UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
@@ -54,7 +57,7 @@ class Reading:
 @dataclass
 class Proposal:
     kind: str  # "redeal" | "next_round"
-    text: str
+    text: str  # a Message: the page says it in its language
 
 
 @dataclass
@@ -214,7 +217,7 @@ class CaptureDecider:
             quiet = [
                 a
                 for a in arrivals
-                if table.frame - a.quiet_since >= SETTLE_FRAMES
+                if table.time - a.quiet_time >= SETTLE_SECONDS - 1e-6
                 and (not a.overlaps or self._plausible_over(a, held, table))
             ]
             if not quiet:
@@ -317,7 +320,7 @@ class CaptureDecider:
     def _between_rounds(self, table: TableState, match, out: DeciderOutput) -> None:
         if table.cleared and match.rounds:
             out.cleared = True
-            self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
+            self.proposal = Proposal("next_round", Message("camera.next_round"))
         if table.stale:
             return  # the finished round's cards still lie there
         deal = _deal_size(match)

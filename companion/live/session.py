@@ -23,11 +23,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from companion.game.messages import Message
 from companion.live.pipeline import LivePipeline
 from companion.live.zones import Zones, default_zones
 
 JPEG_QUALITY = 80
 MATCH_LOOKUP_EVERY = 1.0  # seconds
+BEHIND_AT_MOST = 0.25  # seconds a recording played in real time may lag before frames drop
 # A camera or stream that sends no picture this long is said to be absent (on the page and in
 # the terminal): long enough for a webcam to start or a stream to connect, short enough that
 # the players are not left wondering. The source keeps retrying all the same.
@@ -95,7 +97,8 @@ class LiveSession:
         self._stopping = threading.Event()
         self._times: list[float] = []
         self._looked_up = -MATCH_LOOKUP_EVERY
-        self.message = "Starting."
+        self.message = Message("camera.starting")
+        self.skipped = 0  # frames of a recording dropped to keep up with real time
         self._clock = clock
         # One line per change of the source's state (connecting, live, lost, absent, ended).
         self._log = log or logging.getLogger("companion.live").info
@@ -161,13 +164,13 @@ class LiveSession:
         if self.absent():
             return self.absent_sentence()
         if state == "lost":
-            return "The camera is lost: keep score by hand, it reconnects by itself."
+            return Message("camera.lost")
         if state == "connecting":
-            return "Connecting to the camera."
+            return Message("camera.connecting")
         if state == "ended":
-            return "The recording has ended."
+            return Message("camera.recording_ended")
         if self.pipeline.match_id is None:
-            return "Start a match on the tablet: the camera follows the latest one."
+            return Message("camera.no_match")
         return self.message
 
     def latest_jpeg(self, annotated: bool = True) -> bytes | None:
@@ -266,21 +269,35 @@ class LiveSession:
             self._frame = frame
         self._times.append(self._clock())
         del self._times[:-60]
-        self.message = f"Following match {self.pipeline.match_id}."
+        self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
+
+    def _catch_up(self, behind: float) -> None:
+        """A recording played at its pace drops the frames the pipeline is too late for, as
+        a camera does: never more than ``BEHIND_AT_MOST`` behind real time."""
+        skip = getattr(self.source, "skip", None)
+        fps = getattr(self.source, "fps", 0.0)
+        if skip is None or not fps:
+            return
+        while behind > BEHIND_AT_MOST and skip():
+            behind -= 1.0 / fps
+            self.skipped += 1
 
     def run(self) -> None:
         start = time.monotonic()  # the pace of a recording is real time, whatever the clock
+        # No picture yet: counted from now, so that a source whose first open blocks (a stream
+        # that does not answer) is said to be absent on the page all the same.
+        self._down_since = self._clock()
         while not self._stopping.is_set():
             if self.source.state == "ended":
                 self._watch_source(False)
-                self.message = "The recording has ended."
+                self.message = Message("camera.recording_ended")
                 self._stopping.wait(0.5)
                 continue
             try:
                 got = self.step()
             except Exception as exc:  # keep the tally alive: a frame that breaks is skipped
-                self.message = f"A frame could not be processed ({type(exc).__name__})."
+                self.message = Message("camera.frame_failed", error=type(exc).__name__)
                 got = False
             if not got:
                 self._stopping.wait(0.05)
@@ -290,3 +307,5 @@ class LiveSession:
                 delay = due - time.monotonic()
                 if delay > 0:
                     self._stopping.wait(delay)
+                else:
+                    self._catch_up(-delay)

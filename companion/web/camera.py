@@ -25,6 +25,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.web.i18n import say
 from companion.web.views import WebError
 
 bp = Blueprint("camera", __name__)
@@ -105,20 +106,24 @@ def camera_status() -> dict:
         fps = float(raw.get("fps") or 0.0)
     except (TypeError, ValueError):
         fps = 0.0
+    from companion.live.sources import redact_url
+
+    # Whatever the session says, a camera URL's password is never shown or sent.
     status = {
         "camera": camera,
-        "source": str(raw.get("source") or ""),
+        "source": redact_url(raw.get("source") or ""),
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
-        "message": str(raw.get("message") or ""),
+        # the session's Message, said here; a camera URL in it never shows its password
+        "message": redact_url(say(raw.get("message") or "")),
     }
     proposal = raw.get("proposal")
     if isinstance(proposal, dict) and proposal.get("text"):
         # What the camera suggests (a redeal, the next round): confirmed on the match page.
         status["proposal"] = {
             "kind": str(proposal.get("kind") or ""),
-            "text": str(proposal["text"]),
+            "text": say(proposal["text"]),
         }
     else:
         status["proposal"] = None
@@ -141,8 +146,14 @@ def zone_label(name: str) -> str:
 
 @bp.app_context_processor
 def camera_for_templates():
-    # Pages show a camera link/panel only when a live session exists.
-    return {"camera_present": live_session() is not None}
+    # Pages show a camera link/panel only when a live session exists; the camera demo's match
+    # shows the live view beside its tally; the scripted demo links to the camera demo.
+    present = live_session() is not None
+    return {
+        "camera_present": present,
+        "live_beside_match": current_app.config.get("LIVE_BESIDE") if present else None,
+        "demo_camera": current_app.config.get("DEMO_CAMERA") is not None,
+    }
 
 
 def _jpeg(data: bytes | None) -> Response:
@@ -172,6 +183,22 @@ def view():
         status=status,
         match_url=url_for("match.page", match_id=match_id) if match_id else None,
     )
+
+
+@bp.get("/demo/camera")
+def demo_camera():
+    """The camera demo (``companion demo`` only): started on the first visit, then its match
+    page, the live view beside the tally. Without card images to film: one sentence, 503."""
+    start = current_app.config.get("DEMO_CAMERA")
+    if start is None:
+        raise WebError(_("The camera demo runs only with 'companion demo'."), 404)
+    try:
+        match_id = start()
+    except WebError:
+        raise
+    except CompanionError as exc:
+        raise WebError(str(exc), 503) from None
+    return redirect(url_for("match.page", match_id=match_id), 303)
 
 
 @bp.get("/live/status")

@@ -7,7 +7,7 @@ speaks (``Accept-Language``), else English. An unknown ``lang`` is ignored."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from flask import request
 from flask_babel import Babel, get_locale
@@ -39,17 +39,21 @@ def language() -> str:
 def switch_url(lang: str) -> str:
     """This page in ``lang``: the same address and query, ``lang`` replaced. A page answering
     a POST (an error page) switches on the match list instead."""
-    if request.method != "GET":
-        return f"/?{urlencode({'lang': lang})}"
     from companion.web.auth import own_page
 
+    # Only a page of this site that exists is repeated: an error page for an address such as
+    # "/\\evil.example/" (a browser reads the backslash as a slash: another host) or one with
+    # a tab in it switches on the match list instead.
+    path = quote(request.path, safe="/-._~!$&'()*+,;=:@")
+    if request.method != "GET" or request.url_rule is None or not own_page(path):
+        return f"/?{urlencode({'lang': lang})}"
     # A ``next`` that is not a page of this site is not repeated (the join page drops it too).
     args = [
         (k, v)
         for k, v in request.args.items(multi=True)
         if k != "lang" and (k != "next" or own_page(v))
     ]
-    return f"{request.path}?{urlencode(args + [('lang', lang)])}"
+    return f"{path}?{urlencode(args + [('lang', lang)])}"
 
 
 def card_name(card) -> str:

@@ -313,9 +313,13 @@ class LogLine:
 LOG_LINES_SHOWN = 60
 
 
-def log_lines(stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN) -> list[LogLine]:
+def log_lines(
+    stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN, worded=None
+) -> list[LogLine]:
     """The newest ``limit`` lines of the log, newest first; events taken back by an ``undo``
-    are marked. Only those lines are worded: a long match costs no more to show."""
+    are marked. Only those lines are worded: a long match costs no more to show.
+    ``worded``: a dict keeping each event's words by (seq, language) between calls (for one
+    match: the same deck and teams)."""
     undone: set[int] = set()
     live: list[int] = []  # seqs of effective events, in order
     for stored in stored_events:
@@ -330,12 +334,24 @@ def log_lines(stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN) -> li
         LogLine(
             s.seq,
             (s.created_at or "")[11:19],
-            say(s.event.describe(teams), deck),
+            _worded(worded, s, deck, teams),
             s.seq in undone,
             s.event.type,
         )
         for s in newest
     ]
+
+
+def _worded(worded, stored, deck, teams) -> str:
+    if worded is None:
+        return say(stored.event.describe(teams), deck)
+    key = (stored.seq, language())
+    text = worded.get(key)
+    if text is None:
+        text = worded[key] = say(stored.event.describe(teams), deck)
+        while len(worded) > 4 * LOG_LINES_SHOWN:
+            worded.pop(next(iter(worded)))
+    return text
 
 
 # ---------------------------------------------------------------------------------------------
