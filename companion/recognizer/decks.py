@@ -200,7 +200,7 @@ class UserDeck:
     def load(cls, name: str, decks_dir: str | Path | None = None) -> UserDeck:
         decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
         folder = decks_dir / name
-        if not NAME_RE.match(name) or not _is_file(folder / "deck.json"):
+        if not NAME_RE.fullmatch(name) or not _is_file(folder / "deck.json"):
             known = ", ".join(list_decks(decks_dir)) or "none yet"
             shown = name if len(name) <= 40 else f"{name[:30]}..."
             raise DeckError(
@@ -269,10 +269,16 @@ def remove_deck(name: str, decks_dir: str | Path | None = None) -> Path:
     """Delete deck ``name`` (its references and names); DeckError where there is none."""
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     folder = decks_dir / name
-    if not NAME_RE.match(name) or not (folder / "deck.json").is_file():
+    if not NAME_RE.fullmatch(name) or not _is_file(folder / "deck.json"):
         known = ", ".join(list_decks(decks_dir)) or "none yet"
-        raise DeckError(f"No deck {name!r} in {decks_dir} to remove (added: {known}).")
-    shutil.rmtree(folder)
+        shown = name if len(name) <= 40 else f"{name[:30]}..."
+        raise DeckError(f"No deck {shown!r} in {decks_dir} to remove (added: {known}).")
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:  # a read-only folder, a disk gone
+        raise DeckError(
+            f"Cannot remove the deck {name!r} from {decks_dir}: {exc.strerror}."
+        ) from None
     return folder
 
 
