@@ -419,7 +419,7 @@ def test_a_language_switch(live, browser):
     page.click('.lang-switch a[data-lang="ja"]')
     page.wait.until(lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ja")
     assert "各回の得点表" in page.text(".ledger") and "Tableau des manches" not in page.text()
-    assert "AkiがMatsu ni Tsuru (01-1)を取った" in page.text(".log")
+    assert "Akiが松に鶴 (01-1)を取った" in page.text(".log")
     shot(browser, "21-match-ja")
 
     page.click('.lang-switch a[data-lang="en"]')

@@ -121,6 +121,20 @@ def item_matches(item: str, card: Card) -> bool:
     return card.code == _as_code(item) if CODE_RE.match(item) else item in card.roles
 
 
+@functools.lru_cache(maxsize=32)
+def _preset_yaku_names(preset: str) -> dict[str, dict]:
+    """Each yaku id of the shipped preset ``preset`` -> its ``names`` ({} for another file)."""
+    path = RULESETS_DIR / f"{preset}.toml"
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", preset) or not path.is_file():
+        return {}
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {
+        y["id"]: dict(y["names"])
+        for y in data.get("yaku", [])
+        if isinstance(y, dict) and isinstance(y.get("names"), dict) and "id" in y
+    }
+
+
 @functools.lru_cache(maxsize=1024)
 def _as_code(item: str) -> str:
     return normalize_code(item)  # "8-1" -> "08-1" (checked when the rule file was read)
@@ -789,7 +803,9 @@ class RuleSet:
             for key in ("id", "name", "kind"):
                 if not isinstance(raw[key], str) or not raw[key]:
                     raise RuleError(f"{where}: {key} must be text.")
-            names = raw.get("names", {})
+            # A match stored before its preset named its yaku in other languages: the
+            # shipped preset's names for the same yaku.
+            names = raw.get("names", _preset_yaku_names(self.game.name).get(raw["id"], {}))
             if not isinstance(names, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) and v for k, v in names.items()
             ):

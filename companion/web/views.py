@@ -12,7 +12,7 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
-from companion.game.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.game.cards import MONTH_KANJI, MONTHS, STANDARD_DECK, Card, Category, RibbonKind
 from companion.game.engine import team_label as engine_team_label
 from companion.web import host_name, is_loopback
 from companion.web.i18n import card_name, language, say
@@ -252,20 +252,6 @@ def tile(card: Card | str, deck=None) -> Tile:
 
 
 # A month's plant, by language: MONTHS gives the English and French names; Japanese in kanji.
-MONTH_KANJI = {
-    1: "松",
-    2: "梅",
-    3: "桜",
-    4: "藤",
-    5: "菖蒲",
-    6: "牡丹",
-    7: "萩",
-    8: "芒",
-    9: "菊",
-    10: "紅葉",
-    11: "柳",
-    12: "桐",
-}
 
 
 def month_name(month: int) -> str:
