@@ -127,7 +127,7 @@ def _preset_yaku_names(preset: str) -> dict[str, dict]:
     path = RULESETS_DIR / f"{preset}.toml"
     if not re.fullmatch(r"[A-Za-z0-9_-]+", preset) or not path.is_file():
         return {}
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = parse_toml(path.read_text(encoding="utf-8"), f"the preset {preset}", RuleError)
     return {
         y["id"]: dict(y["names"])
         for y in data.get("yaku", [])
