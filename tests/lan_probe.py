@@ -615,6 +615,11 @@ def huge_body(app, declared: int = 300 * 1024 * 1024, pushed: int = 32 * 1024 * 
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
             s.sendall(head)
             s.setblocking(False)
+            for _ in range(16):  # a client that does not wait for an answer: 1 MB at once
+                try:
+                    sent += s.send(chunk)
+                except OSError:
+                    break
             while sent < pushed and time.monotonic() - started < 10:
                 try:
                     answer += s.recv(4096)

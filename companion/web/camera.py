@@ -219,6 +219,8 @@ def _seconds_arg(name: str, default: float, most: float) -> float:
     if raw is None or raw == "":
         return default
     try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise WebError(f"{name} must be a number of seconds.", 400) from None
