@@ -318,6 +318,8 @@ class RoundStarted(Event):
         return data
 
     def describe(self, teams: dict | None = None) -> Message:
+        if self.oya is None:  # a hand-written log: the rules name the Oya
+            return Message("event.round_started_by_rules")
         if self.field_brights:
             return Message("event.round_started_brights", oya=self.oya, count=self.field_brights)
         return Message("event.round_started", oya=self.oya)
