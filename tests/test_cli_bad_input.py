@@ -37,7 +37,10 @@ IN_FILES = (
 IN_DIRS = ("{missing}", "{file}", "{empty_dir}", "/dev/null", "{under_file}")
 OUT_FILES = ("/dev/null", "{dir}", "{under_file}", "{file}/new/x")
 OUT_DIRS = ("{file}", "{under_file}", "/dev/null", "{file}/x/y")
-DBS = ("{dir}", "{junk}", "/dev/null", "{under_file}", "{missing}", "{nested_json}")
+DBS = (
+    "{dir}", "{junk}", "/dev/null", "{under_file}", "{missing}", "{nested_json}",
+    "{corrupt_db}", "{truncated_db}",
+)  # fmt: skip
 RULES = (
     "{rules_3000}", "{rules_bigint}", "{rules_nested}", "{rules_junk}", "{missing}.toml",
     "{dir_toml}", "{under_file}.toml", "no-such-preset", "../x", HUGE,
@@ -355,6 +358,15 @@ def files(tmp_path_factory):
         match = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
         export = store.export_match(match)
     f["db"] = str(db)
+    # The same database with its pages after the first overwritten, and cut short.
+    whole = db.read_bytes()
+    page = 4096
+    corrupt = root / "corrupt.db"
+    corrupt.write_bytes(whole[:page] + bytes(range(256)) * ((len(whole) - page) // 256 + 1))
+    f["corrupt_db"] = str(corrupt)
+    truncated = root / "truncated.db"
+    truncated.write_bytes(whole[: page + 100])
+    f["truncated_db"] = str(truncated)
     junk_model = root / "junk_model"
     junk_model.mkdir()
     (junk_model / "junk.onnx").write_bytes(bytes(range(256)))
