@@ -598,3 +598,36 @@ def test_a_bug_is_one_sentence_and_exit_1_unless_tracebacks_are_asked_for(monkey
     assert isinstance(result.exception, ZeroDivisionError)
     bad_input = CliRunner().invoke(main, ["score", "--cards", "99-9"])
     assert bad_input.exit_code == 2  # bad input is still bad input, whatever the variable
+
+
+ENV_CASES = [
+    *(
+        ({"COMPANION_DB": db}, args)
+        for db in DBS
+        for args in (["matches"], ["stats"], ["summary"], ["export", "1"], ["archive", "1"],
+                     ["rename", "1", "T"], ["backup", "{new_file}"], ["serve", "--port", "0"])
+    ),
+    *(
+        ({"COMPANION_SHARED": shared}, args)
+        for shared in ("{missing}", "{file}", "/dev/null", "{empty_dir}", HUGE)
+        for args in (["render", "--n", "1", "--width", "64", "--height", "64", "--out", "{new_dir}"],
+                     ["simulate", "--deck", "traditional-ngs", "--out", "{new_dir}"],
+                     ["eval", "--deck", "traditional-ngs", "--n", "1"],
+                     ["bench", "--runs", "5", "--scenes", "1", "--width", "64", "--height", "64"])
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "args"), ENV_CASES, ids=[f"{shown([*e.values()])} {shown(a)}" for e, a in ENV_CASES]
+)
+def test_bad_environment_is_one_sentence_never_a_traceback(files, no_serving, tmp_path, env, args):
+    values = {**files, "new_dir": str(tmp_path / "out"), "new_file": str(tmp_path / "new.file")}
+    env = {k: v.format(**values) for k, v in env.items()}
+    args = [a.format(**values) if "{" in a else a for a in args]
+    result = CliRunner().invoke(main, args, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        lines = "".join(traceback.format_exception(*result.exc_info)).splitlines()[-24:]
+        pytest.fail(f"{env} companion {shown(args)} raised:\n" + "\n".join(lines))
+    assert result.exit_code in (0, 2), (env, shown(args), result.output)
+    assert "Traceback" not in result.output
