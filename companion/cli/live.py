@@ -111,18 +111,23 @@ def run_command(
     "--truth", "truth_path", type=click.Path(dir_okay=False),
     help="The simulation's truth.json: Koi/Stop answers, and figures against it.",
 )  # fmt: skip
+@click.option(
+    "--taps", type=click.Choice(["truth", "none"]), default="truth", show_default=True,
+    help="truth: Koi/Stop (and what the camera cannot see) tapped from the truth file; "
+    "none: no tap, the table alone (the truth only scores).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @model_option
 @deck_option
 @decks_dir_option
 @friendly_errors
-def replay_command(video, zones_path, truth_path, as_json, model_path, deck, decks_dir):
+def replay_command(video, zones_path, truth_path, taps, as_json, model_path, deck, decks_dir):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.live.replay import load_truth, replay_video
 
     truth = load_truth(truth_path) if truth_path else None
     detector = live_detector(model_path, deck, decks_dir)
-    report = replay_video(video, detector, zones=_zones(zones_path), truth=truth)
+    report = replay_video(video, detector, zones=_zones(zones_path), truth=truth, taps=taps)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -357,9 +357,17 @@ def describe(event, deck=None, teams=None) -> str:
     if kind == "capture_removed":
         return _("%(player)s: %(card)s removed", player=player, card=card)
     if kind == "koi_called":
+        if d.get("source") == "camera":
+            return _("%(player)s: Koi, read from the table", player=player)
         return _("%(player)s called Koi-Koi", player=player)
     if kind == "stop_called":
+        if d.get("source") == "camera":
+            return _("%(player)s: Stop, read from the table", player=player)
         return _("%(player)s stopped", player=player)
+    if kind == "field_dealt":
+        return _("Dealt field read: %(cards)s", cards=", ".join(
+            _card_name(c, deck) for c in d.get("field") or ()
+        ))
     if kind == "hand_declared":
         return _("%(player)s declared %(kind)s", player=player, kind=d.get("kind"))
     if kind == "field_brights_set":
