@@ -945,3 +945,25 @@ def test_a_stop_tapped_while_a_capture_lies_undecided_waits_for_it(live):
     held = [e.card for e in logged(store, match_id) if e.type == "card_captured"]
     assert sorted(held) == ["03-1", "03-3", "09-1", "09-4"]
     assert not any("pairs" in w for w in state.warnings)
+
+
+@pytest.mark.slow
+def test_a_two_round_match_is_scored_from_the_table_alone_without_a_tap(tmp_path):
+    from companion.live.replay import load_truth, replay_video
+    from companion.recognizer import Recognizer
+    from companion.simulator.rounds import SimConfig, simulate
+
+    # seed 37: A stops in round 1 (the table is gathered, the next deal opens round 2),
+    # round 2 runs out after 6 turns
+    try:
+        simulate("traditional-ngs", 37, tmp_path, SimConfig(rounds=2, max_turns=6))
+    except CompanionError as exc:  # no shared decks on this machine
+        pytest.skip(str(exc))
+    truth = load_truth(tmp_path / "truth.json")
+    assert [e["event"]["type"] for e in truth["events"]].count("stop_called") == 1
+    report = replay_video(
+        tmp_path / "table.mp4", Recognizer.load(threads=2), truth=truth, taps="none"
+    )
+    assert report.rounds_total == 2
+    assert [r.points for r in report.rounds] == [r["points"] for r in truth["rounds"]]
+    assert report.rounds_exact == 2

@@ -51,8 +51,9 @@ EPISODE_SETTLE = 1.0  # seconds after a decision is asked during which the playe
 # later card laid is another player's, so a slow count reads a Koi late, never wrongly
 GATHERED_SHARE = 0.25  # captures in sight at most this share of those seen: gathered
 # (a wrist resting on one player's rows hides fewer; a sweep leaves none)
-STOP_AFTER = 1.0  # seconds the captures stay gathered, no hand over them, before a Stop
+STOP_AFTER = 1.0  # seconds the captures stay gathered before a Stop
 CLEAR_AT_MOST = 2  # face-up cards in sight at most: the table is clear (a stray card left)
+CLEAR_HELD = 0.5  # seconds the table stays that clear, hand or not (shuffling, dealing)
 SWEPT_AFTER = 1.0  # seconds a field to deal again lies gathered before the redeal is read
 
 
@@ -210,7 +211,7 @@ class CaptureDecider:
         self._episode: tuple | None = None  # (round, redeals, player, his Koi calls)
         self._episode_frame = 0  # the look at which the decision was first seen asked
         self._episode_laid = 0  # cards laid face up this round when it was asked
-        self._episode_sight = 0  # most captures in sight since it was asked
+        self._episode_sight: dict = {}  # seat -> most captures in sight since it was asked
         self._koi_since: float | None = None
         self._gathered_since: float | None = None
         self._spoken: set = set()  # decisions the camera answered: never recorded twice
@@ -225,6 +226,7 @@ class CaptureDecider:
         self._said_stop = False  # the round was closed by a Stop read from the table
         self._closed_sight: int | None = None  # cards in sight when the round closed
         self._laid_since_stop = 0  # looks in a row showing more cards than then
+        self._clear_since: float | None = None
         self._episode_time = 0.0
 
     def step(self, table: TableState, match, seats: dict) -> DeciderOutput:
@@ -370,11 +372,12 @@ class CaptureDecider:
             self._episode_frame = table.frame
             self._episode_time = table.time
             self._episode_laid = _laid(table, match)
-            self._episode_sight = table.captures_in_sight
+            self._episode_sight = dict(table.captures_in_sight)
             self._koi_since = self._gathered_since = None
         elif table.time - self._episode_time <= EPISODE_SETTLE:
             self._episode_laid = max(self._episode_laid, _laid(table, match))
-        self._episode_sight = max(self._episode_sight, table.captures_in_sight)
+        for seat, n in table.captures_in_sight.items():
+            self._episode_sight[seat] = max(self._episode_sight.get(seat, 0), n)
         return player
 
     def _note_tap(self, table: TableState, match) -> None:
@@ -420,11 +423,12 @@ class CaptureDecider:
                 self._say(out, "koi", player, match)
             return False
         self._koi_since = None
-        seen = self._episode_sight
-        gathered = (
-            seen >= 2
-            and table.captures_in_sight <= GATHERED_SHARE * seen
-            and not table.hand_present
+        # each player sweeps his own captures: every capture area seen holding cards since
+        # the question was asked now shows few (a wrist resting on one player's rows, or a
+        # hand over them, hides one area, not all)
+        seen = {seat: n for seat, n in self._episode_sight.items() if n}
+        gathered = sum(seen.values()) >= 2 and all(
+            table.captures_in_sight.get(seat, 0) <= GATHERED_SHARE * n for seat, n in seen.items()
         )
         if not gathered:
             self._gathered_since = None
@@ -505,6 +509,7 @@ class CaptureDecider:
         self._closed_on_deal = False
         self._closed_sight = None
         self._laid_since_stop = 0
+        self._clear_since = None
         self._episode = None
         self._deal_since = None
         last = match.rounds[-1] if match.rounds else None
@@ -523,7 +528,7 @@ class CaptureDecider:
         if self.proposal is None or self.proposal.kind != "redeal" or _captured(match):
             self._swept_since = None
             return False
-        if table.hand_present or table.cards_in_sight > CLEAR_AT_MOST:
+        if table.cards_in_sight > CLEAR_AT_MOST:  # the dealer's hand goes on: no hand test
             self._swept_since = None
             return False
         if self._swept_since is None:
@@ -575,8 +580,14 @@ class CaptureDecider:
     def _table_cleared(self, table: TableState) -> bool:
         """Whether the table has been seen clear (at most ``CLEAR_AT_MOST`` face-up cards in
         sight, no hand) since the round ended: only then is a field a new deal."""
-        if not self._clear_seen and not table.hand_present:
-            self._clear_seen = table.cards_in_sight <= CLEAR_AT_MOST
+        if not self._clear_seen:
+            # a hand hides some cards, not a whole table: held 0.5 s, over two looks or more
+            if table.cards_in_sight > CLEAR_AT_MOST:
+                self._clear_since = None
+            elif self._clear_since is None:
+                self._clear_since = table.time
+            elif table.time - self._clear_since >= CLEAR_HELD:
+                self._clear_seen = True
         return self._clear_seen and not table.stale
 
     def _dealt_field(self, table: TableState, match) -> tuple | None:

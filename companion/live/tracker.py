@@ -142,9 +142,9 @@ class TableState:
     quads: dict = dataclasses.field(default_factory=dict)  # code -> quad (pixels), cards in view
     hand_since: int | None = None  # frame index the hand was last seen (None: never)
     # face-up cards seen in the last two looks: all of them (stale ones too), and the
-    # registered captures among them (a gathered table shows few; a covered one freezes)
+    # registered captures among them, per seat (a gathered table shows few)
     cards_in_sight: int = 0
-    captures_in_sight: int = 0
+    captures_in_sight: dict = dataclasses.field(default_factory=dict)
 
 
 def look_vector(det: Detections, i: int) -> np.ndarray:
@@ -553,7 +553,10 @@ class TableTracker:
         st.field_left = dict(self._field_left)
         recent = [t for t in self.tracks.values() if not t.ignored and self._updates - t.last_seen <= 1]
         st.cards_in_sight = len(recent)
-        st.captures_in_sight = sum(1 for t in recent if t.registered is not None)
+        st.captures_in_sight = {seat: 0 for seat in self.zones.players}
+        for t in recent:
+            if t.registered is not None:
+                st.captures_in_sight[t.seat] = st.captures_in_sight.get(t.seat, 0) + 1
         if self._captures_seen >= 0:
             st.captures_unseen = frame.time - self._captures_seen
             st.fresh_field = sum(
