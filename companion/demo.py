@@ -4,6 +4,14 @@ The script (``data/demo-match.json``) is a plain JSON list of engine events with
 ``say`` line each (printed as it is played): a 2-player livret match with a misread card that
 gets corrected, a Koi-Koi call, a Stop and rounds won. ``play_script`` appends it to a store at
 a readable pace (instantly in tests); ``run_demo`` serves the page while a thread plays it.
+
+``companion demo --camera`` (and the scripted demo page's "Watch the camera keep score" link)
+shows the camera keeping the score instead: a short simulated round, filmed as it is played
+(``SimulatedTable``, the frames of ``companion simulate`` rendered one by one, no file) and read
+by the real pipeline (recognizer, tracker, capture decider, engine) into a match of its own; its
+page shows the live view beside the tally. The simulator films card images, which the package
+does not ship (their art is not ours to give away): it takes them from ``../shared/decks`` beside
+the checkout (or ``$COMPANION_SHARED/decks``); without them the demo says so in one sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +28,13 @@ from companion import CompanionError
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
+# The camera demo: a short livret round between these players, ``CAMERA_TURNS`` turns long,
+# from the first seed at or after ``CAMERA_SEED`` whose round needs no Koi/Stop answer in them
+# (nobody taps in a demo) and captures something; the next round follows on the next seed.
+CAMERA_PLAYERS = ("Aki", "Ben")
+CAMERA_SEED = 1
+CAMERA_TURNS = 6
+CAMERA_DECKS = ("traditional-ngs", "modern-mantia", "hwatu-korean")  # preferred first
 
 
 @dataclass(frozen=True)
@@ -131,14 +146,19 @@ def run_demo(
     host: str = "127.0.0.1",
     echo=print,
     ready=None,
+    camera: bool = False,
+    detector=None,
 ) -> None:
-    """Serve the tablet page on a fresh database while the scripted match is played into it.
+    """Serve the tablet page on a fresh database while the scripted match is played into it
+    (``camera``: while the camera demo plays simulated rounds through the real pipeline).
     Runs until interrupted (or until ``ready``'s caller shuts the server down)."""
     from companion import web
     from companion.store import MatchStore
 
     if pace < 0:
         raise CompanionError("The pace must be zero or more seconds.")
+    if camera:
+        camera_deck_dir()  # no card images to film: say so before anything starts
     script = load_script()
     tmp = None
     if db is None:
@@ -148,13 +168,16 @@ def run_demo(
         echo(f"Port {port} is busy; using a free one instead.")
         port = 0
     store = MatchStore.open(db)
-    match_id = start_match(store, script)
     app = web.create_app(store)
-    # The story is told on the page too: each line shows once its event is on the board
-    # (step k of the script is event k + 2, after match_started).
-    app.config["NARRATION"] = {
-        match_id: {k + 2: step.say for k, step in enumerate(script.steps) if step.say}
-    }
+    camera_demo = CameraDemo(app, store, detector=detector, echo=echo)
+    app.config["DEMO_CAMERA"] = camera_demo.start
+    match_id = camera_demo.start() if camera else start_match(store, script)
+    if not camera:
+        # The story is told on the page too: each line shows once its event is on the board
+        # (step k of the script is event k + 2, after match_started).
+        app.config["NARRATION"] = {
+            match_id: {k + 2: step.say for k, step in enumerate(script.steps) if step.say}
+        }
     stop = threading.Event()
 
     def say(step, stored):
@@ -163,6 +186,8 @@ def run_demo(
 
     def player():
         # Give the newcomer a moment to open the page before the first capture.
+        if camera:
+            return  # the camera plays its own rounds
         if not stop.wait(min(3.0, max(pace, 0.0) * 2)):
             try:
                 play_script(store, script, match_id=match_id, pace=pace, stop=stop, on_step=say)
@@ -179,7 +204,10 @@ def run_demo(
     def on_ready(server):
         url = f"http://{host}:{server.server_port}/matches/{match_id}"
         echo(f"Hanafuda Companion demo: open {url}")
-        echo(f"(database {db}; one event every {pace:g} s; Ctrl+C to stop)")
+        if camera:
+            echo(f"(database {db}; the camera reads a simulated table; Ctrl+C to stop)")
+        else:
+            echo(f"(database {db}; one event every {pace:g} s; Ctrl+C to stop)")
         threading.Thread(target=player, name="demo-player", daemon=True).start()
         if ready is not None:
             ready(server)
@@ -191,7 +219,163 @@ def run_demo(
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         stop.set()
+        camera_demo.stop()
         store.close()
         if tmp is not None:
             time.sleep(0.05)  # let the player thread see ``stop`` before its file goes
             tmp.cleanup()
+
+
+# ---------------------------------------------------------------------------------------------
+# The camera demo
+# ---------------------------------------------------------------------------------------------
+
+NO_DECKS = (
+    "The camera demo films card images from ../shared/decks beside the checkout (or "
+    "$COMPANION_SHARED/decks), and none are here; 'companion demo' without --camera needs nothing."
+)
+
+
+def camera_deck_dir() -> str:
+    """The deck folder the simulated camera films; CompanionError (``NO_DECKS``) without one."""
+    from companion.simulator import synth
+
+    try:
+        dirs = synth.default_deck_dirs()
+    except synth.SynthError:
+        raise CompanionError(NO_DECKS) from None
+    by_name = {Path(d).name: d for d in dirs}
+    return next((by_name[n] for n in CAMERA_DECKS if n in by_name), dirs[0])
+
+
+def demo_plan(seed: int, turns: int = CAMERA_TURNS, config=None):
+    """The plan of a short round from ``seed`` on: the first whose first ``turns`` turns need no
+    Koi/Stop answer (a demo has nobody to tap) and capture at least two cards."""
+    from companion.simulator import rounds
+
+    config = config or rounds.SimConfig(max_turns=turns, p_distractor=0.1)
+    for candidate in range(seed, seed + 200):
+        plan = rounds.plan_match(candidate, config)
+        captured = sum(len(c) for r in plan.rounds for c in r.captures.values())
+        declared = any(e["event"]["type"] == "hand_declared" for e in plan.events)
+        redealt = any(e["event"]["type"] == "redeal" for e in plan.events)
+        if not plan.decisions and captured >= 2 and not (declared or redealt):
+            return plan
+    raise CompanionError(f"No quiet demo round among seeds {seed} to {seed + 199}.")
+
+
+class SimulatedTable:
+    """A frame source (``companion.live.sources.FrameSource``'s interface) filming simulated
+    rounds as they are played: one plan after another (``rounds`` of them, None: for ever),
+    each frame rendered when the pipeline asks for it, ``time`` = index / fps as for a video."""
+
+    finite = True  # played at its own pace, as a recording
+
+    def __init__(self, deck_dir: str, *, seed: int = CAMERA_SEED, rounds: int | None = 1,
+                 turns: int = CAMERA_TURNS, config=None):  # fmt: skip
+        self.deck_dir = deck_dir
+        self.turns = turns
+        self.config = config
+        self.rounds_left = rounds
+        self.plans: list = []
+        self._seed = seed
+        self._frames = None
+        self._index = 0
+        self.fps = 10.0
+        self.state = "live"
+        self._next_plan()
+
+    def _next_plan(self) -> bool:
+        from companion.simulator import rounds
+
+        if self.rounds_left is not None:
+            if self.rounds_left <= 0:
+                return False
+            self.rounds_left -= 1
+        plan = demo_plan(self._seed, self.turns, self.config)
+        self._seed = plan.seed + 1
+        self.plans.append(plan)
+        self.fps = float(plan.config.fps)
+        self._frames = rounds.render_frames(plan, self.deck_dir)
+        return True
+
+    def read(self):
+        from companion.live.sources import Frame
+
+        while self.state != "ended":
+            image = next(self._frames, None)
+            if image is not None:
+                frame = Frame(image, self._index, self._index / self.fps)
+                self._index += 1
+                return frame
+            if not self._next_plan():
+                self.state = "ended"
+        return None
+
+    def __iter__(self):
+        while self.state != "ended":
+            frame = self.read()
+            if frame is not None:
+                yield frame
+
+    def describe(self) -> str:
+        return f"simulated table ({Path(self.deck_dir).name} deck, {self.fps:g} fps)"
+
+    def close(self) -> None:
+        self.state = "ended"
+
+
+class CameraDemo:
+    """Starts the camera demo in a running app, once: a match of its own, a ``LiveSession``
+    over a ``SimulatedTable`` following it, the live view beside its tally. ``start()`` returns
+    the match id (CompanionError, one sentence, when there are no card images)."""
+
+    def __init__(self, app, store, *, detector=None, rounds: int | None = None, echo=print,
+                 realtime: bool = True, source=None):  # fmt: skip
+        self.app = app
+        self.store = store
+        self.detector = detector
+        self.rounds = rounds
+        self.echo = echo
+        self.realtime = realtime
+        self.source = source
+        self.session = None
+        self.match_id: int | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> int:
+        from companion.live.session import LiveSession
+        from companion.live.zones import default_zones
+
+        with self._lock:
+            if self.match_id is not None:
+                return self.match_id
+            source = self.source or SimulatedTable(camera_deck_dir(), rounds=self.rounds)
+            detector = self.detector
+            if detector is None:
+                from companion.recognizer import Recognizer
+
+                detector = Recognizer.load(threads=2)
+            match_id = self.store.create_match(
+                players=list(CAMERA_PLAYERS),
+                rules="livret",
+                title="Demo: the camera keeps score",
+            )
+            self.session = LiveSession(
+                source,
+                detector,
+                self.store,
+                zones=default_zones(2),
+                match_id=match_id,
+                realtime=self.realtime,
+                log=self.echo,
+            )
+            self.app.extensions["companion_live"] = self.session
+            self.app.config["LIVE_BESIDE"] = match_id
+            self.session.start()
+            self.match_id = match_id
+            return match_id
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.stop()

@@ -414,7 +414,7 @@ class MatchStore:
             conn.execute(
                 "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
                 " VALUES (?, 1, ?, ?, ?, NULL)",
-                [match_id, event.type, _event_json(event), created],
+                [match_id, event.type, _event_json(state.log[0]), created],  # rounds, Oya resolved
             )
             self._cache[match_id] = (1, state)
         return match_id

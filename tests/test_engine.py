@@ -192,8 +192,8 @@ def test_match_started_new_carries_the_rules_text():
 
 def test_replay_uses_the_logged_rules_text_not_the_preset_file():
     text = MatchStarted.new(["Aiko", "Ben"], "livret").rules_text.replace(
-        'id = "akatan"\nname = "Akatan"\nkind = "count"\nselect = { ribbon = "poem" }\nmin = 3\npoints = 6',
-        'id = "akatan"\nname = "Akatan"\nkind = "count"\nselect = { ribbon = "poem" }\nmin = 3\npoints = 9',
+        'select = { ribbon = "poem" }\nmin = 3\npoints = 6',
+        'select = { ribbon = "poem" }\nmin = 3\npoints = 9',
     )
     assert "points = 9" in text
     state = replay([start(rules_text=text), ROUND, *cap("Aiko", *AKATAN), stop("Aiko")])
@@ -1237,3 +1237,38 @@ def test_koikoi_japan_random_matches_keep_the_bank_and_replay(choices):
         assert sum(state.totals.values()) == 60  # zero-sum rounds from 30 points each
         if state.outcome is not None and len(state.rounds) < 8:
             assert min(state.totals.values()) <= 0 and state.outcome.ran_out
+
+
+def test_a_long_match_keeps_one_log_and_a_bounded_undo_history():
+    from companion.game.events import UNDO_SNAPSHOTS
+
+    state = replay(
+        [MatchStarted.new(["A", "B"], "livret", rounds=6, oya="A"), {"type": "round_started"},
+         {"type": "card_captured", "player": "A", "card": "01-3"}]
+    )
+    states = [state]
+    for k in range(3 * UNDO_SNAPSHOTS):  # a misread card corrected back and forth
+        card, new_card = ("01-3", "01-4") if k % 2 == 0 else ("01-4", "01-3")
+        state = apply(
+            state, {"type": "capture_corrected", "player": "A", "card": card, "new_card": new_card}
+        )
+        states.append(state)
+    # every state sees its own prefix of one shared list: no copy of the log per event
+    assert len(state.log) == 3 + 3 * UNDO_SNAPSHOTS
+    assert state.log._events is states[0].log._events
+    assert [e.type for e in states[5].log] == [e.type for e in state.log[: len(states[5].log)]]
+    # at most UNDO_SNAPSHOTS earlier states stay reachable
+    depth, walk = 0, state
+    while walk._previous is not None:
+        depth, walk = depth + 1, walk._previous
+    assert depth == UNDO_SNAPSHOTS
+    # undo past the kept snapshots replays the log: the same state as recorded then
+    for _ in range(UNDO_SNAPSHOTS + 5):
+        state = apply(state, {"type": "undo"})
+    expected = states[-(UNDO_SNAPSHOTS + 6)]
+    assert state.to_dict() == expected.to_dict()
+    assert [e.to_dict() for e in state.log] == [e.to_dict() for e in expected.log]
+    # a new event after those undos takes its own line; the old states are untouched
+    branched = apply(state, {"type": "capture_removed", "player": "A", "card": state.captures["A"][0].code})
+    assert branched.log[-1].type == "capture_removed"
+    assert states[-1].log[len(branched.log) - 1].type == "capture_corrected"

@@ -97,7 +97,7 @@ def test_every_string_is_translated_with_the_same_placeholders(lang):
             assert sorted(PLACEHOLDER.findall(s)) == sorted(PLACEHOLDER.findall(ids[0])), s
 
 
-@pytest.mark.parametrize("lang", ["fr", "ja"])
+@pytest.mark.parametrize("lang", ["en", "fr", "ja"])
 def test_compiled_catalog_is_up_to_date(lang):
     from babel.messages.mofile import read_mo
 
@@ -105,7 +105,9 @@ def test_compiled_catalog_is_up_to_date(lang):
         def text(value):
             return value if isinstance(value, str) else tuple(value)
 
-        return {text(m.id): text(m.string) for m in messages if m.id}
+        # An entry left to its msgid (most of the English catalog) says the msgid either way.
+        said = {text(m.id): text(m.string) for m in messages if m.id}
+        return {k: v for k, v in said.items() if any(v) and v != k}
 
     with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.mo", "rb") as f:
         compiled = texts(read_mo(f))
@@ -271,19 +273,32 @@ def test_the_engine_sentences_in_the_page_language(client, store):
     assert "Akiがこいこい1回の後に勝負（" in ja and "stops after" not in ja
 
 
-def test_an_engine_sentence_of_a_new_shape_is_shown_as_written(client):
-    from companion.web.engine_text import say
+def test_an_engine_message_is_said_by_its_template(client):
+    from companion.game.messages import Listing, Message
+    from companion.web.i18n import say
 
+    declared = Message(
+        "round.declared_cards",
+        side="Aki",
+        kind=Message("hand.teshi"),
+        what=Message("hand.teshi_what"),
+        cards="01-1 01-2 01-3 01-4",
+        points=6,
+    )
+    assert declared == (
+        "Aki declares teshi (4 cards of one month in the dealt hand: 01-1 01-2 01-3 01-4): 6 points"
+    )
     with client.application.test_request_context("/?lang=fr"):
-        assert say("2 bright(s) in the dealt field") == "2 lumière(s) dans le tapis servi"
-        assert say(
-            "Aki declares teshi (4 cards of one month in the dealt hand: 01-1 01-2 01-3 "
-            "01-4): 6 points"
-        ) == (
+        assert say(Message("multiplier.field_brights", n=2)) == "2 lumière(s) dans le tapis servi"
+        assert say(declared) == (
             "Aki déclare Teshi (4 cartes d’un même mois dans la main servie: 01-1 01-2 01-3 "
             "01-4)\u00a0: 6 points"
         )
+        # Text that is no message (a player's name) is shown as written.
         assert say("A rule of a new kind was applied") == "A rule of a new kind was applied"
+    with client.application.test_request_context("/?lang=ja"):
+        assert say(Listing(["Aki", "Ben"], " and ")) == "AkiとBen"
+        assert say(Listing(["五光 10", "タネ 1"])) == "五光 10、タネ 1"
 
 
 @pytest.mark.parametrize(
@@ -389,7 +404,8 @@ def test_a_hanamikoji_round_in_french_and_japanese(client, store):
                 client.post(f"/matches/{match}/hanamikoji/events", data=data, headers=HX)
     before = visible_text(client.get(f"/matches/{match}/hanamikoji").get_data(as_text=True))
     assert "Compter la manche 1" in before and "8/8 objets" in before
-    assert re.search(r"Ben\u00a0: 2 objet\(s\) devant \w+", before)
+    assert re.search(r"Ben\u00a0: 2 objets devant \w+", before)
+    assert re.search(r"Aki\u00a0: 1 objet devant \w+", before)
     assert english_leftovers(before, "fr") == []
     data = {
         "csrf_token": token,
@@ -418,3 +434,97 @@ def test_a_round_entered_by_hand_in_french(client, store):
     assert "Manche saisie à la main\u00a0: Ben marque 4" in text  # the log
     assert "Saisie à la main\u00a0: 4 points" in text  # the ledger
     assert english_leftovers(text, "fr") == []
+
+
+def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japanese(client, store):
+    """The engine's Messages said by the page: nothing of their English left, the yaku named
+    as the rule file names them in the page's language (五光, 四光... on a Japanese page)."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):  # Sankō
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="koi_called", player="Aki")
+    post_event(client, store, match_id, type="card_captured", player="Ben", card="02-3")
+    post_event(client, store, match_id, type="card_captured", player="Aki", card="12-1")  # Yonkō
+    ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
+    assert "四光 10" in ja and "Yonkō" not in ja  # the prompt and the hand
+    assert "この回のこいこい1回: Aki ×1" in ja  # the multiplier, with who called
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    pages = {
+        lang: visible_text(client.get(f"/matches/{match_id}?lang={lang}").get_data(as_text=True))
+        for lang in ("en", "fr", "ja")
+    }
+    en, fr, ja = pages["en"], pages["fr"], pages["ja"]
+    assert "Aki stops after 1 Koi with Yonkō 10: 20 points (base 10 x2)" in en
+    assert "1 Koi call(s) this round" in en
+    assert "Ben holds 1 card(s) of month 02 (02-3)" in en
+    assert "Aki dit Stop après 1 Koi-Koi avec Yonkō 10\u00a0: 20 points (base 10 ×2)" in fr
+    assert "1 Koi-Koi annoncé(s) dans la manche" in fr  # the ledger's multiplier
+    assert "Ben a 1 carte(s) du mois 02 (02-3)" in fr
+    assert "Akiがこいこい1回の後に勝負（四光 10点）：20点（基本点10×2）" in ja
+    assert "この回のこいこい1回" in ja
+    assert "Benの02月の札が1枚（02-3）" in ja
+    assert "Yonkō" not in ja and "四光" in ja  # the ledger's yaku too
+    for lang in ("fr", "ja"):
+        assert english_leftovers(pages[lang], lang) == []
+        assert "stops after" not in pages[lang] and "Koi call(s)" not in pages[lang]
+        assert "captures come in pairs" not in pages[lang]
+    summary = visible_text(
+        client.get(f"/matches/{match_id}/summary?lang=ja").get_data(as_text=True)
+    )
+    assert "四光" in summary and "この回のこいこい1回" in summary and "Yonkō" not in summary
+
+
+@pytest.mark.parametrize(
+    ("preset", "cards", "japanese"),
+    [
+        ("livret", ("01-1", "03-1", "08-1", "11-1", "12-1"), "五光"),
+        ("koikoi-japan", ("06-1", "07-1", "10-1"), "猪鹿蝶"),
+        ("nintendo", ("03-1", "09-1"), "花見酒"),
+        ("hana-koikoi", ("03-1", "09-1"), "花見で一杯"),
+    ],
+)
+def test_yaku_names_on_a_japanese_page_as_japanese_players_write_them(
+    client, store, preset, cards, japanese
+):
+    match_id = store.create_match(players=["Aki", "Ben"], rules=preset, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in cards:
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
+    assert japanese in ja
+    en = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
+    assert japanese not in en
+
+
+# Words that mark a rule file's text as French (the seeds quote French rule documents).
+FRENCH_WORDS = re.compile(
+    r"\b(Variante|Règles|joueurs?|cartes?|manches|partie|réarranger|adaptation française|"
+    r"mutualisées|échange|Vérification|musée)\b"
+)
+
+
+def test_the_rule_files_french_texts_have_their_english_words():
+    """An English page shows a rule file's French words (an option's description quoting its
+    seed, a preset's title) in English: the English catalog carries them."""
+    from companion.web.i18n import extract_rule_texts
+
+    english = {m.id: m.string for m in catalog("en") if m.id}
+    french = []
+    for path in sorted((WEB_DIR.parent / "game" / "rulesets").glob("*.toml")):
+        with open(path, "rb") as f:
+            french += [t for _, _, t, _ in extract_rule_texts(f, None, None, None)]
+    french = [t for t in french if FRENCH_WORDS.search(t)]
+    assert len(french) >= 10
+    for text in french:
+        assert english.get(text), f"{text!r} has no English words"
+        assert not FRENCH_WORDS.search(english[text]), english[text]
+
+
+def test_an_english_page_shows_the_options_in_english(client):
+    page = visible_text(client.get("/?lang=en").get_data(as_text=True))
+    assert "Each card can count in one yaku only; the Triade is exempt" in page
+    assert "Variant: Bright cards in the dealt field (Ba)" in page
+    assert "Variante" not in page and "comptabilisée" not in page
+    options = client.get("/new/options?rules=hana-koikoi&lang=en").get_data(as_text=True)
+    assert "Règles de base" not in options

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from companion.cli import LAB_COMMANDS, main
@@ -122,3 +123,37 @@ def test_a_refused_module_really_fails_the_purity_check():
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode != 0 and "numpy" in result.stderr
+
+
+# A command registered by another distribution, as the lab registers its own (PLUGIN_GROUP).
+@click.command("hello-plugin")
+def hello_plugin():
+    """Say hello from a plugin."""
+    click.echo("hello from a plugin")
+
+
+def test_a_command_registered_as_an_entry_point_runs_and_is_listed(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    import companion.cli as cli
+
+    entry = EntryPoint("hello-plugin", f"{__name__}:hello_plugin", cli.PLUGIN_GROUP)
+    monkeypatch.setattr(cli, "plugin_entry_points", lambda: {"hello-plugin": entry})
+    result = CliRunner().invoke(main, ["hello-plugin"])
+    assert result.exit_code == 0 and result.output == "hello from a plugin\n", result.output
+    assert "hello-plugin" in CliRunner().invoke(main, ["--help"]).output
+    assert CliRunner().invoke(main, ["no-such-command"]).exit_code == 2
+
+
+def test_the_lab_registers_its_commands_through_the_entry_point_group():
+    import tomllib
+
+    lab = tomllib.loads((ROOT / "lab" / "pyproject.toml").read_text())
+    registered = lab["project"]["entry-points"]["companion.commands"]
+    assert set(registered) == set(LAB_COMMANDS)
+    # each names a click command of the lab's own group, under the same name
+    source = (ROOT / "lab" / "companion_lab" / "cli.py").read_text()
+    for name, target in registered.items():
+        module, _, attribute = target.partition(":")
+        assert module == "companion_lab.cli"
+        assert f'@main.command("{name}")' in source and f"def {attribute}(" in source

@@ -1139,7 +1139,13 @@ def test_committed_model_on_held_out_deck(recognizer, tmp_path):
     # accuracy 0.996, precision 1.0, no false positive (see models/recognizer.json for the
     # 500-scene figures); the thresholds sit well under (above for false positives), as these
     # few scenes are kinder than the 500
-    metrics = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
+    report = evaluate(recognizer, str(HELD_OUT), seed=4242, n=12)
+    metrics = report.to_dict()  # companion eval --json
+    # the typed report and its JSON say the same
+    assert (report.labels, report.recall, report.precision) == (
+        metrics["labels"], metrics["recall"], metrics["precision"]
+    )
+    assert report.by_condition["card:face up"].labels == metrics["by_condition"]["card:face up"]["labels"]
     assert metrics["labels"] > 200
     assert metrics["recall"] >= 0.92, metrics
     assert metrics["chaff_accuracy"] >= 0.98, metrics
@@ -1286,7 +1292,7 @@ def test_eval_draws_the_scenes_with_missed_cards(tmp_path):
             return Detections.empty()
 
     out = tmp_path / "misses"
-    metrics = evaluate(Blind(), str(HELD_OUT), seed=4242, n=2, misses_dir=out)
+    metrics = evaluate(Blind(), str(HELD_OUT), seed=4242, n=2, misses_dir=out).to_dict()
     assert metrics["recall"] == 0.0
     assert metrics["missed_card_kinds"] == {"never outlined": metrics["labels"]}
     assert metrics["scenes_drawn"] == 2
@@ -1308,8 +1314,8 @@ def test_eval_against_a_second_model_on_the_same_scenes(recognizer):
         def detect(self, image):
             return Detections.empty()
 
-    metrics = evaluate(Blind(), str(HELD_OUT), seed=4242, n=3, against=recognizer)
-    other = metrics["against"]
+    report = evaluate(Blind(), str(HELD_OUT), seed=4242, n=3, against=recognizer)
+    metrics, other = report.to_dict(), report.against
     assert metrics["recall"] == 0.0 and other["recall"] > 0.9
     assert other["difference"]["recall"] == -other["recall"]
     assert other["difference"]["false_positives_per_image"] == round(
@@ -1318,7 +1324,7 @@ def test_eval_against_a_second_model_on_the_same_scenes(recognizer):
     low, high = other["intervals"]["recall"]
     assert low <= -other["recall"] <= high < -0.8
     # the same model on both sides: no difference, and nothing for it to move by
-    same = evaluate(recognizer, str(HELD_OUT), seed=4242, n=2, against=recognizer)["against"]
+    same = evaluate(recognizer, str(HELD_OUT), seed=4242, n=2, against=recognizer).against
     assert same["difference"] == {"recall": 0.0, "false_positives_per_image": 0.0}
     assert same["intervals"]["recall"] == [0.0, 0.0]
 

@@ -31,9 +31,11 @@ def test_benchmark_times_the_yardstick_on_the_same_frames():
     from companion.recognizer.bench import bench_frames, benchmark, yardstick_input
 
     frames = bench_frames(3)
-    result = benchmark(Recognizer.load(), frames, runs=6, warmup=1)
-    assert (result["runs"], result["frames"], result["frame"]) == (6, 3, "1280x720")
-    assert result["ms_median"] > 0 and result["yolo11n_ms_median"] > 0
+    report = benchmark(Recognizer.load(), frames, runs=6, warmup=1)
+    assert (report.runs, report.frames, report.frame) == (6, 3, "1280x720")
+    assert report.ms_median > 0 and report.yolo11n_ms_median > 0
+    result = report.to_dict()  # companion bench --json
+    assert result["speedup_vs_yolo11n"] == round(report.yolo11n_ms_median / report.ms_median, 2)
     x = yardstick_input(frames[0])
     assert x.shape == (1, 3, 640, 640) and x.dtype == np.float32
     # the frame, not noise: the padded rows below a 16:9 frame are grey 114

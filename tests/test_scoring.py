@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from companion import CompanionError
 from companion.cli import main
-from companion.game.cards import ALL_CODES
+from companion.game.cards import ALL_CODES, Card
 from companion.game.rules import RULESETS_DIR, RuleError, RuleSet
 from companion.game.scoring import ScoringError, card_value, score_hand, score_yaku
 
@@ -711,3 +711,36 @@ def test_nintendo_house_rules_are_options_off_by_default():
         "tsukifuda": False,
     }
     assert all(o.label for o in rules.options)
+
+
+def _nintendo_with_koi_bonus(extra_options: str = "") -> RuleSet:
+    # nintendo's limited viewings, with koikoi-japan's Koi bonus instead of its Koi rule
+    text = RuleSet.load("nintendo").source_text
+    text = text.replace('koi = "opponent_double"', 'koi = "bonus"\nkoi_bonus = [1, 2, 3]', 1)
+    return RuleSet.from_text(text + extra_options).with_options({"viewings_limited": True})
+
+
+def test_the_koi_bonus_is_no_yaku_for_a_viewing_that_needs_another():
+    # RULES_FORMAT.md: a needs_another_yaku yaku alone scores nothing, however many Koi calls
+    rules = _nintendo_with_koi_bonus()
+    viewing = [Card.from_code("03-1"), Card.from_code("09-1")]
+    alone = score_hand(rules, viewing, koi_own=2)
+    assert alone.total == 0 and alone.yaku == []
+    # with another yaku (five ribbons) the viewing and the bonus both count
+    ribbons = [Card.from_code(c) for c in ("01-2", "02-2", "04-2", "05-2", "07-2")]
+    both = score_hand(rules, viewing + ribbons, koi_own=2)
+    ids = {y.id for y in both.yaku}
+    assert "hanami" in ids and "koi_koi" in ids and both.total > 0
+
+
+def test_when_two_options_patch_one_key_the_one_written_later_wins():
+    base = RuleSet.load("nintendo").source_text
+    later = (
+        '\n[options.first_patch]\nlabel = "a"\ndefault = true\n'
+        'set = { "yaku.hanami.points" = 7 }\n'
+        '\n[options.second_patch]\nlabel = "b"\ndefault = true\n'
+        'set = { "yaku.hanami.points" = 9 }\n'
+    )
+    rules = RuleSet.from_text(base + later)
+    assert rules.yaku_by_id("hanami").points == 9
+    assert rules.with_options({"second_patch": False}).yaku_by_id("hanami").points == 7

@@ -1378,6 +1378,10 @@ def test_bench_page_times_a_new_and_a_long_match():
     assert figures["short_events"] == 2 and figures["long_events"] >= 500
     assert figures["long_rounds"] == 12
     assert all(figures[k] > 0 for k in ("page_long_ms", "board_long_ms", "event_long_ms"))
+    # the engine alone on 3,000 events: timed, and its state's memory stays small (the log
+    # is shared and undo keeps a bounded history; before, such a state held about 45 MB)
+    assert figures["engine_events"] == 3000 and figures["engine_replay_ms"] > 0
+    assert 0 < figures["engine_state_mb"] < 10
 
 
 # -- keeping matches from the page (issue 69, section 3) --------------------------------------

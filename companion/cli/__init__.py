@@ -80,8 +80,11 @@ HELP_SECTIONS = (
     ),
     ("Tablet", ("bench-page",)),
 )
-# The lab (``lab/``, a distribution of its own) keeps the research commands; ``companion NAME``
-# hands them to it when it is installed, and says how to install it when not.
+# Other distributions add commands as sqlite-utils plugins do: an entry point in the group
+# ``companion.commands`` naming a click command (the lab registers train, fit-acceptance and
+# ablate-augmentation so). They are loaded only when run. The product keeps only the hint for
+# the lab's commands, so that ``companion train`` without the lab says how to install it.
+PLUGIN_GROUP = "companion.commands"
 LAB_COMMANDS = {
     "train": "Train the recognizer on synthetic scenes, export ONNX.",
     "fit-acceptance": "Fit the learned acceptance rule to a model's nets.",
@@ -89,28 +92,45 @@ LAB_COMMANDS = {
 }
 
 
-def lab_command(name: str) -> click.Command:
-    """The lab's command ``name``, or one that says in one sentence how to install the lab."""
-    try:
-        from companion_lab.cli import main as lab
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("companion_lab"):
-            raise
+def plugin_entry_points() -> dict:
+    """The commands other installed distributions register, by name (not loaded)."""
+    from importlib.metadata import entry_points
 
-        @click.command(
-            name,
-            add_help_option=False,
-            context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
+
+
+def lab_missing(name: str) -> click.Command:
+    """A command that says in one sentence how to install the lab."""
+
+    @click.command(
+        name,
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    def missing():
+        fail(
+            f"`companion {name}` is part of the lab, which is not installed: "
+            "from a clone of the repository, run pip install -e lab."
         )
-        def missing():
-            fail(
-                f"`companion {name}` is part of the lab, which is not installed: "
-                "from a clone of the repository, run pip install -e lab."
-            )
 
-        missing.help = LAB_COMMANDS[name]
-        return missing
-    return lab.commands[name]
+    missing.help = LAB_COMMANDS.get(name, "")
+    return missing
+
+
+def plugin_command(name: str) -> click.Command | None:
+    """The registered command ``name`` (loaded now), the lab's hint when the lab is missing or
+    broken off, or None for a name nobody registers."""
+    entry = plugin_entry_points().get(name)
+    if entry is not None:
+        try:
+            command = entry.load()
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("companion_lab"):
+                raise
+        else:
+            command.name = name
+            return command
+    return lab_missing(name) if name in LAB_COMMANDS else None
 
 
 class CompanionGroup(click.Group):
@@ -120,12 +140,13 @@ class CompanionGroup(click.Group):
         names = super().list_commands(ctx)
         ordered = [n for _, section in HELP_SECTIONS for n in section if n in names]
         ordered += [n for n in names if n not in ordered]
-        return ordered + [n for n in LAB_COMMANDS if n not in names]
+        plugins = [*plugin_entry_points(), *LAB_COMMANDS]
+        return ordered + [n for n in dict.fromkeys(plugins) if n not in names]
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
-        if command is None and name in LAB_COMMANDS:
-            return lab_command(name)
+        if command is None:
+            return plugin_command(name)
         return command
 
     def format_commands(self, ctx, formatter):
@@ -146,8 +167,9 @@ class CompanionGroup(click.Group):
         if rest:
             with formatter.section("More"):
                 formatter.write_dl(rest)
+        plugins = {n: LAB_COMMANDS.get(n, "") for n in plugin_entry_points()} | LAB_COMMANDS
         with formatter.section("Lab (pip install -e lab)"):
-            formatter.write_dl([(n, h) for n, h in LAB_COMMANDS.items() if n not in names])
+            formatter.write_dl([(n, h) for n, h in plugins.items() if n not in names])
 
 
 @click.group(cls=CompanionGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -408,12 +430,19 @@ def summary_command(match, fmt, db, out):
 @click.option("--pace", type=float, default=1.5, show_default=True, help="Seconds between events.")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
 @click.option("--db", "db", type=click.Path(dir_okay=False), help="Keep the demo in this database.")
+@click.option(
+    "--camera",
+    is_flag=True,
+    help="Show the camera keeping the score: a simulated table read by the real pipeline, the "
+    "live view beside the tally (films the card images of ../shared/decks).",
+)
 @friendly_errors
-def demo_command(pace, port, db):
-    """Serve the tablet page on a built-in scripted match (no camera, no data needed)."""
+def demo_command(pace, port, db, camera):
+    """Serve the tablet page on a built-in scripted match (no camera, no data needed), or with
+    --camera a simulated table that the camera pipeline scores by itself."""
     from companion.demo import run_demo
 
-    run_demo(pace=pace, port=port, db=db, echo=lambda line: click.echo(line))
+    run_demo(pace=pace, port=port, db=db, camera=camera, echo=lambda line: click.echo(line))
 
 
 @main.command("bench-live")

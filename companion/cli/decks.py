@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from companion.cli import echo_json, friendly_errors, main
+from companion.cli import echo_json, friendly_errors, main, terminal_safe
 
 decks_dir_option = click.option(
     "--decks-dir",
@@ -20,23 +22,50 @@ def deck_group():
 
 @deck_group.command("add")
 @click.argument("name")
-@click.argument("image_dir", type=click.Path(file_okay=False))
+@click.argument("image_dir", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--photos",
+    "photo_dir",
+    type=click.Path(file_okay=False),
+    help="A folder of twelve photos 01.jpg .. 12.jpg, one a month: that month's four cards "
+    "face up on a table, left to right in slot order (bright, animal, ribbon, chaff).",
+)
+@click.option(
+    "--names",
+    "names_file",
+    type=click.Path(dir_okay=False),
+    help="The deck's own card names and roles: a deck file (TOML, as "
+    "companion/game/decks/ferme-florale.toml), kept with the deck.",
+)
 @click.option(
     "--definition",
     default="standard",
     show_default=True,
-    help="Deck definition naming and re-roling the cards (companion/game/decks/NAME.toml or a path), "
-    "e.g. ferme-florale.",
+    help="Deck definition naming and re-roling the cards (companion/game/decks/NAME.toml or a "
+    "path), e.g. ferme-florale.",
 )
 @decks_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print what was stored as JSON.")
 @friendly_errors
-def deck_add(name, image_dir, definition, decks_dir, as_json):
-    """Add deck NAME from IMAGE_DIR: one image per card, named like 01-1.png (month-card, as
-    in ../shared/decks). Takes seconds on a CPU; no training."""
-    from companion.recognizer.decks import add_deck, default_decks_dir
+def deck_add(name, image_dir, photo_dir, names_file, definition, decks_dir, as_json):
+    """Add deck NAME from IMAGE_DIR (one scan per card, named like 01-1.png, as in
+    ../shared/decks) or from twelve photos (--photos DIR). Takes seconds on a CPU; no
+    training."""
+    from companion.recognizer.decks import DeckError, add_deck, default_decks_dir
+    from companion.recognizer.photos import PhotoError, teach_from_photos
 
-    deck = add_deck(name, image_dir, decks_dir, definition=definition)
+    if (image_dir is None) == (photo_dir is None):
+        raise DeckError("Give either a folder of card scans (DIR) or --photos DIR, not both.")
+    if photo_dir is not None:
+        try:
+            deck = teach_from_photos(name, photo_dir, decks_dir, names_file, definition)
+        except PhotoError as exc:
+            for problem in exc.problems:  # one sentence a photo to take again
+                click.echo(f"Error: {terminal_safe(problem, keep='')}", err=True)
+            click.echo("Nothing was stored.", err=True)
+            sys.exit(2)
+    else:
+        deck = add_deck(name, image_dir, decks_dir, definition=definition, names_file=names_file)
     where = decks_dir or default_decks_dir()
     info = {
         "name": deck.name,
@@ -45,13 +74,15 @@ def deck_add(name, image_dir, definition, decks_dir, as_json):
         "references": len(deck.class_ids),
         "seconds": round(deck.seconds, 2),
         "decks_dir": str(where),
+        "source": "photos" if photo_dir is not None else "scans",
     }
     if as_json:
         echo_json(info)
         return
+    named = "its own names" if deck.definition == "names.toml" else deck.definition
     click.echo(
         f"Added deck {deck.name!r} ({len(deck.codes)} cards, {len(deck.class_ids)} reference "
-        f"crops, named by {deck.definition}) in {deck.seconds:.1f} s, kept in {where}."
+        f"crops, named by {named}) in {deck.seconds:.1f} s, kept in {where}."
     )
     if len(deck.codes) < 48:
         click.echo("The other cards keep the recognizer's own names.")
@@ -60,14 +91,40 @@ def deck_add(name, image_dir, definition, decks_dir, as_json):
 
 @deck_group.command("list")
 @decks_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the decks as JSON.")
 @friendly_errors
-def deck_list(decks_dir):
+def deck_list(decks_dir, as_json):
     """The decks added so far."""
     from companion.recognizer.decks import UserDeck, list_decks
 
-    names = list_decks(decks_dir)
-    if not names:
-        click.echo("No deck added yet: companion deck add NAME DIR.")
-    for name in names:
-        deck = UserDeck.load(name, decks_dir)
-        click.echo(f"{name}: {len(deck.codes)} cards, named by {deck.definition}")
+    decks = [UserDeck.load(name, decks_dir) for name in list_decks(decks_dir)]
+    if as_json:
+        echo_json(
+            [
+                {
+                    "name": d.name,
+                    "cards": len(d.codes),
+                    "definition": d.definition,
+                    "title": d.names_deck().title,
+                }
+                for d in decks
+            ]
+        )
+        return
+    if not decks:
+        click.echo("No deck added yet: companion deck add NAME --photos DIR.")
+    for deck in decks:
+        named = "its own names" if deck.definition == "names.toml" else deck.definition
+        click.echo(f"{deck.name}: {len(deck.codes)} cards, named by {named}")
+
+
+@deck_group.command("remove")
+@click.argument("name")
+@decks_dir_option
+@friendly_errors
+def deck_remove(name, decks_dir):
+    """Delete deck NAME (its references and names)."""
+    from companion.recognizer.decks import remove_deck
+
+    folder = remove_deck(name, decks_dir)
+    click.echo(f"Removed deck {name!r} ({folder}).")

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
+from companion import CompanionError
 from companion.cli import DB_OPTION_HELP, echo_json, fail, friendly_errors, main, model_option
 from companion.cli.decks import decks_dir_option
 
-ZONES_HELP = "Zone layout (TOML, see docs/LIVE.md); default: the two-player layout."
+ZONES_HELP = "Zone layout (TOML, see docs/LIVE.md); default: the two- or three-seat layout."
 
 
 def live_detector(model_path, deck=None, decks_dir=None):
@@ -33,6 +34,48 @@ def _zones(path):
     return Zones.load(path) if path else None
 
 
+SESSION_ZONES = Path(tempfile.gettempdir()) / "companion-zones.toml"
+
+
+def parse_players(text: str | None) -> list[str] | None:
+    """``--players NAME,NAME[,NAME]`` as a list of names (None when not given)."""
+    if text is None:
+        return None
+    names = [" ".join(n.split()) for n in str(text).split(",")]
+    if not all(names) or len(names) < 2:
+        fail("--players takes two or three names separated by commas, such as Aki,Ben.")
+    return names
+
+
+def session_layout(zones_path, seats: int | None):
+    """The layout ``run`` watches: the ``--zones`` file; else the one calibrated on the tablet
+    last time (kept in the temporary folder) when it has ``seats`` seats; else the default
+    layout for that many seats (two when unknown)."""
+    from companion.live.zones import Zones, default_zones
+
+    if zones_path:
+        return Zones.load(zones_path)
+    if SESSION_ZONES.is_file():
+        try:
+            saved = Zones.load(SESSION_ZONES)
+        except CompanionError:
+            saved = None  # a damaged file from an earlier run: start from the default
+        if saved is not None and (seats is None or len(saved.players) == seats):
+            return saved
+    return default_zones(seats or 2)
+
+
+def new_match_setup(names, rules_name: str, rounds, oya) -> tuple[list, int, str]:
+    """``(players, rounds, oya)`` for a new match, each default resolved (the rule set's
+    rounds, the first player as Oya) and checked by the engine; CompanionError otherwise."""
+    from companion.game import engine
+
+    state = engine.apply(
+        None, engine.MatchStarted.new(list(names), rules_name, rounds=rounds, oya=oya)
+    )
+    return list(state.players), state.rounds_planned, state.next_oya
+
+
 @main.command("run")
 @click.option("--camera", type=int, help="Webcam index (default 0).")
 @click.option("--video", type=click.Path(dir_okay=False), help="A video file, at its own pace.")
@@ -43,6 +86,15 @@ def _zones(path):
     "--rules", "rules_name", default="livret", show_default=True,
     help="Rule set of the match started when the database has none under way.",
 )  # fmt: skip
+@click.option(
+    "--players", "players_text", metavar="NAME,NAME[,NAME]",
+    help="The players of a new match, in seat order (A, B, C of the layout); default: the "
+    "layout's seat labels. Three names use the three-seat layout when no --zones is given.",
+)  # fmt: skip
+@click.option(
+    "--rounds", type=int, help="Rounds of a new match (default: the rule set's usual length)."
+)
+@click.option("--oya", help="Who deals first in a new match (default: the first player).")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_OPTION_HELP)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
@@ -51,7 +103,21 @@ def _zones(path):
 @decks_dir_option
 @friendly_errors
 def run_command(
-    camera, video, images, url, zones_path, rules_name, db, host, port, model_path, deck, decks_dir
+    camera,
+    video,
+    images,
+    url,
+    zones_path,
+    rules_name,
+    players_text,
+    rounds,
+    oya,
+    db,
+    host,
+    port,
+    model_path,
+    deck,
+    decks_dir,
 ):
     """The camera pipeline and the tablet page together: the camera keeps the score."""
     from companion import web
@@ -62,6 +128,22 @@ def run_command(
     given = [s for s in (camera, video, images, url) if s is not None]
     if len(given) > 1:
         fail("Give one source: --camera, --video, --images or --url.")
+    names = parse_players(players_text)
+    store = MatchStore.open(db)
+    under_way = next((m for m in store.matches() if not m.finished), None)
+    if under_way is not None:
+        seats = len(under_way.players)
+    else:
+        seats = len(names) if names else None
+    zones = session_layout(zones_path, seats)
+    if names and len(names) != len(zones.players):
+        fail(
+            f"The layout {zones.name} has {len(zones.players)} seats "
+            f"({', '.join(zones.players)}), not {len(names)}: give {len(zones.players)} names "
+            f"to --players, or a zone file with {len(names)} capture areas to --zones."
+        )
+    # Checked before the slow start, even when resuming: a wrong flag is said at once.
+    names, rounds, oya = new_match_setup(names or list(zones.players), rules_name, rounds, oya)
     detector = live_detector(model_path, deck, decks_dir)  # a bad model or deck: say so first
     if video or images:
         spec = video or images
@@ -70,18 +152,26 @@ def run_command(
     else:
         spec = f"camera:{camera or 0}"
     source = open_source(spec)
-    store = MatchStore.open(db)
-    zones = _zones(zones_path)
-    if not any(not m.finished for m in store.matches()):
-        seats = list(zones.players) if zones else ["A", "B"]
-        match_id = store.create_match(players=seats, rules=rules_name)
-        click.echo(f"Started match {match_id} ({rules_name}, players {', '.join(seats)}).")
+    if under_way is None:
+        match_id = store.create_match(players=names, rules=rules_name, rounds=rounds, oya=oya)
+        click.echo(
+            f"Started match {match_id} ({rules_name}, {rounds} rounds, players "
+            f"{', '.join(names)}; {oya} is Oya)."
+        )
+    else:
+        click.echo(
+            f"Resuming match {under_way.id} ({under_way.label}); --players, --rounds and "
+            "--oya apply to a new match."
+            if (players_text or rounds or oya)
+            else f"Resuming match {under_way.id} ({under_way.label})."
+        )
     session = LiveSession(
         source,
         detector,
         store,
         zones=zones,
-        zones_path=zones_path or Path(tempfile.gettempdir()) / "companion-zones.toml",
+        zones_path=zones_path or SESSION_ZONES,
+        log=click.echo,
     )
     lan = not web.is_loopback(host)
     join_code = web.new_join_code() if lan else None
@@ -117,17 +207,52 @@ def run_command(
     "none: no tap, the table alone (the truth only scores).",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--restart-at", "restart_at", type=click.IntRange(1), multiple=True, metavar="FRAME",
+    help="Throw the pipeline away before this frame and start a new one on the same match, "
+    "as a killed 'companion run' started again (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--restart-from", "restart_from", type=click.Choice(["here", "start"]), default="here",
+    show_default=True,
+    help="After a restart, go on from that frame (the cards lying as they were) or play the "
+    "video again from its start.",
+)  # fmt: skip
 @model_option
 @deck_option
 @decks_dir_option
 @friendly_errors
-def replay_command(video, zones_path, truth_path, taps, as_json, model_path, deck, decks_dir):
+def replay_command(
+    video,
+    zones_path,
+    truth_path,
+    taps,
+    as_json,
+    restart_at,
+    restart_from,
+    model_path,
+    deck,
+    decks_dir,
+):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.live.replay import load_truth, replay_video
 
     truth = load_truth(truth_path) if truth_path else None
     detector = live_detector(model_path, deck, decks_dir)
-    report = replay_video(video, detector, zones=_zones(zones_path), truth=truth, taps=taps)
+    if restart_at:
+        from companion.live.restart import replay_with_restarts
+
+        report = replay_with_restarts(
+            video,
+            detector,
+            truth=truth,
+            restarts=restart_at,
+            from_start=restart_from == "start",
+            zones=_zones(zones_path),
+            taps=taps,
+        )
+    else:
+        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth, taps=taps)
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -140,19 +265,25 @@ def replay_command(video, zones_path, truth_path, taps, as_json, model_path, dec
     help="A 1280x720 simulated table.mp4 (its truth.json beside it); default: one rendered now.",
 )  # fmt: skip
 @click.option("--frames", type=click.IntRange(10), default=600, show_default=True)
+@click.option(
+    "--fps", "video_fps", type=click.IntRange(1, 60), default=10, show_default=True,
+    help="Frame rate of the video rendered when --video is not given.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print fps, ms_per_frame_median, ...")
 @model_option
 @friendly_errors
-def bench_pipeline_command(video, frames, as_json, model_path):
-    """Frames per second of the whole pipeline (2 threads) and steady-to-event latency."""
+def bench_pipeline_command(video, frames, video_fps, as_json, model_path):
+    """Frames per second of the whole pipeline (2 threads), steady-to-event latency, and how
+    far it falls behind a camera at the video's frame rate."""
     from companion.live.replay import bench_pipeline
 
-    result = bench_pipeline(live_detector(model_path), video=video, frames=frames)
+    result = bench_pipeline(live_detector(model_path), video=video, frames=frames, fps=video_fps)
     if as_json:
         echo_json(result)
     else:
         click.echo(
             f"{result['fps']:.1f} frames/s over {result['frames']} frames of {result['video']} "
             f"({result['detected_frames']} detected); median {result['ms_per_frame_median']:.1f} "
-            f"ms/frame; steady to event p95 {result['steady_to_event_ms_p95']} ms"
+            f"ms/frame; steady to event p95 {result['steady_to_event_ms_p95']} ms; at most "
+            f"{result['behind_s_max']:.2f} s behind a {result['video_fps']:g} fps camera"
         )

@@ -55,6 +55,14 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     "60 % of every card showing, as players lay them) or apart (rows side by side, as synth "
     "renders them).",
 )
+@click.option(
+    "--players",
+    type=click.IntRange(2, 3),
+    default=2,
+    show_default=True,
+    help="Players at the table: 3 for Hana-Awase (--rules hana-awase), B and C sharing the "
+    "top edge as the three-seat layout has them.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @friendly_errors
 def simulate_command(
@@ -69,6 +77,7 @@ def simulate_command(
     max_turns,
     distractors,
     rows,
+    players,
     quiet,
 ):
     """Play whole Koi-Koi rounds with scripted players and film them as a camera over the
@@ -90,6 +99,7 @@ def simulate_command(
         max_turns=max_turns,
         p_distractor=distractors,
         rows=rows,
+        players=players,
     )
     plan = simulate.plan_match(seed, config)
     bar = (

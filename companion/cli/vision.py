@@ -5,6 +5,7 @@ They need OpenCV, numpy and onnxruntime only, as the player's install has them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -188,10 +189,8 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets, dec
             fail(f"Cannot write annotated images to {annotate_dir}: {exc.strerror}.")
     recognizer = load_with_deck(model_path, threads, nets, deck, decks_dir)
     names = None
-    if recognizer.namer is not None:
-        from companion.game.cards import Deck
-
-        names = Deck.load(recognizer.namer.deck.definition)
+    if recognizer.namer is not None:  # the deck's own names, or its definition's
+        names = recognizer.namer.deck.names_deck()
     results, read_any = [], False
     for path in images:
         try:
@@ -205,7 +204,9 @@ def detect_command(images, as_json, annotate_dir, model_path, threads, nets, dec
         if names is not None:  # the deck definition's names of its slots
             for item in found:
                 if item["card"] != "back":
-                    item["name"] = names.card(item["card"]).names.get("en", item["card"])
+                    card_names = names.card(item["card"]).names
+                    item["name"] = card_names.get("en", item["card"])
+                    item["names"] = dict(card_names)  # every language the deck names it in
         results.append({"image": path, "detections": found})
         if annotate_dir:
             target = Path(annotate_dir) / (Path(path).stem + ".annotated.png")
@@ -328,7 +329,7 @@ def eval_command(
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     recognizer.any_distance = not one_look
     other = Recognizer.load(against_path, nets=nets) if against_path else None
-    metrics = evaluate(
+    report = evaluate(
         recognizer,
         deck_dir,
         seed=seed,
@@ -353,74 +354,74 @@ def eval_command(
             command += f" --nets {nets}"
         if lens_k:
             command += f" --lens-k {lens_k:g}"
-        key = f"{metrics['deck']} seed={seed} n={n}"
+        key = f"{report.deck} seed={seed} n={n}"
         if recognizer.nets != "int8":
             key += f" nets={recognizer.nets}"
         if lens_k:
             key += f" lens_k={lens_k:g}"
         meta.setdefault("metrics", {})[key] = {
             k: v
-            for k, v in metrics.items()
+            for k, v in report.to_dict().items()
             # the long breakdowns, what only this run drew, and the other model's figures
             if k not in ("by_condition", "false_positives_by_scene", "scenes_drawn", "against")
         } | {"command": command, "nets": recognizer.nets}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     if as_json:
-        echo_json(metrics)
+        echo_json(report.to_dict())
         return
 
     click.echo(
-        f"deck {metrics['deck']}, seed {seed}, {n} {metrics['frame']} scenes, "
-        f"{metrics['labels']} cards to find "
+        f"deck {report.deck}, seed {seed}, {n} {report.frame} scenes, "
+        f"{report.labels} cards to find "
         f"({recognizer.nets} nets)"
         + (f", lens distortion k={lens_k:+g}" if lens_k else "")
         + (f", named by deck {with_deck}" if with_deck else "")
     )
-    click.echo(f"precision                 {pct(metrics['precision'])}")
+    click.echo(f"precision                 {pct(report.precision)}")
 
     def span(key, show):
-        text = interval_text(metrics["intervals"], key, show)
+        text = interval_text(report.intervals, key, show)
         return f"   {text}" if text else ""
 
-    click.echo(f"recall                    {pct(metrics['recall'])}{span('recall', pct)}")
-    click.echo(f"exact-card accuracy       {pct(metrics['exact_accuracy'])}")
-    click.echo(f"chaff-equivalent accuracy {pct(metrics['chaff_accuracy'])}")
-    fp = metrics["false_positives_per_image"]
+    click.echo(f"recall                    {pct(report.recall)}{span('recall', pct)}")
+    click.echo(f"exact-card accuracy       {pct(report.exact_accuracy)}")
+    click.echo(f"chaff-equivalent accuracy {pct(report.chaff_accuracy)}")
+    fp = report.false_positives_per_image
     click.echo(
         f"false positives / image   {fp:.3f}"
         + span("false_positives_per_image", lambda v: f"{v:.3f}")
     )
-    if metrics["confused_pairs"]:
+    if report.confused_pairs:
         click.echo(
             "most confused (true -> predicted): "
             + ", ".join(
-                f"{p['true']}->{p['predicted']} x{p['count']}" for p in metrics["confused_pairs"]
+                f"{p['true']}->{p['predicted']} x{p['count']}" for p in report.confused_pairs
             )
         )
-    if metrics["false_positive_kinds"]:
+    if report.false_positive_kinds:
         click.echo(
             "false positives by kind:   "
-            + ", ".join(f"{k} {c}" for k, c in metrics["false_positive_kinds"].items())
+            + ", ".join(f"{k} {c}" for k, c in report.false_positive_kinds.items())
         )
-    if metrics["missed_card_kinds"]:
+    if report.missed_card_kinds:
         click.echo(
             "missed cards by where lost: "
-            + ", ".join(f"{k} {c}" for k, c in metrics["missed_card_kinds"].items())
+            + ", ".join(f"{k} {c}" for k, c in report.missed_card_kinds.items())
         )
-    if "against" in metrics:
-        echo_comparison(against_path, metrics["against"])
+    if report.against is not None:
+        echo_comparison(against_path, report.against)
     click.echo("by condition:                     cards   recall   exact   chaff-eq")
-    for key, t in metrics["by_condition"].items():
+    for key, t in report.by_condition.items():
         click.echo(
-            f"  {key:<30} {t['labels']:>6} {pct(t['recall']):>9} {pct(t['exact_accuracy']):>8} "
-            f"{pct(t['chaff_accuracy']):>9}"
+            f"  {key:<30} {t.labels:>6} {pct(t.recall):>9} {pct(t.exact_accuracy):>8} "
+            f"{pct(t.chaff_accuracy):>9}"
         )
     click.echo("false positives by scene:        images  per image")
-    for key, t in metrics["false_positives_by_scene"].items():
-        click.echo(f"  {key:<30} {t['images']:>6} {t['per_image']:>10.3f}")
+    for key, t in report.false_positives_by_scene.items():
+        click.echo(f"  {key:<30} {t.images:>6} {t.per_image:>10.3f}")
     if misses_dir is not None:
         click.echo(
-            f"{metrics['scenes_drawn']} scenes with a missed or false card drawn in {misses_dir}"
+            f"{report.scenes_drawn} scenes with a missed or false card drawn in {misses_dir}"
         )
 
 
@@ -484,32 +485,34 @@ def bench_command(
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     recognizer.any_distance = not one_look
     frames = bench_frames(min(runs, scenes), seed, resolve_deck(deck), width, height)
-    result = benchmark(recognizer, frames, runs=runs, threads=2)
-    result |= {
-        "scenes": len(frames),
-        "seed": seed,
-        "deck": Path(resolve_deck(deck)).name,
-        "looks": "one" if one_look else "as needed",
-        "named_by_deck": with_deck,
-    }
+    result = dataclasses.replace(
+        benchmark(recognizer, frames, runs=runs, threads=2),
+        scene={
+            "scenes": len(frames),
+            "seed": seed,
+            "deck": Path(resolve_deck(deck)).name,
+            "looks": "one" if one_look else "as needed",
+            "named_by_deck": with_deck,
+        },
+    )
     if as_json:
-        echo_json(result)
+        echo_json(result.to_dict())
         return
     click.echo(
-        f"full pass ({result['nets']} nets) on {len(frames)} {result['frame']} scenes of "
-        f"{result['deck']} (seed {seed}), 2 threads, {runs} runs: median "
-        f"{result['ms_median']:.1f} ms, p95 {result['ms_p95']:.1f} ms "
-        f"({result['cards_per_frame']:.1f} cards a frame)"
+        f"full pass ({result.nets} nets) on {len(frames)} {result.frame} scenes of "
+        f"{result.scene['deck']} (seed {seed}), 2 threads, {runs} runs: median "
+        f"{result.ms_median:.1f} ms, p95 {result.ms_p95:.1f} ms "
+        f"({result.cards_per_frame:.1f} cards a frame)"
     )
-    dot = "with" if result["int8_dot_products"] else "without"
-    click.echo(f"CPU: {result['cpu']} ({dot} int8 dot products)")
-    if result["yolo11n_ms_median"] is None:
+    dot = "with" if result.int8_dot_products else "without"
+    click.echo(f"CPU: {result.cpu} ({dot} int8 dot products)")
+    if result.yolo11n_ms_median is None:
         click.echo(
             "YOLO11n yardstick: models/yolo11n_yardstick.onnx missing (companion train --yardstick)."
         )
     else:
         click.echo(
             f"YOLO11n-shaped net at 640x640 on the same frames: median "
-            f"{result['yolo11n_ms_median']:.1f} ms ({result['speedup_vs_yolo11n']:.1f}x slower "
+            f"{result.yolo11n_ms_median:.1f} ms ({result.speedup_vs_yolo11n:.1f}x slower "
             "than the full pass)"
         )

@@ -345,6 +345,15 @@ class Deck:
         items = [t for t in (s.strip() for s in text.split(",")) if t]
         return [self.parse(t) for t in items]
 
+    def renamed_by(self, other: Deck) -> Deck:
+        """This deck's slots and roles (what the rules score) under ``other``'s names and
+        title (what the players' own deck calls its cards)."""
+        cards = [
+            Card(c.code, c.month, c.index, c.category, c.ribbon, c.roles, other.card(c.code).names)
+            for c in self.cards
+        ]
+        return Deck(other.name, cards, other.title)
+
     def with_role(self, role: str) -> list[Card]:
         return [c for c in self.cards if role in c.roles]
 
@@ -402,43 +411,90 @@ class Deck:
     def from_dict(
         cls, data: dict, default_name: str = "custom", *, folder=None, _chain: tuple = ()
     ) -> Deck:
+        where = f"The deck file {default_name}"
+        _check_deck_data(data, where)
         base = data.get("base", "standard")
-        if not isinstance(base, str):
-            raise CardError(f"In the deck file {default_name}: base must be a deck name or file.")
         if base != "standard":
             base_cards = {c.code: c for c in cls.load(base, folder=folder, _chain=_chain)}
         else:
             base_cards = {c.code: c for c in _STANDARD_CARDS}
         cards = dict(base_cards)
-        try:
-            name, title = data.get("name", default_name), data.get("title", "")
-            if not isinstance(name, str) or not isinstance(title, str):
-                raise TypeError("name and title are text")
-            for code, spec in dict(data.get("cards") or {}).items():
-                card = base_cards[normalize_code(code)]
-                if not isinstance(spec, dict):
-                    raise TypeError(f"cards.{code} is a table")
-                names = {**card.names, **dict(spec.get("names", {}))}
-                roles = frozenset(_texts(spec["roles"])) if "roles" in spec else card.roles
-                roles = roles | frozenset(_texts(spec.get("add_roles", [])))
-                if not all(isinstance(v, str) for v in names.values()):
-                    raise TypeError("names are text")
-                cards[card.code] = Card(
-                    card.code, card.month, card.index, card.category, card.ribbon, roles, names
-                )
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            raise CardError(
-                f"The deck file {default_name} has a value of the wrong type ({exc}): see "
-                "companion/game/decks/ferme-florale.toml for the format."
-            ) from None
+        name, title = data.get("name", default_name), data.get("title", "")
+        for code, spec in dict(data.get("cards") or {}).items():
+            card = base_cards[normalize_code(code)]
+            names = {**card.names, **dict(spec.get("names", {}))}
+            roles = frozenset(spec["roles"]) if "roles" in spec else card.roles
+            roles = roles | frozenset(spec.get("add_roles", []))
+            cards[card.code] = Card(
+                card.code, card.month, card.index, card.category, card.ribbon, roles, names
+            )
         return cls(name, list(cards.values()), title)
 
 
-def _texts(value) -> list[str]:
-    """A list of text values from a deck file (a role list), or TypeError."""
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("roles are a list of text")
-    return value
+DECK_KEYS = ("name", "title", "base", "cards")
+CARD_KEYS = ("names", "roles", "add_roles")
+_LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z]{2,4})?")
+_ROLE = re.compile(r"[a-z][a-z0-9_]*")
+FORMAT_HINT = "see companion/game/decks/ferme-florale.toml for the format"
+
+
+def _check_deck_data(data: dict, where: str) -> None:
+    """One sentence (a CardError) for the first mistake in a deck file's data, naming where it
+    lies, as a rule file is checked: unknown keys, a card that is not a slot, names that are not
+    text by language, roles that are not a list of role names."""
+    for key in data:
+        if key not in DECK_KEYS:
+            raise CardError(
+                f"{where} has an unknown key {key!r}: a deck file has {', '.join(DECK_KEYS)} "
+                f"({FORMAT_HINT})."
+            )
+    for key in ("name", "title", "base"):
+        if key in data and (not isinstance(data[key], str) or not data[key].strip()):
+            raise CardError(f"{where}: {key} must be a text, not {data[key]!r}.")
+    cards = data.get("cards", {})
+    if not isinstance(cards, dict):
+        raise CardError(f'{where}: cards must be tables like [cards."01-1"] ({FORMAT_HINT}).')
+    seen: dict[str, str] = {}
+    for code, spec in cards.items():
+        try:
+            slot = normalize_code(code)
+        except CardError:
+            raise CardError(
+                f"{where}: {code!r} is not a card: slots run from 01-1 to 12-4 (month-card)."
+            ) from None
+        place = f'{where}, [cards."{code}"]'
+        if slot in seen:
+            raise CardError(f"{place} names the card {seen[slot]!r} names already.")
+        seen[slot] = code
+        if not isinstance(spec, dict):
+            raise CardError(f"{place} must be a table of names and roles ({FORMAT_HINT}).")
+        for key in spec:
+            if key not in CARD_KEYS:
+                raise CardError(
+                    f"{place} has an unknown key {key!r}: a card has {', '.join(CARD_KEYS)}."
+                )
+        names = spec.get("names", {})
+        if not isinstance(names, dict):
+            raise CardError(f'{place}: names must be a table like {{ en = "Crane", fr = "Grue" }}.')
+        for language, text in names.items():
+            if not _LANGUAGE.fullmatch(language):
+                raise CardError(
+                    f"{place}: {language!r} is not a language code like en, fr or ja."
+                )
+            if not isinstance(text, str) or not text.strip():
+                raise CardError(f"{place}: the {language} name must be a text, not {text!r}.")
+        for key in ("roles", "add_roles"):
+            if key not in spec:
+                continue
+            roles = spec[key]
+            if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+                raise CardError(f'{place}: {key} must be a list of role names like ["tool"].')
+            for role in roles:
+                if not _ROLE.fullmatch(role):
+                    raise CardError(
+                        f"{place}: {role!r} is not a role name (lower-case letters, digits "
+                        "and _, starting with a letter)."
+                    )
 
 
 _BUILTIN_NAME = re.compile(r"[A-Za-z0-9_-]+")

@@ -61,7 +61,15 @@ from typing import Any, ClassVar
 
 from companion import CompanionError
 from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
-from companion.game.events import EventRecord, required
+from companion.game.events import (
+    EventLog,
+    EventRecord,
+    remember,
+    replay_log,
+    required,
+    undo,
+)
+from companion.game.messages import CardCode, Listing, Message
 
 __all__ = [
     "IllegalEvent",
@@ -86,6 +94,7 @@ __all__ = [
     "MatchState",
     "apply",
     "replay",
+    "team_label",
     "EVENT_TYPES",
 ]
 
@@ -141,6 +150,37 @@ def _whole(value, what: str, low: int, high: int) -> int:
     return value
 
 
+def team_label(team: str, members) -> str:
+    """A team as the log names it: its name, and its members unless the name says them."""
+    together = " & ".join(members)
+    return team if team == together else Message("event.team", team=team, members=together)
+
+
+def _hand_kind(kind: str) -> str:
+    """A dealt hand's kind (``teshi``) as a message when the engine knows it."""
+    return Message(f"hand.{kind}") if kind in _HAND_KINDS else kind
+
+
+def _hand_what(kind: str) -> str:
+    """What a dealt hand of this kind holds, in words (the kind itself when unknown)."""
+    return Message(f"hand.{kind}_what") if kind in _HAND_KINDS else kind
+
+
+_HAND_KINDS = ("teshi", "kuttsuki", "dealt_yaku")
+
+
+def _yaku_list(hand) -> Listing:
+    """The yaku of a hand with their points: "Akatan 6, Tane 1"."""
+    return Listing(Message("yaku.points", name=y.name, points=y.points) for y in hand.yaku)
+
+
+def _with_base(reason: Message, hand) -> Message:
+    """A round's reason followed by its base and multiplier, when something multiplied it."""
+    if hand.multiplier == 1:
+        return reason
+    return Message("round.with_base", reason=reason, base=hand.base, mult=hand.multiplier)
+
+
 @dataclass(frozen=True)
 class Event(EventRecord):
     """Base of all Koi-Koi events: a ``type`` string and a few plain fields.
@@ -153,8 +193,9 @@ class Event(EventRecord):
     error: ClassVar[type[CompanionError]] = IllegalEvent
     noun: ClassVar[str] = "an event"
 
-    def describe(self) -> str:
-        """A short sentence for logs and the tablet's history."""
+    def describe(self, teams: dict | None = None) -> str:
+        """What the event did, one line of the tablet's log: a Message (``teams``: the
+        match's, as the engine seated them; only match_started names them)."""
         return self.type.replace("_", " ")
 
     def __str__(self) -> str:
@@ -231,8 +272,15 @@ class MatchStarted(Event):
             data.pop("rules_text", None)
         return data
 
-    def describe(self) -> str:
-        return f"match started: {', '.join(self.players)} ({self.rules})"
+    def describe(self, teams: dict | None = None) -> Message:
+        players = list(self.players)
+        if self.teams:  # named teams: the players are the team names, in seat order
+            teams = {p: self.teams[p] for p in players if p in self.teams}
+        fields = {"rules": self.rules, "rounds": self.rounds, "oya": self.oya}
+        if teams:
+            sides = [team_label(t, members) for t, members in teams.items()]
+            return Message("event.match_started_teams", sides=Listing(sides, " vs "), **fields)
+        return Message("event.match_started", sides=Listing(players, " vs "), **fields)
 
 
 @dataclass(frozen=True)
@@ -269,8 +317,10 @@ class RoundStarted(Event):
             data.pop("field")
         return data
 
-    def describe(self) -> str:
-        return "round started" + (f", {self.oya} deals" if self.oya else "")
+    def describe(self, teams: dict | None = None) -> Message:
+        if self.field_brights:
+            return Message("event.round_started_brights", oya=self.oya, count=self.field_brights)
+        return Message("event.round_started", oya=self.oya)
 
 
 @dataclass(frozen=True)
@@ -313,9 +363,8 @@ class CardCaptured(_PlayerEvent):
             alts = tuple(_card_text(c, "alternative card") for c in alts)
             object.__setattr__(self, "alternatives", alts or None)
 
-    def describe(self) -> str:
-        flag = " (check it)" if self.check else ""
-        return f"{self.player} captured {self.card}{flag}"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.card_captured", player=self.player, card=CardCode(self.card))
 
 
 @dataclass(frozen=True)
@@ -329,8 +378,8 @@ class CaptureChecked(_PlayerEvent):
         super().__post_init__()
         object.__setattr__(self, "card", _card_text(self.card))
 
-    def describe(self) -> str:
-        return f"{self.player}: {self.card} checked"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.capture_checked", player=self.player, card=CardCode(self.card))
 
 
 @dataclass(frozen=True)
@@ -346,8 +395,13 @@ class CaptureCorrected(_PlayerEvent):
         object.__setattr__(self, "card", _card_text(self.card))
         object.__setattr__(self, "new_card", _card_text(self.new_card, "new card"))
 
-    def describe(self) -> str:
-        return f"{self.player}: {self.card} corrected to {self.new_card}"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message(
+            "event.capture_corrected",
+            player=self.player,
+            card=CardCode(self.card),
+            new_card=CardCode(self.new_card),
+        )
 
 
 @dataclass(frozen=True)
@@ -359,8 +413,8 @@ class CaptureRemoved(_PlayerEvent):
         super().__post_init__()
         object.__setattr__(self, "card", _card_text(self.card))
 
-    def describe(self) -> str:
-        return f"{self.player}: {self.card} removed"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.capture_removed", player=self.player, card=CardCode(self.card))
 
 
 @dataclass(frozen=True)
@@ -374,8 +428,10 @@ class KoiCalled(_PlayerEvent):
         super().__post_init__()
         _check_source(self)
 
-    def describe(self) -> str:
-        return f"{self.player} calls Koi"
+    def describe(self, teams: dict | None = None) -> Message:
+        if self.source == "camera":
+            return Message("event.koi_read", player=self.player)
+        return Message("event.koi_called", player=self.player)
 
 
 @dataclass(frozen=True)
@@ -389,8 +445,10 @@ class StopCalled(_PlayerEvent):
         super().__post_init__()
         _check_source(self)
 
-    def describe(self) -> str:
-        return f"{self.player} stops"
+    def describe(self, teams: dict | None = None) -> Message:
+        if self.source == "camera":
+            return Message("event.stop_read", player=self.player)
+        return Message("event.stop_called", player=self.player)
 
 
 @dataclass(frozen=True)
@@ -421,8 +479,8 @@ class HandDeclared(_PlayerEvent):
             data.pop("cards")
         return data
 
-    def describe(self) -> str:
-        return f"{self.player} declares {self.kind}"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.hand_declared", player=self.player, kind=_hand_kind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -433,16 +491,16 @@ class FieldBrightsSet(Event):
     def __post_init__(self):
         object.__setattr__(self, "count", _whole(self.count, "number of field brights", 0, 5))
 
-    def describe(self) -> str:
-        return f"{self.count} bright(s) in the dealt field"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.field_brights_set", count=self.count)
 
 
 @dataclass(frozen=True)
 class CardsRanOut(Event):
     type: ClassVar[str] = "cards_ran_out"
 
-    def describe(self) -> str:
-        return "cards ran out"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.cards_ran_out")
 
 
 MAX_ENTERED_POINTS = 999  # more than any round scores, short of a typing slip's 10000
@@ -482,10 +540,10 @@ class RoundEntered(Event):
             data.pop("points", None)
         return data
 
-    def describe(self) -> str:
+    def describe(self, teams: dict | None = None) -> Message:
         if self.winner is None:
-            return "round entered by hand: a draw"
-        return f"round entered by hand: {self.winner} scored {self.points}"
+            return Message("event.round_entered_draw")
+        return Message("event.round_entered", winner=self.winner, points=self.points)
 
 
 @dataclass(frozen=True)
@@ -494,8 +552,8 @@ class Redeal(Event):
 
     type: ClassVar[str] = "redeal"
 
-    def describe(self) -> str:
-        return "redeal"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.redeal")
 
 
 @dataclass(frozen=True)
@@ -516,16 +574,16 @@ class FieldDealt(Event):
                 self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
             )
 
-    def describe(self) -> str:
-        return f"dealt field: {' '.join(self.field)}"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.field_dealt", cards=Listing(CardCode(c) for c in self.field))
 
 
 @dataclass(frozen=True)
 class Undo(Event):
     type: ClassVar[str] = "undo"
 
-    def describe(self) -> str:
-        return "undo"
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.undo")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -589,7 +647,7 @@ class RoundResult:
     multiplier: int = 1
     multipliers: tuple = ()  # scoring.Multiplier(factor, reason)
     points: dict = field(default_factory=dict, hash=False)
-    reason: str = ""
+    reason: str = ""  # a Message
     koi: dict = field(default_factory=dict, hash=False)
     tie_break: bool = False
     notes: tuple = ()
@@ -648,19 +706,19 @@ class MatchOutcome:
         return self.winners[0] if len(self.winners) == 1 else None
 
     @property
-    def text(self) -> str:
+    def text(self) -> Message:
         def score(p):
             if self.by == "rounds_won":
-                return f"{self.rounds_won[p]} rounds won, {self.totals[p]} points"
-            return f"{self.totals[p]} points"
+                return Message("standing.rounds_won", n=self.rounds_won[p], points=self.totals[p])
+            return Message("standing.points", n=self.totals[p])
 
         ranked = sorted(self.totals, key=lambda p: self._key(p), reverse=True)
-        table = ", ".join(f"{p} {score(p)}" for p in ranked)
+        table = Listing(Message("standing.entry", name=p, value=score(p)) for p in ranked)
         if self.ran_out:
-            table += f" ({' and '.join(self.ran_out)} ran out of points)"
+            table = Message("outcome.ran_out", table=table, sides=Listing(self.ran_out, " and "))
         if self.tie:
-            return f"Tie between {' and '.join(self.winners)}: {table}."
-        return f"{self.winner} wins the match: {table}."
+            return Message("outcome.tie", sides=Listing(self.winners, " and "), table=table)
+        return Message("outcome.wins", winner=self.winner, table=table)
 
     def _key(self, player):
         if self.by == "rounds_won":
@@ -719,15 +777,15 @@ class MatchState:
         self.outcome: MatchOutcome | None = None
         self.tie_break = False  # the next/current round is a tie-break
         self.redeals = 0
-        self.warnings: list[str] = []
-        self.log: list[Event] = []
+        self.warnings: list = []  # Messages: code tests their kind, never their words
+        self.log: EventLog = EventLog()
         self._members: dict[str, str] = {}  # any accepted name -> side
         self._pending: list[str] = []  # sides owing a Koi/Stop decision, oldest first
         self._baseline: dict[str, dict[str, int]] = {}  # yaku points at the last Koi
         self._owner: dict[str, str] = {}  # card code -> side, this round
         self._checks: dict[str, dict] = {}  # card code -> open check, this round
         self._hand_keys: dict = {}
-        self._previous: MatchState | None = None
+        self._previous: MatchState | None = None  # the state before, for undo (bounded)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -915,8 +973,7 @@ def apply(state: MatchState | None, event: Event | dict) -> MatchState:
         )
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
-    new.log = [*state.log, logged]
-    new._previous = state
+    remember(new, state, logged)
     new.warnings = _warnings(new)
     return new
 
@@ -926,19 +983,13 @@ def replay(events) -> MatchState:
 
     Raises IllegalEvent naming the first refused event (1-based) and why.
     """
-    state = MatchState()
-    for n, event in enumerate(events, 1):
-        try:
-            state = apply(state, event)
-        except IllegalEvent as exc:
-            raise IllegalEvent(f"Event {n} is refused: {exc}") from None
-    return state
+    return replay_log(events, apply, IllegalEvent) or MatchState()
 
 
 def _undo(state: MatchState) -> MatchState:
-    if not state.started or state._previous is None or len(state.log) <= 1:
+    if not state.started:
         raise IllegalEvent("Nothing to undo.")
-    return state._previous
+    return undo(state, replay, IllegalEvent)
 
 
 # -- handlers (each mutates the fresh copy it is given) -----------------------------------------
@@ -1187,12 +1238,14 @@ def _stop_called(s: MatchState, e: StopCalled):
     side = s.side_of(e.player)
     _need_decision(s, side, "Stop")
     hand = s.hands[side]
-    names = ", ".join(f"{y.name} {y.points}" for y in hand.yaku)
-    koi = f" after {s.koi[side]} Koi" if s.koi[side] else ""
-    reason = f"{side} stops{koi} with {names}: {hand.total} points"
-    if hand.multiplier != 1:
-        reason += f" (base {hand.base} x{hand.multiplier})"
-    _finish_round(s, side, "stop", hand.total, reason, hand=hand)
+    yaku, points = _yaku_list(hand), hand.total
+    if s.koi[side]:
+        reason = Message(
+            "round.stop_after_koi", side=side, koi=s.koi[side], yaku=yaku, points=points
+        )
+    else:
+        reason = Message("round.stop", side=side, yaku=yaku, points=points)
+    _finish_round(s, side, "stop", hand.total, _with_base(reason, hand), hand=hand)
     return dataclasses.replace(e, player=side)
 
 
@@ -1209,20 +1262,14 @@ def _hand_declared(s: MatchState, e: HandDeclared):
         raise IllegalEvent("A dealt hand is declared before the first capture of the round.")
     cards = _declared_hand(s, e)
     points = s.rules.round.instant_win_points
-    what = _HAND_KINDS.get(e.kind, e.kind)
-    reason = f"{side} declares {e.kind} ({what}): {points} points"
+    said = {"side": side, "kind": _hand_kind(e.kind), "what": _hand_what(e.kind)}
     if cards:
-        reason = f"{side} declares {e.kind} ({what}: {' '.join(c.code for c in cards)}): "
-        reason += f"{points} points"
+        listed = " ".join(c.code for c in cards)
+        reason = Message("round.declared_cards", **said, cards=listed, points=points)
+    else:
+        reason = Message("round.declared", **said, points=points)
     _finish_round(s, side, "instant", points, reason)
     return dataclasses.replace(e, player=side, cards=tuple(c.code for c in cards))
-
-
-_HAND_KINDS = {
-    "teshi": "4 cards of one month in the dealt hand",
-    "kuttsuki": "4 pairs in the dealt hand",
-    "dealt_yaku": "a complete yaku in the dealt hand",
-}
 
 
 def _declared_hand(s: MatchState, e: HandDeclared) -> tuple:
@@ -1276,7 +1323,7 @@ def _cards_ran_out(s: MatchState, e: CardsRanOut):
     how = rules.round.exhausted
     if how == "oya_scores":
         points = rules.round.exhausted_points
-        reason = f"Cards ran out: the Oya {s.oya} scores {points} points"
+        reason = Message("round.oya_scores", oya=s.oya, points=points)
         _finish_round(s, s.oya, "exhausted", points, reason)
     elif (
         how == "last_yaku_maker_unless_oya"
@@ -1285,22 +1332,18 @@ def _cards_ran_out(s: MatchState, e: CardsRanOut):
     ):
         side = s.last_koi
         hand = s.hands[side]
-        names = ", ".join(f"{y.name} {y.points}" for y in hand.yaku)
-        reason = (
-            f"Cards ran out and {side} (not the Oya) made the last yaku: {names}, "
-            f"{hand.total} points"
+        reason = Message(
+            "round.last_yaku_maker", side=side, yaku=_yaku_list(hand), points=hand.total
         )
-        if hand.multiplier != 1:
-            reason += f" (base {hand.base} x{hand.multiplier})"
-        _finish_round(s, side, "exhausted", hand.total, reason, hand=hand)
+        _finish_round(s, side, "exhausted", hand.total, _with_base(reason, hand), hand=hand)
     else:
         if how == "last_yaku_maker_unless_oya" and s.last_koi:
-            why = f"the Oya {s.oya} made the last yaku"
+            reason = Message("round.draw_oya_made_last", oya=s.oya)
         elif how == "last_yaku_maker_unless_oya":
-            why = "nobody made a yaku"
+            reason = Message("round.draw_no_yaku")
         else:
-            why = "nothing is scored"
-        _finish_round(s, None, "draw", 0, f"Cards ran out, a draw: {why}")
+            reason = Message("round.draw")
+        _finish_round(s, None, "draw", 0, reason)
 
 
 def _round_entered(s: MatchState, e: RoundEntered):
@@ -1320,9 +1363,10 @@ def _round_entered(s: MatchState, e: RoundEntered):
     _reset_round(s)
     s.month = (s.round_number - 1) % 12 + 1
     if winner is None:
-        _finish_round(s, None, "entered", 0, "Entered by hand: a draw")
+        _finish_round(s, None, "entered", 0, Message("round.entered_draw"))
     else:
-        reason = f"Entered by hand: {e.points} points"  # the winner has a column of his own
+        # the winner has a column of his own
+        reason = Message("round.entered", points=e.points)
         _finish_round(s, winner, "entered", e.points, reason)
     return dataclasses.replace(e, winner=winner, oya=oya)
 
@@ -1466,18 +1510,16 @@ def _finish_card_values_round(s: MatchState) -> None:
     best = max(values.values())
     leaders = [p for p in s.players if values[p] == best]
     winner = leaders[0] if len(leaders) == 1 else None
-    table = ", ".join(f"{p} {values[p]}" for p in s.players)
+    table = Listing(Message("standing.entry", name=p, value=values[p]) for p in s.players)
     if winner:
-        reason = f"Cards ran out: card values {table}; {winner} has the most"
+        reason = Message("round.card_values_winner", table=table, winner=winner)
     else:
-        reason = f"Cards ran out: card values {table}; {' and '.join(leaders)} tie"
+        reason = Message("round.card_values_tie", table=table, sides=Listing(leaders, " and "))
     full = sum(scoring.card_value(s.rules, c) for c in s.rules.deck)
     notes = ()
     if sum(values.values()) != full:
-        notes = (
-            f"Round {s.round_number}: card values add up to {sum(values.values())}, not {full}: "
-            "a capture is missing or misread.",
-        )
+        total = sum(values.values())
+        notes = (Message("warning.card_values_total", n=s.round_number, total=total, full=full),)
     result = RoundResult(
         number=s.round_number,
         oya=s.oya,
@@ -1560,17 +1602,19 @@ def _wild_cards(rules) -> frozenset:
 # -- plausibility hints ------------------------------------------------------------------------
 
 
-def _warnings(s: MatchState) -> list[str]:
-    warnings: list[str] = []
+def _warnings(s: MatchState) -> list[Message]:
+    """Hints that something was misread or must be done again; each Message's ``kind`` says
+    which (``redeal``, ``unpaired_month``, ``card_values_total``)."""
+    warnings: list[Message] = []
     rules = s.rules
     if rules is None:
         return warnings
     if s.round_in_progress and s.field and rules.round.field_redeal and not s._owner:
         months = Counter(c.month for c in s.field)
         if 4 in months.values():
-            warnings.append("The dealt field holds 4 cards of one month: deal again (redeal).")
+            warnings.append(Message("warning.redeal_month"))
         elif rules.round.field_redeal_pairs and sum(1 for n in months.values() if n >= 2) >= 4:
-            warnings.append("The dealt field holds 4 pairs: deal again (redeal).")
+            warnings.append(Message("warning.redeal_pairs"))
     wild = _wild_cards(rules)
     wild_months = {c.month for c in wild}
     for p in s.players:
@@ -1583,8 +1627,9 @@ def _warnings(s: MatchState) -> list[str]:
         for m in odd:
             cards = " ".join(c.code for c in caps if c.month == m)
             warnings.append(
-                f"{p} holds {months[m]} card(s) of month {m:02d} ({cards}): captures come in "
-                "pairs, so one may be misread."
+                Message(
+                    "warning.unpaired_month", player=p, n=months[m], month=f"{m:02d}", cards=cards
+                )
             )
     if not s.round_in_progress and s.rounds:
         warnings.extend(s.rounds[-1].notes)

@@ -4,12 +4,17 @@ The Koi-Koi engine (``companion.game.engine``) and the Hanamikoji rules (``compa
 each keep their own family of events: a base class naming the family's registry of types,
 the error its bad input raises and what its events are called in a sentence. A subclass with a
 ``type`` joins its family's registry, so ``Family.from_dict(data)`` builds the right one.
+
+Both games' states also keep their history the same way: the effective events in one shared,
+append-only ``EventLog``, the earlier states for ``undo`` within ``UNDO_SNAPSHOTS``
+(``remember``, ``undo``), and ``replay_log`` folding a whole log with the refused event named.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -89,3 +94,87 @@ class EventRecord:
         except (TypeError, ValueError):
             raise cls.error("The event is not valid JSON.") from None
         return cls.from_dict(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# A state's history: its effective events and, for undo, the states before it
+# ---------------------------------------------------------------------------------------------
+
+
+class EventLog(Sequence):
+    """A match's effective events, shared between the states of one line of play: each state
+    sees the first ``len`` events of one append-only list, so recording an event costs the
+    same at event 3,000 as at event 3 (no copy of the log). A state that takes another line
+    (a new event after an undo) copies the events it shares, once."""
+
+    __slots__ = ("_events", "_length")
+
+    def __init__(self, events: list | None = None, length: int | None = None):
+        self._events = [] if events is None else events
+        self._length = len(self._events) if length is None else length
+
+    def appended(self, event) -> EventLog:
+        if self._length == len(self._events):  # the tip of its line: share the list
+            self._events.append(event)
+            return EventLog(self._events, self._length + 1)
+        return EventLog([*self._events[: self._length], event])
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._events[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("event log index out of range")
+        return self._events[index]
+
+    def __iter__(self):
+        return iter(self._events[: self._length])
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"<EventLog of {self._length} events>"
+
+
+# How many earlier states a state keeps for ``undo``; undoing further back replays the
+# effective log, so a long match holds a bounded number of states in memory.
+UNDO_SNAPSHOTS = 64
+
+
+def remember(new, previous, logged) -> None:
+    """Give ``new`` (a state just built from ``previous`` by event ``logged``) its history:
+    the log with ``logged`` appended, and ``previous`` for undo, forgetting the states more
+    than UNDO_SNAPSHOTS back. States have ``log`` and ``_previous``."""
+    new.log = previous.log.appended(logged)
+    new._previous = previous
+    state = new
+    for _ in range(UNDO_SNAPSHOTS):
+        state = state._previous
+        if state is None:
+            return
+    state._previous = None
+
+
+def undo(state, replay: Callable, error: type[CompanionError]):
+    """The state before ``state``'s latest effective event (never before the first)."""
+    if len(state.log) <= 1:
+        raise error("Nothing to undo.")
+    if state._previous is not None:
+        return state._previous
+    return replay(state.log[:-1])  # past the kept snapshots: replayed
+
+
+def replay_log(events, apply: Callable, error: type[CompanionError]):
+    """Fold a whole log with ``apply``; the error names the first refused event (1-based)."""
+    state = None
+    for n, event in enumerate(events, 1):
+        try:
+            state = apply(state, event)
+        except error as exc:
+            raise error(f"Event {n} is refused: {exc}") from None
+    return state

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.game.events import EventRecord, required
+from companion.game.events import EventLog, EventRecord, remember, replay_log, required, undo
+from companion.game.messages import Listing, Message
 
 __all__ = [
     "GEISHAS",
@@ -129,7 +130,7 @@ def _upper_first(text: str) -> str:
 
 def _who(side: str, names: dict | None) -> str:
     name = (names or {}).get(side)
-    return name if name and name != side else f"player {side}"
+    return name if name and name != side else Message("hanamikoji.player", side=side)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,13 +282,13 @@ def standing(favours: tuple) -> tuple[dict, dict]:
 
 
 def condition(points: int, geishas: int) -> str | None:
-    """The victory condition met, in words, or None."""
+    """The victory condition met, in words (a Listing of Messages), or None."""
     met = []
     if geishas >= GEISHAS_TO_WIN:
-        met.append(f"{geishas} geishas")
+        met.append(Message("hanamikoji.geishas", n=geishas))
     if points >= POINTS_TO_WIN:
-        met.append(f"{points} points")
-    return " and ".join(met) or None
+        met.append(Message("hanamikoji.points", n=points))
+    return Listing(met, " and ") if met else None
 
 
 @dataclass(frozen=True)
@@ -302,24 +303,28 @@ class MatchOutcome:
     geishas: dict = field(hash=False)
     conditions: dict = field(hash=False)
 
-    def text(self, names: dict | None = None) -> str:
+    def text(self, names: dict | None = None) -> Message:
         """One sentence: "Ben wins with 4 geishas", "both meet a condition: ..."."""
         win = _who(self.winner, names) if self.winner else ""
         if self.by == "condition":
-            return f"{win[:1].upper()}{win[1:]} wins with {self.conditions[self.winner]}."
+            table = self.conditions[self.winner]
+            return Message("hanamikoji.wins", winner=win, table=table).with_capital()
         pts = self.points
         if self.by == "both_conditions":
-            each = ", ".join(f"{_who(s, names)} {self.conditions[s]}" for s in SIDES)
-            return (
-                f"Both meet a condition ({each}): {win} has more points "
-                f"({pts[self.winner]} to {pts[other(self.winner)]}) and wins."
+            each = Listing(
+                Message("standing.entry", name=_who(s, names), value=self.conditions[s])
+                for s in SIDES
+            )
+            more, less = pts[self.winner], pts[other(self.winner)]
+            return Message(
+                "hanamikoji.both_conditions", table=each, winner=win, more=more, less=less
             )
         if self.by == "points_after_last_round":
-            return (
-                f"No condition met after round {MAX_ROUNDS}: {win} has more points "
-                f"({pts[self.winner]} to {pts[other(self.winner)]}) and wins."
+            more, less = pts[self.winner], pts[other(self.winner)]
+            return Message(
+                "hanamikoji.more_points", n=MAX_ROUNDS, winner=win, more=more, less=less
             )
-        return f"No condition met after round {MAX_ROUNDS} and {pts['A']} points each: a tie."
+        return Message("hanamikoji.tie", n=MAX_ROUNDS, points=pts["A"])
 
     def to_dict(self, names: dict | None = None) -> dict:
         return {
@@ -378,14 +383,11 @@ class RoundResult:
             if a != b
         )
 
-    def reason(self, names: dict | None = None) -> str:
+    def reason(self, names: dict | None = None) -> Message:
         if self.outcome is not None:
             return self.outcome.text(names)
         nxt = _who(other(self.first), names)
-        return (
-            f"No condition met after round {self.number}: round {self.number + 1} follows, "
-            f"{nxt} starts."
-        )
+        return Message("hanamikoji.next_round", n=self.number, next=self.number + 1, starts=nxt)
 
     def to_dict(self) -> dict:
         return {
@@ -465,10 +467,10 @@ class HanamikojiStarted(Event):
         object.__setattr__(self, "players", players)
         object.__setattr__(self, "first", first)
 
-    def describe(self, names: dict | None = None) -> str:
+    def describe(self, names: dict | None = None) -> Message:
         a, b = self.players
         starts = self.players[SIDES.index(self.first)]
-        return f"Hanamikoji started: {a} vs {b}, {starts} starts round 1"
+        return Message("hanamikoji.started", a=a, b=b, starts=starts)
 
 
 @dataclass(frozen=True)
@@ -487,12 +489,11 @@ class ItemsSet(Event):
             self, "count", _count(self.count, GEISHAS[geisha_index(self.geisha)], self.player)
         )
 
-    def describe(self, names: dict | None = None) -> str:
+    def describe(self, names: dict | None = None) -> Message:
         g = GEISHAS[geisha_index(self.geisha)]
-        items = "item" if self.count == 1 else "items"
-        return (
-            f"{(names or {}).get(self.player, self.player)}: {self.count} {items} before {g.name}"
-        )
+        player = (names or {}).get(self.player, self.player)
+        said = "hanamikoji.item_set" if self.count == 1 else "hanamikoji.items_set"
+        return Message(said, player=player, n=self.count, geisha=g.name)
 
 
 @dataclass(frozen=True)
@@ -507,16 +508,18 @@ class RoundScored(Event):
         if self.counts is not None:
             object.__setattr__(self, "counts", RoundCounts.from_value(self.counts).text)
 
-    def describe(self, names: dict | None = None) -> str:
-        return f"Round scored ({self.counts})" if self.counts else "Round scored"
+    def describe(self, names: dict | None = None) -> Message:
+        if self.counts:
+            return Message("hanamikoji.round_scored_counts", counts=self.counts)
+        return Message("hanamikoji.round_scored")
 
 
 @dataclass(frozen=True)
 class Undo(Event):
     type: ClassVar[str] = "undo"
 
-    def describe(self, names: dict | None = None) -> str:
-        return "Undo"
+    def describe(self, names: dict | None = None) -> Message:
+        return Message("event.undo")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,7 +541,7 @@ class HanamikojiState:
         self.counts = RoundCounts()  # the round being played, as set on the tablet
         self.favours: tuple = NO_FAVOURS
         self.outcome: MatchOutcome | None = None
-        self.log: list[Event] = []
+        self.log: EventLog = EventLog()
         self.warnings: list[str] = []
         self._previous: HanamikojiState | None = None
 
@@ -706,9 +709,7 @@ def apply(state: HanamikojiState | None, event) -> HanamikojiState:
     state = state or HanamikojiState()
     event = Event.from_dict(event)
     if isinstance(event, Undo):
-        if state._previous is None or len(state.log) <= 1:
-            raise HanamikojiError("Nothing to undo.")
-        return state._previous
+        return undo(state, replay, HanamikojiError)
     if not state.started and not isinstance(event, HanamikojiStarted):
         raise HanamikojiError("No match has started: the first event must be hanamikoji_started.")
     if state.started and isinstance(event, HanamikojiStarted):
@@ -726,20 +727,13 @@ def apply(state: HanamikojiState | None, event) -> HanamikojiState:
         )
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
-    new.log = [*state.log, logged]
-    new._previous = state
+    remember(new, state, logged)
     return new
 
 
 def replay(events) -> HanamikojiState:
     """Fold a whole log; the error names the first refused event (1-based)."""
-    state = HanamikojiState()
-    for n, event in enumerate(events, 1):
-        try:
-            state = apply(state, event)
-        except HanamikojiError as exc:
-            raise HanamikojiError(f"Event {n} is refused: {exc}") from None
-    return state
+    return replay_log(events, apply, HanamikojiError) or HanamikojiState()
 
 
 def play(rounds, players=("A", "B"), first: str = "A") -> HanamikojiState:

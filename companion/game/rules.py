@@ -30,6 +30,7 @@ from companion.game.cards import (
     RibbonKind,
     normalize_code,
 )
+from companion.game.messages import Named
 
 RULESETS_DIR = Path(__file__).with_name("rulesets")
 _NO_FOLDER = RULESETS_DIR / "decks-named-by-text"  # never exists: only built-in deck names
@@ -142,7 +143,7 @@ class YakuSpec:
     own cards (for ``count`` without ``extra``: per card beyond ``min``)."""
 
     id: str
-    name: str
+    name: str  # a Named: the file's name, with its translations (``names``) for the page
     kind: str
     points: int
     select: Selector | None = None
@@ -311,6 +312,7 @@ _SECTIONS = {
 _YAKU_KEYS = {
     "id",
     "name",
+    "names",
     "kind",
     "points",
     "select",
@@ -787,6 +789,13 @@ class RuleSet:
             for key in ("id", "name", "kind"):
                 if not isinstance(raw[key], str) or not raw[key]:
                     raise RuleError(f"{where}: {key} must be text.")
+            names = raw.get("names", {})
+            if not isinstance(names, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and v for k, v in names.items()
+            ):
+                raise RuleError(
+                    f'{where}: names maps a language code to the name, like {{ ja = "五光" }}.'
+                )
             require = tuple(raw.get("require", ())) + tuple(raw.get("cards", ()))
             for item in require:
                 self._check_item(item, where)
@@ -799,7 +808,7 @@ class RuleSet:
                 raise RuleError(f"{where}: option {raw['option']!r} is not defined in [options].")
             spec = YakuSpec(
                 id=raw["id"],
-                name=raw["name"],
+                name=Named(raw["name"], names),
                 kind=kind,
                 points=raw["points"],
                 select=select,

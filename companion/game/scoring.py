@@ -15,6 +15,7 @@ from functools import cache
 
 from companion import CompanionError
 from companion.game.cards import Card, Category
+from companion.game.messages import Message
 from companion.game.rules import KOI_BONUS_ID, RuleSet, YakuSpec, item_matches
 
 
@@ -50,7 +51,7 @@ class YakuReport:
 @dataclass(frozen=True)
 class Multiplier:
     factor: int
-    reason: str
+    reason: Message  # its English is the reason the JSON gives
 
     def to_dict(self) -> dict:
         return {"factor": self.factor, "reason": self.reason}
@@ -221,19 +222,24 @@ def score_hand(
     base = report.base
     if report.base:
         if m.seven_points == "at_least" and report.base >= 7:
-            factors.append(Multiplier(m.seven_factor, f"{report.base} points, 7 or more"))
+            factors.append(
+                Multiplier(m.seven_factor, Message("multiplier.seven_or_more", n=report.base))
+            )
         elif m.seven_points == "more_than" and report.base > 7:
-            factors.append(Multiplier(m.seven_factor, f"{report.base} points, more than 7"))
+            factors.append(
+                Multiplier(m.seven_factor, Message("multiplier.more_than_seven", n=report.base))
+            )
         if m.koi == "own" and koi_own:
-            factors.append(Multiplier(1 + koi_own, f"{koi_own} Koi call(s) of the scorer"))
+            factors.append(Multiplier(1 + koi_own, Message("multiplier.koi_own", n=koi_own)))
         elif m.koi == "all" and koi_own + koi_opponent:
             factors.append(
                 Multiplier(
-                    1 + koi_own + koi_opponent, f"{koi_own + koi_opponent} Koi call(s) this round"
+                    1 + koi_own + koi_opponent,
+                    Message("multiplier.koi_all", n=koi_own + koi_opponent),
                 )
             )
         elif m.koi == "opponent_double" and koi_opponent:
-            factors.append(Multiplier(m.koi_factor, "the opponent called Koi"))
+            factors.append(Multiplier(m.koi_factor, Message("multiplier.opponent_koi")))
         elif m.koi == "bonus" and koi_own:
             steps = m.koi_bonus
             if koi_own <= len(steps):
@@ -242,11 +248,14 @@ def score_hand(
                     base += steps[koi_own - 1]
             else:
                 factors.append(
-                    Multiplier(koi_own - len(steps) + 1, f"{koi_own} Koi calls of the scorer")
+                    Multiplier(
+                        koi_own - len(steps) + 1,
+                        Message("multiplier.koi_beyond_bonus", n=koi_own),
+                    )
                 )
         if m.field_brights and field_brights:
             factors.append(
-                Multiplier(1 + field_brights, f"{field_brights} bright(s) in the dealt field")
+                Multiplier(1 + field_brights, Message("multiplier.field_brights", n=field_brights))
             )
     multiplier = 1
     for f in factors:
@@ -254,8 +263,8 @@ def score_hand(
     return HandScore(yaku, base, multiplier, factors, base * multiplier)
 
 
-def _koi_name(calls: int) -> str:
-    return f"Koi-Koi ({calls} call{'s' if calls > 1 else ''})"
+def _koi_name(calls: int) -> Message:
+    return Message("yaku.koi_bonus" if calls > 1 else "yaku.koi_bonus_one", n=calls)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,9 +29,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from companion.game.cards import Card, Category
+from companion.game.messages import Message
 from companion.live.tracker import Arrival, TableState
 
-SETTLE_FRAMES = 1  # looks with nothing moving over a card before it is decided
+# seconds from the first look with nothing moving over a card to its decision: one more
+# look at 10 looks a second, whatever the camera's frame rate
+SETTLE_SECONDS = 0.08
 PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
 CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
 UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
@@ -45,7 +48,7 @@ RAN_OUT_AFTER = 2.0  # seconds without backs in view (after some were) before ca
 GATHERED_AFTER = 1.5  # seconds without a sight of the captures: they were gathered
 MAX_COMBOS = 20000
 # Koi and Stop read from the table (players say them aloud and forget the tablet)
-KOI_HOLD = 0.3  # seconds the cards laid beyond the player's turn stay counted before Koi
+KOI_HOLD = 0.2  # seconds the cards laid beyond the player's turn stay counted before Koi
 EPISODE_SETTLE = 1.0  # seconds after a decision is asked during which the player's own turn
 # is still counted into where it stands (a card on its way to the captures, his draw): a
 # later card laid is another player's, so a slow count reads a Koi late, never wrongly
@@ -73,7 +76,7 @@ class Reading:
 @dataclass
 class Proposal:
     kind: str  # "redeal" | "next_round"
-    text: str
+    text: str  # a Message: the page says it in its language
 
 
 @dataclass
@@ -215,6 +218,7 @@ class CaptureDecider:
         self._koi_since: float | None = None
         self._gathered_since: float | None = None
         self._spoken: set = set()  # decisions the camera answered: never recorded twice
+        self._began: dict = {}  # decision -> (frame, time, cards laid, captures in sight)
         # the round's life
         self._in_round: bool | None = None  # None: not watched yet (a fresh pipeline)
         self._redeals: int | None = None
@@ -293,7 +297,7 @@ class CaptureDecider:
             quiet = [
                 a
                 for a in arrivals
-                if table.frame - a.quiet_since >= SETTLE_FRAMES
+                if table.time - a.quiet_time >= SETTLE_SECONDS - 1e-6
                 and (not a.overlaps or self._plausible_over(a, held, table))
             ]
             if not quiet:
@@ -369,13 +373,17 @@ class CaptureDecider:
         key = _episode_key(match, player)
         if key != self._episode:
             self._episode = key
-            self._episode_frame = table.frame
-            self._episode_time = table.time
-            self._episode_laid = _laid(table, match)
-            self._episode_sight = dict(table.captures_in_sight)
+            # a question asked again (an answer undone on the tablet) keeps where it began
+            began = self._began.setdefault(
+                key, (table.frame, table.time, _laid(table, match), dict(table.captures_in_sight))
+            )
+            self._episode_frame, self._episode_time, self._episode_laid, sight = began
+            self._episode_sight = dict(sight)
             self._koi_since = self._gathered_since = None
         elif table.time - self._episode_time <= EPISODE_SETTLE:
             self._episode_laid = max(self._episode_laid, _laid(table, match))
+            frame, time, _, sight = self._began[key]
+            self._began[key] = (frame, time, self._episode_laid, sight)
         for seat, n in table.captures_in_sight.items():
             self._episode_sight[seat] = max(self._episode_sight.get(seat, 0), n)
         return player
@@ -391,8 +399,7 @@ class CaptureDecider:
         question: an answer the tablet took back is only shown again."""
         key = _episode_key(match, player)
         if key in self._spoken:
-            what = "Koi" if kind == "koi" else "Stop"
-            self.notice = f"The table shows {what} for {player}: tap Koi or Stop."
+            self.notice = Message(f"camera.table_shows_{kind}", player=player)
             return False
         self._spoken.add(key)
         out.events.append({"type": f"{kind}_called", "player": player, "source": "camera"})
@@ -419,7 +426,7 @@ class CaptureDecider:
         if _laid(table, match) >= beyond:
             if self._koi_since is None:
                 self._koi_since = table.time
-            if table.time - self._koi_since >= KOI_HOLD:
+            if table.time - self._koi_since >= KOI_HOLD - 1e-6:  # frame times are sums
                 self._say(out, "koi", player, match)
             return False
         self._koi_since = None
@@ -462,7 +469,7 @@ class CaptureDecider:
             self._tapped = None  # play went on: the table confirms the tap
             return
         if self._gathered(table, match):
-            self.notice = f"The cards are gathered after {player}'s Koi: if he stopped, undo the Koi."
+            self.notice = Message("camera.gathered_after_koi", player=player)
 
     # -- the round's end ---------------------------------------------------------------------
 
@@ -518,9 +525,8 @@ class CaptureDecider:
         self._said_stop = False
 
     def _redeal_proposal(self, match) -> Proposal | None:
-        if any("redeal" in w for w in match.warnings):
-            return Proposal("redeal", next(w for w in match.warnings if "redeal" in w))
-        return None
+        redeal = [w for w in match.warnings if w.kind == "redeal"]
+        return Proposal("redeal", redeal[0]) if redeal else None
 
     def _redeal_from_table(self, table: TableState, match, out: DeciderOutput) -> bool:
         """A field the rules deal again (the engine warns), gathered before any capture:
@@ -552,10 +558,10 @@ class CaptureDecider:
             self._laid_since_stop = self._laid_since_stop + 1 if more else 0
             if self._tapped and self._tapped[0] == "stop" and self._laid_since_stop >= 2:
                 player = self._tapped[1]
-                self.notice = f"Cards are laid after {player}'s Stop: if he called Koi, undo the Stop."
+                self.notice = Message("camera.laid_after_stop", player=player)
             return
         if match.rounds and self.proposal is None:
-            self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
+            self.proposal = Proposal("next_round", Message("camera.next_round"))
         field_cards = self._dealt_field(table, match)
         if field_cards is None:
             return

@@ -6,9 +6,17 @@
 
 Motion gating (as Frigate does): each frame is shrunk to a small grey picture and compared
 with the previous one and with the last one the detector saw. The detector runs only when
-something changed since its last look, for a few frames after motion stops (so a card put
-down is seen steadily at once), and at least every ``refresh`` frames. The rest of the time
-the table's state stands as it was.
+something changed since its last look, for a moment after motion stops (so a card put down
+is seen steadily at once), and at least every ``refresh`` seconds; never more often than
+``LOOK_EVERY`` (a 30 fps camera is looked at 10 times a second while an arm moves, so the
+pipeline keeps up with it on two cores). The gate counts seconds of the frames' own clock,
+so a camera's frame rate changes nothing but the work, and a replay gives the same result
+however fast the machine is. The rest of the time the table's state stands as it was.
+
+Restarting loses nothing: the captures the store holds that no card on the table has been
+matched to yet (a restart, a video played again from its start, a card typed on the tablet)
+are recognised where they lie, by their readings, and adopted without an event; only the
+other arrivals go to the capture decider.
 
 The store is the truth: corrections, removals and undos made on the tablet are read back
 (by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
@@ -26,14 +34,21 @@ import numpy as np
 from companion.detections import Detections
 from companion.game.engine import IllegalEvent
 from companion.live.events import CaptureDecider, Proposal
-from companion.live.tracker import TableState, TableTracker
+from companion.live.tracker import TableState, TableTracker, twins
 from companion.live.zones import Zones
 
 MOTION_SIZE = (160, 90)
 PIXEL_CHANGE = 14  # grey levels (0..255) a small-picture pixel must change by to count
 CHANGED = 0.0015  # fraction of small-picture pixels changed since the detector's last look
-SETTLE_AFTER_MOTION = 6  # frames the detector keeps looking after motion stops
-REFRESH = 10  # the detector looks at least every this many frames
+SETTLE_AFTER_MOTION = 0.6  # seconds the detector keeps looking after motion stops
+REFRESH = 1.0  # seconds: the detector looks at least this often
+# seconds between looks at least: 10 looks a second at 30 fps (every third frame), every
+# frame at 10-12 fps. More looks settle a card sooner but cost a 30 fps camera its real time
+LOOK_EVERY = 0.08
+# a recorded capture not yet matched to a card on the table is recognised in an arrival
+# whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
+# lower adopts misreads of new cards as old ones, higher records old cards again
+RECOGNISED = 0.25
 SETTLE_AFTER_STOP = 2.0  # seconds a Stop tapped waits for the captures still settling
 
 
@@ -64,7 +79,8 @@ class LivePipeline:
         seats: dict | None = None,
         *,
         window: int = 5,
-        refresh: int = REFRESH,
+        refresh: float = REFRESH,
+        look_every: float = LOOK_EVERY,
     ):
         self.detector = detector
         self.zones = zones
@@ -74,6 +90,7 @@ class LivePipeline:
         self.tracker = TableTracker(zones, window=window)
         self.decider = CaptureDecider()
         self.refresh = refresh
+        self.look_every = look_every
         self.table: TableState = self.tracker.state
         self.detections = Detections.empty()
         self.frames = 0
@@ -84,12 +101,14 @@ class LivePipeline:
         self._seen_seq = 0
         self._prev_small: np.ndarray | None = None
         self._detected_small: np.ndarray | None = None
-        self._since_detect = 10**9
-        self._since_motion = 10**9
+        self._detected_at: float | None = None  # frame time of the last look
+        self._motion_at: float | None = None  # frame time of the last motion seen
+        self.recognised: list[tuple[str, str]] = []  # (player, card) adopted where they lie
         self._match_state = None
         self._moving: np.ndarray | None = None  # where something moved since the last look
         self._own: set[int] = set()  # seqs this pipeline appended
         self._settling = None  # (stop's seq, its event dict, until time): a Stop tapped
+        self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -100,6 +119,7 @@ class LivePipeline:
                 self._seen_seq = 0
                 self.tracker.reset_round()
                 self.decider = CaptureDecider()
+                self._read_as.clear()
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -120,6 +140,10 @@ class LivePipeline:
                 e = stored.event
                 if e.type == "capture_corrected":
                     self.tracker.rename(e.card, e.new_card)
+                    # the card still reads as it did: how to recognise it after a restart
+                    self._read_as.setdefault(e.new_card, set()).update(
+                        {e.card, *self._read_as.get(e.card, ())}
+                    )
                     for record in self.captures:
                         if record.card == e.card:
                             record.card = e.new_card
@@ -230,26 +254,31 @@ class LivePipeline:
         self._last_small = small
         return moved, changed
 
-    def should_detect(self, moved: float, changed: float) -> bool:
-        return (
-            changed >= CHANGED
-            or self._since_motion <= SETTLE_AFTER_MOTION
-            or self._since_detect >= self.refresh
-        )
+    def should_detect(self, now: float, changed: float) -> bool:
+        """Whether the detector looks at the frame of time ``now`` (seconds)."""
+        if self._detected_at is None or now < self._detected_at:
+            return True  # the first frame, or a source started again
+        since = now - self._detected_at
+        if since >= self.refresh:
+            return True
+        if since < self.look_every - 1e-6:
+            return False
+        settling = self._motion_at is not None and now - self._motion_at <= SETTLE_AFTER_MOTION
+        return changed >= CHANGED or settling
 
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
         with self._lock:
             self.frames += 1
             moved, changed = self.motion(frame.image)
-            self._since_motion = 0 if moved >= CHANGED else self._since_motion + 1
-            self._since_detect += 1
+            if moved >= CHANGED:
+                self._motion_at = frame.time
             self.last_frame = frame
-            if not self.should_detect(moved, changed):
+            if not self.should_detect(frame.time, changed):
                 return []
             self.detections = self.detector.detect(frame.image)
             self.detected_frames += 1
-            self._since_detect = 0
+            self._detected_at = frame.time
             self._detected_small = self._last_small
             self.table = self.tracker.update(
                 self.detections, frame, motion=moved, moving=self._moving
@@ -263,6 +292,7 @@ class LivePipeline:
                 if appended:
                     self._sync()
                 return appended
+            self._recognise(state)
             out = self.decider.step(self.table, state, self.seats(state))
             appended = self._append_decided(out, frame, state)
             if appended:
@@ -297,6 +327,47 @@ class LivePipeline:
                     )
                 )
         return appended
+
+    def _recognise(self, state) -> None:
+        """Adopt the arrivals that are captures the store already holds but no card on the
+        table was matched to (after a restart, a video played again from its start, a card
+        typed on the tablet): no event, and the decider never sees them. An arrival is such
+        a capture when that code (or its chaff twin, or what the camera read it as before a
+        correction) is its likeliest reading or has ``RECOGNISED`` of its probability; the
+        likeliest pairs first, each capture adopted once."""
+        if not state.round_in_progress or not any(self.table.arrivals.values()):
+            return
+        placed = set(self.tracker.registered())
+        seats = self.seats(state)
+        for seat, arrivals in self.table.arrivals.items():
+            player = seats.get(seat)
+            if player is None or not arrivals:
+                continue
+            held = state.captures.get(state.side_of(player), [])
+            unplaced = [c.code for c in held if c.code not in placed]
+            if not unplaced:
+                continue
+            pairs = []
+            for a in arrivals:
+                for code in unplaced:
+                    looks_like = {code, *self._read_as.get(code, ())}
+
+                    def same(c, looks_like=looks_like):
+                        return any(c == k or twins(c, k) for k in looks_like)
+
+                    p = sum(q for c, q in a.candidates if same(c))
+                    if same(a.candidates[0][0]) or p >= RECOGNISED:
+                        pairs.append((p, a.steady_since, a.track, code))
+            adopted: set[int] = set()
+            for _, _, track, code in sorted(pairs, key=lambda x: (-x[0], x[1], x[2])):
+                if track in adopted or code in placed:
+                    continue
+                self.tracker.adopt(track, seat, code)
+                self.recognised.append((player, code))
+                adopted.add(track)
+                placed.add(code)
+            if adopted:
+                self.table.arrivals[seat] = [a for a in arrivals if a.track not in adopted]
 
     @property
     def proposal(self):

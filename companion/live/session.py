@@ -15,6 +15,7 @@ the camera is lost the tally goes on by hand; frames resume within 5 s of it com
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -22,11 +23,21 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from companion.game.messages import Message
 from companion.live.pipeline import LivePipeline
 from companion.live.zones import Zones, default_zones
 
 JPEG_QUALITY = 80
 MATCH_LOOKUP_EVERY = 1.0  # seconds
+# A camera or stream that sends no picture this long is said to be absent (on the page and in
+# the terminal): long enough for a webcam to start or a stream to connect, short enough that
+# the players are not left wondering. The source keeps retrying all the same.
+NO_PICTURE_AFTER = 5.0  # seconds
+# What to check when a source sends nothing, by kind of source ("camera", "stream").
+ADVICE = {
+    "camera": "check that it is plugged in and that no other program is using it",
+    "stream": "check the address and that the camera is switched on and on this network",
+}
 
 
 def encode_jpeg(image: np.ndarray | None, quality: int = JPEG_QUALITY) -> bytes | None:
@@ -64,6 +75,8 @@ class LiveSession:
         zones_path: str | Path | None = None,
         match_id: int | None = None,
         realtime: bool = True,
+        clock=time.monotonic,
+        log=None,
     ):
         self.source = source
         self.detector = detector
@@ -82,8 +95,13 @@ class LiveSession:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._times: list[float] = []
-        self._looked_up = 0.0
-        self.message = "Starting."
+        self._looked_up = -MATCH_LOOKUP_EVERY
+        self.message = Message("camera.starting")
+        self._clock = clock
+        # One line per change of the source's state (connecting, live, lost, absent, ended).
+        self._log = log or logging.getLogger("companion.live").info
+        self._down_since: float | None = None  # since when no picture has come
+        self._said: str | None = None  # the last state put in the log
 
     # -- the web page's side ------------------------------------------------------------------
 
@@ -99,6 +117,27 @@ class LiveSession:
             self.pipeline.zones = zones
             self.pipeline.tracker.zones = zones
 
+    def absent(self) -> bool:
+        """Whether the source has sent no picture for ``NO_PICTURE_AFTER`` seconds while it
+        should (connecting or lost; a recording that ended is not absent)."""
+        if getattr(self.source, "state", "off") not in ("connecting", "lost"):
+            return False
+        return self._down_since is not None and (
+            self._clock() - self._down_since >= NO_PICTURE_AFTER
+        )
+
+    def source_kind(self) -> str:
+        return getattr(self.source, "kind", "source")
+
+    def absent_sentence(self) -> str:
+        """Which source sends nothing and what to check, in one sentence (English, for the
+        terminal; the page says the same in its language)."""
+        advice = ADVICE.get(self.source_kind(), "check the camera")
+        return (
+            f"No picture from {self.source.describe()} for {NO_PICTURE_AFTER:g} s: {advice}; "
+            "still trying."
+        )
+
     def status(self) -> dict:
         state = getattr(self.source, "state", "off")
         times = self._times[-30:]
@@ -113,20 +152,23 @@ class LiveSession:
             "frames": self.pipeline.frames,
             "match_id": self.pipeline.match_id,
             "message": self._message(state),
+            "absent": self.source_kind() if self.absent() else None,
             "proposal": None
             if proposal is None
             else {"kind": proposal.kind, "text": proposal.text},
         }
 
     def _message(self, state: str) -> str:
+        if self.absent():
+            return self.absent_sentence()
         if state == "lost":
-            return "The camera is lost: keep score by hand, it reconnects by itself."
+            return Message("camera.lost")
         if state == "connecting":
-            return "Connecting to the camera."
+            return Message("camera.connecting")
         if state == "ended":
-            return "The recording has ended."
+            return Message("camera.recording_ended")
         if self.pipeline.match_id is None:
-            return "Start a match on the tablet: the camera follows the latest one."
+            return Message("camera.no_match")
         return self.message
 
     def latest_jpeg(self, annotated: bool = True) -> bytes | None:
@@ -177,7 +219,7 @@ class LiveSession:
         self.source.close()
 
     def _follow_latest_match(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if self._fixed_match is not None or now - self._looked_up < MATCH_LOOKUP_EVERY:
             return
         self._looked_up = now
@@ -188,31 +230,58 @@ class LiveSession:
                 break
         self.pipeline.set_match(match_id)
 
+    def _watch_source(self, got_picture: bool) -> None:
+        """Keep when the pictures stopped, and put each change of state in the log once."""
+        state = getattr(self.source, "state", "off")
+        if got_picture or state not in ("connecting", "lost"):
+            self._down_since = None
+        elif self._down_since is None:
+            self._down_since = self._clock()
+        said = "absent" if self.absent() else state
+        if said == self._said:
+            return
+        self._said = said
+        name = self.source.describe()
+        name = name[:1].upper() + name[1:]
+        line = {
+            "absent": self.absent_sentence(),
+            "connecting": f"{name}: connecting.",
+            "live": f"{name}: live.",
+            "lost": f"{name}: lost; keep score by hand, it reconnects by itself.",
+            "ended": f"{name}: the recording has ended.",
+        }.get(said, f"{name}: {said}.")
+        try:
+            self._log(line)
+        except Exception:  # noqa: BLE001 - a closed terminal must not stop the tally
+            pass
+
     def step(self) -> bool:
         """Read and process one frame; False when there was none."""
         self._follow_latest_match()
         frame = self.source.read()
+        self._watch_source(frame is not None)
         if frame is None:
             return False
         self.pipeline.process(frame)
         with self._lock:
             self._frame = frame
-        self._times.append(time.monotonic())
+        self._times.append(self._clock())
         del self._times[:-60]
-        self.message = f"Following match {self.pipeline.match_id}."
+        self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
 
     def run(self) -> None:
-        start = time.monotonic()
+        start = time.monotonic()  # the pace of a recording is real time, whatever the clock
         while not self._stopping.is_set():
             if self.source.state == "ended":
-                self.message = "The recording has ended."
+                self._watch_source(False)
+                self.message = Message("camera.recording_ended")
                 self._stopping.wait(0.5)
                 continue
             try:
                 got = self.step()
             except Exception as exc:  # keep the tally alive: a frame that breaks is skipped
-                self.message = f"A frame could not be processed ({type(exc).__name__})."
+                self.message = Message("camera.frame_failed", error=type(exc).__name__)
                 got = False
             if not got:
                 self._stopping.wait(0.05)

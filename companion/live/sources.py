@@ -12,6 +12,7 @@ is ``index / fps``, so a replay gives the same result however fast the machine i
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,19 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 FOLDER_FPS = 10.0
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 5.0
+
+
+def quiet_video_logs() -> None:
+    """Keep OpenCV's and FFmpeg's own warnings off the terminal: a camera that is absent or a
+    stream that refuses would print a few lines at every retry. The source's state says what
+    happened, once per change. Setting ``OPENCV_FFMPEG_LOGLEVEL`` yourself (for debugging)
+    wins; FFmpeg reads it when OpenCV first uses it, so call this before opening anything."""
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
+    if "OPENCV_LOG_LEVEL" not in os.environ:
+        try:
+            cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+        except AttributeError:  # pragma: no cover - an OpenCV build without utils.logging
+            pass
 
 
 class SourceError(CompanionError):
@@ -158,6 +172,8 @@ class LiveSource(FrameSource):
     """
 
     def __init__(self, target: int | str, opener=None, clock=time.monotonic):
+        if opener is None:
+            quiet_video_logs()
         self.target = target
         self._opener = opener or _open_capture
         self._clock = clock
@@ -226,6 +242,11 @@ class LiveSource(FrameSource):
             return f"camera {self.target}"
         return f"stream {self.target}"
 
+    @property
+    def kind(self) -> str:
+        """ "camera" (a webcam index) or "stream" (a URL): what to check differs."""
+        return "camera" if isinstance(self.target, int) else "stream"
+
     def close(self) -> None:
         if self._cap is not None:
             self._cap.release()
@@ -244,6 +265,7 @@ def _open_capture(target):
 
 def open_source(spec: str | int | Path) -> FrameSource:
     """``camera:N`` (or a bare integer), a video file, a folder of images, or a URL."""
+    quiet_video_logs()
     if isinstance(spec, int):
         return LiveSource(spec)
     text = str(spec).strip()

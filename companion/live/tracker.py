@@ -58,6 +58,17 @@ OVERLAP = 0.6  # an arrival overlapping a registered capture this much may be a 
 CONTAINED = 0.75  # share of a smaller look lying within a capture: a part of it (fanned: 0.5)
 SMALLER = 0.8  # a look this much smaller than a card (by area) shows only a part of one
 ON_TOP_CONFIDENCE = 0.3  # a capture's look naming another card this surely: a card on top?
+# seconds a card lies still before it is steady (besides being seen in most looks): a card
+# held a moment just above its place, or a camera with more frames a second, settles no
+# sooner; longer would delay every capture as much
+AT_REST = 0.2
+# a card not yet steady whose centre strays this far (card heights, about 5 mm) from
+# where it came to rest is still in a hand: its rest starts again. Lower would catch a
+# steadier hand but let a detector's jitter on a lying card hold it back
+STILL = 0.1
+# a registered capture missing from a look is the card found this near (card heights) under
+# its own name: a card that shifted as it was let go, or reappears from under a hand
+SHIFTED = 1.0
 
 
 @dataclass
@@ -80,8 +91,11 @@ class Track:
     in_sight: bool = False  # stale and seen when the round ended
     steady_since: int | None = None  # frame index
     steady_time: float = 0.0
+    rest: np.ndarray | None = None  # centre where it lies still since ``rest_time``
+    rest_time: float = 0.0
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
+    quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
     registered: str | None = None  # code, once a capture
     seat: str | None = None
     pinned: bool = False  # corrected on the tablet: the code is the player's
@@ -118,6 +132,7 @@ class Arrival:
     quiet_since: int = 0  # frame index since which nothing moved over it
     overlaps: bool = False  # lies largely over a registered capture (or a look of it)
     steady_time: float = 0.0  # seconds
+    quiet_time: float = 0.0  # time of the first look with nothing moving over it (seconds)
 
 
 @dataclass
@@ -285,6 +300,9 @@ class TableTracker:
             if _disturbed(track, moving, width, height, motion):
                 track.disturbed = u
                 track.quiet_since = frame.index + 1
+                track.quiet_time = float("inf")
+            elif track.quiet_time == float("inf"):
+                track.quiet_time = frame.time
         self._settle(u, frame.index, frame.time, hand, occluded)
         cleared = self._clear_stale(frame.time)
         self.state = self._table_state(frame, hand)
@@ -330,12 +348,15 @@ class TableTracker:
                 agree = looks[:, TWIN_IDS[track.registered]].sum(axis=1)
             elif len(track.looks) >= 3:
                 agree = looks @ track.posterior()
+            # a registered card missing since the last look: it shifted as it was let go, or
+            # shows again from under a hand, a little away from where it was registered
+            reach = SHIFTED if track.registered and track.last_seen < u - 1 else SAME_NAME_DISTANCE
             for i in range(len(cards)):
                 same = name is not None and CLASSES[cards.class_ids[i]] == name
                 if agree is not None and agree[i] < AGREE:
                     continue
-                if iou[i, j] >= SAME_CARD_IOU or (same and dist[i] < SAME_NAME_DISTANCE):
-                    pairs.append((iou[i, j] + (0.5 if same else 0.0), i, t))
+                if iou[i, j] >= SAME_CARD_IOU or (same and dist[i] < reach):
+                    pairs.append((iou[i, j] + (0.5 if same else 0.0) - 0.1 * dist[i], i, t))
         used: set[int] = set()
         for _, i, t in sorted(pairs, reverse=True):
             if i in used or t in matched:
@@ -383,13 +404,25 @@ class TableTracker:
         track.last_seen_time = frame.time
         if track.registered is not None:
             self._captures_seen = frame.time
+            if track.last_seen < u - 1 and quad_iou(track.quad, quad) < SAME_CARD_IOU:
+                track.quad = quad  # found again away from where it was: it lies here now
         elif not track.stale:
             moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
+            centre = quad.mean(axis=0)
             if moved > MOVED:  # carried: it has not come to rest yet
-                track.anchor = quad.mean(axis=0)
+                track.anchor = centre
                 track.steady_since = None
                 track.hits.clear()
                 track.looks.clear()
+            # a capture-area card is not counted until it lies: one that stirs, steady or
+            # not, is still in a hand (a field card once steady stays so: it is not decided)
+            watched = track.steady_since is None or (
+                track.zone is not None and track.zone.startswith(CAPTURES)
+            )
+            if track.rest is None or (
+                watched and np.linalg.norm(centre - track.rest) / track.height > STILL
+            ):
+                track.rest, track.rest_time = centre, frame.time  # still held: rest anew
             track.looks.append(look_vector(cards, i))
             track.quad = quad
         track.last_seen = u
@@ -410,6 +443,9 @@ class TableTracker:
             last_seen_frame=frame_index,
             last_seen_time=frame.time,
             born_time=frame.time,
+            rest=quad.mean(axis=0),
+            rest_time=frame.time,
+            quiet_time=frame.time,
         )
         self.tracks[track.id] = track
         self._next_id += 1
@@ -439,7 +475,8 @@ class TableTracker:
             in_captures = bool(track.zone and track.zone.startswith(CAPTURES))
             # a card in a capture area cannot leave it: it is only missed for longer
             patience = 2 * self.window - 2 if in_captures else self.window - self.steady_looks + 1
-            if often and track.last_seen == u and quiet:
+            at_rest = now - track.rest_time >= AT_REST - 1e-6
+            if often and track.last_seen == u and quiet and at_rest:
                 if track.steady_since is None:
                     track.steady_since = frame_index
                     track.steady_time = now
@@ -449,6 +486,8 @@ class TableTracker:
                 gone.append(track.id)
             elif track.steady_since is not None and not often and not in_captures and not hand:
                 track.steady_since = None
+            elif not at_rest and not track.registered:
+                track.steady_since = None  # stirred before it was decided: still in a hand
             if u - track.last_seen > 4 * self.window:
                 gone.append(track.id)  # long unseen, hand or not: a card carried away
         for t in set(gone):
@@ -546,6 +585,7 @@ class TableTracker:
                         max(track.quiet_since, track.steady_since),
                         self._over_capture(track),
                         track.steady_time,
+                        max(track.quiet_time, track.steady_time),
                     )
                 )
                 if track.code:

@@ -4,6 +4,7 @@ the same CPU and in the same run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,54 @@ def yardstick_input(frame: np.ndarray, side: int = YARDSTICK_SIDE) -> np.ndarray
     return np.ascontiguousarray(boxed[None, ..., ::-1].transpose(0, 3, 1, 2), np.float32) / 255
 
 
+@dataclass(frozen=True)
+class BenchReport:
+    """What ``benchmark`` timed (``companion bench``); ``to_dict`` is ``companion bench
+    --json``, key for key, with the set's own description (``scene``) after the timings."""
+
+    ms_median: float
+    ms_p95: float
+    runs: int
+    frames: int  # distinct frames timed
+    threads: int
+    frame: str  # the frames' sizes, "1280x720"
+    cards_detected: int  # over the distinct frames timed
+    cards_per_frame: float
+    nets: str  # int8, float or avx2
+    # the ratio to the yardstick depends on the CPU kind far more than on the run: say which
+    cpu: str
+    int8_dot_products: bool
+    yolo11n_ms_median: float | None
+    load_average_1min: float
+    scene: dict = field(default_factory=dict)  # scenes, seed, deck, looks, named_by_deck
+
+    @property
+    def speedup_vs_yolo11n(self) -> float | None:
+        if self.yolo11n_ms_median is None:
+            return None
+        return round(self.yolo11n_ms_median / self.ms_median, 2)
+
+    def to_dict(self) -> dict:
+        data = {
+            "ms_median": self.ms_median,
+            "ms_p95": self.ms_p95,
+            "runs": self.runs,
+            "frames": self.frames,
+            "threads": self.threads,
+            "frame": self.frame,
+            "cards_detected": self.cards_detected,
+            "cards_per_frame": self.cards_per_frame,
+            "nets": self.nets,
+            "cpu": self.cpu,
+            "int8_dot_products": self.int8_dot_products,
+            "yolo11n_ms_median": self.yolo11n_ms_median,
+            "load_average_1min": self.load_average_1min,
+        }
+        if self.yolo11n_ms_median is not None:
+            data["speedup_vs_yolo11n"] = self.speedup_vs_yolo11n
+        return data | self.scene
+
+
 def benchmark(
     recognizer: Recognizer,
     frames,
@@ -65,7 +114,7 @@ def benchmark(
     yardstick: str | Path | None = YARDSTICK,
     threads: int = 2,
     warmup: int = 3,
-) -> dict:
+) -> BenchReport:
     """Median/p95 ms of ``detect`` over ``frames`` (one frame, or a list: the fixed set), and
     the YOLO11n-shaped yardstick's median on the same frames.
 
@@ -102,23 +151,18 @@ def benchmark(
             ytimes.append((time.perf_counter() - t0) * 1000)
     cpuinfo = cpuinfo_text()
     shapes = sorted({f"{f.shape[1]}x{f.shape[0]}" for f in frames})
-    result = {
-        "ms_median": round(float(np.median(times)), 2),
-        "ms_p95": round(float(np.percentile(times, 95)), 2),
-        "runs": runs,
-        "frames": min(runs, len(frames)),  # distinct frames timed
-        "threads": threads,
-        "frame": ",".join(shapes),
-        "cards_detected": int(sum(cards.values())),  # over the distinct frames timed
-        "cards_per_frame": round(sum(cards.values()) / len(cards), 2),
-        "nets": recognizer.nets,  # int8, float or avx2
-        # the ratio to the yardstick depends on the CPU kind far more than on the run: say
-        # which kind this was
-        "cpu": cpu_name(cpuinfo),
-        "int8_dot_products": int8_is_fast(cpuinfo),
-        "yolo11n_ms_median": round(float(np.median(ytimes)), 2) if ytimes else None,
-        "load_average_1min": round(os.getloadavg()[0], 2),
-    }
-    if ytimes:
-        result["speedup_vs_yolo11n"] = round(result["yolo11n_ms_median"] / result["ms_median"], 2)
-    return result
+    return BenchReport(
+        ms_median=round(float(np.median(times)), 2),
+        ms_p95=round(float(np.percentile(times, 95)), 2),
+        runs=runs,
+        frames=min(runs, len(frames)),
+        threads=threads,
+        frame=",".join(shapes),
+        cards_detected=int(sum(cards.values())),
+        cards_per_frame=round(sum(cards.values()) / len(cards), 2),
+        nets=recognizer.nets,
+        cpu=cpu_name(cpuinfo),
+        int8_dot_products=int8_is_fast(cpuinfo),
+        yolo11n_ms_median=round(float(np.median(ytimes)), 2) if ytimes else None,
+        load_average_1min=round(os.getloadavg()[0], 2),
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp"}
 # how much the deck's own references weigh against the classifier (log-probability units)
 SIMILARITY_WEIGHT = 100.0
 CONFIDENCE_SHARPNESS = 30.0  # a name's confidence: softmax of this times the similarities
+NAMES_FILE = "names.toml"  # a deck's own names and roles, kept in its folder
 
 
 class DeckError(CompanionError):
@@ -145,6 +147,16 @@ class UserDeck:
     seconds: float = 0.0
     # a crop this similar to a card's nearest reference is that card (a partial deck's bar)
     accept_similarity: float = 0.0
+    folder: str = ""  # where it is kept (set by save and load)
+
+    def names_deck(self):
+        """The ``companion.game.cards.Deck`` that names and roles this deck's slots: its own
+        ``names.toml`` where it keeps one, else its definition."""
+        from companion.game.cards import Deck
+
+        if self.definition == NAMES_FILE and self.folder:
+            return Deck.load(Path(self.folder) / NAMES_FILE)
+        return Deck.load(self.definition)
 
     @property
     def codes(self) -> list[str]:
@@ -168,7 +180,10 @@ class UserDeck:
             "seconds": round(self.seconds, 2),
             "accept_similarity": round(float(self.accept_similarity), 4),
         }
+        if self.definition != NAMES_FILE:  # taught again without its own names
+            (folder / NAMES_FILE).unlink(missing_ok=True)
         (folder / "deck.json").write_text(json.dumps(meta, indent=2) + "\n")
+        object.__setattr__(self, "folder", str(folder))
         return folder
 
     @classmethod
@@ -192,6 +207,7 @@ class UserDeck:
                 meta.get("source", ""),
                 float(meta.get("seconds", 0.0)),
                 float(meta.get("accept_similarity", 0.0)),
+                str(folder),
             )
         except (OSError, ValueError, KeyError) as exc:
             raise DeckError(f"The deck {name!r} in {decks_dir} is unreadable ({exc}).") from None
@@ -204,6 +220,32 @@ def list_decks(decks_dir: str | Path | None = None) -> list[str]:
     return sorted(p.name for p in decks_dir.iterdir() if (p / "deck.json").is_file())
 
 
+def remove_deck(name: str, decks_dir: str | Path | None = None) -> Path:
+    """Delete deck ``name`` (its references and names); DeckError where there is none."""
+    decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
+    folder = decks_dir / name
+    if not NAME_RE.match(name) or not (folder / "deck.json").is_file():
+        known = ", ".join(list_decks(decks_dir)) or "none yet"
+        raise DeckError(f"No deck {name!r} in {decks_dir} to remove (added: {known}).")
+    shutil.rmtree(folder)
+    return folder
+
+
+def check_deck_name(name: str) -> None:
+    if not NAME_RE.match(name):
+        raise DeckError(
+            f"A deck name is lower-case letters, digits, '-' or '_' (up to 40), not {name!r}."
+        )
+
+
+def store_names(folder: Path, names_file: str | Path) -> str:
+    """Keep a deck file (already checked) in the deck's ``folder`` as its own names; returns
+    the definition the deck records."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(names_file, folder / NAMES_FILE)
+    return NAMES_FILE
+
+
 def add_deck(
     name: str,
     image_dir: str | Path,
@@ -212,20 +254,19 @@ def add_deck(
     settings: Settings | None = None,
     views: int = VIEWS,
     seed: int = 0,
+    names_file: str | Path | None = None,
 ) -> UserDeck:
     """Make and store deck ``name`` from ``image_dir`` (one ``MM-K`` image per card; the cards
     it lacks keep the classifier's names). ``definition``: the deck definition naming its slots
-    (checked here). Returns the stored deck."""
+    (checked here); ``names_file``: the deck's own names instead (a deck file, checked here and
+    kept with the deck). Returns the stored deck."""
     from companion.game.cards import Deck
 
-    if not NAME_RE.match(name):
-        raise DeckError(
-            f"A deck name is lower-case letters, digits, '-' or '_' (up to 40), not {name!r}."
-        )
-    Deck.load(definition)  # a clear error before any work
+    check_deck_name(name)
+    Deck.load(names_file if names_file is not None else definition)  # a clear error first
     start = time.perf_counter()
     files = deck_images(image_dir)
-    settings = settings or Settings.from_dict(_model_settings())
+    settings = settings or Settings.from_dict(model_settings())
     session = open_session(EMBEDDER, 2)
     rng = np.random.default_rng(seed)
     crops, ids = [], []
@@ -235,6 +276,9 @@ def add_deck(
         ids += [CLASSES.index(code)] * len(made)
     embeddings = embed(session, np.concatenate(crops)).astype(np.float32)
     ids = np.array(ids, np.int64)
+    decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
+    if names_file is not None:
+        definition = store_names(decks_dir / name, names_file)
     deck = UserDeck(
         name,
         str(definition),
@@ -244,7 +288,7 @@ def add_deck(
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
     )
-    deck.save(decks_dir or default_decks_dir())
+    deck.save(decks_dir)
     return deck
 
 
@@ -258,7 +302,7 @@ def own_card_similarity(embeddings: np.ndarray, class_ids: np.ndarray, share: fl
     return float(np.quantile(nearest, share))
 
 
-def _model_settings() -> dict:
+def model_settings() -> dict:
     from companion.recognizer.nets import DEFAULT_MODEL
 
     return json.loads(DEFAULT_MODEL.read_text()).get("settings", {})
@@ -278,6 +322,8 @@ class DeckNamer:
         self.session = embedder or open_session(EMBEDDER, 2)
         self.card_ids = np.array(sorted(set(deck.class_ids.tolist())), np.int64)
         self._ref_card = np.searchsorted(self.card_ids, deck.class_ids)
+        # the names the players' deck gives its slots (the tablet and detect show them)
+        self.names = deck.names_deck()
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
         faces = np.flatnonzero(det.class_ids != BACK_ID)

@@ -32,12 +32,119 @@ class _Tally:
         self.exact += int(exact)
         self.chaff_equal += int(chaff_equal)
 
+    def figures(self) -> Figures:
+        return Figures(
+            labels=self.labels,
+            recall=round(self.found / self.labels, 4) if self.labels else None,
+            exact_accuracy=round(self.exact / self.found, 4) if self.found else None,
+            chaff_accuracy=round(self.chaff_equal / self.found, 4) if self.found else None,
+        )
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Recall and naming over one group of cards (the whole set, or one condition)."""
+
+    labels: int
+    recall: float | None
+    exact_accuracy: float | None
+    chaff_accuracy: float | None
+
     def to_dict(self) -> dict:
         return {
             "labels": self.labels,
-            "recall": round(self.found / self.labels, 4) if self.labels else None,
-            "exact_accuracy": round(self.exact / self.found, 4) if self.found else None,
-            "chaff_accuracy": round(self.chaff_equal / self.found, 4) if self.found else None,
+            "recall": self.recall,
+            "exact_accuracy": self.exact_accuracy,
+            "chaff_accuracy": self.chaff_accuracy,
+        }
+
+
+@dataclass(frozen=True)
+class FalseCardsInScenes:
+    """False cards over the scenes of one kind."""
+
+    images: int
+    false_positives: int
+
+    @property
+    def per_image(self) -> float:
+        return round(self.false_positives / self.images, 4)
+
+    def to_dict(self) -> dict:
+        return {
+            "images": self.images,
+            "false_positives": self.false_positives,
+            "per_image": self.per_image,
+        }
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """What ``evaluate`` measured on one set of rendered scenes (``companion eval``); ``to_dict``
+    is ``companion eval --json``, key for key."""
+
+    deck: str
+    render_version: int  # the scenes change when the renderer does
+    seed: int
+    lens_k: float
+    frame: str  # "1280x720", or "1280x720 close-ups"
+    images: int
+    detections: int
+    precision: float | None
+    overall: Figures
+    false_positives: int
+    false_positives_per_image: float | None
+    intervals: dict  # scene_intervals: the level, recall and false cards per image
+    confused_pairs: list[dict]  # {true, predicted, count}, the ten most frequent
+    false_positive_kinds: dict[str, int]
+    missed_card_kinds: dict[str, int]
+    by_condition: dict[str, Figures]
+    false_positives_by_scene: dict[str, FalseCardsInScenes]
+    against: dict | None = None  # the other recognizer's figures (``against=``)
+    scenes_drawn: int | None = None  # scenes written to ``misses_dir``
+
+    @property
+    def labels(self) -> int:
+        return self.overall.labels
+
+    @property
+    def recall(self) -> float | None:
+        return self.overall.recall
+
+    @property
+    def exact_accuracy(self) -> float | None:
+        return self.overall.exact_accuracy
+
+    @property
+    def chaff_accuracy(self) -> float | None:
+        return self.overall.chaff_accuracy
+
+    def to_dict(self) -> dict:
+        return {
+            "deck": self.deck,
+            "render_version": self.render_version,
+            "seed": self.seed,
+            "lens_k": self.lens_k,
+            "frame": self.frame,
+            "images": self.images,
+            "labels": self.labels,
+            "detections": self.detections,
+            "precision": self.precision,
+            "recall": self.recall,
+            "exact_accuracy": self.exact_accuracy,
+            "chaff_accuracy": self.chaff_accuracy,
+            "false_positives": self.false_positives,
+            "false_positives_per_image": self.false_positives_per_image,
+            "intervals": self.intervals,
+            **({"against": self.against} if self.against is not None else {}),
+            "confused_pairs": self.confused_pairs,
+            "false_positive_kinds": self.false_positive_kinds,
+            "missed_card_kinds": self.missed_card_kinds,
+            **({"scenes_drawn": self.scenes_drawn} if self.scenes_drawn is not None else {}),
+            "by_condition": {k: f.to_dict() for k, f in self.by_condition.items()},
+            "false_positives_by_scene": {
+                k: f.to_dict() for k, f in self.false_positives_by_scene.items()
+            },
         }
 
 
@@ -312,7 +419,7 @@ def evaluate(
     misses_dir: str | Path | None = None,
     against=None,
     closeup: bool = False,
-) -> dict:
+) -> EvalReport:
     """Render ``n`` scenes of one deck with synth and score the recognizer (a ``Recognizer``, or
     anything with ``detect(bgr)`` and ``settings``) on them (``lens_k``: every scene seen through a lens with that radial distortion,
     ``synth.SceneConfig.lens_k``). ``misses_dir``: a folder to write each scene with a missed
@@ -395,51 +502,45 @@ def evaluate(
         scenes.close()  # stops the render processes
     true_pos = detections - false_pos
     counts = np.array(per_scene, np.int64).reshape(-1, 3)
-    compared = {}
+    compared = None
     if against is not None:
         other = np.array(other_per_scene, np.int64).reshape(-1, 3)
         found, need, false_other = (int(v) for v in other.sum(axis=0))
         compared = {
-            "against": {
-                "recall": round(found / need, 4) if need else None,
-                "false_positives": false_other,
-                "false_positives_per_image": round(false_other / n, 4) if n else None,
-                # this model's figure minus the other's, and how far it could move
-                "difference": {
-                    "recall": round((int(counts[:, 0].sum()) - found) / need, 4) if need else None,
-                    "false_positives_per_image": (
-                        round((false_pos - false_other) / n, 4) if n else None
-                    ),
-                },
-                "intervals": scene_intervals(*counts.T, against=other),
-            }
+            "recall": round(found / need, 4) if need else None,
+            "false_positives": false_other,
+            "false_positives_per_image": round(false_other / n, 4) if n else None,
+            # this model's figure minus the other's, and how far it could move
+            "difference": {
+                "recall": round((int(counts[:, 0].sum()) - found) / need, 4) if need else None,
+                "false_positives_per_image": (
+                    round((false_pos - false_other) / n, 4) if n else None
+                ),
+            },
+            "intervals": scene_intervals(*counts.T, against=other),
         }
-    return {
-        "deck": Path(deck).name,
-        "render_version": synth.RENDER_VERSION,  # the scenes change when the renderer does
-        "seed": seed,
-        "lens_k": float(lens_k),
-        "frame": f"{width}x{height}" + (" close-ups" if closeup else ""),
-        "images": n,
-        "labels": total.labels,
-        "detections": detections,
-        "precision": round(true_pos / detections, 4) if detections else None,
-        "recall": total.to_dict()["recall"],
-        "exact_accuracy": total.to_dict()["exact_accuracy"],
-        "chaff_accuracy": total.to_dict()["chaff_accuracy"],
-        "false_positives": false_pos,
-        "false_positives_per_image": round(false_pos / n, 4) if n else None,
-        "intervals": scene_intervals(*counts.T),
-        **compared,
-        "confused_pairs": [
+    return EvalReport(
+        deck=Path(deck).name,
+        render_version=synth.RENDER_VERSION,
+        seed=seed,
+        lens_k=float(lens_k),
+        frame=f"{width}x{height}" + (" close-ups" if closeup else ""),
+        images=n,
+        detections=detections,
+        precision=round(true_pos / detections, 4) if detections else None,
+        overall=total.figures(),
+        false_positives=false_pos,
+        false_positives_per_image=round(false_pos / n, 4) if n else None,
+        intervals=scene_intervals(*counts.T),
+        against=compared,
+        confused_pairs=[
             {"true": t, "predicted": p, "count": c} for (t, p), c in confused.most_common(10)
         ],
-        "false_positive_kinds": dict(fp_kinds.most_common()),
-        "missed_card_kinds": dict(miss_kinds.most_common()),
-        **({"scenes_drawn": scenes_drawn} if misses_dir is not None else {}),
-        "by_condition": {k: by_cond[k].to_dict() for k in sorted(by_cond)},
-        "false_positives_by_scene": {
-            k: {"images": i, "false_positives": f, "per_image": round(f / i, 4)}
-            for k, (i, f) in sorted(fp_by_scene.items())
+        false_positive_kinds=dict(fp_kinds.most_common()),
+        missed_card_kinds=dict(miss_kinds.most_common()),
+        scenes_drawn=scenes_drawn if misses_dir is not None else None,
+        by_condition={k: by_cond[k].figures() for k in sorted(by_cond)},
+        false_positives_by_scene={
+            k: FalseCardsInScenes(i, f) for k, (i, f) in sorted(fp_by_scene.items())
         },
-    }
+    )

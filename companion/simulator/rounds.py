@@ -42,7 +42,11 @@ from companion.simulator import synth
 from companion.simulator.lens import Lens
 
 FORMAT = "companion-simulation/1"
-PLAYERS = ("A", "B")
+PLAYERS = ("A", "B")  # the two-player table
+SEATS = ("A", "B", "C")
+# Play goes round the table counter-clockwise (RULES.md), as the camera sees it from above: A
+# at the bottom edge, then C at the top right, then B at the top left (``default_zones(3)``).
+AROUND = {2: ("A", "B"), 3: ("A", "C", "B")}
 VIDEO_NAME = "table.mp4"
 TRUTH_NAME = "truth.json"
 _VALUES = {Category.BRIGHT: 20, Category.ANIMAL: 10, Category.RIBBON: 5, Category.CHAFF: 1}
@@ -78,10 +82,17 @@ class SimConfig:
     p_distractor: float = 0.15  # per turn: an arm crosses the table without playing
     backgrounds: tuple[str, ...] = ()  # texture folders/files; default ../shared/backgrounds
     rows: str = "overlap"  # how captures lie: "overlap" (top 60 % shows) or "apart"
+    players: int = 2  # 2, or 3 (B and C share the top edge, as default_zones(3) has them)
 
     def __post_init__(self):
         if self.rows not in ("overlap", "apart"):
             raise SimulateError(f"Captures lie 'overlap' or 'apart', not {self.rows!r}.")
+        if self.players not in AROUND:
+            raise SimulateError(f"A simulated table has 2 or 3 players, not {self.players}.")
+
+    @property
+    def seats(self) -> tuple[str, ...]:
+        return SEATS[: self.players]
 
     def frames(self, seconds: float) -> int:
         return max(1, int(round(seconds * self.fps)))
@@ -293,7 +304,10 @@ class _Planner:
         self.decisions: list[dict] = []
         self.rounds: list[RoundPlan] = []
         self.pose: dict[str, Pose] = {}  # cards on the table, at rest
-        self.hand_at: dict[str, tuple[float, float, float] | None] = {p: None for p in PLAYERS}
+        self.players = cfg.seats
+        self.hand_at: dict[str, tuple[float, float, float] | None] = {
+            p: None for p in self.players
+        }
         self.field_slot: dict[str, tuple[int, int]] = {}  # field card -> its grid slot
         self.on_field: list[str] = []
         self.state = None
@@ -329,7 +343,11 @@ class _Planner:
         self.hand_at[player] = to
 
     def _shoulder_u(self, player: str) -> float:
-        return 0.62 if player == "A" else 0.38
+        if player == "A":
+            return 0.62
+        if len(self.players) == 3:  # B and C share the top edge
+            return 0.25 if player == "B" else 0.75
+        return 0.38
 
     def _move(
         self,
@@ -404,8 +422,12 @@ class _Planner:
     def _row_pose(self, player: str, row: str, index: int) -> Pose:
         overlap = self.cfg.rows == "overlap"
         u0, v = _OVERLAP_UV if overlap else _ROWS_APART[row]
-        if player == "B":
+        # Two players sharing the top edge have half its width each: every row is fanned.
+        shared = player != "A" and len(self.players) == 3
+        if player != "A":
             u0, v = 1 - u0, 1 - v
+            if shared:  # B's rows start left of the middle, C's near the right edge
+                u0 = u0 / 2 + (0.0 if player == "B" else 0.5) - 0.02
         x, y = self.view.table_point(u0, v)
         d = self.view.along(u0, v) * (1 if player == "A" else -1)
         angle = self.view.upright(u0, v) + (0.0 if player == "A" else math.pi)
@@ -416,7 +438,8 @@ class _Planner:
             up = np.array([-math.sin(angle), math.cos(angle)])
             x, y = np.array([x, y]) + up * line * _OVERLAP_SHOW * synth.CARD_H_MM
             layer = 4 - line
-            step_mm = _FAN_STEP * synth.CARD_W_MM if row == "chaff" else synth.CARD_W_MM + 3
+            fanned = row == "chaff" or shared
+            step_mm = _FAN_STEP * synth.CARD_W_MM if fanned else synth.CARD_W_MM + 3
             if row == "animals":  # after room for the five brights
                 index += 5
         else:
@@ -444,7 +467,7 @@ class _Planner:
                 f"Rule set {self.rules.name!r} plays at most {lengths[-1]} rounds, "
                 f"not {cfg.rounds}."
             )
-        started = MatchStarted.new(list(PLAYERS), cfg.rules, rounds=longer[0]).to_dict()
+        started = MatchStarted.new(list(self.players), cfg.rules, rounds=longer[0]).to_dict()
         if Path(cfg.rules).suffix.lower() != ".toml":
             started.pop("rules_text", None)  # a preset: its name is enough to replay
         self._event(started)
@@ -466,16 +489,23 @@ class _Planner:
         )
 
     def _deal_sizes(self) -> tuple[int, int]:
-        sizes = self.rules.game.deal.get("2") or (8, 8)
+        n = len(self.players)
+        sizes = self.rules.game.deal.get(str(n)) or ((8, 8) if n == 2 else (7, 6))
         return int(sizes[0]), int(sizes[1])
+
+    def _order(self, oya: str) -> tuple[str, ...]:
+        """The players in playing order, the Oya first."""
+        around = AROUND[len(self.players)]
+        k = around.index(oya)
+        return around[k:] + around[:k]
 
     def _play_round(self, number: int) -> None:
         cfg = self.cfg
-        oya = self.state.next_oya or PLAYERS[0]
-        other = PLAYERS[1] if oya == PLAYERS[0] else PLAYERS[0]
+        oya = self.state.next_oya or self.players[0]
+        order = self._order(oya)
         plan = RoundPlan(number, oya, self.frame)
         self.rounds.append(plan)
-        hands, field_cards, pile = self._deal(oya, other)
+        hands, field_cards, pile = self._deal(order)
         self._event({"type": "round_started", "oya": oya, "field": list(field_cards)})
         for _ in range(5):
             if not self._field_needs_redeal(field_cards):
@@ -483,20 +513,20 @@ class _Planner:
             self._hold(cfg.frames(1.5))
             self._event({"type": "redeal"})
             self._gather(oya)
-            hands, field_cards, pile = self._deal(oya, other)
+            hands, field_cards, pile = self._deal(order)
         plan.field = list(field_cards)
         # Players look at their hands (off-camera) before the Oya plays.
         self._hold(cfg.frames(float(self.pace.uniform(2.0, 3.5))))
 
-        declared = self._declaration(hands, oya, other)
+        declared = self._declaration(hands, order)
         if declared:
             player, kind = declared
             self._hold(cfg.frames(1.0))
             self._event({"type": "hand_declared", "player": player, "kind": kind})
         else:
-            self._turns(oya, other, hands, pile)
+            self._turns(order, hands, pile)
         result = self.state.rounds[-1] if self.state.rounds else None
-        plan.captures = {p: [] for p in PLAYERS}
+        plan.captures = {p: [] for p in self.players}
         for entry in self.events:
             ev = entry["event"]
             if ev["type"] == "card_captured" and entry["frame"] >= plan.first_frame:
@@ -521,9 +551,9 @@ class _Planner:
             return True
         return rr.field_redeal_pairs and sum(1 for n in months.values() if n >= 2) >= 4
 
-    def _declaration(self, hands, oya, other) -> tuple[str, str] | None:
+    def _declaration(self, hands, order) -> tuple[str, str] | None:
         allowed = tuple(self.rules.round.instant_wins)
-        for player in (oya, other):
+        for player in order:
             months = {}
             for c in hands[player]:
                 months[c[:2]] = months.get(c[:2], 0) + 1
@@ -533,10 +563,12 @@ class _Planner:
                 return player, "kuttsuki"
         return None
 
-    def _deal(self, oya: str, other: str):
-        """A shuffled deck is set down at the pile's place, then dealt: 2 to the other player,
-        2 to the field, 2 to the dealer, four times (or as the rule set's sizes say)."""
+    def _deal(self, playing):
+        """A shuffled deck is set down at the pile's place, then dealt: 2 to each other player
+        in playing order, 2 to the field, 2 to the dealer, until the hands and the field have
+        the rule set's sizes (8 and 8 for two players)."""
         cfg = self.cfg
+        oya = playing[0]
         order = [str(c) for c in self.rng.permutation(np.array(ALL_CODES))]
         away = self._away(oya, self._shoulder_u(oya))
         stack = [self._pile_pose(i) for i in range(len(order))]
@@ -547,12 +579,12 @@ class _Planner:
         self._move(bottom_first, stack, oya, starts=starts, seconds=0.9)
         self._hold(cfg.frames(0.3))
         hand_n, field_n = self._deal_sizes()
-        hands = {p: [] for p in PLAYERS}
+        hands = {p: [] for p in self.players}
         field_cards: list[str] = []
         top = 0
         slots = self._deal_slots(field_n)
-        while len(field_cards) < field_n or any(len(hands[p]) < hand_n for p in PLAYERS):
-            for target in (other, "field", oya):
+        while len(field_cards) < field_n or any(len(hands[p]) < hand_n for p in self.players):
+            for target in (*playing[1:], "field", oya):
                 if target == "field":
                     want = min(2, field_n - len(field_cards))
                 else:
@@ -605,16 +637,20 @@ class _Planner:
 
     # -- turns ------------------------------------------------------------------------------
 
-    def _turns(self, oya, other, hands, pile) -> None:
+    def _turns(self, order, hands, pile) -> None:
         cfg = self.cfg
         field_cards = [c for c in self.pose if self.pose[c].face_up and c in self.field_slot]
         self.on_field = field_cards
-        self.rows: dict[str, dict[str, int]] = {p: {r: 0 for r in _ROWS_OVERLAP} for p in PLAYERS}
+        self.rows: dict[str, dict[str, int]] = {
+            p: {r: 0 for r in _ROWS_OVERLAP} for p in self.players
+        }
         pile = list(pile)
         turn = 0
         limit = cfg.max_turns if cfg.max_turns is not None else 10**9
-        while turn < limit and (hands[oya] or hands[other]):
-            player = (oya, other)[turn % 2]
+        # Hana-Awase (card values) goes on drawing from the pile, in turn, until it is empty.
+        to_the_last = self.rules.mode == "card_values"
+        while turn < limit and (any(hands.values()) or (to_the_last and pile)):
+            player = order[turn % len(order)]
             turn += 1
             if self.rng.random() < cfg.p_distractor:
                 self._distractor()
@@ -732,7 +768,7 @@ class _Planner:
 
     def _distractor(self) -> None:
         """An arm crosses the table without playing (pointing, reaching for a cup)."""
-        player = PLAYERS[int(self.rng.integers(2))]
+        player = self.players[int(self.rng.integers(len(self.players)))]
         u = float(self.jit.uniform(0.2, 0.8))
         v = float(self.jit.uniform(0.35, 0.65))
         x, y = self.view.table_point(u, v)
@@ -745,7 +781,7 @@ class _Planner:
         edge (the dealer first), then the dealer gathers the field and the pile."""
         on_table = sorted(self.pose, key=lambda c: c)
         field_group = [c for c in on_table if c in self.field_slot]
-        capture_groups = {p: [] for p in PLAYERS}
+        capture_groups = {p: [] for p in self.players}
         for rp in self.rounds[-1:]:
             for p, cs in rp.captures.items():
                 capture_groups[p] = [c for c in cs if c in self.pose]
@@ -754,7 +790,7 @@ class _Planner:
             for c in on_table
             if c not in field_group and all(c not in g for g in capture_groups.values())
         ]
-        sweepers = [oya] + [p for p in PLAYERS if p != oya]
+        sweepers = [oya] + [p for p in self.players if p != oya]
         groups = [(p, capture_groups[p]) for p in sweepers]
         groups += [(oya, field_group), (oya, rest)]
         for player, group in groups:
@@ -991,12 +1027,16 @@ class _Film:
         self.edge_color = (18, 18, 18) if rng.random() < 0.7 else (200, 205, 210)
         sd = np.array([rng.uniform(-1, 1), rng.uniform(0.2, 1)], np.float32)
         self.shadow_dir = sd / np.linalg.norm(sd)
-        self.looks = {p: _arm_look(rng) for p in PLAYERS}
+        self.players = cfg.seats
+        self.looks = {p: _arm_look(rng) for p in self.players}
         self.hand_px = view.card_px * float(rng.uniform(1.0, 1.25))
         self.shoulder = {
             "A": np.array([0.64 * self.w, 1.5 * self.h], np.float32),
             "B": np.array([0.36 * self.w, -0.5 * self.h], np.float32),
         }
+        if len(self.players) == 3:  # B and C share the top edge
+            self.shoulder["B"] = np.array([0.22 * self.w, -0.5 * self.h], np.float32)
+            self.shoulder["C"] = np.array([0.78 * self.w, -0.5 * self.h], np.float32)
         # Light: a slow drift between key lights a few seconds apart, one colour cast.
         n_keys = plan.frames // (5 * cfg.fps) + 2
         self.key_every = 5 * cfg.fps
@@ -1178,7 +1218,7 @@ class _Film:
                 kernel = _line_kernel(*((b - a) * self.exposure))
                 self._draw(img, sprite, pose.lift, kernel, shadow=i == 0)
         arm_share = 0.0
-        for player in PLAYERS:
+        for player in self.players:
             span = arm_at.get((player, f))
             if span is None:
                 continue
@@ -1218,8 +1258,8 @@ def truth_of(plan: MatchPlan, deck_name: str) -> dict:
         "width": cfg.width,
         "height": cfg.height,
         "frames": plan.frames,
-        "players": list(PLAYERS),
-        "zones": default_zones(2).to_dict(),
+        "players": list(cfg.seats),
+        "zones": default_zones(cfg.players).to_dict(),
         "events": plan.events,
         "decisions": plan.decisions,
         "rounds": [

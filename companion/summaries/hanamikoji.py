@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from companion.game.hanamikoji import GEISHAS, MAX_ROUNDS, SIDES, round_lines
+from companion.game.messages import Message
 from companion.summaries import printable
 
 TEMPLATE_NAME = "hanamikoji_summary.html"
@@ -147,13 +148,17 @@ def build_summary(state, info=None, events=None) -> HanamikojiSummary:
         )
     if state.outcome:
         reason = state.outcome.text(names)
-        if reason.startswith("Both"):
-            reason = "b" + reason[1:]
-        outcome = f"After round {state.decided_after_round}: {reason}"
+        after = {"n": state.decided_after_round}
+        if reason.id == "hanamikoji.both_conditions":  # the sentence goes on after a colon
+            outcome = Message("hanamikoji.after_round_both", **after, **reason.params)
+        else:
+            outcome = Message("hanamikoji.after_round", **after, reason=reason)
     else:
-        outcome = (
-            f"In progress: round {state.round_number} of at most {MAX_ROUNDS}, "
-            f"{names[state.first_player]} starts."
+        outcome = Message(
+            "hanamikoji.in_progress",
+            n=state.round_number,
+            most=MAX_ROUNDS,
+            starts=names[state.first_player],
         )
     log = [getattr(e, "event", e) for e in events] if events is not None else list(state.log)
     text_lines = [line for r in state.rounds for line in round_lines(r, names)]

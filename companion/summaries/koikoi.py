@@ -1,7 +1,9 @@
 """The match summary: the round ledger and final outcome, as text, printable HTML or PDF.
 
 ``build_summary(state, info)`` turns the engine's replay into a ``MatchSummary`` (plain
-values, no engine objects); the renderers only format that. The HTML (``companion/web/templates/
+values, no engine objects; its sentences are the engine's Messages, text whose English the
+CLI and the JSON print and which the page says in its own language); the renderers only
+format that. The HTML (``companion/web/templates/
 summary.html`` with ``companion/web/static/summary.css`` inlined, so a saved file stands alone) is also
 what the tablet's summary page serves. PDF: headless Chromium's print of that HTML when
 ``/usr/bin/chromium`` (or another chromium) exists, else a small built-in PDF writer.
@@ -13,6 +15,7 @@ import datetime
 from dataclasses import asdict, dataclass, field
 
 from companion import CompanionError
+from companion.game.messages import Listing, Message
 from companion.summaries import printable
 from companion.summaries.printable import PLAYER_COLOURS
 
@@ -124,7 +127,7 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
                 multipliers=[_multiplier_line(m) for m in (result.multipliers or [])],
                 points=points,
                 running=dict(running),
-                reason=str(getattr(result, "reason", "") or ""),
+                reason=_said(getattr(result, "reason", "")),
             )
         )
     totals = {p: int(state.totals.get(p, running[p])) for p in players}
@@ -135,11 +138,11 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
     if finished:
         outcome = _outcome_sentence(outcome_obj, winner, totals)
     elif getattr(state, "tie_break", False) and not getattr(state, "round_in_progress", False):
-        outcome = f"Tied after {len(rounds)} rounds: one more round decides ({_standing(totals)})."
+        outcome = Message("progress.tied", n=len(rounds), table=_standing(totals))
     elif getattr(state, "round_in_progress", False):
-        outcome = f"In progress: round {state.round_number}, {_standing(totals)}."
+        outcome = Message("progress.in_round", n=state.round_number, table=_standing(totals))
     else:
-        outcome = f"In progress: round {len(rounds) + 1} is next, {_standing(totals)}."
+        outcome = Message("progress.next_round", n=len(rounds) + 1, table=_standing(totals))
 
     if events is not None:
         log = [getattr(e, "event", e) for e in events]
@@ -170,7 +173,7 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
         else None,
         # The rounds' own notes (card values not adding up...), not the live table's hints.
         warnings=[
-            str(n) for r in (getattr(state, "rounds", []) or []) for n in getattr(r, "notes", ())
+            _said(n) for r in (getattr(state, "rounds", []) or []) for n in getattr(r, "notes", ())
         ],
     )
 
@@ -190,7 +193,7 @@ def _yaku_line(yaku) -> YakuLine:
     if isinstance(yaku, dict):
         return YakuLine(str(yaku.get("name") or yaku.get("id")), int(yaku.get("points", 0)))
     name = getattr(yaku, "name", None) or getattr(yaku, "id", None) or str(yaku)
-    return YakuLine(str(name), int(getattr(yaku, "points", 0) or 0))
+    return YakuLine(_said(name), int(getattr(yaku, "points", 0) or 0))
 
 
 def _multiplier_line(mult) -> MultiplierLine:
@@ -198,7 +201,7 @@ def _multiplier_line(mult) -> MultiplierLine:
         return MultiplierLine(int(mult.get("factor", 1)), str(mult.get("reason", "")))
     if isinstance(mult, (tuple, list)):
         return MultiplierLine(int(mult[0]), str(mult[1]))
-    return MultiplierLine(int(getattr(mult, "factor", 1)), str(getattr(mult, "reason", "")))
+    return MultiplierLine(int(getattr(mult, "factor", 1)), _said(getattr(mult, "reason", "")))
 
 
 def _rules_name(state) -> str:
@@ -206,18 +209,26 @@ def _rules_name(state) -> str:
     return str(getattr(rules, "name", rules) or "")
 
 
-def _standing(totals: dict[str, int]) -> str:
-    return ", ".join(f"{p} {_signed(v)}" for p, v in totals.items())
+def _said(text) -> str:
+    """An engine's words as they are (a Message, said again by the page in its language),
+    anything else as text."""
+    return text if isinstance(text, str) else str(text or "")
+
+
+def _standing(totals: dict[str, int]) -> Listing:
+    return Listing(Message("standing.entry", name=p, value=_signed(v)) for p, v in totals.items())
 
 
 def _outcome_sentence(outcome, winner, totals) -> str:
     reason = getattr(outcome, "reason", None) or getattr(outcome, "text", None)
+    if isinstance(reason, Message) and reason.endswith("."):
+        return reason.with_capital()
     if reason:
         text = str(reason).rstrip(".")
         return f"{text[0].upper()}{text[1:]}."
     if winner:
-        return f"{winner} wins the match: {_standing(totals)}."
-    return f"The match ends in a tie: {_standing(totals)}."
+        return Message("outcome.wins", winner=winner, table=_standing(totals))
+    return Message("outcome.ends_in_tie", table=_standing(totals))
 
 
 def _signed(value: int) -> str:

@@ -16,6 +16,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
+from companion.game.messages import say
 from companion.resources import package_path
 
 WEB_DIR = package_path("web")
@@ -61,6 +62,8 @@ def environment(lang: str = "en"):
             "messages", str(WEB_DIR / "translations"), [lang], fallback=True
         )
     env.install_gettext_translations(translations, newstyle=True)
+    # The engine's sentences and the rule files' names, said in the same language.
+    env.filters["say"] = functools.partial(say, translate=translations.gettext, lang=lang)
     return env
 
 

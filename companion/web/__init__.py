@@ -54,6 +54,10 @@ live session the pages say "no camera" and the picture endpoints answer 404::
                                         zones of the layout, or reset=1 for the default layout;
                                         saved to the session's zone file and applied at once
                                         (a bad form is 400 with one sentence and saves nothing)
+    GET  /demo/camera                   ``companion demo`` only: starts the camera demo (a simulated
+                                        table read by the real pipeline) once, 303 to its match
+                                        page, the live view beside the tally; 503 with one
+                                        sentence without card images to film; 404 elsewhere
 
 A flagged capture shows on the board as "check this card": ``capture_checked`` (POST
 ``/matches/<id>/events``, player + card) confirms it, ``capture_corrected`` corrects it.

@@ -25,6 +25,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.web.i18n import say
 from companion.web.views import WebError
 
 bp = Blueprint("camera", __name__)
@@ -46,6 +47,19 @@ STATE_MESSAGES = {
     "ended": _l("The video has ended; keep scoring by hand."),
 }
 ZONE_LABELS = {"field": _l("Field"), "draw_pile": _l("Draw pile")}
+# A source that has sent no picture for 5 s: which one, and what to check (the session says
+# when; the pipeline keeps retrying).
+ABSENT = {
+    "camera": _l(
+        "No picture from %(source)s for 5 s: check that it is plugged in and that no other "
+        "program is using it; still trying."
+    ),
+    "stream": _l(
+        "No picture from %(source)s for 5 s: check the address and that the camera is "
+        "switched on and on this network; still trying."
+    ),
+    "source": _l("No picture from %(source)s for 5 s: check the camera; still trying."),
+}
 
 
 def live_session():
@@ -98,18 +112,22 @@ def camera_status() -> dict:
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
-        "message": str(raw.get("message") or ""),
+        "message": say(raw.get("message") or ""),  # the session's Message, said here
     }
     proposal = raw.get("proposal")
     if isinstance(proposal, dict) and proposal.get("text"):
         # What the camera suggests (a redeal, the next round): confirmed on the match page.
         status["proposal"] = {
             "kind": str(proposal.get("kind") or ""),
-            "text": str(proposal["text"]),
+            "text": say(proposal["text"]),
         }
     else:
         status["proposal"] = None
-    if camera == "lost":
+    absent = raw.get("absent")
+    if camera in ("connecting", "lost") and absent:
+        sentence = ABSENT.get(str(absent), ABSENT["source"])
+        status["message"] = sentence % {"source": status["source"] or _("the camera")}
+    elif camera == "lost":
         status["message"] = str(LOST)  # whatever the source said: the players need to know this
     elif not status["message"]:
         status["message"] = str(STATE_MESSAGES[camera])
@@ -124,8 +142,14 @@ def zone_label(name: str) -> str:
 
 @bp.app_context_processor
 def camera_for_templates():
-    # Pages show a camera link/panel only when a live session exists.
-    return {"camera_present": live_session() is not None}
+    # Pages show a camera link/panel only when a live session exists; the camera demo's match
+    # shows the live view beside its tally; the scripted demo links to the camera demo.
+    present = live_session() is not None
+    return {
+        "camera_present": present,
+        "live_beside_match": current_app.config.get("LIVE_BESIDE") if present else None,
+        "demo_camera": current_app.config.get("DEMO_CAMERA") is not None,
+    }
 
 
 def _jpeg(data: bytes | None) -> Response:
@@ -155,6 +179,22 @@ def view():
         status=status,
         match_url=url_for("match.page", match_id=match_id) if match_id else None,
     )
+
+
+@bp.get("/demo/camera")
+def demo_camera():
+    """The camera demo (``companion demo`` only): started on the first visit, then its match
+    page, the live view beside the tally. Without card images to film: one sentence, 503."""
+    start = current_app.config.get("DEMO_CAMERA")
+    if start is None:
+        raise WebError(_("The camera demo runs only with 'companion demo'."), 404)
+    try:
+        match_id = start()
+    except WebError:
+        raise
+    except CompanionError as exc:
+        raise WebError(str(exc), 503) from None
+    return redirect(url_for("match.page", match_id=match_id), 303)
 
 
 @bp.get("/live/status")

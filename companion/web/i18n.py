@@ -58,6 +58,30 @@ def card_name(card) -> str:
     return names.get(language()) or names.get("en") or card.code
 
 
+def say(value, deck=None) -> str:
+    """An engine's words (a Message, a yaku's Named name...) in the page's language, by the
+    catalogs; cards in them by their name in ``deck`` (the standard deck by default)."""
+    from flask_babel import get_translations
+
+    from companion.game import messages
+
+    return messages.say(
+        value, get_translations().gettext, language(), lambda code: named_card(code, deck)
+    )
+
+
+def named_card(code: str, deck=None) -> str:
+    """A card as a log line names it: its name in the page's language and its code."""
+    from companion import CompanionError
+    from companion.game.cards import STANDARD_DECK
+
+    try:
+        card = (deck or STANDARD_DECK).card(str(code))
+    except CompanionError:
+        return str(code)
+    return f"{card_name(card)} ({card.code})"
+
+
 def camera_states() -> dict[str, str]:
     """The camera's states (``/live/status``'s ``camera``) as the page names them."""
     from flask_babel import gettext as _
@@ -110,10 +134,8 @@ def extract_rule_texts(fileobj, keywords, comment_tags, options):
 
 
 def init_app(app) -> None:
-    from companion.web.engine_text import say
-
     Babel(app, locale_selector=select_locale, default_translation_directories="translations")
-    app.add_template_filter(say, "engine_text")
+    app.add_template_filter(say, "say")
     app.add_template_filter(rule_text, "rule_text")
 
     @app.context_processor

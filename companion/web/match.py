@@ -33,7 +33,6 @@ from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
 from companion.web import views
-from companion.web.engine_text import localized_summary
 from companion.web.i18n import language
 from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
@@ -52,6 +51,15 @@ SUMMARY_HANDLER_HASHES = " ".join(
 )
 
 
+def shown_deck(deck: Deck) -> Deck:
+    """The rules' deck under the names of the deck the camera was taught (``run --deck``):
+    the players see their own deck's names, the rules score the same slots."""
+    live = current_app.extensions.get("companion_live")
+    namer = getattr(getattr(live, "detector", None), "namer", None)
+    names = getattr(namer, "names", None)
+    return deck if names is None else deck.renamed_by(names)
+
+
 def board_context(match_id: int) -> dict:
     """Everything the board shows, from the store's replay of the match."""
     st = store()
@@ -60,7 +68,7 @@ def board_context(match_id: int) -> dict:
     seq = stored[-1].seq if stored else 0
     state: MatchState = st.state(match_id)
     rules: RuleSet = state.rules
-    deck: Deck = rules.deck
+    deck: Deck = shown_deck(rules.deck)
     pending = state.pending_decision
     teams = state.teams or {}
     players = []
@@ -123,9 +131,6 @@ def board_context(match_id: int) -> dict:
     }
 
 
-PAIR_WARNING = "captures come in pairs"
-
-
 def _settled_warnings(state: MatchState, stored) -> list[str]:
     """The engine's warnings, less the pair warning of a turn still being entered: a single
     card just captured is usually the first of a pair, and saying so after every first card
@@ -139,7 +144,9 @@ def _settled_warnings(state: MatchState, stored) -> list[str]:
     ):
         return list(state.warnings)
     side = state.side_of(last.event.player)
-    return [w for w in state.warnings if not (w.startswith(f"{side} holds") and PAIR_WARNING in w)]
+    return [
+        w for w in state.warnings if not (w.kind == "unpaired_month" and w.params["player"] == side)
+    ]
 
 
 def side_of(state: MatchState, player: str) -> str:
@@ -341,7 +348,7 @@ def summary(match_id: int):
     from companion.summaries import koikoi as summary_module
 
     info = store().get_match(match_id)  # 404 for an unknown match
-    summary_data = localized_summary(summary_module.summary_from_store(store(), info.id))
+    summary_data = summary_module.summary_from_store(store(), info.id)
     html = summary_module.render_html(
         summary_data, back_url=url_for("match.page", match_id=match_id), lang=language()
     )

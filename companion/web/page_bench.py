@@ -20,6 +20,7 @@ from pathlib import Path
 from companion import CompanionError
 
 PLAYERS = ["Aki", "Ben"]
+ENGINE_EVENTS = 3000
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,12 @@ class PageBenchResult:
     event_short_ms: float
     event_long_ms: float
     repeat: int
+    # the engine alone: a cold replay of a match of ``engine_events`` events (a long match
+    # whose last round goes on with a misread card corrected back and forth), and what the
+    # replayed state holds in memory, undo history included
+    engine_events: int = 0
+    engine_replay_ms: float = 0.0
+    engine_state_mb: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -49,6 +56,10 @@ class PageBenchResult:
             f"{'events in the log':<24} {self.short_events:>12} {self.long_events:>12}",
         ]
         lines += [f"{name:<24} {a:>9.2f} ms {b:>9.2f} ms" for name, a, b in rows]
+        lines.append(
+            f"engine: a cold replay of {self.engine_events} events takes "
+            f"{self.engine_replay_ms:.0f} ms and its state holds {self.engine_state_mb:.1f} MB"
+        )
         return "\n".join(lines)
 
 
@@ -97,6 +108,53 @@ def long_match_events(rounds: int = 12) -> list[dict]:
         if state.outcome is not None:
             break
     return events
+
+
+def very_long_match_events(count: int = 3000, rounds: int = 12) -> list:
+    """``count`` engine events: ``long_match_events`` (its last round going on), then one
+    card captured and corrected back and forth: every event an effective one, kept in the log."""
+    from companion.game import engine
+    from companion.game.cards import ALL_CODES
+
+    events = [engine.MatchStarted.new(PLAYERS, "livret", rounds=rounds, oya=PLAYERS[0])]
+    events += [engine.Event.from_dict(e) for e in long_match_events(rounds)]
+    state = engine.replay(events)
+    taken = {c.code for cards in state.captures.values() for c in cards}
+    first, second = [code for code in ALL_CODES if code not in taken][:2]
+    events.append(engine.Event.from_dict({"type": "card_captured", "player": "Aki", "card": first}))
+    while len(events) < count:
+        card, new_card = (first, second) if len(events) % 2 else (second, first)
+        events.append(
+            engine.Event.from_dict(
+                {"type": "capture_corrected", "player": "Aki", "card": card, "new_card": new_card}
+            )
+        )
+    return events
+
+
+def engine_cost(count: int = 3000) -> tuple[float, float]:
+    """Milliseconds to replay ``very_long_match_events(count)`` cold, and the megabytes its
+    final state keeps reachable (tracemalloc)."""
+    import gc
+    import tracemalloc
+
+    from companion.game import engine
+
+    events = very_long_match_events(count)
+    gc.collect()
+    started = time.perf_counter()
+    engine.replay(events)
+    elapsed = (time.perf_counter() - started) * 1000
+    gc.collect()
+    tracemalloc.start()
+    try:
+        state = engine.replay(events)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del state
+    return round(elapsed, 1), round(held / 1e6, 2)
 
 
 def _median_ms(call, repeat: int) -> float:
@@ -176,7 +234,11 @@ def run_page_bench(repeat: int = 30, rounds: int = 12) -> PageBenchResult:
         figures["event_short_ms"] = round(_median_ms(record(short), repeat) / 2, 2)
         figures["event_long_ms"] = round(_median_ms(record(long), repeat) / 2, 2)
         store.close()
+    engine_replay_ms, engine_state_mb = engine_cost(ENGINE_EVENTS)
     return PageBenchResult(
+        engine_events=ENGINE_EVENTS,
+        engine_replay_ms=engine_replay_ms,
+        engine_state_mb=engine_state_mb,
         short_events=short_events,
         long_events=long_events,
         long_rounds=long_state.round_number,

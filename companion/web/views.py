@@ -13,8 +13,9 @@ from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
 from companion.game.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.game.engine import team_label as engine_team_label
 from companion.web import host_name, is_loopback
-from companion.web.i18n import card_name, language
+from companion.web.i18n import card_name, language, say
 
 
 class WebError(CompanionError):
@@ -295,96 +296,9 @@ def by_category(cards, deck=None) -> list[tuple[str, list[Tile]]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _card_name(code, deck=None) -> str:
-    if code is None:
-        return "?"
-    code = getattr(code, "code", code)
-    try:
-        card = (deck or STANDARD_DECK).card(str(code))
-    except CompanionError:
-        return str(code)
-    return f"{card_name(card)} ({card.code})"
-
-
 def team_label(team: str, members) -> str:
     """A team as the page names it: its name, and its members unless the name says them."""
-    together = " & ".join(members)
-    return team if team == together else f"{team} ({together})"
-
-
-def describe(event, deck=None, teams=None) -> str:
-    """One line saying what an event did (``teams``: the match's, as the engine seated them)."""
-    d = event.to_dict()
-    kind = d.get("type")
-    player = d.get("player")
-    if kind == "match_started":
-        players = d.get("players", [])
-        if d.get("teams"):  # named teams: the players are the team names, in seat order
-            teams = {p: d["teams"][p] for p in players if p in d["teams"]}
-        sides = [team_label(t, m) for t, m in teams.items()] if teams else players
-        fields = {
-            "sides": _(" vs ").join(sides),
-            "rules": d.get("rules"),
-            "rounds": d.get("rounds"),
-            "oya": d.get("oya"),
-        }
-        if teams:
-            return _(
-                "Match started in teams: %(sides)s, %(rules)s, %(rounds)s rounds, %(oya)s is Oya",
-                **fields,
-            )
-        return _("Match started: %(sides)s, %(rules)s, %(rounds)s rounds, %(oya)s is Oya", **fields)
-    if kind == "round_started":
-        if d.get("field_brights"):
-            return _(
-                "Round started, %(oya)s is Oya, %(count)s bright(s) in the field",
-                oya=d.get("oya"),
-                count=d["field_brights"],
-            )
-        return _("Round started, %(oya)s is Oya", oya=d.get("oya"))
-    card = _card_name(d.get("card"), deck)
-    if kind == "card_captured":
-        return _("%(player)s captured %(card)s", player=player, card=card)
-    if kind == "capture_checked":
-        return _("%(player)s: %(card)s checked, right as read", player=player, card=card)
-    if kind == "capture_corrected":
-        return _(
-            "%(player)s: %(card)s corrected to %(new_card)s",
-            player=player,
-            card=card,
-            new_card=_card_name(d.get("new_card"), deck),
-        )
-    if kind == "capture_removed":
-        return _("%(player)s: %(card)s removed", player=player, card=card)
-    if kind == "koi_called":
-        if d.get("source") == "camera":
-            return _("%(player)s: Koi, read from the table", player=player)
-        return _("%(player)s called Koi-Koi", player=player)
-    if kind == "stop_called":
-        if d.get("source") == "camera":
-            return _("%(player)s: Stop, read from the table", player=player)
-        return _("%(player)s stopped", player=player)
-    if kind == "field_dealt":
-        return _("Dealt field read: %(cards)s", cards=", ".join(
-            _card_name(c, deck) for c in d.get("field") or ()
-        ))
-    if kind == "hand_declared":
-        return _("%(player)s declared %(kind)s", player=player, kind=d.get("kind"))
-    if kind == "field_brights_set":
-        return _("Brights in the dealt field: %(count)s", count=d.get("count"))
-    if kind == "cards_ran_out":
-        return _("The cards ran out")
-    if kind == "round_entered":
-        if d.get("winner") is None:
-            return _("Round entered by hand: a draw")
-        return _(
-            "Round entered by hand: %(winner)s scored %(points)s",
-            winner=d.get("winner"),
-            points=d.get("points"),
-        )
-    if kind == "undo":
-        return _("Undo")
-    return kind or "?"
+    return say(engine_team_label(team, members))
 
 
 @dataclass(frozen=True)
@@ -416,7 +330,7 @@ def log_lines(stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN) -> li
         LogLine(
             s.seq,
             (s.created_at or "")[11:19],
-            describe(s.event, deck, teams),
+            say(s.event.describe(teams), deck),
             s.seq in undone,
             s.event.type,
         )

@@ -1,6 +1,6 @@
 """The lab's commands: train the recognizer, fit its acceptance rule, measure what the
 augmentation is worth. ``companion-lab COMMAND`` runs them, and so does ``companion COMMAND``
-once the lab is installed (the product's CLI hands these names over to this group).
+once the lab is installed (registered as entry points of the group ``companion.commands``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,130 @@
+"""A recorded table replayed with restarts: what a ``kill -9`` costs the tally.
+
+    report = replay_with_restarts("table.mp4", detector, truth=truth, restarts=[420])
+
+The pipeline (with everything it remembers: tracks, registered captures, the decider's
+clocks) is thrown away at each restart frame and a new one is started on the same store,
+as a restarted ``companion run`` would be. ``from_start=False``: the new pipeline goes on
+from the restart frame, the cards lying as they were (a camera's process killed and started
+again; its frame clock starts again from 0). ``from_start=True``: it plays the video again
+from its first frame (``companion run --video`` started again), so every capture already
+recorded is laid again in front of it. The report is ``replay_video``'s, scored against the
+truth the same way: a capture recorded twice, lost or invented shows in ``captures_added``,
+``captures_missed`` and ``captures_misnamed``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from companion.game.engine import IllegalEvent, apply
+from companion.live.pipeline import LivePipeline
+from companion.live.replay import ReplayReport, _Answers, _compare, _match_setup, _rounds
+from companion.live.sources import Frame, VideoFileSource
+from companion.live.zones import Zones, default_zones
+from companion.store import MatchStore
+
+
+def _answers_left(truth, store, match_id, done_until: int, taps: str = "truth") -> _Answers:
+    """The tablet's taps still to come: the Koi/Stop answers the store does not hold yet, the
+    declarations and redeals after the frames already played."""
+    answers = _Answers(truth, taps)
+    state = None
+    for stored in store.events(match_id):
+        before = state
+        state = apply(state, stored.event)
+        if stored.event.type in ("koi_called", "stop_called"):
+            key = (before.round_number, stored.event.player)
+            for i, d in enumerate(answers.left):
+                if (d.get("round"), d.get("player")) == key:
+                    del answers.left[i]
+                    break
+    answers.taps = [(f, e) for f, e in answers.taps if f > done_until]
+    return answers
+
+
+def replay_with_restarts(
+    video,
+    detector,
+    *,
+    truth: dict | None = None,
+    restarts=(),
+    from_start: bool = False,
+    zones: Zones | None = None,
+    store: MatchStore | None = None,
+    taps: str = "truth",
+) -> ReplayReport:
+    """Replay ``video`` through a new pipeline after each frame of ``restarts`` (see the
+    module docstring); the match lives in ``store`` (in memory by default)."""
+    if zones is None:
+        zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
+    zones = zones or default_zones(2)
+    setup = _match_setup(truth)
+    store = store or MatchStore.open(":memory:")
+    match_id = store.create_match(
+        players=setup["players"],
+        rules=setup["rules"],
+        rounds=setup["rounds"],
+        oya=setup["oya"],
+        options=setup.get("options"),
+    )
+    cuts = sorted(int(k) for k in restarts)
+    report = ReplayReport(truth=truth is not None)
+    event_ms: dict[int, float] = {}
+    records = []
+    pipeline = None
+    played_until = -1  # the last frame a pipeline has seen (video numbering)
+    start = time.perf_counter()
+    for run, stop in enumerate([*cuts, None]):
+        first = 0 if (from_start or run == 0) else cuts[run - 1]
+        pipeline = LivePipeline(detector, zones, store, match_id)
+        answers = _answers_left(truth, store, match_id, played_until, taps)
+        source = VideoFileSource(video)
+        report.fps_video = source.fps
+        with source:
+            for frame in source:
+                if stop is not None and frame.index >= stop:
+                    break
+                if frame.index < first:
+                    continue
+                # a restarted process's clock starts again from 0
+                local = Frame(frame.image, frame.index - first, (frame.index - first) / source.fps)
+                t0 = time.perf_counter()
+                appended = pipeline.process(local)
+                for tap in answers.due_taps(frame.index):
+                    try:
+                        appended.append(store.append(match_id, tap[1]))
+                        answers.tapped(tap)
+                    except IllegalEvent:
+                        if tap[0] < frame.index - 5 * source.fps:
+                            answers.tapped(tap)
+                state = store.state(match_id)
+                while (kind := answers.answer(state, frame.index, source.fps)) is not None:
+                    event = {
+                        "type": "koi_called" if kind == "koi" else "stop_called",
+                        "player": state.pending_decision,
+                    }
+                    try:
+                        appended.append(store.append(match_id, event))
+                    except IllegalEvent:  # the camera read it from the table first
+                        break
+                    state = store.state(match_id)
+                ms = (time.perf_counter() - t0) * 1000
+                report.frame_ms.append(ms)
+                if appended:
+                    event_ms[frame.index] = ms
+                played_until = max(played_until, frame.index)
+        for record in pipeline.captures:  # back to the video's numbering
+            record.steady_frame += first
+            record.event_frame += first
+        records += pipeline.captures
+        report.frames += pipeline.frames
+        report.detected_frames += pipeline.detected_frames
+        report.recognised += len(pipeline.recognised)
+    report.seconds = time.perf_counter() - start
+    pipeline.captures = records
+    _rounds(report, store, match_id, pipeline)
+    if truth:
+        _compare(report, truth, pipeline, event_ms)
+    report.restarts = cuts
+    return report

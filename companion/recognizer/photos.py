@@ -1,0 +1,306 @@
+"""Teaching a deck from twelve phone photos: ``companion deck add NAME --photos DIR``.
+
+DIR holds ``01.jpg`` .. ``12.jpg`` (any common image type), one a month: that month's four
+cards face up on a table, left to right in the order of the deck file's slots (``MM-1`` ..
+``MM-4``: bright, animal, ribbon, chaff for the standard order). Each photo's cards are found
+by their shape alone (``rectangles.find_cards``: no net has to know the deck), checked (four
+cards, large enough, inside the photo, sharp), straightened, and the deck's references built
+from them as ``deck add NAME DIR`` builds them from scans (``decks.card_views``), plus crops
+cut from the photo itself as the detector cuts a card from a frame. A photo that will not do
+gets one sentence naming it and what to fix; nothing is stored until all twelve are good.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from companion.detections import CLASSES
+from companion.recognizer.decks import (
+    EMBEDDER,
+    IMAGE_SUFFIXES,
+    DeckError,
+    UserDeck,
+    card_views,
+    check_deck_name,
+    default_decks_dir,
+    embed,
+    model_settings,
+    own_card_similarity,
+    store_names,
+)
+from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
+from companion.recognizer.nets import open_session
+from companion.recognizer.rectangles import find_cards, rectify
+from companion.recognizer.settings import Settings
+
+PHOTO_RE = re.compile(r"^(\d{1,2})$")
+CARDS_PER_PHOTO = 4
+MIN_CARD_PX = 120  # a card's long side in the photo: fewer pixels show too little of its art
+EDGE_MARGIN = 0.005  # a card this close to the photo's edge (share of its short side) is cut
+# how sharp a card must be: its steepest brightness step (99.5th percentile of the gradient,
+# per pixel, seen at most 256 px tall) over its brightness range. Renders: 0.33-0.38 in focus,
+# 0.26-0.30 with a 1.5 px blur, 0.17-0.21 at 3 px, 0.11-0.15 at 5 px; below 0.22 the fine
+# lines that tell a month's chaff apart are gone
+MIN_SHARPNESS = 0.22
+FACE_HEIGHT = 256  # the straightened card's height (px) the references are cut from
+PHOTO_VIEWS = 20  # synthetic views per card (each both ways up), as deck add from scans
+IN_PHOTO_VIEWS = 4  # crops cut from the photo itself per card (each both ways up)
+MONTH_NAMES = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
+class PhotoError(DeckError):
+    """Photos that cannot teach a deck: ``problems`` holds one sentence per photo to fix."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__(
+            problems[0]
+            if len(problems) == 1
+            else f"{len(problems)} photos need another take: {' '.join(problems)}"
+        )
+        self.problems = problems
+
+
+@dataclass
+class MonthPhoto:
+    """One month's photo read: its four cards' quads (slot order, photo pixels), their
+    straightened faces, and what is wrong with it (``problem``, one sentence, or "")."""
+
+    month: int
+    name: str
+    image: np.ndarray | None = None
+    quads: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 2), np.float32))
+    faces: list = field(default_factory=list)
+    problem: str = ""
+
+
+def photo_files(folder: str | Path) -> dict[int, Path]:
+    """Month -> photo of a folder of ``01.jpg`` .. ``12.jpg``; a missing month is one sentence."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DeckError(f"{folder} is not a folder of twelve photos named 01.jpg to 12.jpg.")
+    files: dict[int, Path] = {}
+    for path in sorted(folder.iterdir()):
+        found = PHOTO_RE.match(path.stem)
+        if found and path.suffix.lower() in IMAGE_SUFFIXES and 1 <= int(found.group(1)) <= 12:
+            files.setdefault(int(found.group(1)), path)
+    missing = [m for m in range(1, 13) if m not in files]
+    if missing:
+        names = ", ".join(f"{m:02d}.jpg" for m in missing)
+        months = ", ".join(MONTH_NAMES[m - 1] for m in missing)
+        raise DeckError(
+            f"{folder} lacks the photo of {months} ({names}): take each month's four cards "
+            "face up, one photo a month."
+        )
+    return dict(sorted(files.items()))
+
+
+def sharpness(face: np.ndarray) -> float:
+    """How sharp a straightened card is (``MIN_SHARPNESS``): its steepest brightness step over
+    its brightness range, at most ``FACE_HEIGHT`` px tall."""
+    grey = cv2.cvtColor(face, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    grey = cv2.GaussianBlur(grey, (0, 0), 0.8)  # sensor noise is no sharpness
+    gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3) / 8
+    gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3) / 8
+    low, high = np.percentile(grey, [2, 98])
+    return float(np.percentile(np.hypot(gx, gy), 99.5) / max(high - low, 1.0))
+
+
+def slot_order(quads: np.ndarray) -> np.ndarray:
+    """Indices of the quads left to right as the cards lie (across their long axis)."""
+    down = (quads[:, 2] + quads[:, 3] - quads[:, 0] - quads[:, 1]).mean(0)
+    right = np.array([down[1], -down[0]])
+    if right[0] < 0:
+        right = -right
+    return np.argsort(quads.mean(axis=1) @ right)
+
+
+def _long_side(quad: np.ndarray) -> float:
+    return float((np.linalg.norm(quad[3] - quad[0]) + np.linalg.norm(quad[2] - quad[1])) / 2)
+
+
+def read_month_photo(path: Path, month: int) -> MonthPhoto:
+    """Read and check one month's photo (``problem`` says what to fix, else "")."""
+    name = path.name
+    photo = MonthPhoto(month, name)
+    data = np.fromfile(str(path), np.uint8)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        photo.problem = f"{name} is not an image that can be read: save it as JPEG or PNG."
+        return photo
+    photo.image = image
+    h, w = image.shape[:2]
+    found = find_cards(image)
+    quads = found.quads
+    margin = EDGE_MARGIN * min(h, w)
+    cut = [
+        q
+        for q in quads
+        if (q[:, 0] < margin).any() or (q[:, 1] < margin).any()
+        or (q[:, 0] > w - 1 - margin).any() or (q[:, 1] > h - 1 - margin).any()
+    ]  # fmt: skip
+    month_name = MONTH_NAMES[month - 1]
+    if len(quads) != CARDS_PER_PHOTO:
+        if _blurred_photo(image):
+            photo.problem = (
+                f"{name} is blurred: hold the phone still and let it focus on the cards."
+            )
+        elif len(quads) > CARDS_PER_PHOTO:
+            photo.problem = (
+                f"{name} shows {len(quads)} cards, not four: lay only {month_name}'s four "
+                "cards on a plain table, apart from each other and anything card-shaped."
+            )
+        elif cut or _touches_edge(image):
+            photo.problem = (
+                f"{name} shows {len(quads)} whole cards: a card is cut by the photo's edge; "
+                f"step back so that all four of {month_name}'s cards are inside the photo."
+            )
+        else:
+            photo.problem = (
+                f"{name} shows {len(quads)} card{'s' if len(quads) != 1 else ''}, not four: "
+                f"lay {month_name}'s four cards face up, a finger's width apart, on a table "
+                "of another colour than the cards' edges."
+            )
+        return photo
+    if cut:
+        photo.problem = (
+            f"{name}: a card is cut by the photo's edge; step back so that all four of "
+            f"{month_name}'s cards are inside the photo."
+        )
+        return photo
+    smallest = min(_long_side(q) for q in quads)
+    if smallest < MIN_CARD_PX:
+        photo.problem = (
+            f"{name}: the cards are too small ({smallest:.0f} px long, at least {MIN_CARD_PX} "
+            "needed); come closer, or take the photo at a higher resolution."
+        )
+        return photo
+    quads = quads[slot_order(quads)]
+    faces = [
+        rectify(image, q, min(FACE_HEIGHT, max(MIN_CARD_PX, round(_long_side(q))))) for q in quads
+    ]
+    if float(np.median([sharpness(f) for f in faces])) < MIN_SHARPNESS:
+        photo.problem = f"{name} is blurred: hold the phone still and let it focus on the cards."
+        return photo
+    photo.quads = quads
+    photo.faces = [rectify(image, q, FACE_HEIGHT) for q in quads]
+    return photo
+
+
+def _touches_edge(image: np.ndarray) -> bool:
+    """Whether something unlike the table reaches the photo's edge with a card's bulk (a cut
+    card), judged on the table's colours (``rectangles.table_colours``) at a coarse scale."""
+    from companion.recognizer.rectangles import table_colours
+
+    scale = 400 / max(image.shape[:2])
+    small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    unlike = (cv2.blur(table_colours(small), (5, 5)) < 0.05).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(unlike)
+    h, w = unlike.shape
+    for i in range(1, count):
+        x, y, bw, bh, area = stats[i]
+        at_edge = x == 0 or y == 0 or x + bw >= w or y + bh >= h
+        if at_edge and area >= 0.004 * h * w:
+            return True
+    return False
+
+
+def _blurred_photo(image: np.ndarray) -> bool:
+    """Whether the middle of a photo where no four cards were found is out of focus."""
+    h, w = image.shape[:2]
+    middle = image[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4]
+    scale = min(1.0, FACE_HEIGHT * 2 / max(middle.shape[:2]))
+    middle = cv2.resize(middle, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    return sharpness(middle) < MIN_SHARPNESS
+
+
+def read_photos(folder: str | Path) -> list[MonthPhoto]:
+    """The twelve months' photos of ``folder``, read and checked (see ``MonthPhoto.problem``)."""
+    return [read_month_photo(path, month) for month, path in photo_files(folder).items()]
+
+
+def photo_crops(
+    image: np.ndarray, quad: np.ndarray, settings: Settings, rng, views: int = IN_PHOTO_VIEWS
+) -> np.ndarray:
+    """Crops of one card cut from the photo itself as the detector cuts a card from a frame
+    (the photo shrunk so that the card is 40-160 px long, the box a little off), each both ways
+    up: (2 * views, crop height, crop width, 3)."""
+    long = _long_side(quad)
+    crops = []
+    for _ in range(views):
+        scale = min(1.0, rng.uniform(40, 160) / long)
+        small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        box = quads_to_rboxes(quad[None] * scale)[0]
+        box[:2] += rng.normal(0, 0.04, 2) * box[2]
+        box[2:4] *= np.exp(rng.normal(0, 0.05))
+        box[4] += rng.normal(0, 0.04)
+        turned = box.copy()
+        turned[4] += np.pi
+        crops.append(crop_cards(small, crop_matrices(np.stack([box, turned]), settings), settings))
+    return np.concatenate(crops)
+
+
+def teach_from_photos(
+    name: str,
+    photo_dir: str | Path,
+    decks_dir: str | Path | None = None,
+    names_file: str | Path | None = None,
+    definition: str = "standard",
+    seed: int = 0,
+    photos: list[MonthPhoto] | None = None,
+) -> UserDeck:
+    """Make and store deck ``name`` from the twelve photos in ``photo_dir`` (or the ``photos``
+    already read from it); ``names_file``: the deck's own names (a deck file, checked first and
+    kept with the deck), else ``definition``. PhotoError names every photo to take again."""
+    from companion.game.cards import Deck
+
+    check_deck_name(name)
+    if names_file is not None:
+        Deck.load(names_file)  # one sentence per mistake, before any work
+    else:
+        Deck.load(definition)
+    start = time.perf_counter()
+    photos = photos if photos is not None else read_photos(photo_dir)
+    problems = [p.problem for p in photos if p.problem]
+    if problems:
+        raise PhotoError(problems)
+    settings = Settings.from_dict(model_settings())
+    session = open_session(EMBEDDER, 2)
+    rng = np.random.default_rng(seed)
+    crops, ids = [], []
+    for photo in photos:
+        for k, (quad, face) in enumerate(zip(photo.quads, photo.faces, strict=True)):
+            code = f"{photo.month:02d}-{k + 1}"
+            made = np.concatenate(
+                [
+                    card_views(face, settings, rng, PHOTO_VIEWS),
+                    photo_crops(photo.image, quad, settings, rng),
+                ]
+            )
+            crops.append(made)
+            ids += [CLASSES.index(code)] * len(made)
+    embeddings = embed(session, np.concatenate(crops)).astype(np.float32)
+    ids = np.array(ids, np.int64)
+    decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
+    stored_definition = definition
+    if names_file is not None:
+        stored_definition = store_names(decks_dir / name, names_file)
+    deck = UserDeck(
+        name,
+        stored_definition,
+        embeddings,
+        ids,
+        str(Path(photo_dir).resolve()),
+        time.perf_counter() - start,
+        own_card_similarity(embeddings, ids),
+    )
+    deck.save(decks_dir)
+    return deck

@@ -1,0 +1,89 @@
+"""The pipeline keeps time in seconds: how often it looks, how long a card settles, whatever
+the camera's frame rate; and how far behind a camera a pipeline falls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_live import DEAL, FIELD_SPOTS, ZONES, ScriptedDetector, quad
+
+from companion.live.pipeline import LivePipeline
+from companion.live.replay import behind_real_time
+from companion.live.sources import Frame
+from companion.store import MatchStore
+
+
+class Camera:
+    """A table filmed at ``fps``: the dealt field, an arm that sweeps while ``arm`` is set,
+    cards laid in A's capture area."""
+
+    def __init__(self, fps):
+        self.fps = fps
+        self.store = MatchStore.open(":memory:")
+        self.match_id = self.store.create_match(
+            players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki"
+        )
+        self.detector = ScriptedDetector()
+        self.pipeline = LivePipeline(self.detector, ZONES, self.store, self.match_id)
+        self.cards = dict(zip(DEAL, FIELD_SPOTS, strict=True))
+        self.index = 0
+        self.arm = False
+        self.run(2.5)
+        assert self.store.state(self.match_id).round_in_progress
+
+    @property
+    def now(self):
+        return self.index / self.fps
+
+    def run(self, seconds):
+        for _ in range(round(seconds * self.fps)):
+            image = np.zeros((720, 1280, 3), np.uint8)
+            for x, y in self.cards.values():
+                q = np.array(quad(x, y), np.int32)
+                image[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = 150
+            if self.arm:  # sweeping over the top of the frame, away from every card
+                x = int(100 + (self.now * 900) % 900)
+                image[0:30, x : x + 200] = 255
+            self.detector.looks = [(c, xy, 0.95, ()) for c, xy in self.cards.items()]
+            self.pipeline.process(Frame(image, self.index, self.now))
+            self.index += 1
+
+    def looks_during(self, seconds):
+        before = self.detector.calls
+        self.run(seconds)
+        return self.detector.calls - before
+
+
+@pytest.mark.parametrize("fps", [10, 30])
+def test_the_detector_looks_at_most_12_times_a_second_while_something_moves(fps):
+    cam = Camera(fps)
+    cam.arm = True
+    looks = cam.looks_during(3.0)
+    assert 3.0 * 9 <= looks <= 3.0 * 12.5 + 1
+    cam.arm = False
+    settling = cam.looks_during(0.7)  # it keeps looking a moment after motion stops
+    assert 5 <= settling <= 0.7 * 12.5 + 1
+    assert cam.looks_during(3.0) <= 4  # then about once a second
+
+
+@pytest.mark.parametrize("fps", [10, 30])
+def test_a_card_is_decided_as_long_after_it_lands_at_any_frame_rate(fps):
+    cam = Camera(fps)
+    cam.cards.pop("08-3")
+    cam.cards["08-1"] = (300, 620)
+    cam.cards["08-3"] = (330, 620)
+    landed = cam.now
+    while not cam.pipeline.captures and cam.now < landed + 3:
+        cam.run(1 / fps)
+    assert sorted(r.card for r in cam.pipeline.captures) == ["08-1", "08-3"]
+    delay = cam.pipeline.captures[0].event_time - landed
+    # seen in 3 looks over 0.2 s, then one more quiet look
+    assert 0.25 <= delay <= 0.45
+
+
+def test_behind_real_time_queues_the_frames_a_slow_pipeline_has_not_taken_yet():
+    assert behind_real_time([10.0] * 30, 30) == pytest.approx(0.010)
+    # a 0.5 s look, then quick frames at 10 fps: 0.5 s behind, caught up by 0.1 s a frame
+    assert behind_real_time([500.0] + [5.0] * 9, 10) == pytest.approx(0.5)
+    # every frame at 40 ms at 30 fps: 6.7 ms more behind each frame
+    assert behind_real_time([40.0] * 31, 30) == pytest.approx(0.04 + 30 * (0.04 - 1 / 30))

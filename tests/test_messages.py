@@ -1,0 +1,288 @@
+"""The engine's sentences as Messages: English as text, id and parameters for the page, and
+every template translated in French and Japanese."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from companion.game import engine, hanamikoji
+from companion.game.messages import (
+    SEPARATORS,
+    TEMPLATES,
+    CardCode,
+    Listing,
+    Message,
+    Named,
+    say,
+)
+from companion.game.rules import RuleSet
+from companion.game.scoring import score_hand
+
+TRANSLATIONS = Path(__file__).parent.parent / "companion" / "web" / "translations"
+MATCHES = Path(__file__).parent / "matches"
+PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def catalog(lang: str) -> dict:
+    with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.po", "rb") as f:
+        return {m.id: m for m in read_po(f) if m.id}
+
+
+# -- the type --------------------------------------------------------------------------------
+
+
+def test_a_message_is_its_english_text_with_its_id_and_parameters():
+    yaku = Listing([Message("yaku.points", name=Named("Gokō", {"ja": "五光"}), points=10)])
+    reason = Message("round.stop", side="Aki", yaku=yaku, points=10)
+    assert reason == "Aki stops with Gokō 10: 10 points"
+    assert str(reason) == "Aki stops with Gokō 10: 10 points"
+    assert reason.id == "round.stop" and reason.kind == "round"
+    assert reason.params["side"] == "Aki" and reason.params["yaku"].items[0].id == "yaku.points"
+    assert reason.template == "%(side)s stops with %(yaku)s: %(points)s points"
+    assert json.dumps({"reason": reason}) == json.dumps({"reason": str(reason)})
+
+
+@pytest.mark.parametrize("clone", [lambda m: pickle.loads(pickle.dumps(m)), copy.deepcopy])
+def test_a_message_survives_a_copy_whole(clone):
+    named = Named("Gokō", {"ja": "五光"})
+    message = Message(
+        "outcome.wins",
+        winner="aki",
+        table=Listing([Message("standing.entry", name=named, value=CardCode("08-1"))]),
+    ).with_capital()
+    again = clone(message)
+    assert again == message == "Aki wins the match: Gokō 08-1."
+    assert again.id == "outcome.wins" and again.capitalized
+    entry = again.params["table"].items[0]
+    assert entry.params["name"].names == {"ja": "五光"}
+    assert isinstance(entry.params["value"], CardCode)
+
+
+def test_an_unknown_message_id_is_refused():
+    with pytest.raises(ValueError, match="No message template 'round.nowhere'"):
+        Message("round.nowhere")
+
+
+def test_say_translates_each_part():
+    catalog_ja = {
+        "%(side)s stops with %(yaku)s: %(points)s points": "%(side)sが勝負（%(yaku)s）：%(points)s点",
+        "%(name)s %(points)s": "%(name)s %(points)s点",
+        ", ": "、",
+    }
+    yaku = Listing(
+        [
+            Message("yaku.points", name=Named("Gokō", {"ja": "五光"}), points=10),
+            Message("yaku.points", name=Named("Tane"), points=1),
+        ]
+    )
+    reason = Message("round.stop", side="aki", yaku=yaku, points=11)
+    assert say(reason) == str(reason)
+    assert (
+        say(reason, lambda s: catalog_ja.get(s, s), "ja")
+        == "akiが勝負（五光 10点、Tane 1点）：11点"
+    )
+    assert say(reason.with_capital(), lambda s: catalog_ja.get(s, s), "ja").startswith("Akiが")
+    assert say(CardCode("08-1"), name_card=lambda code: f"Moon ({code})") == "Moon (08-1)"
+
+
+# -- every message is translated ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["fr", "ja"])
+def test_every_message_template_has_its_translation(lang):
+    known = catalog(lang)
+    for message_id, template in TEMPLATES.items():
+        entry = known.get(template.english)
+        assert entry is not None, f"{lang}: {message_id} ({template.english!r}) is not extracted"
+        assert entry.string and not entry.fuzzy, f"{lang}: {message_id} is not translated"
+        assert sorted(PLACEHOLDER.findall(entry.string)) == sorted(
+            PLACEHOLDER.findall(template.english)
+        ), message_id
+    for sep in SEPARATORS:
+        assert known[sep].string, f"{lang}: the separator {sep!r} is not translated"
+
+
+@pytest.mark.parametrize("lang", ["fr", "ja"])
+def test_every_message_is_said_in_the_language_with_sample_parameters(lang):
+    from companion.store import MatchStore
+    from companion.web import create_app
+    from companion.web.i18n import say as page_say
+
+    store = MatchStore.open(":memory:")
+    app = create_app(store, testing=True)
+    try:
+        with app.test_request_context(f"/?lang={lang}"):
+            for message_id, template in TEMPLATES.items():
+                params = {name: 7 for name in PLACEHOLDER.findall(template.english)}
+                message = Message(message_id, **params)
+                said = page_say(message)
+                assert said, message_id
+                assert "%(" not in said, message_id
+                if lang == "ja":  # every Japanese sentence is written in Japanese
+                    english_words = re.findall(r"[A-Za-z]{4,}", said)
+                    allowed = {"Koi", "Oya"}
+                    assert set(english_words) <= allowed, (message_id, said)
+    finally:
+        store.close()
+
+
+# -- the engines speak only in messages --------------------------------------------------------
+
+
+def _engine_sentences(state):
+    for r in state.rounds:
+        yield r.reason
+        yield from (m.reason for m in r.multipliers)
+        yield from r.notes
+    yield from state.warnings
+    if state.outcome:
+        yield state.outcome.text
+    for e in state.log:
+        yield e.describe()
+
+
+@pytest.mark.parametrize("path", sorted(MATCHES.glob("*.json")), ids=lambda p: p.stem)
+def test_every_sentence_of_a_match_is_a_message(path):
+    events = json.loads(path.read_text(encoding="utf-8"))["events"]
+    state = None
+    seen = 0
+    for event in events:
+        state = engine.apply(state, event)
+        for sentence in _engine_sentences(state):
+            assert isinstance(sentence, Message), repr(sentence)
+            seen += 1
+    assert seen
+
+
+def test_hanamikoji_speaks_in_messages():
+    state = hanamikoji.play(
+        ["1,1,1,1,1,1,2:1,1,1,1,1,2,1", "1,1,1,0,2,1,2:0,0,0,3,1,2,2"], players=("aki", "Ben")
+    )
+    names = state.names
+    sentences = [r.reason(names) for r in state.rounds] + [e.describe(names) for e in state.log]
+    assert all(isinstance(s, Message) for s in sentences), sentences
+    assert state.outcome.text(names) == "Aki wins with 5 geishas and 14 points."  # capital A
+    assert state.outcome.text(names).params["winner"] == "aki"
+    assert hanamikoji.condition(11, 4).items[1].id == "hanamikoji.points"
+
+
+def test_yaku_names_carry_the_rule_files_japanese_names():
+    livret = RuleSet.load("livret")
+    hand = score_hand(livret, ["01-1", "03-1", "08-1", "11-1", "12-1"])
+    (goko,) = hand.yaku
+    assert goko.name == "Gokō" and goko.name.in_language("ja") == "五光"
+    assert json.loads(json.dumps(goko.to_dict()))["name"] == "Gokō"
+    expected = {"inoshikacho": "猪鹿蝶", "hanami": "花見で一杯", "tsukimi": "月見で一杯"}
+    for preset in ("livret", "koikoi-japan", "hana-koikoi"):
+        rules = RuleSet.load(preset)
+        for yaku_id, japanese in expected.items():
+            assert rules.yaku_by_id(yaku_id).name.in_language("ja") == japanese, preset
+    for preset in RuleSet.presets():
+        for y in RuleSet.load(preset).yaku:
+            assert y.name.names.get("ja"), f"{preset}: {y.id} has no Japanese name"
+            assert not re.search(r"[A-Za-z]", y.name.names["ja"]), (preset, y.id)
+
+
+def test_a_rule_file_refuses_names_that_are_not_a_table_of_texts():
+    from companion.game.rules import RuleError
+
+    text = RuleSet.load("livret").source_text.replace('names = { ja = "五光" }', "names = 5", 1)
+    with pytest.raises(RuleError, match="names maps a language code to the name"):
+        RuleSet.from_text(text)
+
+
+# -- code tests a warning's kind ---------------------------------------------------------------
+
+
+def test_warnings_have_a_kind():
+    state = engine.replay(
+        [
+            {"type": "match_started", "players": ["Aki", "Ben"], "rules": "livret", "rounds": 6},
+            {"type": "round_started", "field": ["01-1", "01-2", "01-3", "01-4"]},
+        ]
+    )
+    assert [w.kind for w in state.warnings] == ["redeal"]
+    state = engine.apply(state, {"type": "card_captured", "player": "Ben", "card": "02-1"})
+    (unpaired,) = state.warnings
+    assert unpaired.kind == "unpaired_month" and unpaired.params["player"] == "Ben"
+    assert unpaired == (
+        "Ben holds 1 card(s) of month 02 (02-1): captures come in pairs, so one may be misread."
+    )
+
+
+def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
+    from companion.live.events import CaptureDecider
+    from companion.live.tracker import TableState
+
+    match = engine.replay(
+        [
+            {"type": "match_started", "players": ["A", "B"], "rules": "livret", "rounds": 6},
+            {"type": "round_started", "field": ["03-1", "03-2", "04-1", "04-2"]},
+        ]
+    )
+    decider = CaptureDecider()
+    table = TableState(frame=1, time=0.1, arrivals={"A": [], "B": []})
+    decider.step(table, match, {"A": "A", "B": "B"})
+    assert decider.proposal is None  # two pairs: nothing to deal again
+    match = engine.replay(
+        [
+            {"type": "match_started", "players": ["A", "B"], "rules": "livret", "rounds": 6},
+            {"type": "round_started", "field": ["03-1", "03-2", "03-3", "03-4"]},
+        ]
+    )
+    decider.step(table, match, {"A": "A", "B": "B"})
+    assert decider.proposal.kind == "redeal"
+    assert decider.proposal.text.id == "warning.redeal_month"
+
+
+class _Camera:
+    """What the page reads of a live session: its status, with the session's Messages."""
+
+    zones = None
+
+    def __init__(self, message, proposal=None):
+        self.message, self.proposal = message, proposal
+
+    def status(self) -> dict:
+        return {
+            "camera": "live",
+            "source": "camera:0",
+            "fps": 15.0,
+            "frames": 3,
+            "match_id": 1,
+            "message": self.message,
+            "proposal": self.proposal,
+        }
+
+
+@pytest.mark.parametrize(
+    ("lang", "following", "deal"),
+    [
+        ("en", "Following match 1.", "The table is clear: deal the next round."),
+        ("fr", "Suivi de la partie 1.", "La table est vide\u00a0: servez la manche suivante."),
+        ("ja", "対局1を追跡中。", "卓が片付きました：次の回を配ってください。"),
+    ],
+)
+def test_the_cameras_messages_in_the_page_language(lang, following, deal):
+    from companion.store import MatchStore
+    from companion.web import create_app
+
+    proposal = {"kind": "next_round", "text": Message("camera.next_round")}
+    camera = _Camera(Message("camera.following", n=1), proposal)
+    store = MatchStore.open(":memory:")
+    try:
+        client = create_app(store, testing=True, live=camera).test_client()
+        status = client.get(f"/live/status?lang={lang}").get_json()
+        assert status["message"] == following
+        assert status["proposal"] == {"kind": "next_round", "text": deal}
+        page = client.get(f"/live?lang={lang}").get_data(as_text=True)
+        assert following in page and deal in page
+    finally:
+        store.close()
