@@ -191,8 +191,8 @@ def test_match_page_in_japanese(client, played):
     text = visible_text(page)
     for japanese in ("親", "各回の得点表", "記録", "Akiの札", "札切れ", "合計点"):
         assert japanese in text, japanese
-    assert "AkiがMatsu ni Tsuru（01-1）を取った" not in text  # the code keeps ASCII brackets
-    assert "AkiがMatsu ni Tsuru (01-1)を取った" in text
+    assert "Akiが松に鶴（01-1）を取った" not in text  # the code keeps ASCII brackets
+    assert "Akiが松に鶴 (01-1)を取った" in text and "Matsu ni Tsuru" not in text
     assert english_leftovers(text, "ja") == []
     assert "Round ledger" not in text and "Crane and Sun" not in text
 
@@ -224,7 +224,7 @@ def test_picker_in_japanese_names_months_and_cards(client, played):
     text = visible_text(page)
     assert "Benが取った札" in text and "閉じる" in text
     assert re.search(r'<span class="mnum">8</span> 芒</h3>', page)
-    assert 'title="Matsu ni Tsuru：Akiが取得済み"' in page  # the crane, taken by Aki
+    assert 'title="松に鶴：Akiが取得済み"' in page  # the crane, taken by Aki
     assert 'data-none="札が選ばれていません"' in page  # the words the picker script shows
     assert english_leftovers(text, "ja") == []
 
@@ -528,3 +528,48 @@ def test_an_english_page_shows_the_options_in_english(client):
     assert "Variante" not in page and "comptabilisée" not in page
     options = client.get("/new/options?rules=hana-koikoi&lang=en").get_data(as_text=True)
     assert "Règles de base" not in options
+
+
+def test_cards_in_japanese_are_written_in_kanji_and_a_decks_own_cards_keep_their_names(client):
+    from companion.game.cards import STANDARD_DECK
+    from companion.game.rules import RuleSet
+    from companion.web.i18n import card_name
+
+    ferme = RuleSet.load("ferme-florale").deck
+    with client.application.test_request_context("/?lang=ja"):
+        assert card_name(STANDARD_DECK.card("01-1")) == "松に鶴"
+        assert card_name(STANDARD_DECK.card("12-3")) == "桐のカス2"
+        assert card_name(ferme.card("01-1")) == "Broadfork"  # not the standard slot's crane
+    with client.application.test_request_context("/?lang=fr"):
+        assert card_name(ferme.card("01-1")) == "Grelinette"
+    # Scripts keep reading and printing the deck's romaji.
+    assert STANDARD_DECK.parse("Matsu ni Tsuru").code == "01-1"
+    assert STANDARD_DECK.card("01-1").names["ja"] == "Matsu ni Tsuru"
+
+
+def test_the_statistics_name_the_yaku_in_the_page_language(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    ja = visible_text(client.get("/stats?lang=ja").get_data(as_text=True))
+    assert "三光 (1)" in ja and "Sankō" not in ja
+    en = visible_text(client.get("/stats?lang=en").get_data(as_text=True))
+    assert "Sankō (1)" in en
+
+
+def test_a_dealt_hand_is_named_as_the_buttons_name_it_and_the_json_keeps_its_id(client, store):
+    from companion.summaries import koikoi
+
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    post_event(client, store, match_id, type="hand_declared", player="Ben", kind="teshi")
+    page = visible_text(client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True))
+    assert "Ben declares Teshi (4 cards of one month in the dealt hand): 6 points" in page
+    data = koikoi.summary_from_store(store, match_id).to_dict()
+    assert data["rounds"][0]["reason"] == (
+        "Ben declares teshi (4 cards of one month in the dealt hand): 6 points"
+    )
+    ja = visible_text(client.get(f"/matches/{match_id}/summary?lang=ja").get_data(as_text=True))
+    assert "Benが手四（配られた手札に同じ月の札が4枚）：6点" in ja

@@ -38,7 +38,7 @@ def run_here(tmp_path, monkeypatch):
     the server answers /live/status once, then stops. Returns (invoke, db, answers)."""
     import companion.cli.live as live_cli
 
-    monkeypatch.setattr(live_cli, "SESSION_ZONES", tmp_path / "session-zones.toml")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the calibrated zones' home
     monkeypatch.setattr(live_cli, "live_detector", lambda *args, **kwargs: NoCards())
     images = tmp_path / "frames"
     images.mkdir()
@@ -154,7 +154,7 @@ def test_a_resumed_match_says_the_flags_are_for_a_new_one(run_here):
     invoke, db, _ = run_here
     with MatchStore.open(db) as store:
         store.create_match(["Aki", "Ben"], rules="livret", rounds=6)
-    result = invoke("--players", "Cho,Dai")
+    result = invoke("--players", "Cho,Dai,Eri")  # a new match's players, not this one's
     assert result.exit_code == 0, result.output
     assert "Resuming match 1" in result.output and "apply to a new match" in result.output
     with MatchStore.open(db) as store:
@@ -481,3 +481,32 @@ def test_a_short_three_player_clip_is_replayed_to_its_exact_score(tmp_path):
     for player, codes in truth["rounds"][0]["captures"].items():
         assert codes and sorted(report.rounds[0].captures[player]) == sorted(codes)
     assert report.rounds_exact == 1
+
+
+def test_a_source_whose_first_open_blocks_is_said_absent_on_the_page():
+    import time
+
+    clock, lines, opened = Clock(), [], threading.Event()
+    release = threading.Event()
+
+    def blocking_opener(target):
+        opened.set()
+        release.wait(30)  # a stream that does not answer
+        return Unplugged({"plugged": False})
+
+    source = LiveSource("rtsp://cam.invalid/live", opener=blocking_opener, clock=clock)
+    session = LiveSession(source, NoCards(), MatchStore.open(":memory:"), clock=clock,
+                          log=lines.append)  # fmt: skip
+    session.start()
+    try:
+        assert opened.wait(10)
+        assert not session.absent()
+        clock.now += NO_PICTURE_AFTER
+        assert session.absent() and session.status()["message"] == session.absent_sentence()
+    finally:
+        release.set()
+        session.stop()
+    deadline = time.monotonic() + 10
+    while session.absent_sentence() not in lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.absent_sentence() in lines

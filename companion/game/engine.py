@@ -141,12 +141,17 @@ def _card_text(value, what: str = "card") -> str:
 
 def _whole(value, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value)
+        text = value.strip() if isinstance(value, str) else ""
+        # ASCII digits only, and few of them: "²" or "٣" are not numbers an event holds, and
+        # int() of 5,000 digits fails.
+        if text.isascii() and text.isdigit() and len(text) <= 18:
+            value = int(text)
         else:
-            raise IllegalEvent(f"The {what} must be a whole number, not {value!r}.")
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+            raise IllegalEvent(f"The {what} must be a whole number, not {shown}.")
     if not low <= value <= high:
-        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {value}.")
+        shown = str(value) if len(str(value)) <= 20 else f"a number of {len(str(value))} digits"
+        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {shown}.")
     return value
 
 
@@ -318,6 +323,8 @@ class RoundStarted(Event):
         return data
 
     def describe(self, teams: dict | None = None) -> Message:
+        if self.oya is None:  # a hand-written log: the rules name the Oya
+            return Message("event.round_started_by_rules")
         if self.field_brights:
             return Message("event.round_started_brights", oya=self.oya, count=self.field_brights)
         return Message("event.round_started", oya=self.oya)

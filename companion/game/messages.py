@@ -11,8 +11,9 @@ language with gettext: the template is the catalog's msgid, each parameter is sa
     reason = Message("round.stop", side="Aki", yaku=..., points=6)
     str(reason) == "Aki stops with Akatan 6: 6 points";  reason.kind == "round"
 
-Code that needs to know what a sentence says tests its ``id`` or ``kind``, never a piece of
-its English. Every template is listed in :data:`TEMPLATES`; a test checks that each one has
+Being a ``str`` is what keeps every output as it was: whatever printed, stored or compared
+the English sentence still does. Code that needs to know what a sentence says tests its
+``id`` or ``kind``, never a piece of its English. Every template is listed in :data:`TEMPLATES`; a test checks that each one has
 its French and Japanese translation.
 """
 
@@ -145,6 +146,7 @@ _template(
 )
 _template("event.team", N_("%(team)s (%(members)s)"), "event")
 _template("event.round_started", N_("Round started, %(oya)s is Oya"), "event")
+_template("event.round_started_by_rules", N_("Round started"), "event")  # Oya left to the rules
 _template(
     "event.round_started_brights",
     N_("Round started, %(oya)s is Oya, %(count)s bright(s) in the field"),
@@ -257,11 +259,17 @@ _template(
 SEPARATORS = (N_(", "), N_(" and "), N_(" vs "))
 
 
-def _english(value) -> str:
-    return str(value)
+class _Text(str):
+    """Text that carries more than its characters; immutable, so a copy is itself."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
 
-class Message(str):
+class Message(_Text):
     """One sentence of the engine: the English text (the ``str`` itself), the ``id`` of its
     template in :data:`TEMPLATES` and the ``params`` that filled it."""
 
@@ -274,7 +282,7 @@ class Message(str):
             template = TEMPLATES[message_id]
         except KeyError:
             raise ValueError(f"No message template {message_id!r}.") from None
-        text = template.english % {k: _english(v) for k, v in params.items()}
+        text = template.english % {k: str(v) for k, v in params.items()}
         self = super().__new__(cls, text)
         self.id = message_id
         self.params = MappingProxyType(dict(params))
@@ -295,8 +303,7 @@ class Message(str):
         opening it), in every language."""
         if self[:1] == self[:1].upper():
             return self
-        new = _rebuild(self.id, dict(self.params), True)
-        return new
+        return _rebuild(self.id, dict(self.params), True)
 
     def __repr__(self) -> str:
         args = "".join(f", {k}={v!r}" for k, v in self.params.items())
@@ -304,12 +311,6 @@ class Message(str):
 
     def __reduce__(self):
         return (_rebuild, (self.id, dict(self.params), self.capitalized))
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
 
 
 def _rebuild(message_id: str, params: dict, capitalized: bool = False) -> Message:
@@ -322,7 +323,7 @@ def _rebuild(message_id: str, params: dict, capitalized: bool = False) -> Messag
     return message
 
 
-class Listing(str):
+class Listing(_Text):
     """Several values said one after the other: ``sep.join`` of their English in English,
     each item and the separator said in the page's language on the page."""
 
@@ -331,7 +332,7 @@ class Listing(str):
 
     def __new__(cls, items: Iterable, sep: str = ", ") -> Listing:
         items = tuple(items)
-        self = super().__new__(cls, sep.join(_english(i) for i in items))
+        self = super().__new__(cls, sep.join(str(i) for i in items))
         self.items = items
         self.sep = sep
         return self
@@ -342,14 +343,8 @@ class Listing(str):
     def __reduce__(self):
         return (Listing, (self.items, self.sep))
 
-    def __copy__(self):
-        return self
 
-    def __deepcopy__(self, memo):
-        return self
-
-
-class Named(str):
+class Named(_Text):
     """A name from a data file (a yaku from a rule file): the file's own name, which the
     JSON and the CLI print, with its translations by language code (``names``)."""
 
@@ -369,14 +364,8 @@ class Named(str):
     def __reduce__(self):
         return (Named, (str(self), dict(self.names)))
 
-    def __copy__(self):
-        return self
 
-    def __deepcopy__(self, memo):
-        return self
-
-
-class CardCode(str):
+class CardCode(_Text):
     """A card in a sentence: its code in English; a page names it after its deck."""
 
     def __reduce__(self):

@@ -35,7 +35,7 @@ from companion.detections import Detections
 from companion.game.engine import IllegalEvent
 from companion.live.events import CaptureDecider, Proposal
 from companion.live.tracker import TableState, TableTracker, twins
-from companion.live.zones import Zones
+from companion.live.zones import CAPTURES, Zones
 
 MOTION_SIZE = (160, 90)
 PIXEL_CHANGE = 14  # grey levels (0..255) a small-picture pixel must change by to count
@@ -45,6 +45,10 @@ REFRESH = 1.0  # seconds: the detector looks at least this often
 # seconds between looks at least: 10 looks a second at 30 fps (every third frame), every
 # frame at 10-12 fps. More looks settle a card sooner but cost a 30 fps camera its real time
 LOOK_EVERY = 0.08
+# seconds a pipeline started between two rounds watches the table (with no hand over it)
+# before what lies there may be a new deal: until then, a table holding captures is the
+# ended round's, cleared away before the next deal counts
+RESUME_WATCH = 1.0
 # a recorded capture not yet matched to a card on the table is recognised in an arrival
 # whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
 # lower adopts misreads of new cards as old ones, higher records old cards again
@@ -109,6 +113,8 @@ class LivePipeline:
         self._own: set[int] = set()  # seqs this pipeline appended
         self._settling = None  # (stop's seq, its event dict, until time): a Stop tapped
         self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
+        self._resumed = False  # the first look on the match has been made
+        self._watch_from: float | None = None  # started between rounds: watching since
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -120,6 +126,7 @@ class LivePipeline:
                 self.tracker.reset_round()
                 self.decider = CaptureDecider()
                 self._read_as.clear()
+                self._resumed, self._watch_from = False, None
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -181,7 +188,7 @@ class LivePipeline:
             and not t.stale
             and not t.ignored
             and t.zone is not None
-            and t.zone.startswith("captures")
+            and t.zone.startswith(CAPTURES)
             and self.tracker._updates - t.last_seen <= 2
             for t in self.tracker.tracks.values()
         )
@@ -225,7 +232,7 @@ class LivePipeline:
             and not t.ignored
             and t.steady_since is None
             and t.zone is not None
-            and t.zone.startswith("captures")
+            and t.zone.startswith(CAPTURES)
             and self.tracker._updates - t.last_seen <= 2
             for t in self.tracker.tracks.values()
         )
@@ -292,6 +299,7 @@ class LivePipeline:
                 if appended:
                     self._sync()
                 return appended
+            self._leftovers(state, frame.time)
             self._recognise(state)
             out = self.decider.step(self.table, state, self.seats(state))
             appended = self._append_decided(out, frame, state)
@@ -327,6 +335,30 @@ class LivePipeline:
                     )
                 )
         return appended
+
+    def _leftovers(self, state, now: float) -> None:
+        """Started between two rounds (killed after a Stop, before the cards were gathered):
+        while the table is first watched, a table holding captures is the ended round's, its
+        cards marked as such (stale, as when a round ends), so that they are cleared away
+        before a deal opens the next round; a table showing only a field is a new deal."""
+        if not self._resumed:
+            self._resumed = True
+            between = bool(state.rounds) and not state.round_in_progress and not state.finished
+            self._watch_from = now if between else None
+        if self._watch_from is None:
+            return
+        if state.round_in_progress:
+            self._watch_from = None
+            return
+        tracks = self.tracker.tracks.values()
+        if any(t.stale or (t.zone or "").startswith(CAPTURES) for t in tracks):
+            self.tracker.end_round()
+            self.table.stale = sum(1 for t in tracks if t.stale)
+            self.table.field, self.table.arrivals = [], {s: [] for s in self.table.arrivals}
+        if self.table.hand_present:
+            self._watch_from = now
+        elif now - self._watch_from >= RESUME_WATCH:
+            self._watch_from = None
 
     def _recognise(self, state) -> None:
         """Adopt the arrivals that are captures the store already holds but no card on the

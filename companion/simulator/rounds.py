@@ -285,6 +285,7 @@ _OVERLAP_LINE = {"brights": 2, "animals": 2, "ribbons": 1, "chaff": 0}  # lines 
 _OVERLAP_UV = (0.05, 0.9)  # the chaff row's first card
 _OVERLAP_SHOW = 0.62  # share of a card's height left to see by the line in front of it
 _FAN_STEP = 0.5  # a covered card shows this share of its width
+_SHARED_RIBBONS_APART = 6  # ribbons side by side in half the top edge (three players), then fanned
 
 
 class _Planner:
@@ -438,10 +439,16 @@ class _Planner:
             up = np.array([-math.sin(angle), math.cos(angle)])
             x, y = np.array([x, y]) + up * line * _OVERLAP_SHOW * synth.CARD_H_MM
             layer = 4 - line
-            fanned = row == "chaff" or shared
+            fanned = row == "chaff" or (shared and row != "ribbons")
             step_mm = _FAN_STEP * synth.CARD_W_MM if fanned else synth.CARD_W_MM + 3
             if row == "animals":  # after room for the five brights
                 index += 5
+            if shared and row == "ribbons":
+                # Side by side while half the edge has room: a fanned ribbon under the chaff
+                # line would show too little of itself to be read; fanned after that.
+                apart = min(index, _SHARED_RIBBONS_APART)
+                step_mm = synth.CARD_W_MM + 3
+                index = apart + _FAN_STEP * synth.CARD_W_MM / step_mm * (index - apart)
         else:
             step_mm = _FAN_STEP * synth.CARD_W_MM
         return Pose(
