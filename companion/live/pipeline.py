@@ -49,6 +49,10 @@ LOOK_EVERY = 0.08
 # before what lies there may be a new deal: until then, a table holding captures is the
 # ended round's, cleared away before the next deal counts
 RESUME_WATCH = 1.0
+# looks after a start during which a field dealt in an earlier round of the match means that
+# round's recording is being played again; its cards in common with the field lying
+SAME_DEAL = 6
+RESUME_LOOKS = 30
 # a recorded capture not yet matched to a card on the table is recognised in an arrival
 # whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
 # lower adopts misreads of new cards as old ones, higher records old cards again
@@ -114,6 +118,9 @@ class LivePipeline:
         self._settling = None  # (stop's seq, its event dict, until time): a Stop tapped
         self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
         self._resumed = False  # the first look on the match has been made
+        self._dealt: list[set] = []  # the dealt field of each round of the match, in order
+        self._earlier_round = False  # a recording of an earlier round is being played again
+        self._resumed_looks = 0
         self._watch_from: float | None = None  # started between rounds: watching since
 
     # -- reading the match ---------------------------------------------------------------------
@@ -127,6 +134,7 @@ class LivePipeline:
                 self.decider = CaptureDecider()
                 self._read_as.clear()
                 self._resumed, self._watch_from = False, None
+                self._dealt, self._earlier_round, self._resumed_looks = [], False, 0
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -156,6 +164,8 @@ class LivePipeline:
                             record.card = e.new_card
                 elif e.type == "redeal":
                     self.tracker.reset_round()
+                elif e.type == "round_started":
+                    self._dealt.append(set(e.field))
             if self._match_state is not None and len(state.rounds) > len(
                 self._match_state.rounds
             ):
@@ -300,6 +310,8 @@ class LivePipeline:
                     self._sync()
                 return appended
             self._leftovers(state, frame.time)
+            if self._replaying_earlier_round(state):
+                return []
             self._recognise(state)
             out = self.decider.step(self.table, state, self.seats(state))
             appended = self._append_decided(out, frame, state)
@@ -359,6 +371,23 @@ class LivePipeline:
             self._watch_from = now
         elif now - self._watch_from >= RESUME_WATCH:
             self._watch_from = None
+
+    def _replaying_earlier_round(self, state) -> bool:
+        """A recording played again from its start while the match is in a later round: the
+        table first shows the dealt field of an earlier round (``SAME_DEAL`` of its cards),
+        not this round's. Nothing is decided until this round's deal shows again (its
+        captures are then recognised as they are laid again)."""
+        field = set(self.table.field)
+        if self._resumed_looks > RESUME_LOOKS and not self._earlier_round:
+            return False
+        self._resumed_looks += 1
+        if not state.round_in_progress or len(self._dealt) < 2 or len(field) < SAME_DEAL:
+            return self._earlier_round
+        if len(field & self._dealt[-1]) >= SAME_DEAL:
+            self._earlier_round = False  # this round's deal: it goes on from here
+        elif any(len(field & dealt) >= SAME_DEAL for dealt in self._dealt[:-1]):
+            self._earlier_round = True
+        return self._earlier_round
 
     def _recognise(self, state) -> None:
         """Adopt the arrivals that are captures the store already holds but no card on the
