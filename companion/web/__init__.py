@@ -54,6 +54,9 @@ live session the pages say "no camera" and the picture endpoints answer 404::
     GET  /live/stream.mjpg[?max_seconds=S]   multipart/x-mixed-replace JPEG stream of the
                                         annotated frames, each new frame once; closes itself
                                         after S seconds (default 300, at most 3600)
+    GET  /live/cards                    the last look's cards and the zones, named in the
+                                        page's language (the live view writes them over the
+                                        picture, which carries the outlines only)
     GET  /live/crop?player=P&card=MM-K  the camera's crop of a capture it flagged for a check
     GET  /calibrate[?propose=1]         the zones drawn over a snapshot; drag their corners
                                         (propose=1: zones fitted to the dealt field, unsaved)
