@@ -345,3 +345,44 @@ def test_a_restart_while_a_koi_or_stop_is_awaited_goes_on_after_the_tap():
     again.put("05-3", *ROWS["Ben"][1])
     again.run(15)
     assert captures(store, match_id)["Ben"] == ["05-1", "05-3"]
+
+
+DEAL_2 = ["01-2", "03-1", "04-2", "06-1", "07-3", "08-1", "10-2", "12-4"]
+
+
+def play_two_rounds(store, match_id, table):
+    """Round 1 (two captures, then gathered), round 2 dealt and one capture made."""
+    table.take("08-3")
+    table.put("08-3", *ROWS["Aki"][0])
+    table.put("08-4", *ROWS["Aki"][1])
+    table.run(10)
+    if store.state(match_id).round_number == 1 and store.state(match_id).round_in_progress:
+        store.append(match_id, {"type": "cards_ran_out"})
+    table.run(5)
+    table.cards.clear()
+    table.run(30)
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(20)
+    table.take("06-1")
+    table.put("06-1", *ROWS["Ben"][0])
+    table.put("06-3", *ROWS["Ben"][1])
+    table.run(10)
+
+
+def test_a_recording_played_again_from_an_earlier_round_records_nothing_twice():
+    store, match_id = new_match()
+    play_two_rounds(store, match_id, start(store, match_id))
+    state = store.state(match_id)
+    assert state.round_number == 2 and captures(store, match_id)["Ben"] == ["06-1", "06-3"]
+    events = len(store.events(match_id))
+    # the same recording from its start: round 1 is shown again, then round 2
+    table = start(store, match_id)
+    play_two_rounds(store, match_id, table)
+    assert len(store.events(match_id)) == events
+    assert captures(store, match_id) == {"Aki": [], "Ben": ["06-1", "06-3"]}
+    table.take("12-4")  # and play goes on past where it stopped
+    table.put("12-4", *ROWS["Aki"][2])
+    table.put("12-1", *ROWS["Aki"][3])
+    table.run(10)
+    assert captures(store, match_id) == {"Aki": ["12-1", "12-4"], "Ben": ["06-1", "06-3"]}
