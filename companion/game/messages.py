@@ -158,6 +158,9 @@ _template("event.capture_corrected", N_("%(player)s: %(card)s corrected to %(new
 _template("event.capture_removed", N_("%(player)s: %(card)s removed"), "event")
 _template("event.koi_called", N_("%(player)s called Koi-Koi"), "event")
 _template("event.stop_called", N_("%(player)s stopped"), "event")
+_template("event.koi_read", N_("%(player)s: Koi, read from the table"), "event")
+_template("event.stop_read", N_("%(player)s: Stop, read from the table"), "event")
+_template("event.field_dealt", N_("Dealt field read: %(cards)s"), "event")
 _template("event.hand_declared", N_("%(player)s declared %(kind)s"), "event")
 _template("event.field_brights_set", N_("Brights in the dealt field: %(count)s"), "event")
 _template("event.cards_ran_out", N_("The cards ran out"), "event")
@@ -236,6 +239,21 @@ _template(
     "camera",
 )
 _template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
+# what the table showed against a tap (or again after an undo): shown, never recorded
+_template("camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal")
+_template(
+    "camera.table_shows_stop", N_("The table shows Stop for %(player)s: tap Koi or Stop."), "proposal"
+)
+_template(
+    "camera.laid_after_stop",
+    N_("Cards are laid after %(player)s's Stop: if it was a Koi, undo the Stop."),
+    "proposal",
+)
+_template(
+    "camera.gathered_after_koi",
+    N_("The cards are gathered after %(player)s's Koi: if it was a Stop, undo the Koi."),
+    "proposal",
+)
 
 # The separators of a Listing, said in the page's language too.
 SEPARATORS = (N_(", "), N_(" and "), N_(" vs "))

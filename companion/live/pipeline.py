@@ -33,7 +33,7 @@ import numpy as np
 
 from companion.detections import Detections
 from companion.game.engine import IllegalEvent
-from companion.live.events import CaptureDecider
+from companion.live.events import CaptureDecider, Proposal
 from companion.live.tracker import TableState, TableTracker, twins
 from companion.live.zones import CAPTURES, Zones
 
@@ -56,6 +56,7 @@ SAME_DEAL = 6
 # whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
 # lower adopts misreads of new cards as old ones, higher records old cards again
 RECOGNISED = 0.25
+SETTLE_AFTER_STOP = 2.0  # seconds a Stop tapped waits for the captures still settling
 
 
 @dataclass
@@ -112,6 +113,8 @@ class LivePipeline:
         self.recognised: list[tuple[str, str]] = []  # (player, card) adopted where they lie
         self._match_state = None
         self._moving: np.ndarray | None = None  # where something moved since the last look
+        self._own: set[int] = set()  # seqs this pipeline appended
+        self._settling = None  # (stop's seq, its event dict, until time): a Stop tapped
         self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
         self._resumed = False  # the first look on the match has been made
         self._dealt: list[set] = []  # the dealt field of each round of the match, in order
@@ -165,7 +168,19 @@ class LivePipeline:
             if self._match_state is not None and len(state.rounds) > len(
                 self._match_state.rounds
             ):
-                self.tracker.end_round()
+                last = events[-1] if events else None
+                tapped_stop = (
+                    last is not None
+                    and last.event.type == "stop_called"
+                    and last.seq not in self._own
+                    and self._settling is None
+                )
+                if tapped_stop and self._still_settling():
+                    # the turn's last capture may lie still, not yet decided: decided first
+                    until = self.table.time + SETTLE_AFTER_STOP
+                    self._settling = (last.seq, last.event.to_dict(), until)
+                else:
+                    self.tracker.end_round()
             # whatever the tablet removed or undid is never brought back
             held = {c.code for cards in state.captures.values() for c in cards}
             if state.round_in_progress:
@@ -174,6 +189,67 @@ class LivePipeline:
                         self.tracker.forget(code)
             self._match_state = state
         return state
+
+    def _still_settling(self) -> bool:
+        """Whether an unregistered card lies (or is coming to rest) in a capture area."""
+        return any(
+            t.registered is None
+            and not t.stale
+            and not t.ignored
+            and t.zone is not None
+            and t.zone.startswith(CAPTURES)
+            and self.tracker._updates - t.last_seen <= 2
+            for t in self.tracker.tracks.values()
+        )
+
+    def _settle_stop(self, frame, seats: dict) -> list:
+        """A Stop tapped while captures were settling: once they lie still (or after
+        ``SETTLE_AFTER_STOP``), those the Stop cut off are recorded before it (the Stop is
+        undone and tapped again after them). Returns the StoredEvents appended."""
+        seq, stop, until = self._settling
+        waiting = any(self.table.arrivals.values()) or self._still_settling()
+        if waiting and self.table.time < until and not self._all_quiet():
+            return []
+        self._settling = None
+        appended = []
+        latest = self.store.events(self.match_id, after_seq=seq - 1)
+        if len(latest) == 1 and latest[0].seq == seq:  # nothing recorded since the Stop
+            from companion.game.engine import apply
+
+            before = apply(self._match_state, {"type": "undo"})
+            out = self.decider.decide_now(self.table, before, seats)
+            if out.events:
+                appended.append(self._append({"type": "undo"}))
+                appended += self._append_decided(out, frame, before)
+                try:
+                    appended.append(self._append(stop))
+                except IllegalEvent as exc:
+                    self.errors.append(str(exc))
+        self.tracker.end_round()
+        return [a for a in appended if a is not None]
+
+    def _all_quiet(self) -> bool:
+        arrivals = [a for group in self.table.arrivals.values() for a in group]
+        return bool(arrivals) and all(self.table.frame > a.quiet_since for a in arrivals) and (
+            not self._still_settling_unsteady()
+        )
+
+    def _still_settling_unsteady(self) -> bool:
+        return any(
+            t.registered is None
+            and not t.stale
+            and not t.ignored
+            and t.steady_since is None
+            and t.zone is not None
+            and t.zone.startswith(CAPTURES)
+            and self.tracker._updates - t.last_seen <= 2
+            for t in self.tracker.tracks.values()
+        )
+
+    def _append(self, event: dict):
+        stored = self.store.append(self.match_id, event)
+        self._own.add(stored.seq)
+        return stored
 
     # -- one frame ---------------------------------------------------------------------------
 
@@ -227,39 +303,49 @@ class LivePipeline:
             state = self._sync()
             if state is None:
                 return []
+            if self._settling is not None:
+                appended = self._settle_stop(frame, self.seats(state))
+                if appended:
+                    self._sync()
+                return appended
             self._leftovers(state, frame.time)
             if self._replaying_earlier_round(state):
                 return []
             self._recognise(state)
             out = self.decider.step(self.table, state, self.seats(state))
-            appended = []
-            readings = iter(out.readings)
-            for event in out.events:
-                reading = next(readings) if event["type"] == "card_captured" else None
-                try:
-                    stored = self.store.append(self.match_id, event)
-                except IllegalEvent as exc:  # the tablet got there first, or the round ended
-                    self.errors.append(str(exc))
-                    continue
-                appended.append(stored)
-                if reading is not None:
-                    self.tracker.register(reading.track, reading.seat, reading.code)
-                    self.captures.append(
-                        CaptureRecord(
-                            player=event["player"],
-                            card=reading.code,
-                            seq=stored.seq,
-                            steady_frame=reading.steady_since,
-                            event_frame=frame.index,
-                            event_time=frame.time,
-                            check=reading.check,
-                            round=state.round_number,
-                            crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
-                        )
-                    )
+            appended = self._append_decided(out, frame, state)
             if appended:
                 self._sync()
             return appended
+
+    def _append_decided(self, out, frame, state) -> list:
+        """Append the decider's events; register each capture with its physical card."""
+        appended = []
+        readings = iter(out.readings)
+        for event in out.events:
+            reading = next(readings) if event["type"] == "card_captured" else None
+            try:
+                stored = self._append(event)
+            except IllegalEvent as exc:  # the tablet got there first, or the round ended
+                self.errors.append(str(exc))
+                continue
+            appended.append(stored)
+            if reading is not None:
+                self.tracker.register(reading.track, reading.seat, reading.code)
+                self.captures.append(
+                    CaptureRecord(
+                        player=event["player"],
+                        card=reading.code,
+                        seq=stored.seq,
+                        steady_frame=reading.steady_since,
+                        event_frame=frame.index,
+                        event_time=frame.time,
+                        check=reading.check,
+                        round=state.round_number,
+                        crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
+                    )
+                )
+        return appended
 
     def _leftovers(self, state, now: float) -> None:
         """Started between two rounds (killed after a Stop, before the cards were gathered):
@@ -345,6 +431,10 @@ class LivePipeline:
 
     @property
     def proposal(self):
+        """What the table showed against a tap (kind "reading"), else what the camera suggests
+        (a redeal, the next round): a sentence the players act on."""
+        if self.decider.notice:
+            return Proposal("reading", self.decider.notice)
         return self.decider.proposal
 
     def crop(self, player: str, card: str) -> np.ndarray | None:

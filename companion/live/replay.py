@@ -217,17 +217,24 @@ def _match_setup(truth: dict | None) -> dict:
 TABLET_TAPS = ("hand_declared", "redeal")  # what the camera cannot see: a player says it
 
 
+TAPS = ("truth", "none")
+
+
 class _Answers:
     """The tablet's taps. Koi/Stop: the truth's answers in order, each tapped no earlier than
     the frame the simulated player called it (his turn over); with none left for that player
     (or no truth), stop after ``WAIT`` seconds of a pending decision. Declarations and
     redeals, which the camera cannot see: the truth's events at their frame, tried until the
-    match accepts them (for 5 seconds)."""
+    match accepts them (for 5 seconds). ``taps="none"``: no tap at all (the camera reads
+    Koi, Stop, round ends and deals from the table)."""
 
     WAIT = 3.0
 
-    def __init__(self, truth: dict | None):
-        truth = truth or {}
+    def __init__(self, truth: dict | None, taps: str = "truth"):
+        if taps not in TAPS:
+            raise CompanionError(f"Taps are 'truth' or 'none', not {taps!r}.")
+        self.none = taps == "none"
+        truth = {} if self.none else (truth or {})
         calls = [
             item["frame"]
             for item in truth.get("events", [])
@@ -251,7 +258,7 @@ class _Answers:
 
     def answer(self, state, frame_index: int, fps: float) -> str | None:
         """ "koi", "stop", or None: not yet (the player has not tapped)."""
-        if not (state.pending_decision and state.round_in_progress):
+        if self.none or not (state.pending_decision and state.round_in_progress):
             self.pending_since = None
             return None
         if self.pending_since is None:
@@ -277,8 +284,11 @@ def replay_video(
     zones: Zones | None = None,
     truth: dict | None = None,
     limit: int | None = None,
+    taps: str = "truth",
 ) -> ReplayReport:
-    """Run the pipeline over every frame of ``video`` (as fast as the machine goes)."""
+    """Run the pipeline over every frame of ``video`` (as fast as the machine goes).
+    ``taps``: "truth" (Koi/Stop and what the camera cannot see tapped from the truth file) or
+    "none" (no tap: the truth only scores)."""
     source = VideoFileSource(video)
     if zones is None:
         zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
@@ -293,7 +303,7 @@ def replay_video(
         options=setup.get("options"),
     )
     pipeline = LivePipeline(detector, zones, store, match_id)
-    answers = _Answers(truth)
+    answers = _Answers(truth, taps)
     report = ReplayReport(truth=truth is not None, fps_video=source.fps)
     event_ms: dict[int, float] = {}
     start = last = time.perf_counter()
@@ -313,7 +323,10 @@ def replay_video(
             while (kind := answers.answer(state, frame.index, source.fps)) is not None:
                 player = state.pending_decision
                 event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
-                appended.append(store.append(match_id, event))
+                try:
+                    appended.append(store.append(match_id, event))
+                except IllegalEvent:  # the camera read it from the table first
+                    break
                 state = store.state(match_id)
             now = time.perf_counter()
             ms = (now - t0) * 1000
