@@ -615,6 +615,11 @@ def huge_body(app, declared: int = 300 * 1024 * 1024, pushed: int = 32 * 1024 * 
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
             s.sendall(head)
             s.setblocking(False)
+            for _ in range(16):  # a client that does not wait for an answer: 1 MB at once
+                try:
+                    sent += s.send(chunk)
+                except OSError:
+                    break
             while sent < pushed and time.monotonic() - started < 10:
                 try:
                     answer += s.recv(4096)
@@ -726,11 +731,116 @@ def guesses(app, total: int = 300, addresses: int = 30, workers: int = 10) -> di
     }
 
 
+IMPORT_SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from companion.store import MatchStore
+from companion.web import create_app, serve
+store = MatchStore.open({db!r})
+serve(create_app(store), "127.0.0.1", 0, ready=lambda s: print(s.server_port, flush=True))
+"""
+
+
+def concurrent_imports(count: int = 40, events: int = 13_800) -> dict:
+    """``count`` imports of a ~4 MB export (``events`` events, refused at its replay, as a
+    damaged or hostile file is) sent at once to a server in its own process: its peak memory
+    (VmHWM, Linux) before and after, and the answers."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = MatchStore.open(Path(tmp) / "m.db")
+        match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+        export = store.export_match(match_id)
+        store.close()
+        first = export["events"][0]
+        row = {"event": {"type": "round_started", "oya": "Aki"}, "created_at": first["created_at"]}
+        export["events"] = [first] + [
+            dict(row, seq=n, request_id="r" * 150 + str(n)) for n in range(2, events)
+        ]
+        data = json.dumps(export).encode()
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                IMPORT_SERVER.format(root=str(ROOT), db=str(Path(tmp) / "s.db")),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            port = int(server.stdout.readline())
+
+            def peak() -> int:
+                with open(f"/proc/{server.pid}/status") as status:
+                    return next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
+
+            before = peak()
+            answers: Counter = Counter()
+
+            def one():
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                conn.request("GET", "/")
+                reply = conn.getresponse()
+                page = reply.read().decode()
+                cookie = (reply.getheader("Set-Cookie") or "").split(";")[0]
+                token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+                mark = uuid.uuid4().hex
+                body = (
+                    (
+                        f'--{mark}\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n'
+                        f'{token}\r\n--{mark}\r\nContent-Disposition: form-data; name="file"; '
+                        'filename="m.json"\r\nContent-Type: application/json\r\n\r\n'
+                    ).encode()
+                    + data
+                    + f"\r\n--{mark}--\r\n".encode()
+                )
+                try:
+                    conn.request(
+                        "POST",
+                        "/matches/import",
+                        body=body,
+                        headers={
+                            "Content-Type": f"multipart/form-data; boundary={mark}",
+                            "Cookie": cookie,
+                        },
+                    )
+                    reply = conn.getresponse()
+                    reply.read()
+                    answers[reply.status] += 1
+                except OSError:
+                    answers["connection closed"] += 1
+
+            started = time.monotonic()
+            threads = [threading.Thread(target=one) for _ in range(count)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return {
+                "imports": count,
+                "file_bytes": len(data),
+                "peak_kb_before": before,
+                "peak_kb_after": peak(),
+                "answers": dict(answers),
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        finally:
+            server.kill()
+            server.wait()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--per-route", type=int, default=12)
     parser.add_argument("--seed", type=int, default=75)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--guesses", type=int, default=300, help="wrong join codes to send")
+    parser.add_argument(
+        "--imports",
+        type=int,
+        default=0,
+        help="also send this many ~4 MB imports at once to a server process (Linux): its memory",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     routes = fuzz_routes(args.per_route, args.seed)
@@ -739,7 +849,7 @@ def main(argv=None) -> int:
         store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
         wire = fuzz_wire(create_app(store))
         body = huge_body(create_app(store, join_code=JOIN_CODE))
-        joins = guesses(create_app(store, join_code=JOIN_CODE))
+        joins = guesses(create_app(store, join_code=JOIN_CODE), total=args.guesses)
         store.close()
     report = {
         "requests": routes["requests"] + wire["requests"],
@@ -756,6 +866,7 @@ def main(argv=None) -> int:
         },
         "huge_body": body,
         "join_guesses": joins,
+        "imports": concurrent_imports(args.imports) if args.imports else None,
         "seconds": round(time.monotonic() - started, 1),
     }
     if args.json:
@@ -778,6 +889,14 @@ def main(argv=None) -> int:
             f"{joins['seconds']} s: {joins['judged']} judged ({joins['judged_per_second']} "
             f"per second), {joins['refused']} refused unjudged (429)"
         )
+        imports = report["imports"]
+        if imports:
+            print(
+                f"imports: {imports['imports']} files of {imports['file_bytes']} bytes at once: "
+                f"server peak memory {imports['peak_kb_before'] // 1024} MB before, "
+                f"{imports['peak_kb_after'] // 1024} MB after; answers {imports['answers']} "
+                f"in {imports['seconds']} s"
+            )
         print(f"probe took {report['seconds']} s")
         for failure in report["routes"]["fivexx"] + report["wire"]["fivexx"]:
             print("5xx:", failure)

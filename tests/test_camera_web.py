@@ -3,6 +3,7 @@ LiveSession that has the interface of docs/LIVE.md and serves small generated JP
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -603,6 +604,26 @@ def test_the_camera_pages_over_a_real_live_session(store, tmp_path):
     assert Zones.load(tmp_path / "zones.toml") == session.zones
     missing = client.get("/live/crop?player=Aki&card=01-1")
     assert missing.status_code == 404
+
+    # The picture carries the outlines only: the page names the cards, in its language.
+    named = client.get("/live/cards?lang=fr").get_json()
+    assert named["frame"] == 3 and len(named["cards"]) == 8
+    assert named["cards"][0]["name"] == "Grue et soleil" and named["cards"][0]["sure"]
+    quad = np.array(named["cards"][0]["quad"])
+    assert quad.shape == (4, 2) and 0 < quad.min() and quad.max() < 1
+    assert sorted(z["label"] for z in named["zones"]) == ["Pioche", "Prises A", "Prises B", "Tapis"]
+    assert "01-1" not in json.dumps(named) and "0.95" not in json.dumps(named)
+
+
+def test_the_cards_in_view_need_a_camera_and_the_join_code(store, tmp_path, bare):
+    assert bare.get("/live/cards").status_code == 404
+    fake = FakeLive(tmp_path / "zones.toml")
+    client = create_app(store, testing=True, live=fake, join_code="123456").test_client()
+    token = csrf(client)
+    assert client.get("/live/cards").status_code == 403
+    client.post("/join", data={"csrf_token": token, "code": "123456"})
+    answer = client.get("/live/cards").get_json()  # a camera that names nothing: no cards
+    assert answer["cards"] == [] and len(answer["zones"]) == 4
 
 
 def test_no_deal_button_while_the_camera_deals(client, fake, store):

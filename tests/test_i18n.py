@@ -449,6 +449,7 @@ def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japa
     ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
     assert "四光 10" in ja and "Yonkō" not in ja  # the prompt and the hand
     assert "この回のこいこい1回: Aki ×1" in ja  # the multiplier, with who called
+    assert "こいこい×1" in ja and "Koi ×1" not in ja  # the pill of his calls
     post_event(client, store, match_id, type="stop_called", player="Aki")
     pages = {
         lang: visible_text(client.get(f"/matches/{match_id}?lang={lang}").get_data(as_text=True))
@@ -557,3 +558,19 @@ def test_the_statistics_name_the_yaku_in_the_page_language(client, store):
     assert "三光 (1)" in ja and "Sankō" not in ja
     en = visible_text(client.get("/stats?lang=en").get_data(as_text=True))
     assert "Sankō (1)" in en
+
+
+def test_a_dealt_hand_is_named_as_the_buttons_name_it_and_the_json_keeps_its_id(client, store):
+    from companion.summaries import koikoi
+
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    post_event(client, store, match_id, type="hand_declared", player="Ben", kind="teshi")
+    page = visible_text(client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True))
+    assert "Ben declares Teshi (4 cards of one month in the dealt hand): 6 points" in page
+    data = koikoi.summary_from_store(store, match_id).to_dict()
+    assert data["rounds"][0]["reason"] == (
+        "Ben declares teshi (4 cards of one month in the dealt hand): 6 points"
+    )
+    ja = visible_text(client.get(f"/matches/{match_id}/summary?lang=ja").get_data(as_text=True))
+    assert "Benが手四（配られた手札に同じ月の札が4枚）：6点" in ja

@@ -878,3 +878,16 @@ def test_an_optional_hand_can_still_be_declared_in_one_tap_or_checked(store, tmp
         client, token, store, match_id, "teshi", [f"{m:02d}-1" for m in range(1, 13)]
     )
     assert too_many.status_code == 400
+
+
+def test_query_numbers_take_ascii_digits_only(store, match_id):
+    client = create_app(store, testing=True, live=CameraWithPassword("camera:0")).test_client()
+    for url in (
+        f"/matches/{match_id}/seq?after=٣",
+        f"/matches/{match_id}/seq?after=" + "9" * 5000,
+        f"/matches/{match_id}/seq?after=0&timeout=٣",
+        f"/matches/{match_id}/live?max_seconds=٣",
+        "/live/stream.mjpg?max_seconds=٣",
+    ):
+        assert client.get(url).status_code == 400, url
+    assert client.get(f"/matches/{match_id}/seq?after=0&timeout=0").get_json()["seq"] == 1

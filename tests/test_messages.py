@@ -298,3 +298,9 @@ def test_a_match_stored_before_the_preset_named_its_yaku_gets_the_presets_names(
     assert rules.yaku_by_id("hanami").name.in_language("ja") == "花見酒"
     own = stored.replace('name = "nintendo"', 'name = "my-rules"', 1)
     assert RuleSet.from_text(own).yaku_by_id("hanami").name.in_language("ja") == "Hanami-zake"
+
+
+def test_a_logged_round_without_its_oya_says_no_none():
+    assert engine.RoundStarted().describe() == "Round started"
+    assert engine.RoundStarted(oya="Aki").describe() == "Round started, Aki is Oya"
+    assert engine.HandDeclared(player="Aki", kind="teshi").describe() == "Aki declared teshi"

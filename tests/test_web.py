@@ -1591,3 +1591,22 @@ def test_archive_from_the_command_line(tmp_path):
     CliRunner().invoke(main, ["archive", str(match_id), "--db", str(db), "--undo"])
     with MatchStore.open(db) as file_store:
         assert not file_store.get_match(match_id).archived
+
+
+def test_a_koi_read_from_the_table_is_said_on_the_board_with_one_tap_to_undo(
+    client, store, match_id, post
+):
+    store.append(match_id, {"type": "round_started"})
+    for card in ("03-1", "03-3", "09-1", "09-4"):
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+    store.append(match_id, {"type": "koi_called", "player": "Aki", "source": "camera"})
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert "Aki: Koi, read from the table" in board and 'id="camera-call"' in board
+    assert post(type="undo").status_code == 200
+    state = store.state(match_id)
+    assert state.pending_decision == "Aki" and state.koi["Aki"] == 0
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'id="camera-call"' not in board
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped: nothing to say
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'id="camera-call"' not in board

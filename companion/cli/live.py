@@ -213,6 +213,11 @@ def run_command(
     "--truth", "truth_path", type=click.Path(dir_okay=False),
     help="The simulation's truth.json: Koi/Stop answers, and figures against it.",
 )  # fmt: skip
+@click.option(
+    "--taps", type=click.Choice(["truth", "none"]), default="truth", show_default=True,
+    help="truth: Koi/Stop (and what the camera cannot see) tapped from the truth file; "
+    "none: no tap, the table alone (the truth only scores).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--restart-at", "restart_at", type=click.IntRange(1), multiple=True, metavar="FRAME",
@@ -230,7 +235,16 @@ def run_command(
 @decks_dir_option
 @friendly_errors
 def replay_command(
-    video, zones_path, truth_path, as_json, restart_at, restart_from, model_path, deck, decks_dir
+    video,
+    zones_path,
+    truth_path,
+    taps,
+    as_json,
+    restart_at,
+    restart_from,
+    model_path,
+    deck,
+    decks_dir,
 ):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.live.replay import load_truth, replay_video
@@ -247,9 +261,10 @@ def replay_command(
             restarts=restart_at,
             from_start=restart_from == "start",
             zones=_zones(zones_path),
+            taps=taps,
         )
     else:
-        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth)
+        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth, taps=taps)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -29,6 +29,25 @@ class CardError(CompanionError):
     """An unknown or malformed card code or name."""
 
 
+def parse_toml(source: str, what: str, error: type[CompanionError] = CompanionError) -> dict:
+    """``source`` read as TOML, or ``error`` with one sentence naming ``what`` ("the rule
+    file"): bad syntax, nesting deeper than the parser's recursion, or a whole number too long
+    for Python to read (over 4,300 digits: ``int`` refuses longer strings, a guard against
+    quadratic parsing)."""
+    try:
+        return tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{_upper_first(what)} is not valid TOML: {exc}.") from None
+    except RecursionError:
+        raise error(f"{_upper_first(what)} is nested too deeply to read.") from None
+    except ValueError:  # int() of a number of thousands of digits
+        raise error(f"{_upper_first(what)} holds a number too long to read.") from None
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 class Category(str, enum.Enum):
     BRIGHT = "bright"
     ANIMAL = "animal"
@@ -428,9 +447,7 @@ class Deck:
                 return STANDARD_DECK
             path = DECKS_DIR / f"{text}.toml"
             if not path.is_file():
-                known = ", ".join(
-                    sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))])
-                )
+                known = ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
                 raise CardError(f"No deck {text!r}: known decks are {known}, or give a .toml path.")
         elif folder is not None:
             home = Path(folder).resolve()
@@ -453,12 +470,7 @@ class Deck:
         except (OSError, UnicodeError) as exc:
             reason = getattr(exc, "strerror", None) or "it is not UTF-8 text"
             raise CardError(f"The deck file {path.name} cannot be read: {reason}.") from None
-        try:
-            data = tomllib.loads(source)
-        except tomllib.TOMLDecodeError as exc:
-            raise CardError(f"Deck file {path} is not valid TOML: {exc}.") from None
-        except RecursionError:
-            raise CardError(f"The deck file {path.name} is nested too deeply to read.") from None
+        data = parse_toml(source, f"the deck file {path.name}", CardError)
         return cls.from_dict(
             data, default_name=path.stem, folder=path.parent, _chain=(*_chain, key)
         )

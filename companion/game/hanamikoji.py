@@ -329,9 +329,7 @@ class MatchOutcome:
             )
         if self.by == "points_after_last_round":
             more, less = pts[self.winner], pts[other(self.winner)]
-            return Message(
-                "hanamikoji.more_points", n=MAX_ROUNDS, winner=win, more=more, less=less
-            )
+            return Message("hanamikoji.more_points", n=MAX_ROUNDS, winner=win, more=more, less=less)
         return Message("hanamikoji.tie", n=MAX_ROUNDS, points=pts["A"])
 
     def to_dict(self, names: dict | None = None) -> dict:

@@ -48,14 +48,16 @@ def encode_jpeg(image: np.ndarray | None, quality: int = JPEG_QUALITY) -> bytes 
     return data.tobytes() if ok else None
 
 
-def draw_zones(image: np.ndarray, zones: Zones) -> np.ndarray:
-    """Zone outlines and names over a copy of the image."""
+def draw_zones(image: np.ndarray, zones: Zones, names: bool = True) -> np.ndarray:
+    """Zone outlines (and their codes, unless ``names=False``) over a copy of the image."""
     out = image.copy()
     h, w = out.shape[:2]
     for zone in zones:
         pts = zone.pixels(w, h).round().astype(np.int32)
         colour = (255, 200, 0) if zone.kind == "captures" else (200, 200, 200)
         cv2.polylines(out, [pts], True, colour, 2, cv2.LINE_AA)
+        if not names:
+            continue
         x, y = pts.min(axis=0)
         cv2.putText(
             out, zone.name, (int(x) + 6, int(y) + 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, colour, 2
@@ -182,8 +184,36 @@ class LiveSession:
         if annotated:
             from companion.recognizer import annotate
 
-            image = draw_zones(annotate(image, det) if len(det) else image, self.zones)
+            # Outlines only: the page writes the cards' and zones' names over the picture, in
+            # its own language and where they do not cover each other (``cards_in_view``).
+            outlined = annotate(image, det, labels=False) if len(det) else image
+            image = draw_zones(outlined, self.zones, names=False)
         return encode_jpeg(image)
+
+    def cards_in_view(self) -> dict:
+        """The last look's cards for the live view to name: ``{"frame": n, "cards": [{"code":
+        MM-K or "back", "quad": [[x, y] x 4] normalised, "confidence"}]}``."""
+        from companion.detections import CLASSES
+
+        with self._lock:
+            frame, det = self._frame, self.pipeline.detections
+        if frame is None or not len(det):
+            return {"frame": self.pipeline.frames, "cards": []}
+        h, w = frame.image.shape[:2]
+        quads = det.quads / np.float32([w, h])
+        return {
+            "frame": self.pipeline.frames,
+            "cards": [
+                {
+                    "code": CLASSES[int(class_id)],
+                    "quad": [[round(float(x), 4), round(float(y), 4)] for x, y in quad],
+                    "confidence": round(float(confidence), 3),
+                }
+                for class_id, quad, confidence in zip(
+                    det.class_ids, quads, det.confidence, strict=True
+                )
+            ],
+        }
 
     def snapshot_jpeg(self) -> bytes | None:
         return self.latest_jpeg(annotated=False)

@@ -24,18 +24,13 @@ seat labels (A, B, C) that the pipeline maps onto the match's players in seat or
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from companion import CompanionError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from companion.game.cards import parse_toml
 
 FIELD = "field"
 DRAW_PILE = "draw_pile"
@@ -140,10 +135,7 @@ class Zones:
 
     @staticmethod
     def from_toml(text: str, default_name: str = "zones") -> Zones:
-        try:
-            data = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, RecursionError) as exc:
-            raise ZoneError(f"The zone file is not valid TOML: {exc}.") from None
+        data = parse_toml(text, "the zone file", ZoneError)
         return Zones.from_dict(data, default_name=default_name)
 
     @staticmethod

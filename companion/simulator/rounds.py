@@ -481,7 +481,7 @@ class _Planner:
         self._hold(cfg.frames(1.0))
         for number in range(1, cfg.rounds + 1):
             self._play_round(number)
-        self._hold(cfg.frames(1.0))
+        self._hold(cfg.frames(2.5))  # the camera keeps filming the cleared table a moment
         return MatchPlan(
             cfg,
             self.seed,
@@ -784,7 +784,8 @@ class _Planner:
         self._reach(player, None)
 
     def _gather(self, oya: str) -> None:
-        """The table is cleared: field, captures and pile leave by the dealer's edge."""
+        """The table is cleared as players do it: each sweeps his own captures off by his
+        edge (the dealer first), then the dealer gathers the field and the pile."""
         on_table = sorted(self.pose, key=lambda c: c)
         field_group = [c for c in on_table if c in self.field_slot]
         capture_groups = {p: [] for p in self.players}
@@ -796,14 +797,16 @@ class _Planner:
             for c in on_table
             if c not in field_group and all(c not in g for g in capture_groups.values())
         ]
-        groups = [field_group, *(capture_groups[p] for p in self.players), rest]
-        for group in groups:
+        sweepers = [oya] + [p for p in self.players if p != oya]
+        groups = [(p, capture_groups[p]) for p in sweepers]
+        groups += [(oya, field_group), (oya, rest)]
+        for player, group in groups:
             if not group:
                 continue
             p = self.pose[group[-1]]
-            self._reach(oya, (p.x, p.y, p.lift))
-            ends = self._off_table(oya, group, self._shoulder_u(oya))
-            self._move(group, ends, oya, seconds=0.8, gone=True)
+            self._reach(player, (p.x, p.y, p.lift))
+            ends = self._off_table(player, group, self._shoulder_u(player))
+            self._move(group, ends, player, seconds=0.8, gone=True)
         self._reach(oya, None)
         self.field_slot = {}
 

@@ -13,6 +13,8 @@ the fragment only, the same URL without it gets the full page)::
     GET  /matches/<id>                  the match page (live tally, prompt, actions, log, ledger)
     GET  /matches/<id>/board            the live part of the match page (fragment)
     GET  /matches/<id>/picker?player=P[&card=MM-K]   48-card picker (add, or correct/remove a card)
+    GET  /matches/<id>/picker?player=P&declare=KIND  the picker for a declared hand's cards
+                                        (teshi, kuttsuki, dealt_yaku: hand_declared with them)
     POST /matches/<id>/events           record one event (see ``companion.web.match``)
     GET  /matches/<id>/summary          the printable match summary (companion.summaries.koikoi.render_html)
     GET  /join, POST /join              enter the join code (only when one is set)
@@ -52,6 +54,9 @@ live session the pages say "no camera" and the picture endpoints answer 404::
     GET  /live/stream.mjpg[?max_seconds=S]   multipart/x-mixed-replace JPEG stream of the
                                         annotated frames, each new frame once; closes itself
                                         after S seconds (default 300, at most 3600)
+    GET  /live/cards                    the last look's cards and the zones, named in the
+                                        page's language (the live view writes them over the
+                                        picture, which carries the outlines only)
     GET  /live/crop?player=P&card=MM-K  the camera's crop of a capture it flagged for a check
     GET  /calibrate[?propose=1]         the zones drawn over a snapshot; drag their corners
                                         (propose=1: zones fitted to the dealt field, unsaved)
@@ -71,7 +76,10 @@ Every POST carries the session's CSRF token (form field ``csrf_token`` or header
 ``X-CSRF-Token``). Every change to a match carries ``expected_seq`` (the last seq the page
 saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). With a join code
 set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
-``read_only=True`` nothing can be changed at all. ``serve`` on a loopback address also refuses
+``read_only=True`` nothing can be changed at all. Join codes are judged a few a second for the
+whole server, whatever the address (``companion.web.auth``). A body over its route's limit
+(64 KB, an import 4 MB) is refused with 413 before it is read (``companion.web.limits``).
+``serve`` on a loopback address also refuses
 requests made under any other host name (DNS rebinding).
 """
 

@@ -214,11 +214,59 @@ def frame():
     return _jpeg(session.latest_jpeg(annotated=True))
 
 
+@bp.get("/live/cards")
+def cards():
+    """The cards of the camera's last look, named in the page's language, and the zones: the
+    live view writes these names over the picture (which carries the outlines only), placed
+    so that no two cover each other. No codes, no confidences: the players read names."""
+    from companion.game.cards import STANDARD_DECK
+    from companion.web.i18n import card_name
+
+    session = _require_pictures()
+    looked = getattr(session, "cards_in_view", None)
+    seen = looked() if looked is not None else {"frame": 0, "cards": []}
+    named = []
+    for card in seen.get("cards", []):
+        code = str(card.get("code", ""))
+        try:
+            name = card_name(STANDARD_DECK.card(code))
+        except CompanionError:  # a back, or a code this deck does not know
+            name = _("Face down") if code == "back" else None
+        if name is None:
+            continue
+        named.append(
+            {
+                "name": name,
+                "quad": card.get("quad", []),
+                "sure": float(card.get("confidence", 1.0)) >= 0.8,
+                "back": code == "back",
+            }
+        )
+    named.sort(key=lambda c: not c["sure"])  # the surest cards get the best places first
+    zones = session.zones
+    return _no_store(
+        jsonify(
+            {
+                "frame": int(seen.get("frame") or 0),
+                "cards": named,
+                "zones": [
+                    {"name": z["name"], "label": z["label"], "polygon": z["polygon"]}
+                    for z in zones_for_page(zones)
+                ]
+                if zones is not None
+                else [],
+            }
+        )
+    )
+
+
 def _seconds_arg(name: str, default: float, most: float) -> float:
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
     try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise WebError(f"{name} must be a number of seconds.", 400) from None

@@ -18,7 +18,7 @@ from collections import Counter
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 
-from companion.web.views import WebError, store
+from companion.web.views import WebError, store, whole_number
 
 bp = Blueprint("live", __name__, url_prefix="/matches/<int:match_id>")
 
@@ -120,6 +120,8 @@ def _seconds_arg(name: str, default: float, most: float) -> float:
     if raw is None or raw == "":
         return default
     try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise WebError(f"{name} must be a number of seconds.", 400) from None
@@ -204,10 +206,9 @@ def seq(match_id: int):
     if after is None:
         current = store().last_seq(match_id)
     else:
-        try:
-            after_seq = int(after)
-        except ValueError:
-            raise WebError("after must be an event number.", 400) from None
+        after_seq = whole_number(after, digits=18)  # ASCII digits only: not "٣"
+        if after_seq is None:
+            raise WebError("after must be an event number.", 400)
         timeout = _seconds_arg("timeout", 20, MAX_POLL_SECONDS)
         w = watcher()
         current = w.follow(match_id)

@@ -99,10 +99,18 @@ def board_context(match_id: int) -> dict:
     for p in players:
         p["leads"] = len(leaders) == 1 and p["name"] == leaders[0] and len(players) > 1
     told = (current_app.config.get("NARRATION") or {}).get(match_id) or {}
+    # A Koi or Stop the camera read from the table, while it is the latest change: one tap
+    # takes it back.
+    latest = state.log[-1] if state.log else None
+    camera_call = None
+    if latest is not None and latest.type in ("koi_called", "stop_called"):
+        if getattr(latest, "source", None) == "camera":
+            camera_call = {"player": latest.player, "kind": latest.type.split("_")[0]}
     return {
         # A scripted demo's narration up to this event, newest last (empty for a real match).
         "story": [text for at, text in sorted(told.items()) if at <= seq][-3:],
         "story_done": bool(told) and seq >= max(told),
+        "camera_call": camera_call,
         "koi_callers": ", ".join(f"{side} ×{n}" for side, n in state.koi.items() if n),
         "info": info,
         "state": state,

@@ -316,11 +316,12 @@ def log_lines(
         elif kind != "match_started":
             live.append(stored.seq)
     newest = stored_events[::-1][:limit] if limit is not None else stored_events[::-1]
+    lang = language() if worded is not None else None
     return [
         LogLine(
             s.seq,
             (s.created_at or "")[11:19],
-            _worded(worded, s, deck, teams),
+            _worded(worded, s, deck, teams, lang),
             s.seq in undone,
             s.event.type,
         )
@@ -328,10 +329,10 @@ def log_lines(
     ]
 
 
-def _worded(worded, stored, deck, teams) -> str:
+def _worded(worded, stored, deck, teams, lang) -> str:
     if worded is None:
         return say(stored.event.describe(teams), deck)
-    key = (stored.seq, language())
+    key = (stored.seq, lang)
     text = worded.get(key)
     if text is None:
         text = worded[key] = say(stored.event.describe(teams), deck)
