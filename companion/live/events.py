@@ -369,6 +369,8 @@ class CaptureDecider:
             if self._episode is not None and self._episode not in self._spoken:
                 self._note_tap(table, match)
             self._episode = None
+            if self.notice is not None and self.notice.id.startswith("camera.table_shows"):
+                self.notice = None  # answered on the tablet
             return None
         key = _episode_key(match, player)
         if key != self._episode:
@@ -514,6 +516,7 @@ class CaptureDecider:
         lying from this one."""
         self._clear_seen = self._closed_on_deal
         self._closed_on_deal = False
+        self.proposal = None
         self._closed_sight = None
         self._laid_since_stop = 0
         self._clear_since = None
