@@ -37,7 +37,10 @@ IN_FILES = (
 IN_DIRS = ("{missing}", "{file}", "{empty_dir}", "/dev/null", "{under_file}")
 OUT_FILES = ("/dev/null", "{dir}", "{under_file}", "{file}/new/x")
 OUT_DIRS = ("{file}", "{under_file}", "/dev/null", "{file}/x/y")
-DBS = ("{dir}", "{junk}", "/dev/null", "{under_file}", "{missing}", "{nested_json}")
+DBS = (
+    "{dir}", "{junk}", "/dev/null", "{under_file}", "{missing}", "{nested_json}",
+    "{corrupt_db}", "{truncated_db}",
+)  # fmt: skip
 RULES = (
     "{rules_3000}", "{rules_bigint}", "{rules_nested}", "{rules_junk}", "{missing}.toml",
     "{dir_toml}", "{under_file}.toml", "no-such-preset", "../x", HUGE,
@@ -355,6 +358,15 @@ def files(tmp_path_factory):
         match = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
         export = store.export_match(match)
     f["db"] = str(db)
+    # The same database with its pages after the first overwritten, and cut short.
+    whole = db.read_bytes()
+    page = 4096
+    corrupt = root / "corrupt.db"
+    corrupt.write_bytes(whole[:page] + bytes(range(256)) * ((len(whole) - page) // 256 + 1))
+    f["corrupt_db"] = str(corrupt)
+    truncated = root / "truncated.db"
+    truncated.write_bytes(whole[: page + 100])
+    f["truncated_db"] = str(truncated)
     junk_model = root / "junk_model"
     junk_model.mkdir()
     (junk_model / "junk.onnx").write_bytes(bytes(range(256)))
@@ -586,3 +598,36 @@ def test_a_bug_is_one_sentence_and_exit_1_unless_tracebacks_are_asked_for(monkey
     assert isinstance(result.exception, ZeroDivisionError)
     bad_input = CliRunner().invoke(main, ["score", "--cards", "99-9"])
     assert bad_input.exit_code == 2  # bad input is still bad input, whatever the variable
+
+
+ENV_CASES = [
+    *(
+        ({"COMPANION_DB": db}, args)
+        for db in DBS
+        for args in (["matches"], ["stats"], ["summary"], ["export", "1"], ["archive", "1"],
+                     ["rename", "1", "T"], ["backup", "{new_file}"], ["serve", "--port", "0"])
+    ),
+    *(
+        ({"COMPANION_SHARED": shared}, args)
+        for shared in ("{missing}", "{file}", "/dev/null", "{empty_dir}", HUGE)
+        for args in (["render", "--n", "1", "--width", "64", "--height", "64", "--out", "{new_dir}"],
+                     ["simulate", "--deck", "traditional-ngs", "--out", "{new_dir}"],
+                     ["eval", "--deck", "traditional-ngs", "--n", "1"],
+                     ["bench", "--runs", "5", "--scenes", "1", "--width", "64", "--height", "64"])
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "args"), ENV_CASES, ids=[f"{shown([*e.values()])} {shown(a)}" for e, a in ENV_CASES]
+)
+def test_bad_environment_is_one_sentence_never_a_traceback(files, no_serving, tmp_path, env, args):
+    values = {**files, "new_dir": str(tmp_path / "out"), "new_file": str(tmp_path / "new.file")}
+    env = {k: v.format(**values) for k, v in env.items()}
+    args = [a.format(**values) if "{" in a else a for a in args]
+    result = CliRunner().invoke(main, args, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        lines = "".join(traceback.format_exception(*result.exc_info)).splitlines()[-24:]
+        pytest.fail(f"{env} companion {shown(args)} raised:\n" + "\n".join(lines))
+    assert result.exit_code in (0, 2), (env, shown(args), result.output)
+    assert "Traceback" not in result.output

@@ -449,6 +449,7 @@ def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japa
     ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
     assert "四光 10" in ja and "Yonkō" not in ja  # the prompt and the hand
     assert "この回のこいこい1回: Aki ×1" in ja  # the multiplier, with who called
+    assert "こいこい×1" in ja and "Koi ×1" not in ja  # the pill of his calls
     post_event(client, store, match_id, type="stop_called", player="Aki")
     pages = {
         lang: visible_text(client.get(f"/matches/{match_id}?lang={lang}").get_data(as_text=True))

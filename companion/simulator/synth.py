@@ -173,11 +173,17 @@ def default_deck_dirs() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8)
 def _deck_dirs_in(root: Path) -> tuple[str, ...]:
-    if not root.is_dir():
+    try:
+        if not root.is_dir():
+            raise SynthError(
+                f"No deck folder found at {str(root)[:200]}: pass deck folders explicitly or "
+                "set COMPANION_SHARED."
+            )
+        dirs = tuple(str(p) for p in sorted(root.iterdir()) if p.is_dir() and _deck_files(p))
+    except OSError as exc:  # a path the system refuses (too long), a folder it cannot read
         raise SynthError(
-            f"No deck folder found at {root}: pass deck folders explicitly or set COMPANION_SHARED."
-        )
-    dirs = tuple(str(p) for p in sorted(root.iterdir()) if p.is_dir() and _deck_files(p))
+            f"Cannot read the deck folders in {str(root)[:200]}: {exc.strerror}."
+        ) from None
     if not dirs:
         raise SynthError(f"No deck folder with MM-K.png card images in {root}.")
     return dirs
@@ -230,7 +236,10 @@ def load_deck(folder: str) -> tuple[str, dict[str, Path]]:
 
 def default_backgrounds() -> tuple[str, ...]:
     root = find_shared_dir() / "backgrounds"
-    return (str(root),) if root.is_dir() else ()
+    try:
+        return (str(root),) if root.is_dir() else ()
+    except OSError:  # a path the system refuses: no backgrounds there
+        return ()
 
 
 @functools.lru_cache(maxsize=16)

@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import queue
+import re
 import tempfile
 import threading
 import time
@@ -37,6 +38,8 @@ from companion import CompanionError
 BENCH_PLAYERS = ["Aki", "Ben"]
 PROBE_INTERVAL = 0.25  # seconds between two page requests of the page prober
 MAX_CLIENTS = 300
+_SEQ = re.compile(rb'"seq": (\d+)')
+_BOARD = b'<div id=\\"board\\"'  # the fragment's first element, as JSON writes it
 HTMX_HEADERS = {"HX-Request": "true", "HX-Target": "board"}
 
 
@@ -173,11 +176,14 @@ class _Follower(threading.Thread):
             line = response.readline()
             if not line:
                 break
-            line = line.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
+            if not line.startswith(b"data:"):
                 continue
-            data = json.loads(line[5:])
-            seq = int(data["seq"])
+            # The seq read off the line, the board only looked for: a tablet parses its own
+            # message on its own processor, while these followers share one interpreter.
+            found = _SEQ.search(line)
+            if found is None:
+                raise CompanionError("an update came without its seq")
+            seq = int(found.group(1))
             arrived = time.monotonic()
             if first:  # the stream's opening message: now we are following
                 first = False
@@ -187,7 +193,7 @@ class _Follower(threading.Thread):
             if seq <= self.highest:
                 continue
             if self.board_in_event:
-                if 'id="board"' not in (data.get("board") or ""):
+                if _BOARD not in line:
                     raise CompanionError("an update came without its board")
             elif self.fetch_board:
                 # As htmx asks for it: the fragment, not the full page.
