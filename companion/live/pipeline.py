@@ -49,10 +49,9 @@ LOOK_EVERY = 0.08
 # before what lies there may be a new deal: until then, a table holding captures is the
 # ended round's, cleared away before the next deal counts
 RESUME_WATCH = 1.0
-# looks after a start during which a field dealt in an earlier round of the match means that
-# round's recording is being played again; its cards in common with the field lying
+# cards in common with an earlier round's dealt field that make the first field of that
+# size seen after a start the recording of that round played again
 SAME_DEAL = 6
-RESUME_LOOKS = 30
 # a recorded capture not yet matched to a card on the table is recognised in an arrival
 # whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
 # lower adopts misreads of new cards as old ones, higher records old cards again
@@ -120,7 +119,7 @@ class LivePipeline:
         self._resumed = False  # the first look on the match has been made
         self._dealt: list[set] = []  # the dealt field of each round of the match, in order
         self._earlier_round = False  # a recording of an earlier round is being played again
-        self._resumed_looks = 0
+        self._deal_checked = False  # a field of a deal's size was seen since the start
         self._watch_from: float | None = None  # started between rounds: watching since
 
     # -- reading the match ---------------------------------------------------------------------
@@ -134,7 +133,7 @@ class LivePipeline:
                 self.decider = CaptureDecider()
                 self._read_as.clear()
                 self._resumed, self._watch_from = False, None
-                self._dealt, self._earlier_round, self._resumed_looks = [], False, 0
+                self._dealt, self._earlier_round, self._deal_checked = [], False, False
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -374,15 +373,15 @@ class LivePipeline:
 
     def _replaying_earlier_round(self, state) -> bool:
         """A recording played again from its start while the match is in a later round: the
-        table first shows the dealt field of an earlier round (``SAME_DEAL`` of its cards),
-        not this round's. Nothing is decided until this round's deal shows again (its
+        first field of ``SAME_DEAL`` cards or more the table shows after the start is an
+        earlier round's dealt field, not this round's. Nothing is decided until this round's deal shows again (its
         captures are then recognised as they are laid again)."""
-        field = set(self.table.field)
-        if self._resumed_looks > RESUME_LOOKS and not self._earlier_round:
+        if self._deal_checked and not self._earlier_round:
             return False
-        self._resumed_looks += 1
+        field = set(self.table.field)
         if not state.round_in_progress or len(self._dealt) < 2 or len(field) < SAME_DEAL:
             return self._earlier_round
+        self._deal_checked = True  # the first field of a deal's size the table shows
         if len(field & self._dealt[-1]) >= SAME_DEAL:
             self._earlier_round = False  # this round's deal: it goes on from here
         elif any(len(field & dealt) >= SAME_DEAL for dealt in self._dealt[:-1]):
