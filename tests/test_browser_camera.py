@@ -328,3 +328,52 @@ def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_
         assert handles
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_path, browser):  # noqa: F811
+    """A real LiveSession on a camera that never opens, its clock in the test's hands: the
+    match page's camera link says "connecting", then names the camera and what to check."""
+    from companion.detections import Detections
+    from companion.live.session import NO_PICTURE_AFTER, LiveSession
+    from companion.live.sources import LiveSource
+
+    class Absent:
+        def isOpened(self):
+            return False
+
+        def release(self):
+            pass
+
+    class NoCards:
+        def detect(self, image):
+            return Detections.empty()
+
+    now = [0.0]
+    store = MatchStore.open(tmp_path / "absent.db")
+    match_id = store.create_match(["Aki", "Ben"], rules="livret")
+    source = LiveSource(0, opener=lambda target: Absent(), clock=lambda: now[0])
+    session = LiveSession(source, NoCards(), store, clock=lambda: now[0], log=lambda line: None)
+    session.step()
+    app = create_app(store, live=session)
+    servers = []
+    thread = threading.Thread(
+        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
+    )
+    thread.start()
+    page = Page(browser)
+    try:
+        page.wait.until(lambda d: servers)
+        browser.get(f"http://127.0.0.1:{servers[0].server_port}/matches/{match_id}")
+        alert = (By.CSS_SELECTOR, "#camera-link .cam-alert")
+        page.wait.until(lambda d: "Connecting" in d.find_element(*alert).text)
+        now[0] += NO_PICTURE_AFTER
+        session.step()
+        page.wait.until(lambda d: "No picture from camera 0" in d.find_element(*alert).text)
+        assert browser.find_element(*alert).is_displayed()
+        assert "plugged in" in browser.find_element(*alert).text
+        shot(browser, "23-camera-absent")
+    finally:
+        if servers:
+            servers[0].shutdown()
+        thread.join(timeout=5)
+        store.close()
