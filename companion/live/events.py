@@ -247,11 +247,12 @@ class CaptureDecider:
         return out
 
     def decide_now(self, table: TableState, match, seats: dict) -> DeciderOutput:
-        """The captures lying still, decided at once (no card waits for its partner): the table
-        settling after a Stop tapped, before the round closes."""
+        """The captures lying still, decided now: the table settling after a Stop tapped,
+        before the round closes. A sure card, or one pairing with a capture waiting for its
+        partner, is decided; a lone doubtful card (often a look at part of a row) is not."""
         out = DeciderOutput()
         if match is not None and match.round_in_progress:
-            self._captures(table, match, seats, out, force=True)
+            self._captures(table, match, seats, out, settling=True)
         return out
 
     # -- during a round ----------------------------------------------------------------------
@@ -282,7 +283,7 @@ class CaptureDecider:
         self._ran_out(table, match, out)
 
     def _captures(
-        self, table: TableState, match, seats: dict, out: DeciderOutput, force: bool = False
+        self, table: TableState, match, seats: dict, out: DeciderOutput, settling: bool = False
     ) -> None:
         owned = {c.code for cards in match.captures.values() for c in cards}
         recent = {c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT}
@@ -316,9 +317,9 @@ class CaptureDecider:
                 self._alone_since.pop(seat, None)
                 continue
             waiting = _waiting(held)
-            if len(doubtful) == 1 and not waiting and not force:
+            if len(doubtful) == 1 and not waiting:
                 since = self._alone_since.setdefault(seat, table.time)
-                if table.time - since < PARTNER_WAIT:
+                if settling or table.time - since < PARTNER_WAIT:
                     continue  # a doubtful lone card: its partner will help read it
             self._alone_since.pop(seat, None)
             ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
@@ -369,6 +370,8 @@ class CaptureDecider:
             if self._episode is not None and self._episode not in self._spoken:
                 self._note_tap(table, match)
             self._episode = None
+            if self.notice is not None and self.notice.id.startswith("camera.table_shows"):
+                self.notice = None  # answered on the tablet
             return None
         key = _episode_key(match, player)
         if key != self._episode:
@@ -447,7 +450,7 @@ class CaptureDecider:
         new_deal = self._gathered(table, match) and self._new_deal(table, match)
         if any(table.arrivals.values()):
             before = len(out.events)
-            self._captures(table, match, seats, out, force=True)
+            self._captures(table, match, seats, out, settling=True)
             if len(out.events) > before:
                 return False  # the table settles first: the Stop on the next look
         # whoever made a yaku before the last one saw play go on: Koi
@@ -514,6 +517,7 @@ class CaptureDecider:
         lying from this one."""
         self._clear_seen = self._closed_on_deal
         self._closed_on_deal = False
+        self.proposal = None
         self._closed_sight = None
         self._laid_since_stop = 0
         self._clear_since = None

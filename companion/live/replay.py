@@ -361,6 +361,8 @@ def _rounds(report: ReplayReport, store, match_id, pipeline) -> None:
         state = apply(state, stored.event)
         if before is not None and len(state.rounds) > len(before.rounds):
             result = state.rounds[-1]
+            # a round ended again after an undo (a Stop made again) is reported once
+            report.rounds = [r for r in report.rounds if r.round != result.number]
             report.rounds.append(
                 RoundReport(
                     round=result.number,
