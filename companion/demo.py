@@ -28,6 +28,7 @@ from companion import CompanionError
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
+MAX_PACE = 600.0  # seconds between events: beyond ten minutes nobody is watching
 # The camera demo: a short livret round between these players, ``CAMERA_TURNS`` turns long,
 # from the first seed at or after ``CAMERA_SEED`` whose round needs no Koi/Stop answer in them
 # (nobody taps in a demo) and captures something; the next round follows on the next seed.
@@ -155,8 +156,8 @@ def run_demo(
     from companion import web
     from companion.store import MatchStore
 
-    if pace < 0:
-        raise CompanionError("The pace must be zero or more seconds.")
+    if not 0 <= pace <= MAX_PACE:  # also refuses nan; inf would overflow Event.wait
+        raise CompanionError(f"The pace must be a number of seconds from 0 to {MAX_PACE:g}.")
     if camera:
         camera_deck_dir()  # no card images to film: say so before anything starts
     script = load_script()

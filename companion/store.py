@@ -22,6 +22,7 @@ import os
 import sqlite3
 import sys
 import threading
+import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,11 @@ APP_DIR_NAME = "hanafuda-companion"
 DB_FILE_NAME = "companion.db"
 MAX_REQUEST_ID_LENGTH = 200
 MAX_TITLE_LENGTH = 120
+# An export's bounds (``import_match``, ``load_export``): a long match is under 2,000 events,
+# and nothing a program writes nests deeper than 5; far more than either is not an export.
+MAX_EXPORT_BYTES = 4 * 1024 * 1024
+MAX_IMPORT_EVENTS = 20_000
+MAX_EXPORT_DEPTH = 16
 
 
 class StoreError(CompanionError):
@@ -199,13 +205,19 @@ def default_db_path() -> Path:
     override = os.environ.get("COMPANION_DB")
     if override:
         return Path(override).expanduser()
+    return data_dir() / DB_FILE_NAME
+
+
+def data_dir() -> Path:
+    """This user's data folder for the program (XDG_DATA_HOME on Linux): the default
+    database, the zones calibrated on the tablet."""
     if sys.platform == "win32":  # pragma: no cover
         base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
     elif sys.platform == "darwin":  # pragma: no cover
         base = Path.home() / "Library" / "Application Support"
     else:
         base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / APP_DIR_NAME / DB_FILE_NAME
+    return base / APP_DIR_NAME
 
 
 def _now() -> str:
@@ -231,6 +243,7 @@ class MatchStore:
         self._events: dict[int, list[StoredEvent]] = {}  # match_id -> parsed log, seq order
         self.damaged: str | None = None  # what the integrity check found: no writes then
         self._games: dict[int, str] = {}  # match_id -> game (never changes)
+        self._identity: tuple[int, int] | None = None  # the file's (device, inode) once open
         # Called as listener(match_id, last_seq) after each append made through this store
         # (the live tally wakes its followers at once instead of waiting for its next look).
         self._listeners: list[weakref.WeakMethod] = []
@@ -288,7 +301,33 @@ class MatchStore:
                 migrations.apply(self.db)
         except sqlite3.DatabaseError as exc:
             where = self.path or "the database"
+            if _is_write_failure(exc):
+                raise StoreError(_cannot_write(where, exc)) from None
             raise StoreError(f"{where} is not a usable match database ({exc}).") from exc
+        self._identity = self._file_identity()
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        """The database file's (device, inode), to notice it being deleted or replaced."""
+        if self.path is None:
+            return None
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return (found.st_dev, found.st_ino)
+
+    def _check_file_still_there(self) -> None:
+        """Refuse a write once the database file has been deleted or replaced: SQLite would
+        go on writing into the deleted file's pages, and every event acknowledged from then
+        on would be lost when the server stops."""
+        expected = self._identity
+        if expected is None:
+            return
+        if self._file_identity() != expected:
+            raise StoreError(
+                f"The database file {self.path} was deleted or replaced while in use; nothing "
+                "was recorded: restart the program (restore a backup if it was deleted)."
+            )
 
     def _integrity_problem(self) -> str | None:
         """What SQLite's quick check finds wrong with the file (None when it is sound)."""
@@ -296,6 +335,8 @@ class MatchStore:
             rows = self.db.execute("PRAGMA quick_check(3)").fetchall()
         except sqlite3.DatabaseError as exc:  # not even its pages can be walked: refuse it
             where = self.path or "the database"
+            if _is_write_failure(exc):  # a read-only place or a full disk, not a damaged file
+                raise StoreError(_cannot_write(where, exc)) from None
             raise StoreError(
                 f"{where} is not a usable match database: it fails its integrity check "
                 f"({_short(exc)}); nothing is written to it."
@@ -339,6 +380,7 @@ class MatchStore:
                     f"{where} fails its integrity check ({self.damaged}); nothing is written "
                     "to it: restore a backup or start a new database."
                 )
+            self._check_file_still_there()
             conn = self.db.conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -385,9 +427,13 @@ class MatchStore:
         if isinstance(players, str) or not isinstance(players, list | tuple):
             raise CompanionError("The players must be a list of names.")
         options = dict(options or {})
-        title = " ".join(str(title or "").split()) or None
-        if title and len(title) > MAX_TITLE_LENGTH:
-            raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        title = _title(title)
+        for name in list(players) + ([oya] if oya is not None else []):
+            _check_printable(name, "player name")
+        for team, members in (teams or {}).items() if isinstance(teams, dict) else ():
+            _check_printable(team, "team name")
+            for member in members if isinstance(members, list | tuple) else ():
+                _check_printable(member, "player name")
         # match_started carries the rule file's text, so that a replay never depends on what
         # the preset says later.
         event = engine.MatchStarted.new(
@@ -428,9 +474,9 @@ class MatchStore:
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
             raise CompanionError("The players must be a list of names.")
-        title = " ".join(str(title or "").split()) or None
-        if title and len(title) > MAX_TITLE_LENGTH:
-            raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        title = _title(title)
+        for name in players:
+            _check_printable(name, "player name")
         event = hanamikoji.HanamikojiStarted(players=tuple(players), first=first or "A")
         state = hanamikoji.apply(None, event)
         created = _now()
@@ -461,7 +507,7 @@ class MatchStore:
     def game(self, match_id: int | str) -> str:
         """The match's game: "koikoi" (any Hanafuda rule set) or "hanamikoji"."""
         match_id = _match_id(match_id)
-        with self._lock:
+        with self._reading():  # a damaged page is a StoreError (4xx on the page), not a 500
             game = self._games.get(match_id)
             if game is None:
                 row = self.db.execute(
@@ -507,9 +553,7 @@ class MatchStore:
     def rename_match(self, match_id: int | str, title: str | None) -> MatchInfo:
         """Give the match a new title (None or blank: none); its log is untouched."""
         info = self.get_match(match_id)
-        title = " ".join(str(title or "").split()) or None
-        if title and len(title) > MAX_TITLE_LENGTH:
-            raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        title = _title(title)
         with self._write() as conn:
             conn.execute("UPDATE matches SET title = ? WHERE id = ?", [title, info.id])
         return self.get_match(info.id)
@@ -546,46 +590,72 @@ class MatchStore:
         }
 
     def import_match(self, data) -> int:
-        """Add an exported match (``export_match``'s data) as a new match; its log is replayed
-        by the engine first, so a damaged or edited file is refused and nothing is written."""
+        """Add an exported match (``export_match``'s data, or ``load_export``'s of a file) as a
+        new match. It is checked as a new match is: its log is replayed by the engine (players,
+        rules, rounds in the rule set's range, every event), and how it is listed (players,
+        rules, rounds, Oya, options) is taken from that replay, not from what the file says;
+        the title and names are checked as the new-match form's are. A damaged, edited or
+        oversized file is refused with one sentence and nothing is written."""
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
             raise CompanionError("This is not a match exported by Hanafuda Companion.")
         if data.get("version") != EXPORT_VERSION:
+            shown = data.get("version")
+            shown = shown if isinstance(shown, int | float | str) else type(shown).__name__
             raise CompanionError(
-                f"This export is version {data.get('version')!r}; this program reads "
+                f"This export is version {str(shown)[:20]!r}; this program reads "
                 f"version {EXPORT_VERSION}."
             )
         game, info, rows = data.get("game"), data.get("match"), data.get("events")
-        if game not in registry.GAMES or not isinstance(info, dict) or not isinstance(rows, list):
+        if (
+            not isinstance(game, str)
+            or game not in registry.GAMES
+            or not isinstance(info, dict)
+            or not isinstance(rows, list)
+        ):
             raise CompanionError("The export lacks its game, its match or its events.")
+        if len(rows) > MAX_IMPORT_EVENTS:
+            raise CompanionError(
+                f"The export holds {len(rows)} events; a match has at most {MAX_IMPORT_EVENTS}."
+            )
+        if _depth(data) > MAX_EXPORT_DEPTH:
+            raise CompanionError("The export nests its data too deeply to be a match export.")
         engine = registry.game(game).engine
         events, times, ids = [], [], []
-        for n, row in enumerate(rows, 1):
-            if not isinstance(row, dict) or row.get("seq") != n:
-                raise CompanionError(f"The export's event {n} is missing or out of order.")
-            events.append(engine.Event.from_dict(row.get("event")))  # IllegalEvent: a sentence
-            times.append(str(row.get("created_at") or _now()))
-            rid = row.get("request_id")
-            ids.append(None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH])
-        if not events:
-            raise CompanionError("The export holds no event.")
-        state = engine.replay(events)
         try:
-            fields = [
-                info.get("title"),
-                json.dumps(list(info["players"]), ensure_ascii=False),
-                str(info["rules"]),
-                int(info["rounds"]),
-                str(info["oya"]),
-                json.dumps(dict(info.get("options") or {}), ensure_ascii=False, sort_keys=True),
-                str(info.get("created_at") or times[0]),
-                len(events),
-                int(state.finished),
-                game,
-                int(bool(info.get("archived"))),
-            ]
-        except (KeyError, TypeError, ValueError):
-            raise CompanionError("The export's match lacks its players, rules or rounds.") from None
+            for n, row in enumerate(rows, 1):
+                if not isinstance(row, dict) or row.get("seq") != n:
+                    raise CompanionError(f"The export's event {n} is missing or out of order.")
+                events.append(engine.Event.from_dict(row.get("event")))  # IllegalEvent
+                times.append(_timestamp(row.get("created_at")))
+                rid = row.get("request_id")
+                ids.append(None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH])
+            if not events:
+                raise CompanionError("The export holds no event.")
+            started = engine.apply(None, events[0])  # the set-up, checked as a new match's
+            for name in _listed_names(started):
+                _check_printable(name, "player name")
+            state = engine.replay(events)
+        except RecursionError:  # a rule text or a value nested beyond what a program writes
+            raise CompanionError("The export's rules or events are too deeply nested.") from None
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise CompanionError(
+                f"The export holds a value no match has ({_short(exc)})."
+            ) from None
+        title = _title(info.get("title") if isinstance(info.get("title"), str) else None)
+        listing = _listing(game, started)
+        fields = [
+            title,
+            json.dumps(listing["players"], ensure_ascii=False),
+            listing["rules"],
+            listing["rounds"],
+            listing["oya"],
+            json.dumps(listing["options"], ensure_ascii=False, sort_keys=True),
+            _timestamp(info.get("created_at") or times[0]),
+            len(events),
+            int(state.finished),
+            game,
+            int(info.get("archived") is True),
+        ]
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
@@ -619,8 +689,17 @@ class MatchStore:
         except sqlite3.Error as exc:
             raise StoreError(f"Cannot write the backup {path}: {exc}.") from None
         try:
-            with self._reading():
+            with self._lock:
                 self.db.conn.backup(copy)
+        except sqlite3.DatabaseError as exc:
+            copy.close()
+            path.unlink(missing_ok=True)  # never leave half a backup that looks whole
+            if _is_write_failure(exc):  # the target's disk: full, read-only, failing
+                raise StoreError(f"Cannot write the backup {path}: {_short(exc)}.") from None
+            where = self.path or "the database"
+            raise StoreError(
+                f"{where} cannot be read ({_short(exc)}): it is damaged; restore a backup."
+            ) from None
         finally:
             copy.close()
         return path
@@ -886,6 +965,141 @@ def _match_id(value: int | str) -> int:
     if len(text) > 19 or not 1 <= int(text) <= MAX_MATCH_ID:
         raise UnknownMatchError(f"There is no match {shown} in this database.")
     return int(text)
+
+
+def load_export(raw: bytes | str) -> dict:
+    """The data of an export file (``companion export``, the page's Export button), refused
+    with one sentence when it cannot be one: over ``MAX_EXPORT_BYTES``, not UTF-8, not JSON
+    (NaN, Infinity and numbers of thousands of digits are not JSON an export holds), or nested
+    too deeply. ``MatchStore.import_match`` then checks what it says."""
+    if len(raw) > MAX_EXPORT_BYTES:
+        raise CompanionError(
+            f"The file is larger than an export can be ({MAX_EXPORT_BYTES // (1024 * 1024)} MB)."
+        )
+    not_export = "The file is not a JSON export of a match."
+
+    def finite(text: str) -> float:
+        number = float(text)
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError(text)
+        return number
+
+    def refuse_constant(text: str):
+        raise ValueError(text)
+
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = json.loads(text, parse_float=finite, parse_constant=refuse_constant)
+    except (UnicodeError, ValueError, RecursionError):
+        raise CompanionError(not_export) from None
+    if not isinstance(data, dict):
+        raise CompanionError(not_export)
+    return data
+
+
+# Characters a name or title never holds: control characters (NUL, escape, bell...), lone
+# surrogates, and the bidirectional overrides that make text read backwards. Whitespace
+# (newline, tab) is not refused: it is collapsed into one space.
+_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _check_printable(text, what: str) -> None:
+    if not isinstance(text, str):
+        return  # the engine says what a name must be
+    for ch in text:
+        if ch.isspace():
+            continue  # newlines and tabs are collapsed into one space, as the engine does
+        if unicodedata.category(ch) in ("Cc", "Cs") or ch in _BIDI_CONTROLS:
+            raise CompanionError(
+                f"A {what} cannot hold control characters such as {ascii(ch)}: "
+                f"{ascii(text[:24])} is refused."
+            )
+
+
+def _title(title) -> str | None:
+    """A match title as stored: spaces collapsed, None when blank; refused when too long or
+    holding control characters."""
+    _check_printable(str(title or ""), "title")
+    title = " ".join(str(title or "").split()) or None
+    if title and len(title) > MAX_TITLE_LENGTH:
+        raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+    return title
+
+
+def _timestamp(value) -> str:
+    """An export's time of an event, or now when it has none a person could read."""
+    text = str(value) if isinstance(value, str | int | float) else ""
+    if not text or len(text) > 40 or not text.isprintable():
+        return _now()
+    return text
+
+
+def _depth(value, limit: int = MAX_EXPORT_DEPTH) -> int:
+    """How deeply lists and objects nest in ``value`` (counted without recursion; stops
+    counting past ``limit``)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth > limit:
+                return depth
+            children = item.values() if isinstance(item, dict) else item
+            todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _listed_names(started) -> list[str]:
+    """Every name a started match shows: its sides and, in teams, their members."""
+    names = list(getattr(started, "players", ()))
+    for members in (getattr(started, "teams", None) or {}).values():
+        names += list(members)
+    return [n for n in names if isinstance(n, str)]
+
+
+def _listing(game: str, started) -> dict:
+    """How a match is listed, from the replay of its first event (as a new match's is)."""
+    if game == registry.HANAMIKOJI.name:
+        from companion.game import hanamikoji
+
+        return {
+            "players": list(started.players),
+            "rules": registry.HANAMIKOJI.name,
+            "rounds": hanamikoji.MAX_ROUNDS,
+            "oya": started.names[started.first],
+            "options": {},
+        }
+    return {
+        "players": list(started.players),
+        "rules": started.rules_name,
+        "rounds": started.rounds_planned,
+        "oya": started.next_oya,
+        "options": dict(started.options),
+    }
+
+
+def _cannot_write(where, exc: BaseException) -> str:
+    text = str(exc).lower()
+    if "full" in text:
+        why = "the disk is full"
+    elif "unable to open" in text or "readonly" in text or "read-only" in text:
+        why = "its file or folder is read-only for this user"
+    else:
+        why = _short(exc)
+    return (
+        f"Cannot use the database {where}: {why} ({_short(exc)}); "
+        "free some space or give a writable place with --db or COMPANION_DB."
+    )
+
+
+def _is_write_failure(exc: BaseException) -> bool:
+    """Whether SQLite failed to write (a full disk, a read-only file or folder, an I/O error)
+    rather than found the data damaged."""
+    text = str(exc).lower()
+    return any(
+        words in text
+        for words in ("disk is full", "readonly", "read-only", "disk i/o", "unable to open")
+    )
 
 
 def _event_json(event) -> str:

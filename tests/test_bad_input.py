@@ -4,6 +4,7 @@ code 2 with one sentence, and changes nothing."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import socket
@@ -468,15 +469,21 @@ def test_a_damaged_file_refuses_every_write(tmp_path):
 # -- names with control characters ----------------------------------------------------------
 
 
-def test_names_with_control_characters_are_kept_and_printed_safely(tmp_path):
+def test_names_with_control_characters_stored_before_are_printed_safely(tmp_path):
+    # New names with control characters are refused (test_lan_safety); a database written
+    # before that may still hold some in how its matches are listed.
     db = tmp_path / "m.db"
     store = MatchStore.open(db)
     evil = "Ak\x1b[2Ji\x07"
-    match_id = store.create_match(
-        players=[evil, "Ben\x00x"], rules="livret", rounds=6, oya=evil, title="T\x1b]0;pwn\x07"
-    )
-    assert store.get_match(match_id).players == [evil, "Ben\x00x"]
+    store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     store.close()
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE matches SET players = ?, oya = ?, title = ?",
+        [json.dumps([evil, "Ben\x00x"]), evil, "T\x1b]0;pwn\x07"],
+    )
+    conn.commit()
+    conn.close()
     for args in (("matches",), ("summary",), ("summary", "--format", "text")):
         result = run(*args, "--db", db)
         assert result.exit_code == 0, result.output

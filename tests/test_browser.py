@@ -131,7 +131,13 @@ class Page:
         self.wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#modal .picker"))
 
     def text(self, css: str = "#board") -> str:
-        return self.d.find_element(By.CSS_SELECTOR, css).text
+        # A live update can swap the board between finding it and reading it: read it again.
+        for _ in range(5):
+            try:
+                return self.d.find_element(By.CSS_SELECTOR, css).text
+            except StaleElementReferenceException:
+                continue
+        raise AssertionError(f"{css} kept going stale")
 
 
 def test_a_match_on_the_tablet(live, browser):
@@ -413,10 +419,82 @@ def test_a_language_switch(live, browser):
     page.click('.lang-switch a[data-lang="ja"]')
     page.wait.until(lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ja")
     assert "各回の得点表" in page.text(".ledger") and "Tableau des manches" not in page.text()
-    assert "AkiがMatsu ni Tsuru (01-1)を取った" in page.text(".log")
+    assert "Akiが松に鶴 (01-1)を取った" in page.text(".log")
     shot(browser, "21-match-ja")
 
     page.click('.lang-switch a[data-lang="en"]')
     page.wait.until(lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == "en")
     assert "Round ledger" in page.text(".ledger")
     assert "Aki captured Crane and Sun (01-1)" in page.text(".log")
+
+
+# What a canvas says the digits' ink measures, in the element's own computed font.
+DIGIT_HEIGHT = """
+var el = arguments[0], style = getComputedStyle(el);
+var ctx = document.createElement("canvas").getContext("2d");
+ctx.font = style.fontWeight + " " + style.fontSize + " " + style.fontFamily;
+var m = ctx.measureText(el.textContent.trim());
+return m.actualBoundingBoxAscent + m.actualBoundingBoxDescent;
+"""
+
+
+def on_screen(driver, element) -> bool:
+    return driver.execute_script(
+        "var r = arguments[0].getBoundingClientRect();"
+        "return r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight"
+        " && r.right <= innerWidth;",
+        element,
+    )
+
+
+def test_the_totals_read_from_across_the_table(live, browser):
+    """On a 1024x768 landscape tablet the two match totals are at least 72 px high, and the
+    Koi/Stop prompt with both its buttons shows below them without scrolling."""
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=12, oya="Aki")
+    store.append(match_id, {"type": "round_started"})
+    for card in ("01-1", "03-1", "08-1"):
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})
+    store.append(match_id, {"type": "round_started"})
+    for card in ("01-1", "03-1", "08-1"):
+        store.append(match_id, {"type": "card_captured", "player": "Ben", "card": card})
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1024, "height": 768, "deviceScaleFactor": 1, "mobile": False},
+    )
+    try:
+        page = Page(browser)
+        browser.get(f"{base}/matches/{match_id}")
+        page.wait.until(EC.visibility_of_element_located((By.ID, "prompt")))
+        assert browser.execute_script("return [innerWidth, innerHeight]") == [1024, 768]
+        totals = browser.find_elements(By.CSS_SELECTOR, "#board .stat.total .v")
+        assert [t.text for t in totals] == ["6", "-6"]  # zero-sum livret
+        for total in totals:
+            assert browser.execute_script(DIGIT_HEIGHT, total) >= 72
+            assert on_screen(browser, total)
+        for css in ("#prompt h2", "#prompt .btn.koi", "#prompt .btn.stop"):
+            assert on_screen(browser, browser.find_element(By.CSS_SELECTOR, css)), css
+        shot(browser, "30-totals-1024x768")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_after_a_round_the_board_says_only_what_is_true_now(live, browser):
+    base, store = live
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=12, oya="Aki")
+    page = Page(browser)
+    browser.get(f"{base}/matches/{match_id}")
+    page.wait.until(EC.presence_of_element_located((By.ID, "board")))
+    status = page.text("#board .status")
+    assert "0/12" not in status and "ROUNDS\n12" in status  # nothing dealt yet
+    page.change(lambda: page.click_text("Deal round 1"))
+    assert "1/12" in page.text("#board .status")
+    for card in ("01-1", "03-1", "08-1"):
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+    page.wait.until(lambda d: "6 this round if Aki stops" in page.text())
+    page.change(lambda: page.click("#prompt .btn.stop"))
+    board = page.text()
+    assert "Round 1 won by Aki" in board
+    assert "if Aki stops" not in board and "No yaku yet" not in board
+    assert "Deal round 2" in board

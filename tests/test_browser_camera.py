@@ -4,6 +4,7 @@ doubtful capture is confirmed in one tap. A fake LiveSession serves generated fr
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -219,3 +220,160 @@ def test_check_this_card_on_the_match_page(camera_server, browser):  # noqa: F81
     assert store.events(match_id)[-1].event.type == "capture_checked"
     assert "checked, right as read" in page.text(".log")
     assert console_problems(browser) == []
+
+
+def tight_table_cards() -> list[dict]:
+    """A table as the camera reads it mid-round: an 8-card field, a fanned row of 8 captures
+    along each player's edge (each card half covering the one before), 2 face-down cards."""
+    from companion.game.cards import ALL_CODES
+
+    def quad(x, y, w=0.05, h=0.14):
+        return [[x, y], [x + w, y], [x + w, y + h], [x, y + h]]
+
+    codes = iter(ALL_CODES)
+    cards = []
+    for row, y in enumerate((0.36, 0.52)):
+        for col in range(4):
+            cards.append({"code": next(codes), "quad": quad(0.32 + 0.09 * col, y), "confidence": 0.95})
+    for y in (0.04, 0.82):
+        for k in range(8):
+            cards.append({"code": next(codes), "quad": quad(0.2 + 0.025 * k, y), "confidence": 0.6 + 0.05 * k})
+    for k in range(2):
+        cards.append({"code": "back", "quad": quad(0.88 + 0.004 * k, 0.43), "confidence": 0.99})
+    return cards
+
+
+class NamingCamera(TableCamera):
+    def cards_in_view(self):
+        return {"frame": self.frames, "cards": tight_table_cards()}
+
+
+def rectangles_apart(rects) -> bool:
+    return all(
+        a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"]
+        for i, a in enumerate(rects)
+        for b in rects[i + 1 :]
+    )
+
+
+def test_the_live_view_names_each_card_in_the_pages_language(tmp_path, browser):  # noqa: F811
+    from companion.game.cards import STANDARD_DECK
+
+    store = MatchStore.open(tmp_path / "browser.db")
+    camera = NamingCamera(tmp_path / "zones.toml")
+    app = create_app(store, live=camera)
+    servers = []
+    thread = threading.Thread(
+        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
+    )
+    thread.start()
+    page = Page(browser)
+    page.wait.until(lambda d: servers)
+    try:
+        browser.get(f"http://127.0.0.1:{servers[0].server_port}/live?lang=fr")
+        page.wait.until(lambda d: image_loaded(d, "#live-frame"))
+        cards = tight_table_cards()
+        page.wait.until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#frame-labels .tag.card")) == len(cards)
+        )
+        tags = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#frame-labels .tag')).map(function (t) {"
+            " var r = t.getBoundingClientRect();"
+            " return {text: t.textContent, zone: !!t.dataset.zone, left: r.left, right: r.right,"
+            " top: r.top, bottom: r.bottom}; });"
+        )
+        names = sorted(t["text"] for t in tags if not t["zone"])
+        expected = sorted(
+            "Face cachée" if c["code"] == "back" else STANDARD_DECK.card(c["code"]).names["fr"]
+            for c in cards
+        )
+        assert names == expected  # every card by its French name: no codes, no confidences
+        assert not any(re.search(r"\d\d-\d|0\.\d", t["text"]) for t in tags)
+        zones = sorted(t["text"] for t in tags if t["zone"])
+        assert zones == ["Pioche", "Prises A", "Prises B", "Tapis"]
+        assert rectangles_apart(tags)  # no name covers another
+        frame = browser.find_element(By.ID, "live-frame").rect
+        for tag in tags:  # all of them over the picture
+            assert frame["x"] - 1 <= tag["left"] and tag["right"] <= frame["x"] + frame["width"] + 1
+        shot(browser, "23-live-view-named-fr")
+        assert console_problems(browser) == []
+    finally:
+        servers[0].shutdown()
+        thread.join(timeout=5)
+        store.close()
+
+
+def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_server, browser):  # noqa: F811
+    base, store, camera = camera_server
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1024, "height": 768, "deviceScaleFactor": 1, "mobile": False},
+    )
+    try:
+        page = Page(browser)
+        browser.get(f"{base}/calibrate?lang=fr")
+        page.wait.until(lambda d: image_loaded(d, "#calib-frame"))
+        assert browser.execute_script("return [innerWidth, innerHeight, scrollY]") == [1024, 768, 0]
+        inside = browser.execute_script(
+            "var r = document.getElementById('save-zones').getBoundingClientRect();"
+            "return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.right <= innerWidth;"
+        )
+        shot(browser, "24-calibration-1024x768")
+        assert inside
+        # Every corner handle is on screen too: the picture fits above the button.
+        handles = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.handle')).every(function (h) {"
+            " var r = h.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; });"
+        )
+        assert handles
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_path, browser):  # noqa: F811
+    """A real LiveSession on a camera that never opens, its clock in the test's hands: the
+    match page's camera link says "connecting", then names the camera and what to check."""
+    from companion.detections import Detections
+    from companion.live.session import NO_PICTURE_AFTER, LiveSession
+    from companion.live.sources import LiveSource
+
+    class Absent:
+        def isOpened(self):
+            return False
+
+        def release(self):
+            pass
+
+    class NoCards:
+        def detect(self, image):
+            return Detections.empty()
+
+    now = [0.0]
+    store = MatchStore.open(tmp_path / "absent.db")
+    match_id = store.create_match(["Aki", "Ben"], rules="livret")
+    source = LiveSource(0, opener=lambda target: Absent(), clock=lambda: now[0])
+    session = LiveSession(source, NoCards(), store, clock=lambda: now[0], log=lambda line: None)
+    session.step()
+    app = create_app(store, live=session)
+    servers = []
+    thread = threading.Thread(
+        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
+    )
+    thread.start()
+    page = Page(browser)
+    try:
+        page.wait.until(lambda d: servers)
+        browser.get(f"http://127.0.0.1:{servers[0].server_port}/matches/{match_id}")
+        alert = (By.CSS_SELECTOR, "#camera-link .cam-alert")
+        page.wait.until(lambda d: "Connecting" in d.find_element(*alert).text)
+        now[0] += NO_PICTURE_AFTER
+        session.step()
+        page.wait.until(lambda d: "No picture from camera 0" in d.find_element(*alert).text)
+        assert browser.find_element(*alert).is_displayed()
+        assert "plugged in" in browser.find_element(*alert).text
+        shot(browser, "23-camera-absent")
+    finally:
+        if servers:
+            servers[0].shutdown()
+        thread.join(timeout=5)
+        store.close()

@@ -3,6 +3,7 @@ LiveSession that has the interface of docs/LIVE.md and serves small generated JP
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -603,3 +604,41 @@ def test_the_camera_pages_over_a_real_live_session(store, tmp_path):
     assert Zones.load(tmp_path / "zones.toml") == session.zones
     missing = client.get("/live/crop?player=Aki&card=01-1")
     assert missing.status_code == 404
+
+    # The picture carries the outlines only: the page names the cards, in its language.
+    named = client.get("/live/cards?lang=fr").get_json()
+    assert named["frame"] == 3 and len(named["cards"]) == 8
+    assert named["cards"][0]["name"] == "Grue et soleil" and named["cards"][0]["sure"]
+    quad = np.array(named["cards"][0]["quad"])
+    assert quad.shape == (4, 2) and 0 < quad.min() and quad.max() < 1
+    assert sorted(z["label"] for z in named["zones"]) == ["Pioche", "Prises A", "Prises B", "Tapis"]
+    assert "01-1" not in json.dumps(named) and "0.95" not in json.dumps(named)
+
+
+def test_the_cards_in_view_need_a_camera_and_the_join_code(store, tmp_path, bare):
+    assert bare.get("/live/cards").status_code == 404
+    fake = FakeLive(tmp_path / "zones.toml")
+    client = create_app(store, testing=True, live=fake, join_code="123456").test_client()
+    token = csrf(client)
+    assert client.get("/live/cards").status_code == 403
+    client.post("/join", data={"csrf_token": token, "code": "123456"})
+    answer = client.get("/live/cards").get_json()  # a camera that names nothing: no cards
+    assert answer["cards"] == [] and len(answer["zones"]) == 4
+
+
+def test_no_deal_button_while_the_camera_deals(client, fake, store):
+    """A working camera that follows the match opens each round from the deal: the board
+    says so and keeps dealing by hand folded away; a lost camera gives the button back."""
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    fake.match_id = match_id
+    board = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "The camera opens round 1 when the cards are dealt." in board
+    before_details = board.split('<details class="deal-by-hand">', 1)[0]
+    assert "Deal round 1" not in before_details and "Deal round 1" in board  # folded away
+    fake.camera = "lost"
+    board = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "The camera opens" not in board and "deal-by-hand" not in board
+    assert "Deal round 1" in board
+    fake.camera, fake.match_id = "live", match_id + 1  # the camera follows another match
+    board = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert "The camera opens" not in board and "Deal round 1" in board

@@ -145,6 +145,24 @@ def test_bench_live_measures_every_follower(same_process):
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([], 99) == 0.0
 
 
+def test_bench_live_after_a_long_match_with_pages_probed():
+    """The board comes in each update (no request of its own), after a whole match played by
+    hand, while a prober asks for the match page; the way before (each follower asking for the
+    board) is still measured with board_in_event=False."""
+    from companion.web.live_bench import run_live_bench
+
+    result = run_live_bench(
+        clients=3, events=4, interval=0.3, timeout=60, long_match=True, probe_pages=True
+    )
+    assert result.board_in_event and result.history > 500
+    assert result.samples == 12 and result.missed == 0
+    assert result.page_requests >= 1 and result.page_failed == 0
+    assert 0 < result.page_p50_ms <= result.page_max_ms
+    fetched = run_live_bench(clients=2, events=2, interval=0.05, timeout=60, board_in_event=False)
+    assert not fetched.board_in_event and fetched.samples == 4
+    assert fetched.notify_p50_ms <= fetched.p50_ms
+
+
 def test_bench_live_refuses_silly_sizes():
     from companion.web.live_bench import run_live_bench
 

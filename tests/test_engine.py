@@ -103,11 +103,15 @@ SAMPLE_EVENTS = [
     {"type": "capture_corrected", "player": "Aiko", "card": "08-2", "new_card": "08-3"},
     {"type": "capture_removed", "player": "Ben", "card": "12-4"},
     {"type": "koi_called", "player": "Ben"},
+    {"type": "koi_called", "player": "Ben", "source": "camera"},
     {"type": "stop_called", "player": "Aiko"},
+    {"type": "stop_called", "player": "Aiko", "source": "camera"},
     {"type": "hand_declared", "player": "Aiko", "kind": "kuttsuki"},
     {"type": "field_brights_set", "count": 3},
     {"type": "cards_ran_out"},
     {"type": "redeal"},
+    {"type": "field_dealt", "field": ["01-1", "08-1", "12-4"]},
+    {"type": "field_dealt", "field": ["01-1"], "field_brights": 0},
     {"type": "round_entered", "winner": "Aiko", "points": 7, "oya": "Ben"},
     {"type": "round_entered"},
     {"type": "undo"},
@@ -1272,3 +1276,15 @@ def test_a_long_match_keeps_one_log_and_a_bounded_undo_history():
     branched = apply(state, {"type": "capture_removed", "player": "A", "card": state.captures["A"][0].code})
     assert branched.log[-1].type == "capture_removed"
     assert states[-1].log[len(branched.log) - 1].type == "capture_corrected"
+
+
+def test_the_dealt_field_is_read_before_the_first_capture_only():
+    state = replay([start("livret"), {"type": "round_started"}])
+    state = apply(state, {"type": "field_dealt", "field": ["01-1", "01-2", "03-1", "08-1"]})
+    assert [c.code for c in state.field] == ["01-1", "01-2", "03-1", "08-1"]
+    assert state.field_brights == 3
+    state = apply(state, {"type": "card_captured", "player": "Aiko", "card": "05-1"})
+    with pytest.raises(IllegalEvent, match="before the round's first capture"):
+        apply(state, {"type": "field_dealt", "field": ["02-1"]})
+    with pytest.raises(IllegalEvent, match="listed twice"):
+        replay([start("livret"), {"type": "round_started"}, {"type": "field_dealt", "field": ["02-1", "2-1"]}])

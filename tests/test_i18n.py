@@ -97,7 +97,7 @@ def test_every_string_is_translated_with_the_same_placeholders(lang):
             assert sorted(PLACEHOLDER.findall(s)) == sorted(PLACEHOLDER.findall(ids[0])), s
 
 
-@pytest.mark.parametrize("lang", ["fr", "ja"])
+@pytest.mark.parametrize("lang", ["en", "fr", "ja"])
 def test_compiled_catalog_is_up_to_date(lang):
     from babel.messages.mofile import read_mo
 
@@ -105,7 +105,9 @@ def test_compiled_catalog_is_up_to_date(lang):
         def text(value):
             return value if isinstance(value, str) else tuple(value)
 
-        return {text(m.id): text(m.string) for m in messages if m.id}
+        # An entry left to its msgid (most of the English catalog) says the msgid either way.
+        said = {text(m.id): text(m.string) for m in messages if m.id}
+        return {k: v for k, v in said.items() if any(v) and v != k}
 
     with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.mo", "rb") as f:
         compiled = texts(read_mo(f))
@@ -189,8 +191,8 @@ def test_match_page_in_japanese(client, played):
     text = visible_text(page)
     for japanese in ("親", "各回の得点表", "記録", "Akiの札", "札切れ", "合計点"):
         assert japanese in text, japanese
-    assert "AkiがMatsu ni Tsuru（01-1）を取った" not in text  # the code keeps ASCII brackets
-    assert "AkiがMatsu ni Tsuru (01-1)を取った" in text
+    assert "Akiが松に鶴（01-1）を取った" not in text  # the code keeps ASCII brackets
+    assert "Akiが松に鶴 (01-1)を取った" in text and "Matsu ni Tsuru" not in text
     assert english_leftovers(text, "ja") == []
     assert "Round ledger" not in text and "Crane and Sun" not in text
 
@@ -222,7 +224,7 @@ def test_picker_in_japanese_names_months_and_cards(client, played):
     text = visible_text(page)
     assert "Benが取った札" in text and "閉じる" in text
     assert re.search(r'<span class="mnum">8</span> 芒</h3>', page)
-    assert 'title="Matsu ni Tsuru：Akiが取得済み"' in page  # the crane, taken by Aki
+    assert 'title="松に鶴：Akiが取得済み"' in page  # the crane, taken by Aki
     assert 'data-none="札が選ばれていません"' in page  # the words the picker script shows
     assert english_leftovers(text, "ja") == []
 
@@ -447,6 +449,7 @@ def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japa
     ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
     assert "四光 10" in ja and "Yonkō" not in ja  # the prompt and the hand
     assert "この回のこいこい1回: Aki ×1" in ja  # the multiplier, with who called
+    assert "こいこい×1" in ja and "Koi ×1" not in ja  # the pill of his calls
     post_event(client, store, match_id, type="stop_called", player="Aki")
     pages = {
         lang: visible_text(client.get(f"/matches/{match_id}?lang={lang}").get_data(as_text=True))
@@ -493,3 +496,81 @@ def test_yaku_names_on_a_japanese_page_as_japanese_players_write_them(
     assert japanese in ja
     en = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
     assert japanese not in en
+
+
+# Words that mark a rule file's text as French (the seeds quote French rule documents).
+FRENCH_WORDS = re.compile(
+    r"\b(Variante|Règles|joueurs?|cartes?|manches|partie|réarranger|adaptation française|"
+    r"mutualisées|échange|Vérification|musée)\b"
+)
+
+
+def test_the_rule_files_french_texts_have_their_english_words():
+    """An English page shows a rule file's French words (an option's description quoting its
+    seed, a preset's title) in English: the English catalog carries them."""
+    from companion.web.i18n import extract_rule_texts
+
+    english = {m.id: m.string for m in catalog("en") if m.id}
+    french = []
+    for path in sorted((WEB_DIR.parent / "game" / "rulesets").glob("*.toml")):
+        with open(path, "rb") as f:
+            french += [t for _, _, t, _ in extract_rule_texts(f, None, None, None)]
+    french = [t for t in french if FRENCH_WORDS.search(t)]
+    assert len(french) >= 10
+    for text in french:
+        assert english.get(text), f"{text!r} has no English words"
+        assert not FRENCH_WORDS.search(english[text]), english[text]
+
+
+def test_an_english_page_shows_the_options_in_english(client):
+    page = visible_text(client.get("/?lang=en").get_data(as_text=True))
+    assert "Each card can count in one yaku only; the Triade is exempt" in page
+    assert "Variant: Bright cards in the dealt field (Ba)" in page
+    assert "Variante" not in page and "comptabilisée" not in page
+    options = client.get("/new/options?rules=hana-koikoi&lang=en").get_data(as_text=True)
+    assert "Règles de base" not in options
+
+
+def test_cards_in_japanese_are_written_in_kanji_and_a_decks_own_cards_keep_their_names(client):
+    from companion.game.cards import STANDARD_DECK
+    from companion.game.rules import RuleSet
+    from companion.web.i18n import card_name
+
+    ferme = RuleSet.load("ferme-florale").deck
+    with client.application.test_request_context("/?lang=ja"):
+        assert card_name(STANDARD_DECK.card("01-1")) == "松に鶴"
+        assert card_name(STANDARD_DECK.card("12-3")) == "桐のカス2"
+        assert card_name(ferme.card("01-1")) == "Broadfork"  # not the standard slot's crane
+    with client.application.test_request_context("/?lang=fr"):
+        assert card_name(ferme.card("01-1")) == "Grelinette"
+    # Scripts keep reading and printing the deck's romaji.
+    assert STANDARD_DECK.parse("Matsu ni Tsuru").code == "01-1"
+    assert STANDARD_DECK.card("01-1").names["ja"] == "Matsu ni Tsuru"
+
+
+def test_the_statistics_name_the_yaku_in_the_page_language(client, store):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    for card in ("01-1", "03-1", "08-1"):
+        post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
+    post_event(client, store, match_id, type="stop_called", player="Aki")
+    ja = visible_text(client.get("/stats?lang=ja").get_data(as_text=True))
+    assert "三光 (1)" in ja and "Sankō" not in ja
+    en = visible_text(client.get("/stats?lang=en").get_data(as_text=True))
+    assert "Sankō (1)" in en
+
+
+def test_a_dealt_hand_is_named_as_the_buttons_name_it_and_the_json_keeps_its_id(client, store):
+    from companion.summaries import koikoi
+
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    post_event(client, store, match_id, type="round_started")
+    post_event(client, store, match_id, type="hand_declared", player="Ben", kind="teshi")
+    page = visible_text(client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True))
+    assert "Ben declares Teshi (4 cards of one month in the dealt hand): 6 points" in page
+    data = koikoi.summary_from_store(store, match_id).to_dict()
+    assert data["rounds"][0]["reason"] == (
+        "Ben declares teshi (4 cards of one month in the dealt hand): 6 points"
+    )
+    ja = visible_text(client.get(f"/matches/{match_id}/summary?lang=ja").get_data(as_text=True))
+    assert "Benが手四（配られた手札に同じ月の札が4枚）：6点" in ja

@@ -283,3 +283,106 @@ def test_a_recorded_clip_played_twice_on_the_same_database_records_nothing_twice
     assert report.captures_missed <= 1
     cards = [e.event.card for e in store.events(1) if e.event.type == "card_captured"]
     assert len(cards) == len(set(cards)) == len(first) - report.captures_missed
+
+
+def test_a_restart_after_a_round_ended_waits_for_the_table_to_be_gathered_and_dealt():
+    store, match_id = new_match()
+    before = six_captures(store, match_id)
+    before.put("10-1", 690, 300)  # turned from the pile, matching nothing
+    before.put("12-1", 690, 420)
+    before.run(10)
+    store.append(match_id, {"type": "cards_ran_out"})  # the round ended on the tablet
+    assert not store.state(match_id).round_in_progress
+    # killed before the cards were gathered; started again with them lying as they were
+    table = start(store, match_id, {}, 0)
+    table.cards = dict(before.cards)
+    table.run(40)
+    assert [e.event.type for e in store.events(match_id)][-1] == "cards_ran_out"
+    table.cards.clear()  # gathered
+    table.run(30)
+    deal = ["01-2", "03-1", "04-2", "06-1", "07-3", "08-1", "10-2", "12-4"]
+    for code, (x, y) in zip(deal, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(20)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.field) == deal
+
+
+def test_a_restart_on_a_dealt_field_opens_the_next_round():
+    store, match_id = new_match()
+    six_captures(store, match_id)
+    store.append(match_id, {"type": "cards_ran_out"})
+    # killed after the table was gathered and dealt again, before the round was opened
+    deal = ["01-2", "03-1", "04-2", "06-1", "07-3", "08-1", "10-2", "12-4"]
+    start(store, match_id, dict(zip(deal, FIELD_SPOTS, strict=True)), 30)
+    state = store.state(match_id)
+    assert state.round_number == 2 and sorted(c.code for c in state.field) == deal
+
+
+def test_a_restart_while_a_koi_or_stop_is_awaited_goes_on_after_the_tap():
+    store, match_id = new_match()
+    table = start(store, match_id)
+    # Aki takes the crane and the curtain with their partners: a yaku waits for his call
+    for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
+        table.take(dealt)
+        table.put(dealt, *ROWS["Aki"][spots[0]])
+        table.put(hand, *ROWS["Aki"][spots[1]])
+        table.run(10)
+    table.take("08-3")
+    table.put("08-3", 700, 620)
+    table.put("08-1", 734, 620)
+    table.run(10)
+    assert store.state(match_id).pending_decision == "Aki"
+    events = len(store.events(match_id))
+    again = start(store, match_id, {}, 0)
+    again.cards = dict(table.cards)
+    again.run(30)
+    assert len(store.events(match_id)) == events
+    store.append(match_id, {"type": "koi_called", "player": "Aki"})
+    again.take("05-1")
+    again.put("05-1", *ROWS["Ben"][0])
+    again.put("05-3", *ROWS["Ben"][1])
+    again.run(15)
+    assert captures(store, match_id)["Ben"] == ["05-1", "05-3"]
+
+
+DEAL_2 = ["01-2", "03-1", "04-2", "06-1", "07-3", "08-1", "10-2", "12-4"]
+
+
+def play_two_rounds(store, match_id, table):
+    """Round 1 (two captures, then gathered), round 2 dealt and one capture made."""
+    table.take("08-3")
+    table.put("08-3", *ROWS["Aki"][0])
+    table.put("08-4", *ROWS["Aki"][1])
+    table.run(10)
+    if store.state(match_id).round_number == 1 and store.state(match_id).round_in_progress:
+        store.append(match_id, {"type": "cards_ran_out"})
+    table.run(5)
+    table.cards.clear()
+    table.run(30)
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(20)
+    table.take("06-1")
+    table.put("06-1", *ROWS["Ben"][0])
+    table.put("06-3", *ROWS["Ben"][1])
+    table.run(10)
+
+
+def test_a_recording_played_again_from_an_earlier_round_records_nothing_twice():
+    store, match_id = new_match()
+    play_two_rounds(store, match_id, start(store, match_id))
+    state = store.state(match_id)
+    assert state.round_number == 2 and captures(store, match_id)["Ben"] == ["06-1", "06-3"]
+    events = len(store.events(match_id))
+    # the same recording from its start: round 1 is shown again, then round 2
+    table = start(store, match_id)
+    play_two_rounds(store, match_id, table)
+    assert len(store.events(match_id)) == events
+    assert captures(store, match_id) == {"Aki": [], "Ben": ["06-1", "06-3"]}
+    table.take("12-4")  # and play goes on past where it stopped
+    table.put("12-4", *ROWS["Aki"][2])
+    table.put("12-1", *ROWS["Aki"][3])
+    table.run(10)
+    assert captures(store, match_id) == {"Aki": ["12-1", "12-4"], "Ben": ["06-1", "06-3"]}

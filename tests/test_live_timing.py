@@ -87,3 +87,25 @@ def test_behind_real_time_queues_the_frames_a_slow_pipeline_has_not_taken_yet():
     assert behind_real_time([500.0] + [5.0] * 9, 10) == pytest.approx(0.5)
     # every frame at 40 ms at 30 fps: 6.7 ms more behind each frame
     assert behind_real_time([40.0] * 31, 30) == pytest.approx(0.04 + 30 * (0.04 - 1 / 30))
+
+
+def test_a_recording_played_in_real_time_drops_the_frames_it_is_too_late_for(tmp_path):
+    import cv2
+
+    from companion.live.session import BEHIND_AT_MOST, LiveSession
+    from companion.live.sources import VideoFileSource
+
+    path = tmp_path / "clip.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (64, 36))
+    for i in range(30):
+        writer.write(np.full((36, 64, 3), i * 8, np.uint8))
+    writer.release()
+    source = VideoFileSource(path)
+    session = LiveSession(source, ScriptedDetector(), MatchStore.open(":memory:"))
+    assert source.read().index == 0
+    session._catch_up(0.5)  # the first frame took half a second
+    assert session.skipped == round((0.5 - BEHIND_AT_MOST) * 30)
+    frame = source.read()
+    assert frame.index == 1 + session.skipped and frame.time == pytest.approx(frame.index / 30)
+    session._catch_up(10.0)  # far behind: to the end, no further
+    assert source.read() is None and source.state == "ended"

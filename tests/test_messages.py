@@ -240,3 +240,67 @@ def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
     decider.step(table, match, {"A": "A", "B": "B"})
     assert decider.proposal.kind == "redeal"
     assert decider.proposal.text.id == "warning.redeal_month"
+
+
+class _Camera:
+    """What the page reads of a live session: its status, with the session's Messages."""
+
+    zones = None
+
+    def __init__(self, message, proposal=None):
+        self.message, self.proposal = message, proposal
+
+    def status(self) -> dict:
+        return {
+            "camera": "live",
+            "source": "camera:0",
+            "fps": 15.0,
+            "frames": 3,
+            "match_id": 1,
+            "message": self.message,
+            "proposal": self.proposal,
+        }
+
+
+@pytest.mark.parametrize(
+    ("lang", "following", "deal"),
+    [
+        ("en", "Following match 1.", "The table is clear: deal the next round."),
+        ("fr", "Suivi de la partie 1.", "La table est vide\u00a0: servez la manche suivante."),
+        ("ja", "対局1を追跡中。", "卓が片付きました：次の回を配ってください。"),
+    ],
+)
+def test_the_cameras_messages_in_the_page_language(lang, following, deal):
+    from companion.store import MatchStore
+    from companion.web import create_app
+
+    proposal = {"kind": "next_round", "text": Message("camera.next_round")}
+    camera = _Camera(Message("camera.following", n=1), proposal)
+    store = MatchStore.open(":memory:")
+    try:
+        client = create_app(store, testing=True, live=camera).test_client()
+        status = client.get(f"/live/status?lang={lang}").get_json()
+        assert status["message"] == following
+        assert status["proposal"] == {"kind": "next_round", "text": deal}
+        page = client.get(f"/live?lang={lang}").get_data(as_text=True)
+        assert following in page and deal in page
+    finally:
+        store.close()
+
+
+def test_a_match_stored_before_the_preset_named_its_yaku_gets_the_presets_names():
+    stored = "\n".join(
+        line
+        for line in RuleSet.load("nintendo").source_text.splitlines()
+        if not line.startswith("names = ")
+    )
+    rules = RuleSet.from_text(stored)
+    assert rules.yaku_by_id("hanami").name.in_language("ja") == "花見酒"
+    own = stored.replace('name = "nintendo"', 'name = "my-rules"', 1)
+    assert RuleSet.from_text(own).yaku_by_id("hanami").name.in_language("ja") == "Hanami-zake"
+
+
+def test_a_logged_round_without_its_oya_says_no_none():
+    assert engine.RoundStarted().describe() == "Round started"
+    assert engine.RoundStarted(oya="Aki").describe() == "Round started, Aki is Oya"
+    assert engine.HandDeclared(player="Aki", kind="teshi").describe() == "Aki declared teshi"

@@ -54,3 +54,106 @@ def test_interface_addresses_are_usable_numeric_addresses():
 def test_no_lan_address_falls_back_to_loopback_rather_than_an_unresolvable_name(monkeypatch):
     monkeypatch.setattr(web, "interface_addresses", lambda: [])
     assert web.lan_address("0.0.0.0") == "127.0.0.1"
+
+
+# ---------------------------------------------------------------------------------------------
+# Live tablets do not keep pages waiting
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_server(tmp_path):
+    """A server with 4 page threads over a match; yields (port, match id)."""
+    import threading
+    import time
+
+    from companion.store import MatchStore
+
+    store = MatchStore.open(tmp_path / "m.db")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+    app = web.create_app(store)
+    servers = []
+    thread = threading.Thread(
+        target=web.serve,
+        args=(app, "127.0.0.1", 0),
+        kwargs={"ready": servers.append, "threads": 4},
+        daemon=True,
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not servers and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert servers
+    yield servers[0].server_port, match_id
+    servers[0].shutdown()
+    thread.join(5)
+
+
+def test_a_page_is_answered_while_more_tablets_follow_than_there_are_page_threads(small_server):
+    """Each live stream holds a thread for as long as it lasts: 12 streams on a server with
+    4 page threads used to leave every page waiting for one of them to end."""
+    import http.client
+
+    port, match_id = small_server
+    streams = []
+    try:
+        for _ in range(12):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", f"/matches/{match_id}/live?max_seconds=30&board=1")
+            reply = conn.getresponse()
+            assert reply.status == 200
+            assert reply.readline().startswith(b"retry:")  # the stream is being served
+            streams.append(conn)
+        page = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        page.request("GET", f"/matches/{match_id}")
+        reply = page.getresponse()
+        assert reply.status == 200 and b'id="board"' in reply.read()
+        page.close()
+    finally:
+        for conn in streams:
+            conn.close()
+
+
+def test_streams_get_threads_of_their_own_up_to_a_bound():
+    import threading
+
+    from companion.web import StreamingDispatcher
+
+    class Request:
+        def __init__(self, path):
+            self.path = path
+
+    class Channel:
+        def __init__(self, path, release):
+            self.requests = [Request(path)]
+            self.release, self.started = release, threading.Event()
+
+        def service(self):
+            self.started.set()
+            self.release.wait(10)
+
+        def cancel(self):
+            self.release.set()
+
+    release = threading.Event()
+    dispatcher = StreamingDispatcher(threads=1, max_streams=2)
+    try:
+        streams = [Channel("/matches/1/live", release) for _ in range(3)]
+        for channel in streams:
+            dispatcher.add_task(channel)
+        page = Channel("/matches/1", threading.Event())
+        page.release.set()
+        dispatcher.add_task(page)
+        assert page.started.wait(5)  # the page is served though every stream thread is taken
+        assert streams[0].started.wait(5) and streams[1].started.wait(5)
+        assert not streams[2].started.wait(0.2)  # the third waits: two stream threads at most
+        assert len(dispatcher.streams.threads) == 2
+        release.set()
+        assert streams[2].started.wait(5)
+        for path in ("/live/stream.mjpg", "/matches/7/seq", "/matches/7/live"):
+            assert StreamingDispatcher.is_stream(Channel(path, release))
+        for path in ("/matches/7", "/matches/7/board", "/live", "/live/frame.jpg"):
+            assert not StreamingDispatcher.is_stream(Channel(path, release))
+    finally:
+        release.set()
+        dispatcher.shutdown(timeout=2)

@@ -38,7 +38,7 @@ def run_here(tmp_path, monkeypatch):
     the server answers /live/status once, then stops. Returns (invoke, db, answers)."""
     import companion.cli.live as live_cli
 
-    monkeypatch.setattr(live_cli, "SESSION_ZONES", tmp_path / "session-zones.toml")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the calibrated zones' home
     monkeypatch.setattr(live_cli, "live_detector", lambda *args, **kwargs: NoCards())
     images = tmp_path / "frames"
     images.mkdir()
@@ -154,7 +154,7 @@ def test_a_resumed_match_says_the_flags_are_for_a_new_one(run_here):
     invoke, db, _ = run_here
     with MatchStore.open(db) as store:
         store.create_match(["Aki", "Ben"], rules="livret", rounds=6)
-    result = invoke("--players", "Cho,Dai")
+    result = invoke("--players", "Cho,Dai,Eri")  # a new match's players, not this one's
     assert result.exit_code == 0, result.output
     assert "Resuming match 1" in result.output and "apply to a new match" in result.output
     with MatchStore.open(db) as store:
@@ -470,14 +470,48 @@ def test_simulate_takes_two_or_three_players(tmp_path):
 @pytest.mark.slow
 def test_a_short_three_player_clip_is_replayed_to_its_exact_score(tmp_path):
     from companion.live.replay import load_truth, replay_video
+    from companion.live.zones import default_zones
     from companion.recognizer import Recognizer
     from companion.simulator import rounds
 
     config = rounds.SimConfig(players=3, rules="hana-awase", max_turns=4)
     rounds.simulate(_a_deck(), 7, tmp_path, config)
     truth = load_truth(tmp_path / "truth.json")
-    report = replay_video(tmp_path / "table.mp4", Recognizer.load(threads=2), truth=truth)
+    detector = Recognizer.load(threads=2)
+    report = replay_video(tmp_path / "table.mp4", detector, truth=truth)
     assert report.rounds_total == 1
     for player, codes in truth["rounds"][0]["captures"].items():
         assert codes and sorted(report.rounds[0].captures[player]) == sorted(codes)
     assert report.rounds_exact == 1
+    # without the truth file, the three-seat layout alone: Hana-Awase at three seats
+    untold = replay_video(tmp_path / "table.mp4", detector, zones=default_zones(3))
+    assert untold.rounds[0].captures == report.rounds[0].captures
+
+
+def test_a_source_whose_first_open_blocks_is_said_absent_on_the_page():
+    import time
+
+    clock, lines, opened = Clock(), [], threading.Event()
+    release = threading.Event()
+
+    def blocking_opener(target):
+        opened.set()
+        release.wait(30)  # a stream that does not answer
+        return Unplugged({"plugged": False})
+
+    source = LiveSource("rtsp://cam.invalid/live", opener=blocking_opener, clock=clock)
+    session = LiveSession(source, NoCards(), MatchStore.open(":memory:"), clock=clock,
+                          log=lines.append)  # fmt: skip
+    session.start()
+    try:
+        assert opened.wait(10)
+        assert not session.absent()
+        clock.now += NO_PICTURE_AFTER
+        assert session.absent() and session.status()["message"] == session.absent_sentence()
+    finally:
+        release.set()
+        session.stop()
+    deadline = time.monotonic() + 10
+    while session.absent_sentence() not in lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.absent_sentence() in lines

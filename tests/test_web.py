@@ -768,7 +768,14 @@ def test_join_redirect_stays_on_this_site(store):
 
 
 def test_join_code_guessing_is_throttled(store):
-    client = create_app(store, join_code="987654", testing=True).test_client()
+    from companion.web.auth import GuessBudget
+
+    app = create_app(store, join_code="987654", testing=True)
+    # The server-wide budget is tested in test_lan_safety: here only the per-address pause.
+    app.extensions["companion_join_budgets"] = {
+        "first": GuessBudget(1000, 1000), "retry": GuessBudget(1000, 1000)
+    }
+    client = app.test_client()
     token = csrf(client)
     codes = [
         r.status_code
@@ -800,9 +807,9 @@ def test_bad_join_code_setting_is_refused(store):
         create_app(store, join_code="abc")
 
 
-def test_new_join_code_is_six_digits():
+def test_new_join_code_is_ten_digits():
     codes = {new_join_code() for _ in range(50)}
-    assert all(len(c) == 6 and c.isdigit() for c in codes) and len(codes) > 40
+    assert all(len(c) == 10 and c.isascii() and c.isdigit() for c in codes) and len(codes) > 40
 
 
 @pytest.mark.parametrize(
@@ -990,6 +997,80 @@ def test_live_stream_sends_the_seq_and_each_new_one(app, client, store, match_id
     response.close()
 
 
+def test_the_page_follower_gets_the_board_in_each_update(app, client, store, match_id):
+    """With ?board=1 each update carries the board, rendered once and sent as is to every
+    follower: its CSRF token and request ids are marks the page fills in."""
+    from companion.web.match import CSRF_MARK, RID_MARK
+
+    page = client.get(f"/matches/{match_id}").get_data(as_text=True)
+    assert f"/matches/{match_id}/live?board=1" in page  # what the page follows
+    token = page.split('"X-CSRF-Token": "', 1)[1].split('"', 1)[0]
+    got = {0: [], 1: []}
+    following = threading.Barrier(3)
+
+    def follow(number, browser):
+        # One thread per follower, as the server has: a stream keeps its request context.
+        response = browser.get(f"/matches/{match_id}/live?max_seconds=5&board=1", buffered=False)
+        chunks = iter(response.response)
+        got[number].append(next(chunks).decode())
+        following.wait(5)
+        got[number].append(next(chunks).decode())
+        response.close()
+
+    threads = [
+        threading.Thread(target=follow, args=(n, c)) for n, c in enumerate((client, app.test_client()))
+    ]
+    for thread in threads:
+        thread.start()
+    following.wait(5)
+    store.append(match_id, {"type": "round_started"})
+    for thread in threads:
+        thread.join(5)
+    assert got[0] == got[1] and len(got[0]) == 2  # one message for both tablets
+    first, second = (json.loads(m.split("data: ")[1]) for m in got[0])
+    assert first["seq"] == 1 and 'id="board"' in first["board"]
+    assert second["seq"] == 2 and 'data-seq="2"' in second["board"]
+    assert "+ Card for Aki" in second["board"]  # the round is open: the board as it is now
+    assert CSRF_MARK in second["board"] and RID_MARK in second["board"]
+    assert token not in second["board"]  # no session's secret goes into a shared message
+
+
+def test_a_follower_without_board_1_gets_the_seq_alone(client, store, match_id):
+    response = client.get(f"/matches/{match_id}/live?max_seconds=5", buffered=False)
+    first = next(iter(response.response)).decode()
+    assert "board" not in json.loads(first.split("data: ")[1])
+    response.close()
+
+
+def test_a_hanamikoji_follower_gets_no_koikoi_board(client, store):
+    match_id = store.create_hanamikoji_match(players=["Aki", "Ben"])
+    response = client.get(f"/matches/{match_id}/live?max_seconds=5&board=1", buffered=False)
+    first = next(iter(response.response)).decode()
+    assert json.loads(first.split("data: ")[1]) == {"match": match_id, "seq": 1}
+    response.close()
+
+
+def test_a_long_matchs_board_is_the_same_with_its_parts_kept(app, store):
+    """The log's words and the ledger are kept between renderings: the board they make is
+    the one rendered from scratch."""
+    from companion.web import match as match_module
+    from companion.web.page_bench import PLAYERS, long_match_events
+
+    match_id = store.create_match(players=PLAYERS, rules="livret", rounds=12, oya="Aki")
+    for event in long_match_events(12)[:200]:
+        store.append(match_id, event)
+    with app.test_request_context(f"/matches/{match_id}"):
+        kept = match_module.shared_board(match_id)[2]
+        store.append(match_id, {"type": "undo"})
+        after_undo = match_module.shared_board(match_id)[2]
+        for name in ("companion_board_cache", "companion_ledger_cache", "companion_log_cache",
+                     "companion_log_words"):
+            app.extensions.pop(name, None)
+        fresh = match_module.shared_board(match_id)[2]
+    assert after_undo == fresh and after_undo != kept
+    assert "(undone)" in after_undo and after_undo.count("<tr>") >= 2
+
+
 def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch, store, match_id):
     from companion.web import live
 
@@ -1118,7 +1199,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
     )
     assert result.exit_code == 0, result.output
     code = seen["app"].config["JOIN_CODE"]
-    assert re.fullmatch(r"\d{6}", code)
+    assert re.fullmatch(r"\d{10}", code)
     assert f"Join code: {code}" in result.output
     assert "█" in result.output and f"join?code={code}" in result.output
 
@@ -1510,3 +1591,22 @@ def test_archive_from_the_command_line(tmp_path):
     CliRunner().invoke(main, ["archive", str(match_id), "--db", str(db), "--undo"])
     with MatchStore.open(db) as file_store:
         assert not file_store.get_match(match_id).archived
+
+
+def test_a_koi_read_from_the_table_is_said_on_the_board_with_one_tap_to_undo(
+    client, store, match_id, post
+):
+    store.append(match_id, {"type": "round_started"})
+    for card in ("03-1", "03-3", "09-1", "09-4"):
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+    store.append(match_id, {"type": "koi_called", "player": "Aki", "source": "camera"})
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert "Aki: Koi, read from the table" in board and 'id="camera-call"' in board
+    assert post(type="undo").status_code == 200
+    state = store.state(match_id)
+    assert state.pending_decision == "Aki" and state.koi["Aki"] == 0
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'id="camera-call"' not in board
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped: nothing to say
+    board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
+    assert 'id="camera-call"' not in board

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +18,8 @@ import click
 
 from companion import CompanionError, __version__
 
+# Set to see a bug's traceback rather than the one sentence the command line prints.
+TRACEBACK_VARIABLE = "COMPANION_TRACEBACK"
 _BIDI_CONTROLS = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
 
 
@@ -149,6 +153,25 @@ class CompanionGroup(click.Group):
             return plugin_command(name)
         return command
 
+    def invoke(self, ctx):
+        """Run the command; a bug (any exception that is not bad input) is one sentence and
+        exit code 1 instead of a traceback, unless $COMPANION_TRACEBACK is set (the tests set
+        it, so that a bug still fails them with its traceback)."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last resort, for bugs only
+            if os.environ.get(TRACEBACK_VARIABLE) or isinstance(exc, BrokenPipeError):
+                raise
+            click.echo(
+                f"Error: the companion failed unexpectedly ({type(exc).__name__}); this is a "
+                f"bug, please report it with the command you ran ({TRACEBACK_VARIABLE}=1 "
+                "shows the details).",
+                err=True,
+            )
+            sys.exit(1)
+
     def format_commands(self, ctx, formatter):
         names = super().list_commands(ctx)
         width = max(45, formatter.width - 26)  # the short help, after a name of up to 20
@@ -183,6 +206,21 @@ def main():
 # ---------------------------------------------------------------------------------------------
 
 RULES_OPTION_HELP = "Preset name (see `companion rules list`) or path to a rule file (.toml)."
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that refuses nan, which compares false with any bound and so
+    passes every range, and the infinities (inf passes an open-ended range)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+# Every random stream (numpy's generators, the simulator's) takes a seed from 0 to 2**32 - 1.
+SEED = click.IntRange(0, 2**32 - 1)
 
 
 def pct(value) -> str:
@@ -464,10 +502,35 @@ def demo_command(pace, port, db, camera):
     is_flag=True,
     help="Run the followers as threads of the server's process, not in a process of their own.",
 )
+@click.option(
+    "--fetch-board",
+    is_flag=True,
+    help="Each follower asks for the board after each update (the way before the board came"
+    " in the update itself).",
+)
+@click.option(
+    "--long-match",
+    is_flag=True,
+    help="Time the events after a whole 12-round match played by hand (about 600 events).",
+)
+@click.option(
+    "--probe-pages",
+    is_flag=True,
+    help="Also time the match page, asked for every 0.25 s while the followers follow.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @friendly_errors
 def bench_live_command(
-    clients, events, interval, notify_only, external_writer, same_process, as_json
+    clients,
+    events,
+    interval,
+    notify_only,
+    external_writer,
+    same_process,
+    fetch_board,
+    long_match,
+    probe_pages,
+    as_json,
 ):
     """Latency from an append to each of N live-tally followers seeing it (127.0.0.1 only)."""
     from companion.web.live_bench import run_live_bench
@@ -479,6 +542,9 @@ def bench_live_command(
         fetch_board=not notify_only,
         external_writer=external_writer,
         same_process=same_process,
+        board_in_event=not fetch_board,
+        long_match=long_match,
+        probe_pages=probe_pages,
     )
     if as_json:
         echo_json(result.to_dict())

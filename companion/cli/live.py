@@ -3,7 +3,6 @@ through the real pipeline, scored against a truth file) and ``bench-pipeline``."
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import click
@@ -28,13 +27,22 @@ deck_option = click.option(
 )
 
 
+ZONES_FILE_NAME = "zones.toml"
+
+
+def default_zones_path() -> Path:
+    """Where ``run`` keeps the zones calibrated on the tablet when no ``--zones`` is given:
+    the user's own data folder (beside the default database), never a fixed name in the
+    shared temporary folder, where another user of the machine could plant a layout."""
+    from companion.store import data_dir
+
+    return data_dir() / ZONES_FILE_NAME
+
+
 def _zones(path):
     from companion.live.zones import Zones
 
     return Zones.load(path) if path else None
-
-
-SESSION_ZONES = Path(tempfile.gettempdir()) / "companion-zones.toml"
 
 
 def parse_players(text: str | None) -> list[str] | None:
@@ -49,15 +57,16 @@ def parse_players(text: str | None) -> list[str] | None:
 
 def session_layout(zones_path, seats: int | None):
     """The layout ``run`` watches: the ``--zones`` file; else the one calibrated on the tablet
-    last time (kept in the temporary folder) when it has ``seats`` seats; else the default
-    layout for that many seats (two when unknown)."""
+    last time (kept in the user's data folder: ``default_zones_path``) when it has ``seats``
+    seats; else the default layout for that many seats (two when unknown)."""
     from companion.live.zones import Zones, default_zones
 
     if zones_path:
         return Zones.load(zones_path)
-    if SESSION_ZONES.is_file():
+    saved_path = default_zones_path()
+    if saved_path.is_file():
         try:
-            saved = Zones.load(SESSION_ZONES)
+            saved = Zones.load(saved_path)
         except CompanionError:
             saved = None  # a damaged file from an earlier run: start from the default
         if saved is not None and (seats is None or len(saved.players) == seats):
@@ -136,14 +145,17 @@ def run_command(
     else:
         seats = len(names) if names else None
     zones = session_layout(zones_path, seats)
-    if names and len(names) != len(zones.players):
-        fail(
-            f"The layout {zones.name} has {len(zones.players)} seats "
-            f"({', '.join(zones.players)}), not {len(names)}: give {len(zones.players)} names "
-            f"to --players, or a zone file with {len(names)} capture areas to --zones."
+    if under_way is None:
+        if names and len(names) != len(zones.players):
+            fail(
+                f"The layout {zones.name} has {len(zones.players)} seats "
+                f"({', '.join(zones.players)}), not {len(names)}: give {len(zones.players)} "
+                f"names to --players, or a zone file with {len(names)} capture areas to --zones."
+            )
+        # Checked before the slow start: a wrong flag is said at once.
+        names, rounds, oya = new_match_setup(
+            names or list(zones.players), rules_name, rounds, oya
         )
-    # Checked before the slow start, even when resuming: a wrong flag is said at once.
-    names, rounds, oya = new_match_setup(names or list(zones.players), rules_name, rounds, oya)
     detector = live_detector(model_path, deck, decks_dir)  # a bad model or deck: say so first
     if video or images:
         spec = video or images
@@ -170,7 +182,7 @@ def run_command(
         detector,
         store,
         zones=zones,
-        zones_path=zones_path or SESSION_ZONES,
+        zones_path=zones_path or default_zones_path(),
         log=click.echo,
     )
     lan = not web.is_loopback(host)
@@ -201,6 +213,11 @@ def run_command(
     "--truth", "truth_path", type=click.Path(dir_okay=False),
     help="The simulation's truth.json: Koi/Stop answers, and figures against it.",
 )  # fmt: skip
+@click.option(
+    "--taps", type=click.Choice(["truth", "none"]), default="truth", show_default=True,
+    help="truth: Koi/Stop (and what the camera cannot see) tapped from the truth file; "
+    "none: no tap, the table alone (the truth only scores).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--restart-at", "restart_at", type=click.IntRange(1), multiple=True, metavar="FRAME",
@@ -218,7 +235,16 @@ def run_command(
 @decks_dir_option
 @friendly_errors
 def replay_command(
-    video, zones_path, truth_path, as_json, restart_at, restart_from, model_path, deck, decks_dir
+    video,
+    zones_path,
+    truth_path,
+    taps,
+    as_json,
+    restart_at,
+    restart_from,
+    model_path,
+    deck,
+    decks_dir,
 ):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.live.replay import load_truth, replay_video
@@ -235,9 +261,10 @@ def replay_command(
             restarts=restart_at,
             from_start=restart_from == "start",
             zones=_zones(zones_path),
+            taps=taps,
         )
     else:
-        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth)
+        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth, taps=taps)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from companion.cli import RULES_OPTION_HELP, friendly_errors, main
+from companion.cli import RULES_OPTION_HELP, SEED, FiniteFloatRange, friendly_errors, main
 
 
 @main.command("simulate")
@@ -13,7 +13,7 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     required=True,
     help="Deck folder of MM-K.png images, or a deck name in ../shared/decks.",
 )
-@click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same video.")
+@click.option("--seed", default=1, show_default=True, type=SEED, help="Same seed, same video.")
 @click.option(
     "--out",
     "out_dir",
@@ -43,7 +43,7 @@ from companion.cli import RULES_OPTION_HELP, friendly_errors, main
     "--distractors",
     default=0.15,
     show_default=True,
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     help="Chance, per turn, that an arm crosses the table without playing.",
 )
 @click.option(

@@ -64,16 +64,18 @@ def export_command(match, db, out):
 @friendly_errors
 def import_command(file, db):
     """Add a match exported with `companion export` (its log is replayed before it is kept)."""
-    import json
-
-    from companion.store import MatchStore
+    from companion import CompanionError
+    from companion.store import MAX_EXPORT_BYTES, MatchStore, load_export
 
     try:
-        data = json.loads(Path(file).read_text(encoding="utf-8"))
+        with open(file, "rb") as handle:
+            raw = handle.read(MAX_EXPORT_BYTES + 1)  # a larger file is refused unread
     except OSError as exc:
         fail(f"Cannot read {file}: {exc.strerror}.")
-    except (UnicodeError, ValueError):
-        fail(f"{file} is not a JSON export of a match.")
+    try:
+        data = load_export(raw)
+    except CompanionError as exc:
+        fail(f"{file}: {exc}")
     with MatchStore.open(db) as store:
         match_id = store.import_match(data)
     click.echo(f"Imported {file} as match {match_id}.")

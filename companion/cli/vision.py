@@ -13,7 +13,16 @@ from pathlib import Path
 import click
 
 from companion import CompanionError
-from companion.cli import echo_json, fail, friendly_errors, main, model_option, pct
+from companion.cli import (
+    SEED,
+    FiniteFloatRange,
+    echo_json,
+    fail,
+    friendly_errors,
+    main,
+    model_option,
+    pct,
+)
 from companion.cli.decks import decks_dir_option
 
 tiny_option = click.option(
@@ -28,14 +37,14 @@ def count_option(name: str, default: int, help: str, minimum: int = 1):
 
 
 def seed_option(help: str):
-    return click.option("--seed", default=1, show_default=True, type=int, help=help)
+    return click.option("--seed", default=1, show_default=True, type=SEED, help=help)
 
 
 lens_k_option = click.option(
     "--lens-k",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(-0.2, 0.5),
+    type=FiniteFloatRange(-0.2, 0.5),
     help="See every scene through a camera lens with this radial distortion "
     "(companion/simulator/lens.py: > 0 barrel, as in wide-angle webcams; < 0 pincushion).",
 )
@@ -49,7 +58,7 @@ lens_k_option = click.option(
     help="Dataset folder to write (required unless --bench).",
 )
 @click.option("--n", "n", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same scenes.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Same seed, same scenes.")
 @click.option(
     "--deck",
     "decks",
@@ -73,7 +82,7 @@ lens_k_option = click.option(
     "--restyle",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     help="Chance that a scene's faces are printed in inks of their own (hues turned, "
     "saturation and contrast changed: synth.deck_style), as train --restyle-scenes renders.",
 )
@@ -114,13 +123,17 @@ def resolve_deck(deck: str) -> str:
     """A deck folder path, or the name of a deck in ../shared/decks."""
     from companion.simulator import synth
 
-    if Path(deck).is_dir():
-        return deck
     candidate = synth.find_shared_dir() / "decks" / deck
-    if candidate.is_dir():
-        return str(candidate)
+    try:
+        if Path(deck).is_dir():
+            return deck
+        if candidate.is_dir():
+            return str(candidate)
+    except OSError:  # a name longer than the system takes: no such folder either
+        pass
+    shown = deck if len(deck) <= 60 else f"{deck[:40]}..."
     raise CompanionError(
-        f"No deck folder {deck!r} (neither a folder nor a deck in {candidate.parent})."
+        f"No deck folder {shown!r} (neither a folder nor a deck in {candidate.parent})."
     )
 
 
@@ -257,7 +270,7 @@ def echo_comparison(against_path: str, other: dict) -> None:
     required=True,
     help="Deck folder (or name in ../shared/decks) to render test scenes from.",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Test set seed.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Test set seed.")
 @click.option(
     "--n", "n", default=500, show_default=True, type=click.IntRange(min=1), help="Number of scenes."
 )
@@ -461,7 +474,11 @@ def eval_command(
     help="How many scenes of the fixed set to time.",
 )
 @click.option(
-    "--seed", default=68, show_default=True, type=int, help="The set's seed (the model card's: 68)."
+    "--seed",
+    default=68,
+    show_default=True,
+    type=SEED,
+    help="The set's seed (the model card's: 68).",
 )
 @click.option(
     "--deck",

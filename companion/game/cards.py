@@ -29,6 +29,25 @@ class CardError(CompanionError):
     """An unknown or malformed card code or name."""
 
 
+def parse_toml(source: str, what: str, error: type[CompanionError] = CompanionError) -> dict:
+    """``source`` read as TOML, or ``error`` with one sentence naming ``what`` ("the rule
+    file"): bad syntax, nesting deeper than the parser's recursion, or a whole number too long
+    for Python to read (over 4,300 digits: ``int`` refuses longer strings, a guard against
+    quadratic parsing)."""
+    try:
+        return tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{_upper_first(what)} is not valid TOML: {exc}.") from None
+    except RecursionError:
+        raise error(f"{_upper_first(what)} is nested too deeply to read.") from None
+    except ValueError:  # int() of a number of thousands of digits
+        raise error(f"{_upper_first(what)} holds a number too long to read.") from None
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 class Category(str, enum.Enum):
     BRIGHT = "bright"
     ANIMAL = "animal"
@@ -57,6 +76,62 @@ MONTHS = {
     11: ("willow", "yanagi", "saule"),
     12: ("paulownia", "kiri", "paulownia"),
 }
+
+# The months as Japanese players write them (a card's Japanese name starts with its plant).
+MONTH_KANJI = {
+    1: "松",
+    2: "梅",
+    3: "桜",
+    4: "藤",
+    5: "菖蒲",
+    6: "牡丹",
+    7: "萩",
+    8: "芒",
+    9: "菊",
+    10: "紅葉",
+    11: "柳",
+    12: "桐",
+}
+# The standard deck's cards as Japanese players write them (the page's Japanese names). The
+# deck's "ja" names stay in romaji: they are what scripts type and what detect --json prints.
+KANJI_NAMES = {
+    "01-1": "松に鶴",
+    "01-2": "松に赤短",
+    "02-1": "梅に鶯",
+    "02-2": "梅に赤短",
+    "03-1": "桜に幕",
+    "03-2": "桜に赤短",
+    "04-1": "藤に不如帰",
+    "04-2": "藤に短冊",
+    "05-1": "菖蒲に八橋",
+    "05-2": "菖蒲に短冊",
+    "06-1": "牡丹に蝶",
+    "06-2": "牡丹に青短",
+    "07-1": "萩に猪",
+    "07-2": "萩に短冊",
+    "08-1": "芒に月",
+    "08-2": "芒に雁",
+    "09-1": "菊に盃",
+    "09-2": "菊に青短",
+    "10-1": "紅葉に鹿",
+    "10-2": "紅葉に青短",
+    "11-1": "柳に小野道風",
+    "11-2": "柳に燕",
+    "11-3": "柳に短冊",
+    "11-4": "柳に雷",
+    "12-1": "桐に鳳凰",
+}
+
+
+def kanji_name(code: str) -> str:
+    """A standard card's slot as Japanese players write it: 松に鶴, 桐のカス2."""
+    code = normalize_code(code)
+    if code in KANJI_NAMES:
+        return KANJI_NAMES[code]
+    month, index = int(code[:2]), int(code[3])
+    chaff = sum(1 for i in range(1, index) if f"{month:02d}-{i}" not in KANJI_NAMES) + 1
+    return f"{MONTH_KANJI[month]}のカス{chaff}"
+
 
 # Non-chaff cards of the standard deck: code -> (category, ribbon, role, en, ja, fr)
 _SPECIAL = {
@@ -372,9 +447,7 @@ class Deck:
                 return STANDARD_DECK
             path = DECKS_DIR / f"{text}.toml"
             if not path.is_file():
-                known = ", ".join(
-                    sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))])
-                )
+                known = ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
                 raise CardError(f"No deck {text!r}: known decks are {known}, or give a .toml path.")
         elif folder is not None:
             home = Path(folder).resolve()
@@ -397,12 +470,7 @@ class Deck:
         except (OSError, UnicodeError) as exc:
             reason = getattr(exc, "strerror", None) or "it is not UTF-8 text"
             raise CardError(f"The deck file {path.name} cannot be read: {reason}.") from None
-        try:
-            data = tomllib.loads(source)
-        except tomllib.TOMLDecodeError as exc:
-            raise CardError(f"Deck file {path} is not valid TOML: {exc}.") from None
-        except RecursionError:
-            raise CardError(f"The deck file {path.name} is nested too deeply to read.") from None
+        data = parse_toml(source, f"the deck file {path.name}", CardError)
         return cls.from_dict(
             data, default_name=path.stem, folder=path.parent, _chain=(*_chain, key)
         )

@@ -122,6 +122,11 @@ def _name(value, what: str) -> str:
     return value
 
 
+def _check_source(event) -> None:
+    if event.source is not None:
+        object.__setattr__(event, "source", _name(event.source, f"{event.type} source"))
+
+
 def _card_text(value, what: str = "card") -> str:
     """A card code (normalized, ``8-1`` -> ``08-1``) or a card name resolved later by the deck."""
     if not isinstance(value, str) or not value.strip():
@@ -136,12 +141,17 @@ def _card_text(value, what: str = "card") -> str:
 
 def _whole(value, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value)
+        text = value.strip() if isinstance(value, str) else ""
+        # ASCII digits only, and few of them: "²" or "٣" are not numbers an event holds, and
+        # int() of 5,000 digits fails.
+        if text.isascii() and text.isdigit() and len(text) <= 18:
+            value = int(text)
         else:
-            raise IllegalEvent(f"The {what} must be a whole number, not {value!r}.")
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+            raise IllegalEvent(f"The {what} must be a whole number, not {shown}.")
     if not low <= value <= high:
-        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {value}.")
+        shown = str(value) if len(str(value)) <= 20 else f"a number of {len(str(value))} digits"
+        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {shown}.")
     return value
 
 
@@ -313,6 +323,8 @@ class RoundStarted(Event):
         return data
 
     def describe(self, teams: dict | None = None) -> Message:
+        if self.oya is None:  # a hand-written log: the rules name the Oya
+            return Message("event.round_started_by_rules")
         if self.field_brights:
             return Message("event.round_started_brights", oya=self.oya, count=self.field_brights)
         return Message("event.round_started", oya=self.oya)
@@ -414,17 +426,35 @@ class CaptureRemoved(_PlayerEvent):
 
 @dataclass(frozen=True)
 class KoiCalled(_PlayerEvent):
+    """``source`` ("camera"): read from the table (play going on), not tapped."""
+
     type: ClassVar[str] = "koi_called"
+    source: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_source(self)
 
     def describe(self, teams: dict | None = None) -> Message:
+        if self.source == "camera":
+            return Message("event.koi_read", player=self.player)
         return Message("event.koi_called", player=self.player)
 
 
 @dataclass(frozen=True)
 class StopCalled(_PlayerEvent):
+    """``source`` ("camera"): read from the table (the cards being gathered), not tapped."""
+
     type: ClassVar[str] = "stop_called"
+    source: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_source(self)
 
     def describe(self, teams: dict | None = None) -> Message:
+        if self.source == "camera":
+            return Message("event.stop_read", player=self.player)
         return Message("event.stop_called", player=self.player)
 
 
@@ -531,6 +561,28 @@ class Redeal(Event):
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message("event.redeal")
+
+
+@dataclass(frozen=True)
+class FieldDealt(Event):
+    """The dealt field, read once it lies (by the camera after a redeal, or after a round opened
+    without it): before the round's first capture only."""
+
+    type: ClassVar[str] = "field_dealt"
+    field: tuple = required()
+    field_brights: int | None = None
+
+    def __post_init__(self):
+        if isinstance(self.field, str) or not isinstance(self.field, list | tuple):
+            raise IllegalEvent("The dealt field must be a list of card codes.")
+        object.__setattr__(self, "field", tuple(_card_text(c) for c in self.field))
+        if self.field_brights is not None:
+            object.__setattr__(
+                self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
+            )
+
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message("event.field_dealt", cards=Listing(CardCode(c) for c in self.field))
 
 
 @dataclass(frozen=True)
@@ -1326,6 +1378,22 @@ def _round_entered(s: MatchState, e: RoundEntered):
     return dataclasses.replace(e, winner=winner, oya=oya)
 
 
+def _field_dealt(s: MatchState, e: FieldDealt):
+    _need_round(s, "reading the dealt field")
+    if s._owner:
+        raise IllegalEvent("The dealt field is read before the round's first capture.")
+    field_cards = tuple(_resolve_card(s, c) for c in e.field)
+    if len(set(field_cards)) != len(field_cards):
+        raise IllegalEvent("The same card is listed twice in the dealt field.")
+    s.field = field_cards
+    if e.field_brights is not None:
+        s.field_brights = e.field_brights
+    else:
+        s.field_brights = sum(1 for c in field_cards if c.category is Category.BRIGHT)
+    _rescore(s)
+    return dataclasses.replace(e, field=tuple(c.code for c in field_cards))
+
+
 def _redeal(s: MatchState, e: Redeal):
     _need_round(s, "dealing it again")
     s.redeals += 1
@@ -1345,6 +1413,7 @@ _HANDLERS = {
     "field_brights_set": _field_brights_set,
     "cards_ran_out": _cards_ran_out,
     "redeal": _redeal,
+    "field_dealt": _field_dealt,
     "round_entered": _round_entered,
 }
 

@@ -21,6 +21,12 @@ from typing import Any, ClassVar
 from companion import CompanionError
 
 
+def quoted(value, limit: int = 24) -> str:
+    """``repr(value)`` for a sentence, cut short when long (a pasted page, 5,000 digits)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 8]}... ({len(text)} characters)"
+
+
 def required(default=""):
     """A field an event dict must give (the default only keeps dataclass field order happy)."""
     return field(default=default, metadata={"required": True})

@@ -110,13 +110,20 @@ def geisha_index(text) -> int:
     if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= len(GEISHAS):
         return text - 1
     word = str(text).strip().casefold()
-    if word.isdigit() and 1 <= int(word) <= len(GEISHAS):
+    # A position is one or two ASCII digits: "²", "٣" or 5,000 digits name no geisha.
+    if word.isascii() and word.isdigit() and len(word) <= 2 and 1 <= int(word) <= len(GEISHAS):
         return int(word) - 1
     for i, g in enumerate(GEISHAS):
         if word in (g.id, g.name.casefold(), g.item):
             return i
     names = ", ".join(g.name for g in GEISHAS)
-    raise HanamikojiError(f"There is no geisha {text!r}: the geishas are {names}.")
+    raise HanamikojiError(f"There is no geisha {_shown(text)}: the geishas are {names}.")
+
+
+def _shown(value) -> str:
+    """``value`` as a refusal quotes it: short, whatever was sent."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "..."
 
 
 def other(side: str) -> str:
@@ -145,9 +152,10 @@ def _count(value, geisha: Geisha, who: str) -> int:
         number = value
     else:
         text = str(value).strip()
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit() and len(text) <= 9):
             raise HanamikojiError(
-                f"The count {text!r} before {geisha.name} ({who}) is not a whole number from 0."
+                f"The count {_shown(text)} before {geisha.name} ({who}) is not a whole number "
+                "from 0."
             )
         number = int(text)
     if number < 0:
@@ -321,9 +329,7 @@ class MatchOutcome:
             )
         if self.by == "points_after_last_round":
             more, less = pts[self.winner], pts[other(self.winner)]
-            return Message(
-                "hanamikoji.more_points", n=MAX_ROUNDS, winner=win, more=more, less=less
-            )
+            return Message("hanamikoji.more_points", n=MAX_ROUNDS, winner=win, more=more, less=less)
         return Message("hanamikoji.tie", n=MAX_ROUNDS, points=pts["A"])
 
     def to_dict(self, names: dict | None = None) -> dict:

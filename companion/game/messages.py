@@ -1,4 +1,5 @@
-"""The engine's sentences as values: a message id and its parameters, English as its text.
+"""The engine's (and the camera's) sentences as values: a message id and its parameters,
+English as its text.
 
 The engines word their results (round reasons, multipliers, warnings, the outcome, what an
 event did) as :class:`Message` values. A message *is* its English sentence (a ``str``: the
@@ -10,8 +11,9 @@ language with gettext: the template is the catalog's msgid, each parameter is sa
     reason = Message("round.stop", side="Aki", yaku=..., points=6)
     str(reason) == "Aki stops with Akatan 6: 6 points";  reason.kind == "round"
 
-Code that needs to know what a sentence says tests its ``id`` or ``kind``, never a piece of
-its English. Every template is listed in :data:`TEMPLATES`; a test checks that each one has
+Being a ``str`` is what keeps every output as it was: whatever printed, stored or compared
+the English sentence still does. Code that needs to know what a sentence says tests its
+``id`` or ``kind``, never a piece of its English. Every template is listed in :data:`TEMPLATES`; a test checks that each one has
 its French and Japanese translation.
 """
 
@@ -144,6 +146,7 @@ _template(
 )
 _template("event.team", N_("%(team)s (%(members)s)"), "event")
 _template("event.round_started", N_("Round started, %(oya)s is Oya"), "event")
+_template("event.round_started_by_rules", N_("Round started"), "event")  # Oya left to the rules
 _template(
     "event.round_started_brights",
     N_("Round started, %(oya)s is Oya, %(count)s bright(s) in the field"),
@@ -155,6 +158,9 @@ _template("event.capture_corrected", N_("%(player)s: %(card)s corrected to %(new
 _template("event.capture_removed", N_("%(player)s: %(card)s removed"), "event")
 _template("event.koi_called", N_("%(player)s called Koi-Koi"), "event")
 _template("event.stop_called", N_("%(player)s stopped"), "event")
+_template("event.koi_read", N_("%(player)s: Koi, read from the table"), "event")
+_template("event.stop_read", N_("%(player)s: Stop, read from the table"), "event")
+_template("event.field_dealt", N_("Dealt field read: %(cards)s"), "event")
 _template("event.hand_declared", N_("%(player)s declared %(kind)s"), "event")
 _template("event.field_brights_set", N_("Brights in the dealt field: %(count)s"), "event")
 _template("event.cards_ran_out", N_("The cards ran out"), "event")
@@ -218,15 +224,52 @@ _template(
     "progress",
 )
 
+# -- the camera's sentences (companion.live: the session's state, the decider's proposals) -----
+_template("camera.starting", N_("Starting."), "camera")
+_template("camera.following", N_("Following match %(n)s."), "camera")
+_template("camera.recording_ended", N_("The recording has ended."), "camera")
+_template("camera.frame_failed", N_("A frame could not be processed (%(error)s)."), "camera")
+_template(
+    "camera.lost", N_("The camera is lost: keep score by hand, it reconnects by itself."), "camera"
+)
+_template("camera.connecting", N_("Connecting to the camera."), "camera")
+_template(
+    "camera.no_match",
+    N_("Start a match on the tablet: the camera follows the latest one."),
+    "camera",
+)
+_template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
+# what the table showed against a tap (or again after an undo): shown, never recorded
+_template("camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal")
+_template(
+    "camera.table_shows_stop", N_("The table shows Stop for %(player)s: tap Koi or Stop."), "proposal"
+)
+_template(
+    "camera.laid_after_stop",
+    N_("Cards are laid after %(player)s's Stop: if it was a Koi, undo the Stop."),
+    "proposal",
+)
+_template(
+    "camera.gathered_after_koi",
+    N_("The cards are gathered after %(player)s's Koi: if it was a Stop, undo the Koi."),
+    "proposal",
+)
+
 # The separators of a Listing, said in the page's language too.
 SEPARATORS = (N_(", "), N_(" and "), N_(" vs "))
 
 
-def _english(value) -> str:
-    return str(value)
+class _Text(str):
+    """Text that carries more than its characters; immutable, so a copy is itself."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
 
-class Message(str):
+class Message(_Text):
     """One sentence of the engine: the English text (the ``str`` itself), the ``id`` of its
     template in :data:`TEMPLATES` and the ``params`` that filled it."""
 
@@ -239,7 +282,7 @@ class Message(str):
             template = TEMPLATES[message_id]
         except KeyError:
             raise ValueError(f"No message template {message_id!r}.") from None
-        text = template.english % {k: _english(v) for k, v in params.items()}
+        text = template.english % {k: str(v) for k, v in params.items()}
         self = super().__new__(cls, text)
         self.id = message_id
         self.params = MappingProxyType(dict(params))
@@ -260,8 +303,7 @@ class Message(str):
         opening it), in every language."""
         if self[:1] == self[:1].upper():
             return self
-        new = _rebuild(self.id, dict(self.params), True)
-        return new
+        return _rebuild(self.id, dict(self.params), True)
 
     def __repr__(self) -> str:
         args = "".join(f", {k}={v!r}" for k, v in self.params.items())
@@ -269,12 +311,6 @@ class Message(str):
 
     def __reduce__(self):
         return (_rebuild, (self.id, dict(self.params), self.capitalized))
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
 
 
 def _rebuild(message_id: str, params: dict, capitalized: bool = False) -> Message:
@@ -287,7 +323,7 @@ def _rebuild(message_id: str, params: dict, capitalized: bool = False) -> Messag
     return message
 
 
-class Listing(str):
+class Listing(_Text):
     """Several values said one after the other: ``sep.join`` of their English in English,
     each item and the separator said in the page's language on the page."""
 
@@ -296,7 +332,7 @@ class Listing(str):
 
     def __new__(cls, items: Iterable, sep: str = ", ") -> Listing:
         items = tuple(items)
-        self = super().__new__(cls, sep.join(_english(i) for i in items))
+        self = super().__new__(cls, sep.join(str(i) for i in items))
         self.items = items
         self.sep = sep
         return self
@@ -307,14 +343,8 @@ class Listing(str):
     def __reduce__(self):
         return (Listing, (self.items, self.sep))
 
-    def __copy__(self):
-        return self
 
-    def __deepcopy__(self, memo):
-        return self
-
-
-class Named(str):
+class Named(_Text):
     """A name from a data file (a yaku from a rule file): the file's own name, which the
     JSON and the CLI print, with its translations by language code (``names``)."""
 
@@ -334,14 +364,8 @@ class Named(str):
     def __reduce__(self):
         return (Named, (str(self), dict(self.names)))
 
-    def __copy__(self):
-        return self
 
-    def __deepcopy__(self, memo):
-        return self
-
-
-class CardCode(str):
+class CardCode(_Text):
     """A card in a sentence: its code in English; a page names it after its deck."""
 
     def __reduce__(self):

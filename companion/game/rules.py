@@ -15,11 +15,6 @@ import re
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib
-
 from companion import CompanionError
 from companion.game.cards import (
     CODE_RE,
@@ -29,13 +24,14 @@ from companion.game.cards import (
     Deck,
     RibbonKind,
     normalize_code,
+    parse_toml,
 )
+from companion.game.events import quoted
 from companion.game.messages import Named
 
 RULESETS_DIR = Path(__file__).with_name("rulesets")
 _NO_FOLDER = RULESETS_DIR / "decks-named-by-text"  # never exists: only built-in deck names
 DEFAULT_PRESET = "livret"
-
 
 
 class RuleError(CompanionError):
@@ -123,6 +119,20 @@ def _plural(category: str) -> str:
 def item_matches(item: str, card: Card) -> bool:
     """A set member is a card code (``09-1``) or a role (``sake_cup``)."""
     return card.code == _as_code(item) if CODE_RE.match(item) else item in card.roles
+
+
+@functools.lru_cache(maxsize=32)
+def _preset_yaku_names(preset: str) -> dict[str, dict]:
+    """Each yaku id of the shipped preset ``preset`` -> its ``names`` ({} for another file)."""
+    path = RULESETS_DIR / f"{preset}.toml"
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", preset) or not path.is_file():
+        return {}
+    data = parse_toml(path.read_text(encoding="utf-8"), f"the preset {preset}", RuleError)
+    return {
+        y["id"]: dict(y["names"])
+        for y in data.get("yaku", [])
+        if isinstance(y, dict) and isinstance(y.get("names"), dict) and "id" in y
+    }
 
 
 @functools.lru_cache(maxsize=1024)
@@ -332,6 +342,9 @@ _YAKU_KEYS = {
 }
 KOI_BONUS_ID = "koi_koi"  # the line koi = "bonus" adds to a hand; no yaku may take this id
 MAX_POINTS = 1000  # a yaku value, bonus or bank beyond this is a typo
+# The presets have 15 yaku at most. Scoring with cards counting once searches yaku by yaku
+# (one level of recursion each), so thousands would exhaust Python's stack and time.
+MAX_YAKU = 100
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,23 +383,26 @@ class RuleSet:
     def load(cls, name_or_path: str | Path = DEFAULT_PRESET) -> RuleSet:
         """A preset by name (``livret``) or a rule file by path (``./my-rules.toml``)."""
         text_name = str(name_or_path)
+        shown = quoted(text_name, 80)
         path = Path(text_name)
-        if path.suffix.lower() != ".toml" and not path.is_file():
-            if (
-                not re.fullmatch(r"[A-Za-z0-9_-]+", text_name)
-                or not (RULESETS_DIR / f"{text_name}.toml").is_file()
-            ):
-                raise RuleError(
-                    f"No rule set {text_name!r}: presets are {', '.join(cls.presets())}, "
-                    "or give the path of a .toml file."
-                )
-            path = RULESETS_DIR / f"{text_name}.toml"
-        if not path.is_file():
-            raise RuleError(f"Rule file {text_name!r} does not exist.")
         try:
+            if path.suffix.lower() != ".toml" and not path.is_file():
+                if (
+                    not re.fullmatch(r"[A-Za-z0-9_-]{1,80}", text_name)
+                    or not (RULESETS_DIR / f"{text_name}.toml").is_file()
+                ):
+                    raise RuleError(
+                        f"No rule set {shown}: presets are {', '.join(cls.presets())}, "
+                        "or give the path of a .toml file."
+                    )
+                path = RULESETS_DIR / f"{text_name}.toml"
+            if not path.is_file():
+                raise RuleError(f"Rule file {shown} does not exist.")
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RuleError(f"Cannot read rule file {text_name!r}: {exc}.") from None
+        except OSError as exc:  # a name too long for the system, a folder that cannot be read
+            raise RuleError(f"Cannot read rule file {shown}: {exc.strerror or exc}.") from None
+        except UnicodeDecodeError:
+            raise RuleError(f"Cannot read rule file {shown}: it is not UTF-8 text.") from None
         return cls.from_text(text, base_dir=path.parent, default_name=path.stem)
 
     @classmethod
@@ -398,12 +414,7 @@ class RuleSet:
         base_dir: str | Path | None = None,
         default_name: str = "custom",
     ) -> RuleSet:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise RuleError(f"The rule file is not valid TOML: {exc}.") from None
-        except RecursionError:
-            raise RuleError("The rule file is nested too deeply to read.") from None
+        data = parse_toml(text, "the rule file", RuleError)
         if not isinstance(data.setdefault("game", {}), dict):
             raise RuleError("[game] must be a table.")
         data["game"].setdefault("name", default_name)
@@ -598,10 +609,11 @@ class RuleSet:
         for key in ("players", "rounds"):
             low, high = _LIST_BOUNDS[key]
             if key in game and (
-                not game[key]
-                or not all(_is_type(n, int) and low <= n <= high for n in game[key])
+                not game[key] or not all(_is_type(n, int) and low <= n <= high for n in game[key])
             ):
-                raise RuleError(f"[game] {key} must be a list of whole numbers from {low} to {high}.")
+                raise RuleError(
+                    f"[game] {key} must be a list of whole numbers from {low} to {high}."
+                )
         deal = {}
         for count, sizes in dict(game.get("deal", {"2": (8, 8)})).items():
             if not (
@@ -735,6 +747,8 @@ class RuleSet:
     def _build_yaku(self, raw_list) -> tuple[YakuSpec, ...]:
         if not isinstance(raw_list, list):
             raise RuleError("Yaku are an array of tables: [[yaku]].")
+        if len(raw_list) > MAX_YAKU:
+            raise RuleError(f"A rule set has at most {MAX_YAKU} yaku, not {len(raw_list):,}.")
         option_ids = {o.id for o in self.options}
         specs = []
         for n, raw in enumerate(raw_list, 1):
@@ -789,7 +803,9 @@ class RuleSet:
             for key in ("id", "name", "kind"):
                 if not isinstance(raw[key], str) or not raw[key]:
                     raise RuleError(f"{where}: {key} must be text.")
-            names = raw.get("names", {})
+            # A match stored before its preset named its yaku in other languages: the
+            # shipped preset's names for the same yaku.
+            names = raw.get("names", _preset_yaku_names(self.game.name).get(raw["id"], {}))
             if not isinstance(names, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) and v for k, v in names.items()
             ):
@@ -797,6 +813,8 @@ class RuleSet:
                     f'{where}: names maps a language code to the name, like {{ ja = "五光" }}.'
                 )
             require = tuple(raw.get("require", ())) + tuple(raw.get("cards", ()))
+            if len(require) > 48:  # each item takes a card of its own: more can never be made
+                raise RuleError(f"{where}: require and cards list at most 48 cards together.")
             for item in require:
                 self._check_item(item, where)
             select = self._selector(raw["select"], where) if "select" in raw else None

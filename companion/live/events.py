@@ -7,10 +7,18 @@ reading that is likeliest while pairing by month (distinct codes, none already c
 card that just left the field is likelier). A card whose reading stays doubtful, or a group
 whose months cannot pair, is flagged (``check``) for the tablet.
 
-The rest of a round's life: a dealt field seen on a clear table opens a round
-(``round_started`` with the field read; four of a month in it makes the engine propose a
-redeal); a table without backs for a while ends it (``cards_ran_out``); a cleared table
-after a round proposes the next one. Koi and Stop stay the players' taps.
+The rest of a round's life, read from the table for players who forget the tablet:
+- A dealt field seen on a table that was clear since the last round opens a round
+  (``round_started`` with the field read); the cards left lying after a round never do.
+- Koi: play going on after a yaku (another player's card settling in his captures, or the
+  cards laid reaching the next player's turn). Stop: the captures gathered (out of sight, no
+  hand over them) or a new deal lying; the captures lying still are decided first. Recorded
+  with ``source: "camera"``, once per decision asked: a tap answers first and wins, and an
+  answer the tablet took back is only shown (``notice``), never recorded again.
+- The cards gathered (or dealt again) without a decision pending end the round
+  (``cards_ran_out``). A field the rules deal again, gathered before any capture: ``redeal``;
+  a round without its field (dealt again, or opened on the tablet): ``field_dealt`` from the
+  next deal.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from companion.game.cards import Card, Category
+from companion.game.messages import Message
 from companion.live.tracker import Arrival, TableState
 
 # seconds from the first look with nothing moving over a card to its decision: one more
@@ -38,6 +47,17 @@ DEAL_STEADY = 0.5  # seconds the dealt field lies unchanged before the round is 
 RAN_OUT_AFTER = 2.0  # seconds without backs in view (after some were) before cards ran out
 GATHERED_AFTER = 1.5  # seconds without a sight of the captures: they were gathered
 MAX_COMBOS = 20000
+# Koi and Stop read from the table (players say them aloud and forget the tablet)
+KOI_HOLD = 0.2  # seconds the cards laid beyond the player's turn stay counted before Koi
+EPISODE_SETTLE = 1.0  # seconds after a decision is asked during which the player's own turn
+# is still counted into where it stands (a card on its way to the captures, his draw): a
+# later card laid is another player's, so a slow count reads a Koi late, never wrongly
+GATHERED_SHARE = 0.25  # captures in sight at most this share of those seen: gathered
+# (a wrist resting on one player's rows hides fewer; a sweep leaves none)
+STOP_AFTER = 1.0  # seconds the captures stay gathered before a Stop
+CLEAR_AT_MOST = 2  # face-up cards in sight at most: the table is clear (a stray card left)
+CLEAR_HELD = 0.5  # seconds the table stays that clear, hand or not (shuffling, dealing)
+SWEPT_AFTER = 1.0  # seconds a field to deal again lies gathered before the redeal is read
 
 
 @dataclass(frozen=True)
@@ -56,7 +76,7 @@ class Reading:
 @dataclass
 class Proposal:
     kind: str  # "redeal" | "next_round"
-    text: str
+    text: str  # a Message: the page says it in its language
 
 
 @dataclass
@@ -173,9 +193,12 @@ def surely(arrival: Arrival) -> float:
 
 
 class CaptureDecider:
-    """``decider.step(table, match) -> DeciderOutput``: the events a table state calls for.
+    """``decider.step(table, match, seats) -> DeciderOutput``: the events a table state calls for.
 
     ``seats`` maps the layout's seat labels to the match's players (seat order by default).
+    Besides captures, it reads from the table what players say aloud and forget to tap:
+    Koi (play going on), Stop (the cards gathered), the end of a round and the next deal.
+    What it cannot record (a reading against a tap) is ``notice``, a sentence for the tablet.
     """
 
     def __init__(self, players_per_deal: dict | None = None):
@@ -186,23 +209,82 @@ class CaptureDecider:
         self._backs_seen = False
         self._no_backs_since: float | None = None
         self.proposal: Proposal | None = None
-        self._round_seen = False  # the current round's table has been watched
+        self.notice: str | None = None  # what the table shows against a tap: shown, not recorded
+        # Koi and Stop read from the table, per decision asked ("episode")
+        self._episode: tuple | None = None  # (round, redeals, player, his Koi calls)
+        self._episode_frame = 0  # the look at which the decision was first seen asked
+        self._episode_laid = 0  # cards laid face up this round when it was asked
+        self._episode_sight: dict = {}  # seat -> most captures in sight since it was asked
+        self._koi_since: float | None = None
+        self._gathered_since: float | None = None
+        self._spoken: set = set()  # decisions the camera answered: never recorded twice
+        self._began: dict = {}  # decision -> (frame, time, cards laid, captures in sight)
+        # the round's life
+        self._in_round: bool | None = None  # None: not watched yet (a fresh pipeline)
+        self._redeals: int | None = None
+        self._redeal_by_table = False
+        self._swept_since: float | None = None
+        self._closed_on_deal = False  # the camera closed the round on a new deal lying there
+        self._clear_seen = True  # a clear table was seen since the last round ended
+        self._tapped: tuple | None = None  # (kind, player, cards laid) of a decision tapped
+        self._said_stop = False  # the round was closed by a Stop read from the table
+        self._closed_sight: int | None = None  # cards in sight when the round closed
+        self._laid_since_stop = 0  # looks in a row showing more cards than then
+        self._clear_since: float | None = None
+        self._episode_time = 0.0
 
     def step(self, table: TableState, match, seats: dict) -> DeciderOutput:
         out = DeciderOutput()
         if match is None or not match.started or match.finished:
             return out
         if match.round_in_progress:
-            self.proposal = self._redeal_proposal(match)
-            self._captures(table, match, seats, out)
-            self._ran_out(table, match, out)
+            self._round_under_way(table, match, seats, out)
         else:
+            if self._in_round:
+                self._round_closed(match)
+            self._in_round = False
             self._between_rounds(table, match, out)
+        return out
+
+    def decide_now(self, table: TableState, match, seats: dict) -> DeciderOutput:
+        """The captures lying still, decided now: the table settling after a Stop tapped,
+        before the round closes. A sure card, or one pairing with a capture waiting for its
+        partner, is decided; a lone doubtful card (often a look at part of a row) is not."""
+        out = DeciderOutput()
+        if match is not None and match.round_in_progress:
+            self._captures(table, match, seats, out, settling=True)
         return out
 
     # -- during a round ----------------------------------------------------------------------
 
-    def _captures(self, table: TableState, match, seats: dict, out: DeciderOutput) -> None:
+    def _round_under_way(self, table: TableState, match, seats: dict, out) -> None:
+        if self._in_round is False:
+            self.notice = None
+            self._tapped = None
+        self._in_round = True
+        if self._redeals is not None and match.redeals != self._redeals:
+            # dealt again: the next field is read once the old one has been gathered
+            self._clear_seen = self._redeal_by_table
+            self._deal_since = None
+        self._redeals = match.redeals
+        self._redeal_by_table = False
+        self.proposal = self._redeal_proposal(match)
+        if not match.field and not _captured(match) and self._read_field(table, match, out):
+            return
+        player = self._watch(table, match)
+        if player is not None and self._koi_from_captures(table, match, seats, player, out):
+            player = None  # answered this look: the next look sees the match without it
+        self._captures(table, match, seats, out)
+        if player is not None and self._koi_or_stop(table, match, seats, player, out):
+            return
+        if self._redeal_from_table(table, match, out):
+            return
+        self._contradicted_koi(table, match)
+        self._ran_out(table, match, out)
+
+    def _captures(
+        self, table: TableState, match, seats: dict, out: DeciderOutput, settling: bool = False
+    ) -> None:
         owned = {c.code for cards in match.captures.values() for c in cards}
         recent = {c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT}
         for seat, arrivals in table.arrivals.items():
@@ -237,7 +319,7 @@ class CaptureDecider:
             waiting = _waiting(held)
             if len(doubtful) == 1 and not waiting:
                 since = self._alone_since.setdefault(seat, table.time)
-                if table.time - since < PARTNER_WAIT:
+                if settling or table.time - since < PARTNER_WAIT:
                     continue  # a doubtful lone card: its partner will help read it
             self._alone_since.pop(seat, None)
             ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
@@ -279,10 +361,126 @@ class CaptureDecider:
             held.append(code)
             self._registered_at[code] = table.time
 
+    # -- Koi and Stop, read from the table ---------------------------------------------------
+
+    def _watch(self, table: TableState, match) -> str | None:
+        """The player asked Koi or Stop now (None: nobody); notes when the question began."""
+        player = match.pending_decision
+        if player is None:
+            if self._episode is not None and self._episode not in self._spoken:
+                self._note_tap(table, match)
+            self._episode = None
+            if self.notice is not None and self.notice.id.startswith("camera.table_shows"):
+                self.notice = None  # answered on the tablet
+            return None
+        key = _episode_key(match, player)
+        if key != self._episode:
+            self._episode = key
+            # a question asked again (an answer undone on the tablet) keeps where it began
+            began = self._began.setdefault(
+                key, (table.frame, table.time, _laid(table, match), dict(table.captures_in_sight))
+            )
+            self._episode_frame, self._episode_time, self._episode_laid, sight = began
+            self._episode_sight = dict(sight)
+            self._koi_since = self._gathered_since = None
+        elif table.time - self._episode_time <= EPISODE_SETTLE:
+            self._episode_laid = max(self._episode_laid, _laid(table, match))
+            frame, time, _, sight = self._began[key]
+            self._began[key] = (frame, time, self._episode_laid, sight)
+        for seat, n in table.captures_in_sight.items():
+            self._episode_sight[seat] = max(self._episode_sight.get(seat, 0), n)
+        return player
+
+    def _note_tap(self, table: TableState, match) -> None:
+        """The question was answered on the tablet: remember how, to tell a contradiction."""
+        _, _, player, calls = self._episode
+        if match.round_in_progress and match.koi.get(player, 0) > calls:
+            self._tapped = ("koi", player, _laid(table, match))
+
+    def _say(self, out: DeciderOutput, kind: str, player: str, match) -> bool:
+        """Record ``kind`` ("koi" | "stop") read from the table for ``player``, once per
+        question: an answer the tablet took back is only shown again."""
+        key = _episode_key(match, player)
+        if key in self._spoken:
+            self.notice = Message(f"camera.table_shows_{kind}", player=player)
+            return False
+        self._spoken.add(key)
+        out.events.append({"type": f"{kind}_called", "player": player, "source": "camera"})
+        return True
+
+    def _koi_from_captures(self, table: TableState, match, seats: dict, player: str, out) -> bool:
+        """Another player's card settling in his capture area after the question was asked:
+        play goes on, a Koi."""
+        for seat, arrivals in table.arrivals.items():
+            other = seats.get(seat)
+            if other is None or match.side_of(other) == player:
+                continue
+            if any(a.steady_since > self._episode_frame for a in arrivals):
+                return self._say(out, "koi", player, match)
+        return False
+
+    def _koi_or_stop(self, table: TableState, match, seats: dict, player: str, out) -> bool:
+        """Koi: cards laid beyond the player's own turn (the next player's card and draw);
+        Stop: the captures gathered (out of sight, no hand over them) or a new deal lying.
+        True when the round ended."""
+        if out.events and any(e["type"] == "koi_called" for e in out.events):
+            return False
+        beyond = _next_turn_card(match, player, self._episode_laid) + 1
+        if _laid(table, match) >= beyond:
+            if self._koi_since is None:
+                self._koi_since = table.time
+            if table.time - self._koi_since >= KOI_HOLD - 1e-6:  # frame times are sums
+                self._say(out, "koi", player, match)
+            return False
+        self._koi_since = None
+        # each player sweeps his own captures: every capture area seen holding cards since
+        # the question was asked now shows few (a wrist resting on one player's rows, or a
+        # hand over them, hides one area, not all)
+        seen = {seat: n for seat, n in self._episode_sight.items() if n}
+        gathered = sum(seen.values()) >= 2 and all(
+            table.captures_in_sight.get(seat, 0) <= GATHERED_SHARE * n for seat, n in seen.items()
+        )
+        if not gathered:
+            self._gathered_since = None
+        elif self._gathered_since is None:
+            self._gathered_since = table.time
+        long_gathered = gathered and table.time - self._gathered_since >= STOP_AFTER
+        if not (long_gathered or self._gathered(table, match)):
+            return False
+        new_deal = self._gathered(table, match) and self._new_deal(table, match)
+        if any(table.arrivals.values()):
+            before = len(out.events)
+            self._captures(table, match, seats, out, settling=True)
+            if len(out.events) > before:
+                return False  # the table settles first: the Stop on the next look
+        # whoever made a yaku before the last one saw play go on: Koi
+        pending = list(match.pending_players)
+        for earlier in pending[:-1]:
+            self._say(out, "koi", earlier, match)
+        if self._say(out, "stop", pending[-1], match):
+            self._closed_on_deal = new_deal
+            self._said_stop = True
+            return True
+        return False
+
+    def _contradicted_koi(self, table: TableState, match) -> None:
+        """A Koi tapped, then the captures gathered with no card laid since: shown."""
+        if self._tapped is None or self._tapped[0] != "koi":
+            return
+        _, player, laid = self._tapped
+        if _laid(table, match) > laid:
+            self._tapped = None  # play went on: the table confirms the tap
+            return
+        if self._gathered(table, match):
+            self.notice = Message("camera.gathered_after_koi", player=player)
+
+    # -- the round's end ---------------------------------------------------------------------
+
     def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:
         if self._gathered(table, match) and not match.pending_decision:
             # the cards were gathered (or dealt again) without a Stop: the round is over
             out.events.append({"type": "cards_ran_out"})
+            self._closed_on_deal = self._new_deal(table, match)
             return
         if table.backs > 0:
             self._backs_seen = True
@@ -298,6 +496,7 @@ class CaptureDecider:
         done = table.time - self._no_backs_since >= RAN_OUT_AFTER
         if done and not match.pending_decision:
             out.events.append({"type": "cards_ran_out"})
+            self._closed_on_deal = False
             self._backs_seen = False
             self._no_backs_since = None
 
@@ -308,40 +507,149 @@ class CaptureDecider:
             return False
         if table.captures_unseen == float("inf"):
             return False
-        return table.backs == 0 or table.fresh_field >= _deal_size(match) - 2
+        return table.backs == 0 or self._new_deal(table, match)
+
+    def _new_deal(self, table: TableState, match) -> bool:
+        return table.fresh_field >= _deal_size(match) - 2
+
+    def _round_closed(self, match) -> None:
+        """The round just ended: the next opens on a new deal, never on the cards still
+        lying from this one."""
+        self._clear_seen = self._closed_on_deal
+        self._closed_on_deal = False
+        self.proposal = None
+        self._closed_sight = None
+        self._laid_since_stop = 0
+        self._clear_since = None
+        self._episode = None
+        self._deal_since = None
+        last = match.rounds[-1] if match.rounds else None
+        tapped_stop = last is not None and last.kind == "stop" and not self._said_stop
+        self._tapped = ("stop", last.winner, None) if tapped_stop else None
+        self._said_stop = False
 
     def _redeal_proposal(self, match) -> Proposal | None:
         redeal = [w for w in match.warnings if w.kind == "redeal"]
         return Proposal("redeal", redeal[0]) if redeal else None
 
-    # -- between rounds -----------------------------------------------------------------------
+    def _redeal_from_table(self, table: TableState, match, out: DeciderOutput) -> bool:
+        """A field the rules deal again (the engine warns), gathered before any capture:
+        ``redeal``; the new field is read from the next deal."""
+        if self.proposal is None or self.proposal.kind != "redeal" or _captured(match):
+            self._swept_since = None
+            return False
+        if table.cards_in_sight > CLEAR_AT_MOST:  # the dealer's hand goes on: no hand test
+            self._swept_since = None
+            return False
+        if self._swept_since is None:
+            self._swept_since = table.time
+        if table.time - self._swept_since < SWEPT_AFTER:
+            return False
+        out.events.append({"type": "redeal"})
+        self._redeal_by_table = True
+        self._swept_since = None
+        return True
+
+    # -- dealing -----------------------------------------------------------------------------
 
     def _between_rounds(self, table: TableState, match, out: DeciderOutput) -> None:
+        if self._closed_sight is None:
+            self._closed_sight = table.cards_in_sight
         if table.cleared and match.rounds:
             out.cleared = True
-            self.proposal = Proposal("next_round", "The table is clear: deal the next round.")
-        if table.stale:
-            return  # the finished round's cards still lie there
-        deal = _deal_size(match)
-        field_cards = tuple(sorted(table.field))
-        # play starts as soon as the deal is done (arms over the table at once): the round
-        # opens when the dealt field has lain unchanged a moment, or when a capture shows
-        playing = any(table.arrivals.values())
-        if len(field_cards) < deal - 2:
-            self._deal_since = None
+        if not self._table_cleared(table):
+            more = table.cards_in_sight > self._closed_sight and not table.hand_present
+            self._laid_since_stop = self._laid_since_stop + 1 if more else 0
+            if self._tapped and self._tapped[0] == "stop" and self._laid_since_stop >= 2:
+                player = self._tapped[1]
+                self.notice = Message("camera.laid_after_stop", player=player)
             return
-        if field_cards != self._deal_codes or self._deal_since is None:
-            self._deal_codes, self._deal_since = field_cards, table.time
-            if not playing:
-                return
-        lain = table.time - self._deal_since
-        if not (playing or (len(field_cards) >= deal and lain >= DEAL_STEADY) or lain >= 3.0):
+        if match.rounds and self.proposal is None:
+            self.proposal = Proposal("next_round", Message("camera.next_round"))
+        field_cards = self._dealt_field(table, match)
+        if field_cards is None:
             return
         out.events.append({"type": "round_started", "field": list(field_cards)})
         self.proposal = None
         self._backs_seen = table.backs > 0
         self._no_backs_since = None
+
+    def _read_field(self, table: TableState, match, out: DeciderOutput) -> bool:
+        """A round under way without its dealt field (dealt again, or opened on the tablet):
+        ``field_dealt`` once the deal lies. True while it waits (no capture is decided before
+        the field is known, unless play has begun without a readable deal)."""
+        if not self._table_cleared(table):
+            return not any(table.arrivals.values())
+        field_cards = self._dealt_field(table, match)
+        if field_cards is None:
+            return not any(table.arrivals.values())
+        out.events.append({"type": "field_dealt", "field": list(field_cards)})
+        self._backs_seen = table.backs > 0
+        return True
+
+    def _table_cleared(self, table: TableState) -> bool:
+        """Whether the table has been seen clear (at most ``CLEAR_AT_MOST`` face-up cards in
+        sight, no hand) since the round ended: only then is a field a new deal."""
+        if not self._clear_seen:
+            # a hand hides some cards, not a whole table: held 0.5 s, over two looks or more
+            if table.cards_in_sight > CLEAR_AT_MOST:
+                self._clear_since = None
+            elif self._clear_since is None:
+                self._clear_since = table.time
+            elif table.time - self._clear_since >= CLEAR_HELD:
+                self._clear_seen = True
+        return self._clear_seen and not table.stale
+
+    def _dealt_field(self, table: TableState, match) -> tuple | None:
+        """The dealt field once it lies: ``deal`` steady field cards unchanged for a moment, or
+        as soon as a capture shows (play starts at once), or 2 fewer after 3 s."""
+        deal = _deal_size(match)
+        field_cards = tuple(sorted(table.field))
+        playing = any(table.arrivals.values())
+        if len(field_cards) < deal - 2:
+            self._deal_since = None
+            return None
+        if field_cards != self._deal_codes or self._deal_since is None:
+            self._deal_codes, self._deal_since = field_cards, table.time
+            if not playing:
+                return None
+        lain = table.time - self._deal_since
+        if not (playing or (len(field_cards) >= deal and lain >= DEAL_STEADY) or lain >= 3.0):
+            return None
         self._deal_since = None
+        return field_cards
+
+
+def _captured(match) -> bool:
+    return any(match.captures.values())
+
+
+def _episode_key(match, player: str) -> tuple:
+    return (match.round_number, match.redeals, player, match.koi.get(player, 0))
+
+
+def _laid(table: TableState, match) -> int:
+    """Cards laid face up since the deal: each turn lays two (the hand's card, the pile's),
+    whether they take or not, so the count of face-up cards grows by one per card laid."""
+    captured = sum(len(cards) for cards in match.captures.values())
+    waiting = sum(len(a) for a in table.arrivals.values())
+    dealt = len(match.field) or _deal_size(match)
+    return len(table.field) + captured + waiting - dealt
+
+
+def _next_turn_card(match, player: str, laid: int) -> int:
+    """The first card after the ``laid``-th that another player lays (turns of two cards
+    each, the Oya's first). The player's own turn is skipped whole, so a count one short
+    (a card on its way to the captures is not counted while it moves) still finds the next
+    player's card."""
+    order = list(match.players)
+    if match.oya in order:
+        i = order.index(match.oya)
+        order = order[i:] + order[:i]
+    m = max(laid, 0) + 1
+    while order[((m + 1) // 2 - 1) % len(order)] == player:
+        m += 1
+    return m
 
 
 def _deal_size(match) -> int:

@@ -33,9 +33,9 @@ import numpy as np
 
 from companion.detections import Detections
 from companion.game.engine import IllegalEvent
-from companion.live.events import CaptureDecider
+from companion.live.events import CaptureDecider, Proposal
 from companion.live.tracker import TableState, TableTracker, twins
-from companion.live.zones import Zones
+from companion.live.zones import CAPTURES, Zones
 
 MOTION_SIZE = (160, 90)
 PIXEL_CHANGE = 14  # grey levels (0..255) a small-picture pixel must change by to count
@@ -45,10 +45,18 @@ REFRESH = 1.0  # seconds: the detector looks at least this often
 # seconds between looks at least: 10 looks a second at 30 fps (every third frame), every
 # frame at 10-12 fps. More looks settle a card sooner but cost a 30 fps camera its real time
 LOOK_EVERY = 0.08
+# seconds a pipeline started between two rounds watches the table (with no hand over it)
+# before what lies there may be a new deal: until then, a table holding captures is the
+# ended round's, cleared away before the next deal counts
+RESUME_WATCH = 1.0
+# cards in common with an earlier round's dealt field that make the first field of that
+# size seen after a start the recording of that round played again
+SAME_DEAL = 6
 # a recorded capture not yet matched to a card on the table is recognised in an arrival
 # whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
 # lower adopts misreads of new cards as old ones, higher records old cards again
 RECOGNISED = 0.25
+SETTLE_AFTER_STOP = 2.0  # seconds a Stop tapped waits for the captures still settling
 
 
 @dataclass
@@ -105,7 +113,14 @@ class LivePipeline:
         self.recognised: list[tuple[str, str]] = []  # (player, card) adopted where they lie
         self._match_state = None
         self._moving: np.ndarray | None = None  # where something moved since the last look
+        self._own: set[int] = set()  # seqs this pipeline appended
+        self._settling = None  # (stop's seq, its event dict, until time): a Stop tapped
         self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
+        self._resumed = False  # the first look on the match has been made
+        self._dealt: list[set] = []  # the dealt field of each round of the match, in order
+        self._earlier_round = False  # a recording of an earlier round is being played again
+        self._deal_checked = False  # a field of a deal's size was seen since the start
+        self._watch_from: float | None = None  # started between rounds: watching since
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -117,6 +132,8 @@ class LivePipeline:
                 self.tracker.reset_round()
                 self.decider = CaptureDecider()
                 self._read_as.clear()
+                self._resumed, self._watch_from = False, None
+                self._dealt, self._earlier_round, self._deal_checked = [], False, False
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -146,10 +163,24 @@ class LivePipeline:
                             record.card = e.new_card
                 elif e.type == "redeal":
                     self.tracker.reset_round()
+                elif e.type == "round_started":
+                    self._dealt.append(set(e.field))
             if self._match_state is not None and len(state.rounds) > len(
                 self._match_state.rounds
             ):
-                self.tracker.end_round()
+                last = events[-1] if events else None
+                tapped_stop = (
+                    last is not None
+                    and last.event.type == "stop_called"
+                    and last.seq not in self._own
+                    and self._settling is None
+                )
+                if tapped_stop and self._still_settling():
+                    # the turn's last capture may lie still, not yet decided: decided first
+                    until = self.table.time + SETTLE_AFTER_STOP
+                    self._settling = (last.seq, last.event.to_dict(), until)
+                else:
+                    self.tracker.end_round()
             # whatever the tablet removed or undid is never brought back
             held = {c.code for cards in state.captures.values() for c in cards}
             if state.round_in_progress:
@@ -158,6 +189,67 @@ class LivePipeline:
                         self.tracker.forget(code)
             self._match_state = state
         return state
+
+    def _still_settling(self) -> bool:
+        """Whether an unregistered card lies (or is coming to rest) in a capture area."""
+        return any(
+            t.registered is None
+            and not t.stale
+            and not t.ignored
+            and t.zone is not None
+            and t.zone.startswith(CAPTURES)
+            and self.tracker._updates - t.last_seen <= 2
+            for t in self.tracker.tracks.values()
+        )
+
+    def _settle_stop(self, frame, seats: dict) -> list:
+        """A Stop tapped while captures were settling: once they lie still (or after
+        ``SETTLE_AFTER_STOP``), those the Stop cut off are recorded before it (the Stop is
+        undone and tapped again after them). Returns the StoredEvents appended."""
+        seq, stop, until = self._settling
+        waiting = any(self.table.arrivals.values()) or self._still_settling()
+        if waiting and self.table.time < until and not self._all_quiet():
+            return []
+        self._settling = None
+        appended = []
+        latest = self.store.events(self.match_id, after_seq=seq - 1)
+        if len(latest) == 1 and latest[0].seq == seq:  # nothing recorded since the Stop
+            from companion.game.engine import apply
+
+            before = apply(self._match_state, {"type": "undo"})
+            out = self.decider.decide_now(self.table, before, seats)
+            if out.events:
+                appended.append(self._append({"type": "undo"}))
+                appended += self._append_decided(out, frame, before)
+                try:
+                    appended.append(self._append(stop))
+                except IllegalEvent as exc:
+                    self.errors.append(str(exc))
+        self.tracker.end_round()
+        return [a for a in appended if a is not None]
+
+    def _all_quiet(self) -> bool:
+        arrivals = [a for group in self.table.arrivals.values() for a in group]
+        return bool(arrivals) and all(self.table.frame > a.quiet_since for a in arrivals) and (
+            not self._still_settling_unsteady()
+        )
+
+    def _still_settling_unsteady(self) -> bool:
+        return any(
+            t.registered is None
+            and not t.stale
+            and not t.ignored
+            and t.steady_since is None
+            and t.zone is not None
+            and t.zone.startswith(CAPTURES)
+            and self.tracker._updates - t.last_seen <= 2
+            for t in self.tracker.tracks.values()
+        )
+
+    def _append(self, event: dict):
+        stored = self.store.append(self.match_id, event)
+        self._own.add(stored.seq)
+        return stored
 
     # -- one frame ---------------------------------------------------------------------------
 
@@ -211,36 +303,90 @@ class LivePipeline:
             state = self._sync()
             if state is None:
                 return []
+            if self._settling is not None:
+                appended = self._settle_stop(frame, self.seats(state))
+                if appended:
+                    self._sync()
+                return appended
+            self._leftovers(state, frame.time)
+            if self._replaying_earlier_round(state):
+                return []
             self._recognise(state)
             out = self.decider.step(self.table, state, self.seats(state))
-            appended = []
-            readings = iter(out.readings)
-            for event in out.events:
-                reading = next(readings) if event["type"] == "card_captured" else None
-                try:
-                    stored = self.store.append(self.match_id, event)
-                except IllegalEvent as exc:  # the tablet got there first, or the round ended
-                    self.errors.append(str(exc))
-                    continue
-                appended.append(stored)
-                if reading is not None:
-                    self.tracker.register(reading.track, reading.seat, reading.code)
-                    self.captures.append(
-                        CaptureRecord(
-                            player=event["player"],
-                            card=reading.code,
-                            seq=stored.seq,
-                            steady_frame=reading.steady_since,
-                            event_frame=frame.index,
-                            event_time=frame.time,
-                            check=reading.check,
-                            round=state.round_number,
-                            crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
-                        )
-                    )
+            appended = self._append_decided(out, frame, state)
             if appended:
                 self._sync()
             return appended
+
+    def _append_decided(self, out, frame, state) -> list:
+        """Append the decider's events; register each capture with its physical card."""
+        appended = []
+        readings = iter(out.readings)
+        for event in out.events:
+            reading = next(readings) if event["type"] == "card_captured" else None
+            try:
+                stored = self._append(event)
+            except IllegalEvent as exc:  # the tablet got there first, or the round ended
+                self.errors.append(str(exc))
+                continue
+            appended.append(stored)
+            if reading is not None:
+                self.tracker.register(reading.track, reading.seat, reading.code)
+                self.captures.append(
+                    CaptureRecord(
+                        player=event["player"],
+                        card=reading.code,
+                        seq=stored.seq,
+                        steady_frame=reading.steady_since,
+                        event_frame=frame.index,
+                        event_time=frame.time,
+                        check=reading.check,
+                        round=state.round_number,
+                        crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
+                    )
+                )
+        return appended
+
+    def _leftovers(self, state, now: float) -> None:
+        """Started between two rounds (killed after a Stop, before the cards were gathered):
+        while the table is first watched, a table holding captures is the ended round's, its
+        cards marked as such (stale, as when a round ends), so that they are cleared away
+        before a deal opens the next round; a table showing only a field is a new deal."""
+        if not self._resumed:
+            self._resumed = True
+            between = bool(state.rounds) and not state.round_in_progress and not state.finished
+            self._watch_from = now if between else None
+        if self._watch_from is None:
+            return
+        if state.round_in_progress:
+            self._watch_from = None
+            return
+        tracks = self.tracker.tracks.values()
+        if any(t.stale or (t.zone or "").startswith(CAPTURES) for t in tracks):
+            self.tracker.end_round()
+            self.table.stale = sum(1 for t in tracks if t.stale)
+            self.table.field, self.table.arrivals = [], {s: [] for s in self.table.arrivals}
+        if self.table.hand_present:
+            self._watch_from = now
+        elif now - self._watch_from >= RESUME_WATCH:
+            self._watch_from = None
+
+    def _replaying_earlier_round(self, state) -> bool:
+        """A recording played again from its start while the match is in a later round: the
+        first field of ``SAME_DEAL`` cards or more the table shows after the start is an
+        earlier round's dealt field, not this round's. Nothing is decided until this round's deal shows again (its
+        captures are then recognised as they are laid again)."""
+        if self._deal_checked and not self._earlier_round:
+            return False
+        field = set(self.table.field)
+        if not state.round_in_progress or len(self._dealt) < 2 or len(field) < SAME_DEAL:
+            return self._earlier_round
+        self._deal_checked = True  # the first field of a deal's size the table shows
+        if len(field & self._dealt[-1]) >= SAME_DEAL:
+            self._earlier_round = False  # this round's deal: it goes on from here
+        elif any(len(field & dealt) >= SAME_DEAL for dealt in self._dealt[:-1]):
+            self._earlier_round = True
+        return self._earlier_round
 
     def _recognise(self, state) -> None:
         """Adopt the arrivals that are captures the store already holds but no card on the
@@ -285,6 +431,10 @@ class LivePipeline:
 
     @property
     def proposal(self):
+        """What the table showed against a tap (kind "reading"), else what the camera suggests
+        (a redeal, the next round): a sentence the players act on."""
+        if self.decider.notice:
+            return Proposal("reading", self.decider.notice)
         return self.decider.proposal
 
     def crop(self, player: str, card: str) -> np.ndarray | None:

@@ -40,13 +40,62 @@ def load_truth(path: str | Path) -> dict:
         truth = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise TruthError(f"Cannot read the truth file {path}: {exc.strerror}.") from None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past the parser's depth
         raise TruthError(f"The truth file {path} is not JSON.") from None
     if not isinstance(truth, dict) or not str(truth.get("format", "")).startswith(
         "companion-simulation/"
     ):
         raise TruthError(f"{path} is not a companion-simulation truth file.")
+    wrong = _truth_shape_error(truth)
+    if wrong:
+        raise TruthError(f"The truth file {path} is damaged: {wrong}.")
     return truth
+
+
+def _truth_shape_error(truth: dict) -> str | None:
+    """What in ``truth`` has not the shape docs/LIVE.md gives (the replay reads every part of
+    it), or None."""
+
+    def whole(value, allow_none=False) -> bool:
+        if value is None:
+            return allow_none
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    def listed(key) -> list:
+        value = truth.get(key, [])
+        return value if isinstance(value, list) else None
+
+    players = truth.get("players", [])
+    if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
+        return "players is not a list of names"
+    if not isinstance(truth.get("rules", ""), str):
+        return "rules is not a rule set's name"
+    if not isinstance(truth.get("zones", {}), dict | None):
+        return "zones is not a zone layout"
+    for key in ("events", "decisions", "rounds"):
+        if listed(key) is None or not all(isinstance(item, dict) for item in listed(key)):
+            return f"{key} is not a list of objects"
+    for item in listed("events"):
+        if not whole(item.get("frame")) or not isinstance(item.get("event"), dict):
+            return "an event lacks its frame number or its event"
+        if "steady_frame" in item and not whole(item["steady_frame"]):
+            return "an event's steady_frame is not a frame number"
+    for item in listed("decisions"):
+        if item.get("answer", "stop") not in ("koi", "stop"):
+            return "a decision's answer is not koi or stop"
+    for item in listed("rounds"):
+        if not (
+            whole(item.get("round"))
+            and whole(item.get("first_frame", 0))
+            and whole(item.get("last_frame"), allow_none=True)
+        ):
+            return "a round lacks its number or has frames that are not frame numbers"
+        points, captures = item.get("points", {}), item.get("captures", {})
+        if not isinstance(points, dict) or not isinstance(captures, dict):
+            return "a round's points or captures are not per player"
+        if not all(isinstance(c, list) for c in captures.values()):
+            return "a round's captures are not lists of cards"
+    return None
 
 
 @dataclass
@@ -83,6 +132,7 @@ class ReplayReport:
     seconds: float = 0.0
     frame_ms: list = field(default_factory=list)
     cycle_ms: list = field(default_factory=list)  # per frame, its decoding included
+    cycle_cpu_ms: list = field(default_factory=list)  # the same in CPU time (all threads)
     truth: bool = False
     rounds_total: int = 0
     captures_missed: int = 0
@@ -149,8 +199,12 @@ class ReplayReport:
         return "\n".join(lines)
 
 
-def _match_setup(truth: dict | None) -> dict:
-    setup = {"players": ["A", "B"], "rules": "livret", "rounds": None, "oya": None}
+def _match_setup(truth: dict | None, zones: Zones | None = None) -> dict:
+    """The replayed match: the truth file's; without one, the layout's seats playing livret,
+    or Hana-Awase (the three-player game, seed 004) at a three-seat table."""
+    seats = list(zones.players) if zones is not None else ["A", "B"]
+    rules = "hana-awase" if len(seats) == 3 else "livret"
+    setup = {"players": seats, "rules": rules, "rounds": None, "oya": None}
     if truth:
         setup["players"] = list(truth.get("players") or setup["players"])
         setup["rules"] = truth.get("rules") or "livret"
@@ -167,17 +221,24 @@ def _match_setup(truth: dict | None) -> dict:
 TABLET_TAPS = ("hand_declared", "redeal")  # what the camera cannot see: a player says it
 
 
+TAPS = ("truth", "none")
+
+
 class _Answers:
     """The tablet's taps. Koi/Stop: the truth's answers in order, each tapped no earlier than
     the frame the simulated player called it (his turn over); with none left for that player
     (or no truth), stop after ``WAIT`` seconds of a pending decision. Declarations and
     redeals, which the camera cannot see: the truth's events at their frame, tried until the
-    match accepts them (for 5 seconds)."""
+    match accepts them (for 5 seconds). ``taps="none"``: no tap at all (the camera reads
+    Koi, Stop, round ends and deals from the table)."""
 
     WAIT = 3.0
 
-    def __init__(self, truth: dict | None):
-        truth = truth or {}
+    def __init__(self, truth: dict | None, taps: str = "truth"):
+        if taps not in TAPS:
+            raise CompanionError(f"Taps are 'truth' or 'none', not {taps!r}.")
+        self.none = taps == "none"
+        truth = {} if self.none else (truth or {})
         calls = [
             item["frame"]
             for item in truth.get("events", [])
@@ -200,8 +261,8 @@ class _Answers:
         self.taps.remove(tap)
 
     def answer(self, state, frame_index: int, fps: float) -> str | None:
-        """"koi", "stop", or None: not yet (the player has not tapped)."""
-        if not (state.pending_decision and state.round_in_progress):
+        """ "koi", "stop", or None: not yet (the player has not tapped)."""
+        if self.none or not (state.pending_decision and state.round_in_progress):
             self.pending_since = None
             return None
         if self.pending_since is None:
@@ -227,13 +288,16 @@ def replay_video(
     zones: Zones | None = None,
     truth: dict | None = None,
     limit: int | None = None,
+    taps: str = "truth",
 ) -> ReplayReport:
-    """Run the pipeline over every frame of ``video`` (as fast as the machine goes)."""
+    """Run the pipeline over every frame of ``video`` (as fast as the machine goes).
+    ``taps``: "truth" (Koi/Stop and what the camera cannot see tapped from the truth file) or
+    "none" (no tap: the truth only scores)."""
     source = VideoFileSource(video)
     if zones is None:
         zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
     zones = zones or default_zones(2)
-    setup = _match_setup(truth)
+    setup = _match_setup(truth, zones)
     store = MatchStore.open(":memory:")
     match_id = store.create_match(
         players=setup["players"],
@@ -243,10 +307,11 @@ def replay_video(
         options=setup.get("options"),
     )
     pipeline = LivePipeline(detector, zones, store, match_id)
-    answers = _Answers(truth)
+    answers = _Answers(truth, taps)
     report = ReplayReport(truth=truth is not None, fps_video=source.fps)
     event_ms: dict[int, float] = {}
     start = last = time.perf_counter()
+    last_cpu = time.process_time()
     with source:
         for frame in source:
             t0 = time.perf_counter()
@@ -262,13 +327,18 @@ def replay_video(
             while (kind := answers.answer(state, frame.index, source.fps)) is not None:
                 player = state.pending_decision
                 event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
-                appended.append(store.append(match_id, event))
+                try:
+                    appended.append(store.append(match_id, event))
+                except IllegalEvent:  # the camera read it from the table first
+                    break
                 state = store.state(match_id)
             now = time.perf_counter()
             ms = (now - t0) * 1000
             report.frame_ms.append(ms)
             report.cycle_ms.append((now - last) * 1000)
-            last = now
+            cpu = time.process_time()
+            report.cycle_cpu_ms.append((cpu - last_cpu) * 1000)
+            last, last_cpu = now, cpu
             if appended:
                 event_ms[frame.index] = ms
             if limit is not None and frame.index + 1 >= limit:
@@ -291,6 +361,8 @@ def _rounds(report: ReplayReport, store, match_id, pipeline) -> None:
         state = apply(state, stored.event)
         if before is not None and len(state.rounds) > len(before.rounds):
             result = state.rounds[-1]
+            # a round ended again after an undo (a Stop made again) is reported once
+            report.rounds = [r for r in report.rounds if r.round != result.number]
             report.rounds.append(
                 RoundReport(
                     round=result.number,
@@ -451,5 +523,8 @@ def bench_pipeline(detector, *, video=None, frames: int = 600, fps: int = 10) ->
         "steady_to_event_frames": report.steady_to_event_frames,
         "video_fps": report.fps_video,
         "behind_s_max": round(behind_real_time(report.cycle_ms, report.fps_video), 3),
+        # from the CPU time the frames took (every thread counted): what an otherwise idle
+        # machine would show at most, when the wall-clock figure is that of a shared one
+        "behind_s_max_cpu": round(behind_real_time(report.cycle_cpu_ms, report.fps_video), 3),
         "looks_per_s": round(report.detected_frames * report.fps_video / max(report.frames, 1), 2),
     }

@@ -25,10 +25,10 @@ from companion.live.zones import Zones, default_zones
 from companion.store import MatchStore
 
 
-def _answers_left(truth, store, match_id, done_until: int) -> _Answers:
+def _answers_left(truth, store, match_id, done_until: int, taps: str = "truth") -> _Answers:
     """The tablet's taps still to come: the Koi/Stop answers the store does not hold yet, the
     declarations and redeals after the frames already played."""
-    answers = _Answers(truth)
+    answers = _Answers(truth, taps)
     state = None
     for stored in store.events(match_id):
         before = state
@@ -52,6 +52,7 @@ def replay_with_restarts(
     from_start: bool = False,
     zones: Zones | None = None,
     store: MatchStore | None = None,
+    taps: str = "truth",
 ) -> ReplayReport:
     """Replay ``video`` through a new pipeline after each frame of ``restarts`` (see the
     module docstring); the match lives in ``store`` (in memory by default)."""
@@ -77,7 +78,7 @@ def replay_with_restarts(
     for run, stop in enumerate([*cuts, None]):
         first = 0 if (from_start or run == 0) else cuts[run - 1]
         pipeline = LivePipeline(detector, zones, store, match_id)
-        answers = _answers_left(truth, store, match_id, played_until)
+        answers = _answers_left(truth, store, match_id, played_until, taps)
         source = VideoFileSource(video)
         report.fps_video = source.fps
         with source:
@@ -103,7 +104,10 @@ def replay_with_restarts(
                         "type": "koi_called" if kind == "koi" else "stop_called",
                         "player": state.pending_decision,
                     }
-                    appended.append(store.append(match_id, event))
+                    try:
+                        appended.append(store.append(match_id, event))
+                    except IllegalEvent:  # the camera read it from the table first
+                        break
                     state = store.state(match_id)
                 ms = (time.perf_counter() - t0) * 1000
                 report.frame_ms.append(ms)

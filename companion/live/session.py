@@ -23,11 +23,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from companion.game.messages import Message
 from companion.live.pipeline import LivePipeline
 from companion.live.zones import Zones, default_zones
 
 JPEG_QUALITY = 80
 MATCH_LOOKUP_EVERY = 1.0  # seconds
+BEHIND_AT_MOST = 0.25  # seconds a recording played in real time may lag before frames drop
 # A camera or stream that sends no picture this long is said to be absent (on the page and in
 # the terminal): long enough for a webcam to start or a stream to connect, short enough that
 # the players are not left wondering. The source keeps retrying all the same.
@@ -46,14 +48,16 @@ def encode_jpeg(image: np.ndarray | None, quality: int = JPEG_QUALITY) -> bytes 
     return data.tobytes() if ok else None
 
 
-def draw_zones(image: np.ndarray, zones: Zones) -> np.ndarray:
-    """Zone outlines and names over a copy of the image."""
+def draw_zones(image: np.ndarray, zones: Zones, names: bool = True) -> np.ndarray:
+    """Zone outlines (and their codes, unless ``names=False``) over a copy of the image."""
     out = image.copy()
     h, w = out.shape[:2]
     for zone in zones:
         pts = zone.pixels(w, h).round().astype(np.int32)
         colour = (255, 200, 0) if zone.kind == "captures" else (200, 200, 200)
         cv2.polylines(out, [pts], True, colour, 2, cv2.LINE_AA)
+        if not names:
+            continue
         x, y = pts.min(axis=0)
         cv2.putText(
             out, zone.name, (int(x) + 6, int(y) + 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, colour, 2
@@ -95,7 +99,8 @@ class LiveSession:
         self._stopping = threading.Event()
         self._times: list[float] = []
         self._looked_up = -MATCH_LOOKUP_EVERY
-        self.message = "Starting."
+        self.message = Message("camera.starting")
+        self.skipped = 0  # frames of a recording dropped to keep up with real time
         self._clock = clock
         # One line per change of the source's state (connecting, live, lost, absent, ended).
         self._log = log or logging.getLogger("companion.live").info
@@ -161,13 +166,13 @@ class LiveSession:
         if self.absent():
             return self.absent_sentence()
         if state == "lost":
-            return "The camera is lost: keep score by hand, it reconnects by itself."
+            return Message("camera.lost")
         if state == "connecting":
-            return "Connecting to the camera."
+            return Message("camera.connecting")
         if state == "ended":
-            return "The recording has ended."
+            return Message("camera.recording_ended")
         if self.pipeline.match_id is None:
-            return "Start a match on the tablet: the camera follows the latest one."
+            return Message("camera.no_match")
         return self.message
 
     def latest_jpeg(self, annotated: bool = True) -> bytes | None:
@@ -179,8 +184,36 @@ class LiveSession:
         if annotated:
             from companion.recognizer import annotate
 
-            image = draw_zones(annotate(image, det) if len(det) else image, self.zones)
+            # Outlines only: the page writes the cards' and zones' names over the picture, in
+            # its own language and where they do not cover each other (``cards_in_view``).
+            outlined = annotate(image, det, labels=False) if len(det) else image
+            image = draw_zones(outlined, self.zones, names=False)
         return encode_jpeg(image)
+
+    def cards_in_view(self) -> dict:
+        """The last look's cards for the live view to name: ``{"frame": n, "cards": [{"code":
+        MM-K or "back", "quad": [[x, y] x 4] normalised, "confidence"}]}``."""
+        from companion.detections import CLASSES
+
+        with self._lock:
+            frame, det = self._frame, self.pipeline.detections
+        if frame is None or not len(det):
+            return {"frame": self.pipeline.frames, "cards": []}
+        h, w = frame.image.shape[:2]
+        quads = det.quads / np.float32([w, h])
+        return {
+            "frame": self.pipeline.frames,
+            "cards": [
+                {
+                    "code": CLASSES[int(class_id)],
+                    "quad": [[round(float(x), 4), round(float(y), 4)] for x, y in quad],
+                    "confidence": round(float(confidence), 3),
+                }
+                for class_id, quad, confidence in zip(
+                    det.class_ids, quads, det.confidence, strict=True
+                )
+            ],
+        }
 
     def snapshot_jpeg(self) -> bytes | None:
         return self.latest_jpeg(annotated=False)
@@ -266,21 +299,35 @@ class LiveSession:
             self._frame = frame
         self._times.append(self._clock())
         del self._times[:-60]
-        self.message = f"Following match {self.pipeline.match_id}."
+        self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
+
+    def _catch_up(self, behind: float) -> None:
+        """A recording played at its pace drops the frames the pipeline is too late for, as
+        a camera does: never more than ``BEHIND_AT_MOST`` behind real time."""
+        skip = getattr(self.source, "skip", None)
+        fps = getattr(self.source, "fps", 0.0)
+        if skip is None or not fps:
+            return
+        while behind > BEHIND_AT_MOST and skip():
+            behind -= 1.0 / fps
+            self.skipped += 1
 
     def run(self) -> None:
         start = time.monotonic()  # the pace of a recording is real time, whatever the clock
+        # No picture yet: counted from now, so that a source whose first open blocks (a stream
+        # that does not answer) is said to be absent on the page all the same.
+        self._down_since = self._clock()
         while not self._stopping.is_set():
             if self.source.state == "ended":
                 self._watch_source(False)
-                self.message = "The recording has ended."
+                self.message = Message("camera.recording_ended")
                 self._stopping.wait(0.5)
                 continue
             try:
                 got = self.step()
             except Exception as exc:  # keep the tally alive: a frame that breaks is skipped
-                self.message = f"A frame could not be processed ({type(exc).__name__})."
+                self.message = Message("camera.frame_failed", error=type(exc).__name__)
                 got = False
             if not got:
                 self._stopping.wait(0.05)
@@ -290,3 +337,5 @@ class LiveSession:
                 delay = due - time.monotonic()
                 if delay > 0:
                     self._stopping.wait(delay)
+                else:
+                    self._catch_up(-delay)

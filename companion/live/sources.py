@@ -13,6 +13,7 @@ is ``index / fps``, so a replay gives the same result however fast the machine i
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,18 @@ class VideoFileSource(FrameSource):
         self._index += 1
         return frame
 
+    def skip(self) -> bool:
+        """Pass over the next frame without decoding it (a camera's dropped frame); False
+        once the video has ended."""
+        if self.state == "ended":
+            return False
+        if not self._cap.grab():
+            self.state = "ended"
+            self._cap.release()
+            return False
+        self._index += 1
+        return True
+
     def describe(self) -> str:
         return f"video {self.path.name} ({self.fps:g} fps)"
 
@@ -158,6 +171,14 @@ class ImageFolderSource(FrameSource):
                 return Frame(image, index, index / self.fps)
         self.state = "ended"
         return None
+
+    def skip(self) -> bool:
+        """Pass over the next image without reading it; False once there is none left."""
+        if self._index >= len(self.files):
+            self.state = "ended"
+            return False
+        self._index += 1
+        return True
 
     def describe(self) -> str:
         return f"images in {self.path} ({len(self.files)}, {self.fps:g} fps)"
@@ -240,7 +261,7 @@ class LiveSource(FrameSource):
     def describe(self) -> str:
         if isinstance(self.target, int):
             return f"camera {self.target}"
-        return f"stream {self.target}"
+        return f"stream {redact_url(self.target)}"
 
     @property
     def kind(self) -> str:
@@ -252,6 +273,37 @@ class LiveSource(FrameSource):
             self._cap.release()
             self._cap = None
         self.state = "ended"
+
+
+# Query parameters that carry a secret in camera URLs (``?user=...&password=...``, tokens).
+SECRET_PARAMETERS = re.compile(
+    r"(?i)^(user(name)?|login|pass(word|wd)?|pwd|token|access_token|key|api_?key|auth|secret"
+    r"|sig(nature)?|session)$"
+)
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
+
+
+def redact_url(text) -> str:
+    """``text`` with the credentials of any URL in it hidden: ``rtsp://user:pass@cam/x`` is
+    ``rtsp://***@cam/x``, and a secret query parameter's value is ``***``. A camera's URL is
+    shown on the page, in ``/live/status`` and in the terminal: never its password."""
+    text = str(text)
+    if "://" not in text:
+        return text
+    found = re.search(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S*", text)
+    if found is None:
+        return text
+    url = found.group(0)
+    clean = _USERINFO.sub(r"\1***@", url)
+    if "?" in clean:
+        head, _, query = clean.partition("?")
+        query, hash_mark, fragment = query.partition("#")
+        parts = []
+        for part in query.split("&"):
+            name, equals, _value = part.partition("=")
+            parts.append(f"{name}=***" if equals and SECRET_PARAMETERS.match(name) else part)
+        clean = head + "?" + "&".join(parts) + hash_mark + fragment
+    return text[: found.start()] + clean + redact_url(text[found.end() :])
 
 
 def _open_capture(target):

@@ -156,6 +156,10 @@ class TableState:
     fresh_field: int = 0  # steady field cards first seen after the captures were last seen
     quads: dict = dataclasses.field(default_factory=dict)  # code -> quad (pixels), cards in view
     hand_since: int | None = None  # frame index the hand was last seen (None: never)
+    # face-up cards seen in the last two looks: all of them (stale ones too), and the
+    # registered captures among them, per seat (a gathered table shows few)
+    cards_in_sight: int = 0
+    captures_in_sight: dict = dataclasses.field(default_factory=dict)
 
 
 def look_vector(det: Detections, i: int) -> np.ndarray:
@@ -587,6 +591,12 @@ class TableTracker:
                 if track.code:
                     st.steady_since[track.code] = track.steady_since
         st.field_left = dict(self._field_left)
+        recent = [t for t in self.tracks.values() if not t.ignored and self._updates - t.last_seen <= 1]
+        st.cards_in_sight = len(recent)
+        st.captures_in_sight = {seat: 0 for seat in self.zones.players}
+        for t in recent:
+            if t.registered is not None:
+                st.captures_in_sight[t.seat] = st.captures_in_sight.get(t.seat, 0) + 1
         if self._captures_seen >= 0:
             st.captures_unseen = frame.time - self._captures_seen
             st.fresh_field = sum(

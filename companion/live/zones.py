@@ -24,18 +24,13 @@ seat labels (A, B, C) that the pipeline maps onto the match's players in seat or
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from companion import CompanionError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from companion.game.cards import parse_toml
 
 FIELD = "field"
 DRAW_PILE = "draw_pile"
@@ -140,10 +135,7 @@ class Zones:
 
     @staticmethod
     def from_toml(text: str, default_name: str = "zones") -> Zones:
-        try:
-            data = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, RecursionError) as exc:
-            raise ZoneError(f"The zone file is not valid TOML: {exc}.") from None
+        data = parse_toml(text, "the zone file", ZoneError)
         return Zones.from_dict(data, default_name=default_name)
 
     @staticmethod
@@ -152,6 +144,7 @@ class Zones:
             raise ZoneError("A zone file needs a [zones.<name>] table for each zone.")
         zones = []
         for name, spec in data["zones"].items():
+            _check_label(name, "zone name")
             if not isinstance(spec, dict) or "polygon" not in spec:
                 raise ZoneError(f"Zone {name!r} needs a polygon.")
             player = spec.get("player")
@@ -169,7 +162,10 @@ class Zones:
             players = [z.player for z in zones if z.player]
         if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
             raise ZoneError('\'players\' must be a list of seat labels such as ["A", "B"].')
+        for player in players:
+            _check_label(player, "seat label")
         name = data.get("name", default_name)
+        _check_label(str(name), "layout name")
         return Zones(str(name), tuple(players), tuple(zones))
 
     def to_dict(self) -> dict:
@@ -236,13 +232,24 @@ def default_zones(players: int = 2) -> Zones:
     return Zones(f"default-{players}p", seats, (field_zone, pile, *captures))
 
 
+# What a zone drawn over a table can be. A zone with more corners than MAX_CORNERS is not one
+# a person drags (the page offers 4 to 8); one smaller than MIN_AREA (a fraction of the
+# picture: 0.2 %, about one card's corner at 720p) catches no card; a self-crossing outline
+# has no clear inside. Raise MAX_CORNERS for finely traced zones, lower MIN_AREA for a camera
+# far above a large table.
+MAX_CORNERS = 32
+MIN_AREA = 0.002
+
+
 def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
     try:
         pts = tuple((float(x), float(y)) for x, y in points)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ZoneError(f"Zone {name!r}: a polygon is a list of [x, y] pairs.") from None
     if len(pts) < 3:
         raise ZoneError(f"Zone {name!r}: a polygon needs at least 3 corners.")
+    if len(pts) > MAX_CORNERS:
+        raise ZoneError(f"Zone {name!r} has {len(pts)} corners; a zone has at most {MAX_CORNERS}.")
     for x, y in pts:
         if not (math.isfinite(x) and math.isfinite(y)) or not (
             -0.01 <= x <= 1.01 and -0.01 <= y <= 1.01
@@ -250,7 +257,75 @@ def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
             raise ZoneError(
                 f"Zone {name!r}: corners are fractions of the image, from 0 to 1, not ({x}, {y})."
             )
+    # Corners all on one line first: their edges overlap, which is no crossing but no area.
+    if not _all_aligned(pts) and crosses_itself(pts):
+        raise ZoneError(f"Zone {name!r} crosses itself: drag its corners into a plain outline.")
+    if polygon_area(pts) < MIN_AREA:
+        raise ZoneError(
+            f"Zone {name!r} covers {polygon_area(pts):.2%} of the picture: too small to hold a "
+            f"card (at least {MIN_AREA:.1%}); drag its corners apart."
+        )
     return pts
+
+
+def _all_aligned(points) -> bool:
+    (x0, y0), rest = points[0], points[1:]
+    far = max(rest, key=lambda p: abs(p[0] - x0) + abs(p[1] - y0))
+    return all(abs((far[0] - x0) * (y - y0) - (far[1] - y0) * (x - x0)) < 1e-9 for x, y in rest)
+
+
+def polygon_area(points) -> float:
+    """The area of a simple polygon (shoelace formula), in fractions of the picture."""
+    total = 0.0
+    for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True):
+        total += x1 * y2 - x2 * y1
+    return abs(total) / 2
+
+
+def crosses_itself(points) -> bool:
+    """Whether two edges of the closed outline that do not share a corner meet."""
+    n = len(points)
+    edges = [(points[i], points[(i + 1) % n]) for i in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if j == i + 1 or (i == 0 and j == n - 1):
+                continue  # neighbours share a corner
+            if _segments_meet(*edges[i], *edges[j]):
+                return True
+    return False
+
+
+def _segments_meet(a, b, c, d) -> bool:
+    def side(p, q, r) -> float:
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
+    def within(p, q, r) -> bool:  # r on the segment pq, knowing the three are aligned
+        return min(p[0], q[0]) <= r[0] <= max(p[0], q[0]) and min(p[1], q[1]) <= r[1] <= max(
+            p[1], q[1]
+        )
+
+    d1, d2, d3, d4 = side(c, d, a), side(c, d, b), side(a, b, c), side(a, b, d)
+    if ((d1 > 0 > d2) or (d1 < 0 < d2)) and ((d3 > 0 > d4) or (d3 < 0 < d4)):
+        return True
+    return (
+        (d1 == 0 and within(c, d, a))
+        or (d2 == 0 and within(c, d, b))
+        or (d3 == 0 and within(a, b, c))
+        or (d4 == 0 and within(a, b, d))
+    )
+
+
+MAX_LABEL_LENGTH = 40
+
+
+def _check_label(text, what: str) -> None:
+    """A zone, seat or layout name is printable text (no NUL, newline or escape) and short."""
+    text = str(text)
+    if not text or len(text) > MAX_LABEL_LENGTH or not text.isprintable():
+        shown = ascii(text) if len(text) <= MAX_LABEL_LENGTH else ascii(text[:36]) + "..."
+        raise ZoneError(
+            f"A {what} is printable text of 1 to {MAX_LABEL_LENGTH} characters, not {shown}."
+        )
 
 
 def _toml_str(text: str) -> str:

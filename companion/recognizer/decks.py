@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,8 +239,19 @@ class UserDeck:
         return sorted({CLASSES[i] for i in self.class_ids})
 
     def save(self, decks_dir: str | Path) -> Path:
+        """Write the deck into ``decks_dir``/NAME; DeckError (one sentence) when that folder
+        cannot be made or written (read-only, full, a file in the way)."""
         folder = Path(decks_dir) / self.name
-        folder.mkdir(parents=True, exist_ok=True)
+        _make_folder(folder, self.name)
+        try:
+            self._write(folder)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise DeckError(f"Cannot keep the deck {self.name!r} in {folder}: {reason}.") from None
+        object.__setattr__(self, "folder", str(folder))
+        return folder
+
+    def _write(self, folder: Path) -> None:
         np.savez_compressed(
             folder / "references.npz",
             embeddings=self.embeddings.astype(np.float16),
@@ -261,28 +273,31 @@ class UserDeck:
         if self.definition != NAMES_FILE:  # taught again without its own names
             (folder / NAMES_FILE).unlink(missing_ok=True)
         (folder / "deck.json").write_text(json.dumps(meta, indent=2) + "\n")
-        object.__setattr__(self, "folder", str(folder))
-        return folder
 
     @classmethod
     def load(cls, name: str, decks_dir: str | Path | None = None) -> UserDeck:
         decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
         folder = decks_dir / name
-        if not (folder / "deck.json").is_file():
+        if not NAME_RE.fullmatch(name) or not _is_file(folder / "deck.json"):
             known = ", ".join(list_decks(decks_dir)) or "none yet"
+            shown = name if len(name) <= 40 else f"{name[:30]}..."
             raise DeckError(
-                f"No deck {name!r} in {decks_dir} (added: {known}); add it with "
+                f"No deck {shown!r} in {decks_dir} (added: {known}); add it with "
                 "'companion deck add NAME DIR'."
             )
         try:
-            meta = json.loads((folder / "deck.json").read_text())
-            refs = np.load(folder / "references.npz")
-            return cls(
-                meta["name"],
-                meta.get("definition", "standard"),
-                refs["embeddings"].astype(np.float32),
-                refs["class_ids"].astype(np.int64),
-                meta.get("source", ""),
+            meta = json.loads((folder / "deck.json").read_text(encoding="utf-8"))
+            if not isinstance(meta, dict):
+                raise ValueError("deck.json is not a JSON object")
+            with np.load(folder / "references.npz", allow_pickle=False) as refs:
+                embeddings = refs["embeddings"].astype(np.float32)
+                class_ids = refs["class_ids"].astype(np.int64)
+            deck = cls(
+                str(meta["name"]),
+                str(meta.get("definition", "standard")),
+                embeddings,
+                class_ids,
+                str(meta.get("source", "")),
                 float(meta.get("seconds", 0.0)),
                 float(meta.get("accept_similarity", 0.0)),
                 str(folder),
@@ -290,30 +305,66 @@ class UserDeck:
                 float(meta.get("classifier_agreement", 1.0)),
                 float(meta.get("classifier_sureness", 1.0)),
             )
-        except (OSError, ValueError, KeyError) as exc:
-            raise DeckError(f"The deck {name!r} in {decks_dir} is unreadable ({exc}).") from None
+            deck._check()
+            return deck
+        except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise DeckError(f"The deck {name!r} in {decks_dir} is unreadable ({reason}).") from None
+
+    def _check(self) -> None:
+        """ValueError unless the references make sense: one row of features per crop, each
+        with the class id of a card (a damaged file would fail later, mid-detection)."""
+        emb, ids = self.embeddings, self.class_ids
+        if emb.ndim != 2 or ids.ndim != 1 or len(emb) != len(ids) or not len(ids):
+            raise ValueError("its references do not pair a crop's features with a card")
+        if ids.min() < 0 or ids.max() >= len(CLASSES) or not np.isfinite(emb).all():
+            raise ValueError("its references name no card of the 48, or hold no numbers")
 
 
 def list_decks(decks_dir: str | Path | None = None) -> list[str]:
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
-    if not decks_dir.is_dir():
+    if not _is_dir(decks_dir):
         return []
-    return sorted(p.name for p in decks_dir.iterdir() if (p / "deck.json").is_file())
+    try:
+        return sorted(p.name for p in decks_dir.iterdir() if _is_file(p / "deck.json"))
+    except OSError as exc:
+        raise DeckError(f"Cannot read the decks folder {decks_dir}: {exc.strerror}.") from None
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a path the system refuses (a name too long)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def remove_deck(name: str, decks_dir: str | Path | None = None) -> Path:
     """Delete deck ``name`` (its references and names); DeckError where there is none."""
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     folder = decks_dir / name
-    if not NAME_RE.match(name) or not (folder / "deck.json").is_file():
+    if not NAME_RE.fullmatch(name) or not _is_file(folder / "deck.json"):
         known = ", ".join(list_decks(decks_dir)) or "none yet"
-        raise DeckError(f"No deck {name!r} in {decks_dir} to remove (added: {known}).")
-    shutil.rmtree(folder)
+        shown = name if len(name) <= 40 else f"{name[:30]}..."
+        raise DeckError(f"No deck {shown!r} in {decks_dir} to remove (added: {known}).")
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:  # a read-only folder, a disk gone
+        raise DeckError(
+            f"Cannot remove the deck {name!r} from {decks_dir}: {exc.strerror}."
+        ) from None
     return folder
 
 
 def check_deck_name(name: str) -> None:
-    if not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):  # "$" would let "x\n" in
         raise DeckError(
             f"A deck name is lower-case letters, digits, '-' or '_' (up to 40), not {name!r}."
         )
@@ -347,6 +398,8 @@ def add_deck(
     Deck.load(names_file if names_file is not None else definition)  # a clear error first
     start = time.perf_counter()
     files = deck_images(image_dir)
+    decks_dir = decks_dir or default_decks_dir()
+    _make_folder(Path(decks_dir) / name, name)  # and for a place it cannot be kept
     settings = settings or Settings.from_dict(model_settings())
     session = open_session(EMBEDDER, 2)
     rng = np.random.default_rng(seed)
@@ -378,6 +431,14 @@ def add_deck(
     return deck
 
 
+def _make_folder(folder: Path, name: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise DeckError(f"Cannot keep the deck {name!r} in {folder}: {reason}.") from None
+
+
 def own_card_similarity(embeddings: np.ndarray, class_ids: np.ndarray, share: float = 0.02):
     """How similar a crop of a card is to the nearest other crop of the same card, at worst
     but for ``share`` of the crops: the bar a crop must pass to be named by a partial deck."""
@@ -406,6 +467,12 @@ class DeckNamer:
         self.deck = deck
         self.settings = settings
         self.session = embedder or open_session(EMBEDDER, 2)
+        size = self.session.get_outputs()[0].shape[-1]
+        if isinstance(size, int) and deck.embeddings.shape[1] != size:
+            raise DeckError(
+                f"The deck {deck.name!r} was made by another recognizer ({deck.embeddings.shape[1]} "
+                f"features a crop, not {size}): add it again with 'companion deck add'."
+            )
         self.card_ids = np.array(sorted(set(deck.class_ids.tolist())), np.int64)
         self._ref_card = np.searchsorted(self.card_ids, deck.class_ids)
         # the names the players' deck gives its slots (the tablet and detect show them)

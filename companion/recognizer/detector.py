@@ -66,7 +66,9 @@ class Recognizer:
                 f"No recognizer model at {path}: train one with 'companion train'."
             )
         try:
-            meta = json.loads(path.read_text())
+            meta = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(meta, dict):
+                raise TypeError("not a JSON object")
             settings = Settings.from_dict(meta.get("settings", {}))
             sets = {"int8": meta} | {k: meta[key] for k, key in NET_SETS.items() if meta.get(key)}
             if nets == "auto":
@@ -77,7 +79,13 @@ class Recognizer:
             cls_path = path.parent / sets[nets]["classifier"]
         except RecognizerError:  # already one sentence: a set the model lacks, bad settings
             raise
-        except (ValueError, KeyError, TypeError) as exc:
+        except OSError as exc:
+            raise RecognizerError(
+                f"Cannot read the model metadata {path}: {exc.strerror}."
+            ) from None
+        except RecursionError:
+            raise RecognizerError(f"The model metadata {path} is nested too deeply.") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RecognizerError(f"The model metadata {path} is unreadable ({exc}).") from None
         localizer, classifier = open_session(loc_path, threads), open_session(cls_path, threads)
         return cls(localizer, classifier, settings, meta, nets)

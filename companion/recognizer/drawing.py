@@ -86,10 +86,11 @@ def _overlaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.clip(wx, 0, None) * np.clip(wy, 0, None)
 
 
-def annotate(bgr: np.ndarray, det: Detections) -> np.ndarray:
+def annotate(bgr: np.ndarray, det: Detections, labels: bool = True) -> np.ndarray:
     """A copy of the image with each quad outlined, its top edge marked and its class written
     on a dark tag (``label_boxes``: tags never cover each other; one moved off its card is
-    joined to it by a line)."""
+    joined to it by a line). ``labels=False``: the outlines alone (the tablet's live view
+    names the cards itself, in its own language)."""
     out = bgr.copy()
     scale, thick = _label_scale(out.shape)
     colours = [(0, 200, 0) if conf >= 0.8 else (0, 200, 255) for conf in det.confidence]
@@ -97,6 +98,8 @@ def annotate(bgr: np.ndarray, det: Detections) -> np.ndarray:
         pts = quad.round().astype(np.int32)
         cv2.polylines(out, [pts], True, color, thick, cv2.LINE_AA)
         cv2.line(out, tuple(pts[0]), tuple(pts[1]), (255, 0, 255), thick + 1, cv2.LINE_AA)
+    if not labels:
+        return out
     labels = label_boxes(det, out.shape)
     for box, color in zip(labels, colours, strict=True):
         if box.moved:

@@ -285,6 +285,7 @@ _OVERLAP_LINE = {"brights": 2, "animals": 2, "ribbons": 1, "chaff": 0}  # lines 
 _OVERLAP_UV = (0.05, 0.9)  # the chaff row's first card
 _OVERLAP_SHOW = 0.62  # share of a card's height left to see by the line in front of it
 _FAN_STEP = 0.5  # a covered card shows this share of its width
+_SHARED_RIBBONS_APART = 6  # ribbons side by side in half the top edge (three players), then fanned
 
 
 class _Planner:
@@ -438,10 +439,16 @@ class _Planner:
             up = np.array([-math.sin(angle), math.cos(angle)])
             x, y = np.array([x, y]) + up * line * _OVERLAP_SHOW * synth.CARD_H_MM
             layer = 4 - line
-            fanned = row == "chaff" or shared
+            fanned = row == "chaff" or (shared and row != "ribbons")
             step_mm = _FAN_STEP * synth.CARD_W_MM if fanned else synth.CARD_W_MM + 3
             if row == "animals":  # after room for the five brights
                 index += 5
+            if shared and row == "ribbons":
+                # Side by side while half the edge has room: a fanned ribbon under the chaff
+                # line would show too little of itself to be read; fanned after that.
+                apart = min(index, _SHARED_RIBBONS_APART)
+                step_mm = synth.CARD_W_MM + 3
+                index = apart + _FAN_STEP * synth.CARD_W_MM / step_mm * (index - apart)
         else:
             step_mm = _FAN_STEP * synth.CARD_W_MM
         return Pose(
@@ -474,7 +481,7 @@ class _Planner:
         self._hold(cfg.frames(1.0))
         for number in range(1, cfg.rounds + 1):
             self._play_round(number)
-        self._hold(cfg.frames(1.0))
+        self._hold(cfg.frames(2.5))  # the camera keeps filming the cleared table a moment
         return MatchPlan(
             cfg,
             self.seed,
@@ -777,7 +784,8 @@ class _Planner:
         self._reach(player, None)
 
     def _gather(self, oya: str) -> None:
-        """The table is cleared: field, captures and pile leave by the dealer's edge."""
+        """The table is cleared as players do it: each sweeps his own captures off by his
+        edge (the dealer first), then the dealer gathers the field and the pile."""
         on_table = sorted(self.pose, key=lambda c: c)
         field_group = [c for c in on_table if c in self.field_slot]
         capture_groups = {p: [] for p in self.players}
@@ -789,14 +797,16 @@ class _Planner:
             for c in on_table
             if c not in field_group and all(c not in g for g in capture_groups.values())
         ]
-        groups = [field_group, *(capture_groups[p] for p in self.players), rest]
-        for group in groups:
+        sweepers = [oya] + [p for p in self.players if p != oya]
+        groups = [(p, capture_groups[p]) for p in sweepers]
+        groups += [(oya, field_group), (oya, rest)]
+        for player, group in groups:
             if not group:
                 continue
             p = self.pose[group[-1]]
-            self._reach(oya, (p.x, p.y, p.lift))
-            ends = self._off_table(oya, group, self._shoulder_u(oya))
-            self._move(group, ends, oya, seconds=0.8, gone=True)
+            self._reach(player, (p.x, p.y, p.lift))
+            ends = self._off_table(player, group, self._shoulder_u(player))
+            self._move(group, ends, player, seconds=0.8, gone=True)
         self._reach(oya, None)
         self.field_slot = {}
 

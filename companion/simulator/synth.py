@@ -173,11 +173,17 @@ def default_deck_dirs() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8)
 def _deck_dirs_in(root: Path) -> tuple[str, ...]:
-    if not root.is_dir():
+    try:
+        if not root.is_dir():
+            raise SynthError(
+                f"No deck folder found at {str(root)[:200]}: pass deck folders explicitly or "
+                "set COMPANION_SHARED."
+            )
+        dirs = tuple(str(p) for p in sorted(root.iterdir()) if p.is_dir() and _deck_files(p))
+    except OSError as exc:  # a path the system refuses (too long), a folder it cannot read
         raise SynthError(
-            f"No deck folder found at {root}: pass deck folders explicitly or set COMPANION_SHARED."
-        )
-    dirs = tuple(str(p) for p in sorted(root.iterdir()) if p.is_dir() and _deck_files(p))
+            f"Cannot read the deck folders in {str(root)[:200]}: {exc.strerror}."
+        ) from None
     if not dirs:
         raise SynthError(f"No deck folder with MM-K.png card images in {root}.")
     return dirs
@@ -198,10 +204,13 @@ def _deck_files(folder: Path) -> dict[str, Path]:
 def resolve_deck_dir(name_or_path: str) -> str:
     """A deck folder given as a path, or by name in ``../shared/decks``; checked."""
     path = Path(name_or_path)
-    if not path.exists() and not path.is_absolute() and len(path.parts) == 1:
-        candidate = find_shared_dir() / "decks" / name_or_path
-        if candidate.is_dir():
-            path = candidate
+    try:
+        if not path.exists() and not path.is_absolute() and len(path.parts) == 1:
+            candidate = find_shared_dir() / "decks" / name_or_path
+            if candidate.is_dir():
+                path = candidate
+    except OSError as exc:  # a name longer than the system takes
+        raise SynthError(f"No deck folder {name_or_path[:60]!r}: {exc.strerror}.") from None
     load_deck(str(path))
     return str(path)
 
@@ -210,11 +219,14 @@ def resolve_deck_dir(name_or_path: str) -> str:
 def load_deck(folder: str) -> tuple[str, dict[str, Path]]:
     """(deck name, code -> file); SynthError when the folder has no card images."""
     path = Path(folder)
-    if not path.exists():
-        raise SynthError(f"Deck folder {folder} does not exist.")
-    if not path.is_dir():
-        raise SynthError(f"Deck {folder} is not a folder of MM-K.png card images.")
-    files = _deck_files(path)
+    try:
+        if not path.exists():
+            raise SynthError(f"Deck folder {folder[:200]} does not exist.")
+        if not path.is_dir():
+            raise SynthError(f"Deck {folder} is not a folder of MM-K.png card images.")
+        files = _deck_files(path)
+    except OSError as exc:
+        raise SynthError(f"Cannot read the deck folder {folder[:200]}: {exc.strerror}.") from None
     if not files:
         raise SynthError(
             f"Deck folder {folder} has no card images named like 01-1.png (month-card)."
@@ -224,7 +236,10 @@ def load_deck(folder: str) -> tuple[str, dict[str, Path]]:
 
 def default_backgrounds() -> tuple[str, ...]:
     root = find_shared_dir() / "backgrounds"
-    return (str(root),) if root.is_dir() else ()
+    try:
+        return (str(root),) if root.is_dir() else ()
+    except OSError:  # a path the system refuses: no backgrounds there
+        return ()
 
 
 @functools.lru_cache(maxsize=16)
@@ -232,12 +247,15 @@ def _background_files(sources: tuple[str, ...]) -> tuple[Path, ...]:
     files = []
     for src in sources:
         p = Path(src)
-        if p.is_dir():
-            files += sorted(q for q in p.rglob("*") if q.suffix.lower() in IMAGE_SUFFIXES)
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise SynthError(f"Background {src} does not exist.")
+        try:
+            if p.is_dir():
+                files += sorted(q for q in p.rglob("*") if q.suffix.lower() in IMAGE_SUFFIXES)
+            elif p.is_file():
+                files.append(p)
+            else:
+                raise SynthError(f"Background {src[:200]} does not exist.")
+        except OSError as exc:
+            raise SynthError(f"Cannot read the background {src[:200]}: {exc.strerror}.") from None
     return tuple(files)
 
 
@@ -1342,7 +1360,10 @@ def write_dataset(
         load_deck(str(d))  # fail before writing anything
     if config.backgrounds:
         _background_files(tuple(str(b) for b in config.backgrounds))
-    (out / "images").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "images").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SynthError(f"Cannot write scenes into {out}: {exc.strerror}.") from None
     tasks = [(i, seed, config) for i in range(n)]
     pool = None
     if workers > 1:
@@ -1364,10 +1385,12 @@ def write_dataset(
             for jpeg, record in results:
                 (out / record["image"]).write_bytes(jpeg)
                 fh.write(json.dumps(record) + "\n")
+        partial.replace(out / "labels.jsonl")
+    except OSError as exc:  # a full disk, a folder taken away
+        raise SynthError(f"Cannot write scenes into {out}: {exc.strerror}.") from None
     finally:
         if pool is not None:
             pool.terminate()
-    partial.replace(out / "labels.jsonl")
     return out
 
 

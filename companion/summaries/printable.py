@@ -56,11 +56,10 @@ def environment(lang: str = "en"):
         lstrip_blocks=True,
         extensions=["jinja2.ext.i18n"],
     )
-    translations = gettext.NullTranslations()
-    if lang != "en":
-        translations = gettext.translation(
-            "messages", str(WEB_DIR / "translations"), [lang], fallback=True
-        )
+    # English too: its catalog names what is not English at its source (a dealt hand's kind).
+    translations = gettext.translation(
+        "messages", str(WEB_DIR / "translations"), [lang], fallback=True
+    )
     env.install_gettext_translations(translations, newstyle=True)
     # The engine's sentences and the rule files' names, said in the same language.
     env.filters["say"] = functools.partial(say, translate=translations.gettext, lang=lang)

@@ -13,6 +13,8 @@ the fragment only, the same URL without it gets the full page)::
     GET  /matches/<id>                  the match page (live tally, prompt, actions, log, ledger)
     GET  /matches/<id>/board            the live part of the match page (fragment)
     GET  /matches/<id>/picker?player=P[&card=MM-K]   48-card picker (add, or correct/remove a card)
+    GET  /matches/<id>/picker?player=P&declare=KIND  the picker for a declared hand's cards
+                                        (teshi, kuttsuki, dealt_yaku: hand_declared with them)
     POST /matches/<id>/events           record one event (see ``companion.web.match``)
     GET  /matches/<id>/summary          the printable match summary (companion.summaries.koikoi.render_html)
     GET  /join, POST /join              enter the join code (only when one is set)
@@ -26,13 +28,18 @@ Live endpoint (the page, ``companion bench-live`` and any other follower use it)
             data: {"match": <id>, "seq": <last seq>}
         plus a ``: keep-alive`` comment every 10 s. The stream closes itself after
         ``?max_seconds=`` (default 300, at most 3600); EventSource reconnects on its own
-        (``retry: 1000``).
+        (``retry: 1000``). With ``?board=1`` (what the page asks for) each update also
+        carries ``"board"``: the board fragment at that seq, rendered once per event and
+        language and sent as is to every follower, its forms' CSRF token and request ids
+        left as marks (``match.CSRF_MARK``, ``match.RID_MARK``) that the page fills in.
     GET /matches/<id>/seq?after=N&timeout=S
         Long-poll alternative: answers ``{"match": <id>, "seq": <last seq>}`` as soon as the
         last seq is greater than N, or after S seconds (default 20, at most 60) with the
         current seq. Without ``after`` it answers at once.
 
-A follower that sees a new seq fetches ``GET /matches/<id>/board`` (the tally fragment).
+A follower that sees a new seq without a board fetches ``GET /matches/<id>/board`` (the tally
+fragment). Each stream (live, long-poll, MJPEG) is served by a thread of its own, up to
+``MAX_STREAMS``, never by the page threads: tablets left open do not keep pages waiting.
 
 The camera (``companion.web.camera``; ``create_app(live=LiveSession)``, docs/LIVE.md). Without a
 live session the pages say "no camera" and the picture endpoints answer 404::
@@ -47,6 +54,9 @@ live session the pages say "no camera" and the picture endpoints answer 404::
     GET  /live/stream.mjpg[?max_seconds=S]   multipart/x-mixed-replace JPEG stream of the
                                         annotated frames, each new frame once; closes itself
                                         after S seconds (default 300, at most 3600)
+    GET  /live/cards                    the last look's cards and the zones, named in the
+                                        page's language (the live view writes them over the
+                                        picture, which carries the outlines only)
     GET  /live/crop?player=P&card=MM-K  the camera's crop of a capture it flagged for a check
     GET  /calibrate[?propose=1]         the zones drawn over a snapshot; drag their corners
                                         (propose=1: zones fitted to the dealt field, unsaved)
@@ -66,17 +76,23 @@ Every POST carries the session's CSRF token (form field ``csrf_token`` or header
 ``X-CSRF-Token``). Every change to a match carries ``expected_seq`` (the last seq the page
 saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). With a join code
 set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
-``read_only=True`` nothing can be changed at all. ``serve`` on a loopback address also refuses
+``read_only=True`` nothing can be changed at all. Join codes are judged a few a second for the
+whole server, whatever the address (``companion.web.auth``). A body over its route's limit
+(64 KB, an import 4 MB) is refused with 413 before it is read (``companion.web.limits``).
+``serve`` on a loopback address also refuses
 requests made under any other host name (DNS rebinding).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
+import re
 import secrets
 import threading
 
 from flask import Flask
+from werkzeug.routing import IntegerConverter
 
 from companion import CompanionError
 from companion.resources import package_path
@@ -113,9 +129,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+JOIN_CODE_DIGITS = 10  # the QR code carries it; typed by hand it is read in groups of 3-3-4
+
+
 def new_join_code() -> str:
-    """A random 6-digit code, leading zeros kept."""
-    return f"{secrets.randbelow(1_000_000):06d}"
+    """A random code of ``JOIN_CODE_DIGITS`` digits, leading zeros kept: at the server's bound
+    on guesses (``companion.web.auth``) finding it takes decades, not minutes."""
+    return f"{secrets.randbelow(10**JOIN_CODE_DIGITS):0{JOIN_CODE_DIGITS}d}"
+
+
+class AsciiIntConverter(IntegerConverter):
+    """``<int:...>`` for ASCII digits only. More digits than SQLite's largest id are handed
+    on as text, for the store to answer "no such match" (``int`` of 5,000 digits would fail)."""
+
+    regex = r"[0-9]+"
+
+    def to_python(self, value: str):
+        return super().to_python(value) if len(value) <= 19 else value
 
 
 def create_app(
@@ -138,7 +168,7 @@ def create_app(
         store = MatchStore.open(store)
     if join_code is not None:
         join_code = str(join_code).strip()
-        if not (join_code.isdigit() and 4 <= len(join_code) <= 12):
+        if not (join_code.isascii() and join_code.isdigit() and 4 <= len(join_code) <= 12):
             raise CompanionError("The join code must be 4 to 12 digits.")
 
     app = Flask(
@@ -156,17 +186,19 @@ def create_app(
         JOIN_CODE=join_code,
         READ_ONLY=bool(read_only),
         PUBLIC_URL=public_url,
-        MAX_CONTENT_LENGTH=64 * 1024,
         SEND_FILE_MAX_AGE_DEFAULT=3600,
     )
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import auth, camera, hanamikoji, i18n, match, matches, views
+    from companion.web import auth, camera, hanamikoji, i18n, limits, match, matches, views
     from companion.web import live as live_updates  # ``live`` here is the camera session
 
+    # Match ids are ASCII digits only: ``\d`` would also take "٤" (match 4) or "²".
+    app.url_map.converters["int"] = AsciiIntConverter
     i18n.init_app(app)
     views.init_app(app)
+    limits.init_app(app)  # before the join code and CSRF checks read anything
     auth.init_app(app)
     app.register_blueprint(matches.bp)
     app.register_blueprint(match.bp)
@@ -177,23 +209,112 @@ def create_app(
     return app
 
 
-# Live streams hold a worker thread each for as long as they last: enough threads for a
-# table's tablets and the benchmark's 20 followers, with room left for page requests.
+# Page requests share a fixed pool of worker threads; a long-lived answer (a live tally's
+# event stream, the camera's MJPEG stream, a long-poll) gets a thread of its own from a second
+# pool, so that no number of tablets left open can keep a page waiting. Streams are cheap
+# (a thread asleep on a condition) but not free: past MAX_STREAMS they queue for a free one.
 SERVER_THREADS = 48
+MAX_STREAMS = 400
+STREAM_PATHS = re.compile(r"^/(matches/\d+/(live|seq)|live/stream\.mjpg)$")
 CHANNEL_TIMEOUT = 30  # seconds an idle or half-sent connection is kept before it is dropped
+
+
+class StreamingDispatcher:
+    """waitress's task dispatcher, split in two: pages go to a fixed pool of ``threads``;
+    long-lived streams (``STREAM_PATHS``) to a second pool, grown by one thread whenever a
+    stream arrives and every stream thread is taken, up to ``max_streams`` threads (a thread
+    whose stream ended waits for the next one)."""
+
+    def __init__(self, threads: int = SERVER_THREADS, max_streams: int = MAX_STREAMS):
+        from waitress.task import ThreadedTaskDispatcher
+
+        self.pages = ThreadedTaskDispatcher()
+        self.streams = ThreadedTaskDispatcher()
+        # A stream waits for its thread only while that thread starts: not worth a warning.
+        self.streams.queue_logger = logging.getLogger("waitress.queue.streams")
+        self.streams.queue_logger.setLevel(logging.ERROR)
+        self.max_streams = max_streams
+        self._lock = threading.Lock()
+        self.open_streams = 0  # queued or being served
+        self.pages.set_thread_count(threads)
+
+    @staticmethod
+    def is_stream(channel) -> bool:
+        requests = getattr(channel, "requests", None)
+        path = getattr(requests[0], "path", "") if requests else ""
+        return bool(STREAM_PATHS.match(path or ""))
+
+    def add_task(self, channel) -> None:
+        if not self.is_stream(channel):
+            self.pages.add_task(channel)
+            return
+        with self._lock:
+            self.open_streams += 1
+            threads = len(self.streams.threads)
+            if self.open_streams > threads and threads < self.max_streams:
+                self.streams.set_thread_count(threads + 1)
+        self.streams.add_task(_StreamTask(channel, self._stream_done))
+
+    def _stream_done(self) -> None:
+        with self._lock:
+            self.open_streams -= 1
+
+    def set_thread_count(self, count: int) -> None:
+        self.pages.set_thread_count(count)
+
+    def shutdown(self, cancel_pending: bool = True, timeout: float = 5) -> bool:
+        streams = self.streams.shutdown(cancel_pending, timeout / 2)
+        pages = self.pages.shutdown(cancel_pending, timeout / 2)
+        return streams and pages
+
+
+class _StreamTask:
+    """A channel whose request is a stream, counted until it has been served or cancelled."""
+
+    def __init__(self, channel, done):
+        self.channel, self._done = channel, done
+
+    def service(self) -> None:
+        try:
+            self.channel.service()
+        finally:
+            self._done()
+
+    def cancel(self) -> None:
+        try:
+            self.channel.cancel()
+        finally:
+            self._done()
+
+    def __repr__(self) -> str:  # waitress logs a failed task with it
+        return repr(self.channel)
 
 
 class Server:
     """A waitress server (production WSGI: requests are read whole before a worker thread
-    sees them, idle and half-sent connections are dropped after ``channel_timeout``) with the
+    sees them, a body over its route's limit is refused with 413 before it is read
+    (``companion.web.limits``), idle and half-sent connections are dropped after
+    ``channel_timeout``) with the
     small interface ``serve``'s callers use: ``server_port``, ``shutdown()``."""
 
     software = "waitress"
 
-    def __init__(self, app, host, port, *, threads=SERVER_THREADS, channel_timeout=None):
+    def __init__(
+        self,
+        app,
+        host,
+        port,
+        *,
+        threads=SERVER_THREADS,
+        channel_timeout=None,
+        max_streams=MAX_STREAMS,
+    ):
         from waitress.server import create_server
 
+        from companion.web.limits import SERVER_MAX_BYTES, LimitedChannel
+
         timeout = CHANNEL_TIMEOUT if channel_timeout is None else channel_timeout
+        self.dispatcher = StreamingDispatcher(threads, max_streams)
         self._server = create_server(
             app,
             host=host.strip("[]"),
@@ -201,11 +322,16 @@ class Server:
             threads=threads,
             channel_timeout=timeout,
             cleanup_interval=max(1, min(30, timeout // 2 or 1)),
-            connection_limit=max(100, 4 * threads),
+            # A tablet keeps about three connections open (its stream, its pages, the camera).
+            connection_limit=max(100, 4 * threads) + 3 * max_streams,
+            _dispatcher=self.dispatcher,
             ident="hanafuda-companion",
             clear_untrusted_proxy_headers=True,
             asyncore_use_poll=True,
+            max_request_body_size=SERVER_MAX_BYTES,
         )
+        # Each route's body limit checked when the headers end: a body over it is never read.
+        self._server.channel_class = LimitedChannel
         self.software = f"waitress {_waitress_version()}"
         self.server_port = self._server.effective_port
         self._stop = threading.Event()
@@ -238,7 +364,11 @@ class Server:
     def shutdown(self) -> None:
         """Stop serving (from another thread) and wait until the loop has ended."""
         self._stop.set()
-        self._server.pull_trigger()  # wake the loop now rather than at its next poll
+        if not self._stopped.is_set():
+            try:
+                self._server.pull_trigger()  # wake the loop now rather than at its next poll
+            except OSError:  # its trigger is already closed: the loop is ending anyway
+                pass
         self._stopped.wait(5)
 
     def server_close(self) -> None:
@@ -262,6 +392,7 @@ def serve(
     ready=None,
     threads: int = SERVER_THREADS,
     channel_timeout: int | None = None,
+    max_streams: int = MAX_STREAMS,
 ) -> None:
     """Serve ``app`` with waitress (a production WSGI server) until interrupted.
     ``ready(server)`` is called once the socket is bound (tests and ``demo`` use it to learn
@@ -276,7 +407,14 @@ def serve(
         app.config["LOOPBACK_ONLY"] = True
     _check_port_free(host, port)
     try:
-        server = Server(app, host, port, threads=threads, channel_timeout=channel_timeout)
+        server = Server(
+            app,
+            host,
+            port,
+            threads=threads,
+            channel_timeout=channel_timeout,
+            max_streams=max_streams,
+        )
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "the address is in use or not this machine's"
         raise CompanionError(f"Cannot listen on {host}:{port}: {reason}.") from None

@@ -16,11 +16,54 @@ from companion.web.views import WebError, render
 
 bp = Blueprint("auth", __name__)
 
-MAX_FAILED_JOINS = 8  # per client address, then a pause: 6 digits must not be guessable
+MAX_FAILED_JOINS = 8  # per client address, then a pause
 JOIN_LOCKOUT_SECONDS = 60
-IMPORT_MAX_BYTES = 4 * 1024 * 1024  # an exported match: ~150 bytes an event
+# Join codes judged per second by the whole server, whatever address they come from (a
+# stranger can take many addresses): codes from addresses that have not been wrong in the last
+# minute (a player joining) and from those that have (a player retrying, or a guesser) draw
+# on two separate budgets, so that a guesser who floods the server with wrong codes uses up
+# only the second. Higher rates let a player retry sooner; lower ones make guessing slower:
+# at 2 + 2 codes a second, finding a 10-digit code takes some 40 years on average.
+FIRST_TRIES_PER_SECOND = 2.0
+RETRIES_PER_SECOND = 2.0
+GUESS_BURST = 5  # codes judged at once before the rate applies (a table of tablets joining)
+MAX_ADDRESSES_KEPT = 10_000  # addresses remembered for their last try
 _failed_joins: dict[str, list[float]] = {}
+_tried_joins: dict[str, float] = {}  # address -> when it last sent a code, oldest first
 _failed_lock = threading.Lock()
+
+
+class GuessBudget:
+    """A token bucket: at most ``rate`` join codes judged per second on average, ``burst``
+    at once."""
+
+    def __init__(self, rate: float, burst: int, clock=time.monotonic):
+        self.rate, self.burst, self.clock = float(rate), float(burst), clock
+        self.tokens = float(burst)
+        self.at = clock()
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self.lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+            self.at = now
+            if self.tokens < 1:
+                return False
+            self.tokens -= 1
+            return True
+
+
+def _budgets(app) -> dict[str, GuessBudget]:
+    """The app's two budgets of judged codes (one set per app: tests get fresh ones)."""
+    with _failed_lock:
+        return app.extensions.setdefault(
+            "companion_join_budgets",
+            {
+                "first": GuessBudget(FIRST_TRIES_PER_SECOND, GUESS_BURST),
+                "retry": GuessBudget(RETRIES_PER_SECOND, GUESS_BURST),
+            },
+        )
 
 
 def same_secret(sent, expected) -> bool:
@@ -63,8 +106,6 @@ def init_app(app) -> None:
             return None
         if app.config.get("READ_ONLY"):
             raise WebError(_("This page is read-only: changes are turned off on this server."), 403)
-        if request.endpoint == "matches.import_match":
-            request.max_content_length = IMPORT_MAX_BYTES  # before the form is read
         is_join = request.endpoint == "auth.join"
         if not is_join and not joined():
             raise WebError(_("Enter the join code first: without it this page is read-only."), 403)
@@ -84,12 +125,33 @@ def own_page(target: str | None) -> str | None:
     return target
 
 
-def _too_many_failures(addr: str) -> bool:
+def _recent_failures(addr: str) -> int:
     now = time.monotonic()
     with _failed_lock:
         recent = [t for t in _failed_joins.get(addr, []) if now - t < JOIN_LOCKOUT_SECONDS]
-        _failed_joins[addr] = recent
-        return len(recent) >= MAX_FAILED_JOINS
+        if recent:
+            _failed_joins[addr] = recent
+        else:
+            _failed_joins.pop(addr, None)  # the table holds only addresses recently wrong
+        return len(recent)
+
+
+def _tried_lately(addr: str) -> bool:
+    with _failed_lock:
+        when = _tried_joins.get(addr)
+        return when is not None and time.monotonic() - when < JOIN_LOCKOUT_SECONDS
+
+
+def _record_try(addr: str) -> None:
+    now = time.monotonic()
+    with _failed_lock:
+        if len(_tried_joins) > MAX_ADDRESSES_KEPT:  # forget the oldest: memory stays bounded
+            for old in [a for a, t in _tried_joins.items() if now - t >= JOIN_LOCKOUT_SECONDS]:
+                del _tried_joins[old]
+            while len(_tried_joins) > MAX_ADDRESSES_KEPT:
+                del _tried_joins[next(iter(_tried_joins))]
+        _tried_joins.pop(addr, None)
+        _tried_joins[addr] = now  # newest last
 
 
 def _record_failure(addr: str) -> None:
@@ -101,7 +163,7 @@ def _record_failure(addr: str) -> None:
 def join():
     code = current_app.config.get("JOIN_CODE")
     next_url = own_page(request.values.get("next")) or url_for("matches.index")
-    if request.method == "GET":
+    if request.method != "POST":  # GET and HEAD show the form; only a POST (CSRF checked) joins
         return render(
             "join.html",
             "_join_form.html",
@@ -112,14 +174,28 @@ def join():
     if not code:
         return redirect(next_url, 303)
     addr = request.remote_addr or "?"
-    if _too_many_failures(addr):
+    failures = _recent_failures(addr)
+    if failures >= MAX_FAILED_JOINS:
         raise WebError(_("Too many wrong join codes; wait a minute and try again."), 429)
-    sent = (request.form.get("code") or "").strip()
+    # Spaces and dashes are how a long code is read out; they are not part of it.
+    sent = "".join((request.form.get("code") or "").replace("-", " ").split())
     if not sent:
         raise WebError(_("Type the join code shown on the server."), 400)
+    # An address that has tried in the last minute (wrong, or refused for want of budget)
+    # draws on the retries' budget: only a first try draws on the first tries' one.
+    lane = "retry" if failures or _tried_lately(addr) else "first"
+    _record_try(addr)
+    if not _budgets(current_app)[lane].take():
+        raise WebError(
+            _("Many join codes are being tried on this server; wait a few seconds and try again."),
+            429,
+        )
     if not same_secret(sent, code):
         _record_failure(addr)
-        raise WebError(_("That join code is wrong; it is the 6 digits shown on the server."), 403)
+        raise WebError(
+            _("That join code is wrong; it is the %(n)d digits shown on the server.", n=len(code)),
+            403,
+        )
     session["joined"] = code
     if request.headers.get("HX-Request") == "true":
         resp = current_app.response_class("", 204)

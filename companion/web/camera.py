@@ -25,6 +25,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.web.i18n import say
 from companion.web.views import WebError
 
 bp = Blueprint("camera", __name__)
@@ -105,20 +106,24 @@ def camera_status() -> dict:
         fps = float(raw.get("fps") or 0.0)
     except (TypeError, ValueError):
         fps = 0.0
+    from companion.live.sources import redact_url
+
+    # Whatever the session says, a camera URL's password is never shown or sent.
     status = {
         "camera": camera,
-        "source": str(raw.get("source") or ""),
+        "source": redact_url(raw.get("source") or ""),
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
-        "message": str(raw.get("message") or ""),
+        # the session's Message, said here; a camera URL in it never shows its password
+        "message": redact_url(say(raw.get("message") or "")),
     }
     proposal = raw.get("proposal")
     if isinstance(proposal, dict) and proposal.get("text"):
         # What the camera suggests (a redeal, the next round): confirmed on the match page.
         status["proposal"] = {
             "kind": str(proposal.get("kind") or ""),
-            "text": str(proposal["text"]),
+            "text": say(proposal["text"]),
         }
     else:
         status["proposal"] = None
@@ -209,11 +214,59 @@ def frame():
     return _jpeg(session.latest_jpeg(annotated=True))
 
 
+@bp.get("/live/cards")
+def cards():
+    """The cards of the camera's last look, named in the page's language, and the zones: the
+    live view writes these names over the picture (which carries the outlines only), placed
+    so that no two cover each other. No codes, no confidences: the players read names."""
+    from companion.game.cards import STANDARD_DECK
+    from companion.web.i18n import card_name
+
+    session = _require_pictures()
+    looked = getattr(session, "cards_in_view", None)
+    seen = looked() if looked is not None else {"frame": 0, "cards": []}
+    named = []
+    for card in seen.get("cards", []):
+        code = str(card.get("code", ""))
+        try:
+            name = card_name(STANDARD_DECK.card(code))
+        except CompanionError:  # a back, or a code this deck does not know
+            name = _("Face down") if code == "back" else None
+        if name is None:
+            continue
+        named.append(
+            {
+                "name": name,
+                "quad": card.get("quad", []),
+                "sure": float(card.get("confidence", 1.0)) >= 0.8,
+                "back": code == "back",
+            }
+        )
+    named.sort(key=lambda c: not c["sure"])  # the surest cards get the best places first
+    zones = session.zones
+    return _no_store(
+        jsonify(
+            {
+                "frame": int(seen.get("frame") or 0),
+                "cards": named,
+                "zones": [
+                    {"name": z["name"], "label": z["label"], "polygon": z["polygon"]}
+                    for z in zones_for_page(zones)
+                ]
+                if zones is not None
+                else [],
+            }
+        )
+    )
+
+
 def _seconds_arg(name: str, default: float, most: float) -> float:
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
     try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise WebError(f"{name} must be a number of seconds.", 400) from None

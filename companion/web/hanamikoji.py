@@ -23,7 +23,7 @@ from flask import Blueprint, current_app, redirect, render_template, request, ur
 
 from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
-from companion.web.views import WebError, is_htmx, render, store
+from companion.web.views import WebError, is_htmx, render, store, whole_number
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
 
@@ -183,10 +183,10 @@ def _int_field(form, name: str, what: str) -> int:
     raw = (form.get(name) or "").strip()
     if not raw:
         raise WebError(f"The request is missing {what} ({name}).", 400)
-    try:
-        return int(raw)
-    except ValueError:
-        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400) from None
+    number = whole_number(raw)  # ASCII digits only: "٣" or 5,000 digits are refused
+    if number is None:
+        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400)
+    return number
 
 
 def event_from_form(form) -> dict:

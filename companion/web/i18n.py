@@ -7,7 +7,7 @@ speaks (``Accept-Language``), else English. An unknown ``lang`` is ignored."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from flask import request
 from flask_babel import Babel, get_locale
@@ -39,23 +39,36 @@ def language() -> str:
 def switch_url(lang: str) -> str:
     """This page in ``lang``: the same address and query, ``lang`` replaced. A page answering
     a POST (an error page) switches on the match list instead."""
-    if request.method != "GET":
-        return f"/?{urlencode({'lang': lang})}"
     from companion.web.auth import own_page
 
+    # Only a page of this site that exists is repeated: an error page for an address such as
+    # "/\\evil.example/" (a browser reads the backslash as a slash: another host) or one with
+    # a tab in it switches on the match list instead.
+    path = quote(request.path, safe="/-._~!$&'()*+,;=:@")
+    if request.method != "GET" or request.url_rule is None or not own_page(path):
+        return f"/?{urlencode({'lang': lang})}"
     # A ``next`` that is not a page of this site is not repeated (the join page drops it too).
     args = [
         (k, v)
         for k, v in request.args.items(multi=True)
         if k != "lang" and (k != "next" or own_page(v))
     ]
-    return f"{request.path}?{urlencode(args + [('lang', lang)])}"
+    return f"{path}?{urlencode(args + [('lang', lang)])}"
 
 
 def card_name(card) -> str:
-    """A card's name in the page's language (its English one where the deck has none)."""
+    """A card's name in the page's language (its English one where the deck has none). In
+    Japanese, a standard card is written in kanji (松に鶴), not in the deck's romaji."""
+    from companion.game.cards import STANDARD_DECK, kanji_name
+
     names = getattr(card, "names", None) or {}
-    return names.get(language()) or names.get("en") or card.code
+    lang = language()
+    standard = STANDARD_DECK.card(card.code).names
+    if lang == "ja" and names.get("ja") == standard.get("ja"):  # no Japanese name of its own
+        if names.get("en") == standard.get("en"):
+            return kanji_name(card.code)
+        return names.get("en") or card.code  # a deck's own card, named in English only
+    return names.get(lang) or names.get("en") or card.code
 
 
 def say(value, deck=None) -> str:

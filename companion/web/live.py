@@ -18,7 +18,7 @@ from collections import Counter
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 
-from companion.web.views import WebError, store
+from companion.web.views import WebError, store, whole_number
 
 bp = Blueprint("live", __name__, url_prefix="/matches/<int:match_id>")
 
@@ -68,10 +68,10 @@ class SeqWatcher:
                 del self.followers[match_id]
 
     def wait(self, match_id: int, last: int, timeout: float) -> int:
-        """The match's seq once it differs from ``last``, or ``last`` after ``timeout``."""
+        """The match's seq once it is past ``last``, or ``last`` after ``timeout``."""
         with self.changed:
-            self.changed.wait_for(lambda: self.seqs.get(match_id, last) != last, timeout)
-            return self.seqs.get(match_id, last)
+            self.changed.wait_for(lambda: self.seqs.get(match_id, last) > last, timeout)
+            return max(last, self.seqs.get(match_id, last))
 
     def _run(self) -> None:
         while True:
@@ -120,6 +120,8 @@ def _seconds_arg(name: str, default: float, most: float) -> float:
     if raw is None or raw == "":
         return default
     try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise WebError(f"{name} must be a number of seconds.", 400) from None
@@ -128,26 +130,65 @@ def _seconds_arg(name: str, default: float, most: float) -> float:
     return value
 
 
-def _update(match_id: int, seq: int) -> str:
-    return f"event: update\ndata: {json.dumps({'match': match_id, 'seq': seq})}\n\n"
+def _update(match_id: int, seq: int, board: str | None = None) -> str:
+    data = {"match": match_id, "seq": seq}
+    if board is not None:
+        data["board"] = board
+    return f"event: update\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+_MESSAGES_KEPT = 32  # updates with their board kept per app (as many as boards rendered)
+_messages_lock = threading.Lock()
+
+
+def _update_with_board(match_id: int, seq: int) -> tuple[int, str]:
+    """The update for ``seq`` (or later) carrying the board, encoded once and sent as is to
+    every follower that sees the same board (its marks filled in by the page itself); the
+    update alone when the board cannot be rendered here (the follower then asks for it)."""
+    from companion import CompanionError
+    from companion.web.match import shared_board
+
+    try:
+        board_seq, key, html = shared_board(match_id, seq_hint=seq)
+    except CompanionError:
+        return seq, _update(match_id, seq)
+    # (match, seq, language, may change...) -> the update carrying that board
+    messages = current_app.extensions.setdefault("companion_live_messages", {})
+    message = messages.get(key)
+    if message is None:
+        message = _update(match_id, board_seq, html)
+        with _messages_lock:
+            messages[key] = message
+            while len(messages) > _MESSAGES_KEPT:
+                messages.pop(next(iter(messages)), None)
+    return max(seq, board_seq), message
 
 
 @bp.get("/live")
 def live(match_id: int):
     max_seconds = _seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
+    # ?board=1: each update also carries the board fragment (the page's own follower): the
+    # tablets then need no request of their own after an event.
+    with_board = request.args.get("board") in ("1", "true", "yes")
     w = watcher()
+    with_board = with_board and store().game(match_id) == "koikoi"  # the board it renders
     seq = w.follow(match_id)  # 404 before the stream starts
+
+    def update(now_seq: int) -> tuple[int, str]:
+        if with_board:
+            return _update_with_board(match_id, now_seq)
+        return now_seq, _update(match_id, now_seq)
 
     def stream():
         try:
-            last = seq
-            yield "retry: 1000\n" + _update(match_id, last)
+            last, message = update(seq)
+            yield "retry: 1000\n" + message
             deadline = time.monotonic() + max_seconds
             while (left := deadline - time.monotonic()) > 0:
                 now_seq = w.wait(match_id, last, min(KEEPALIVE_SECONDS, left))
-                if now_seq != last:
-                    last = now_seq
-                    yield _update(match_id, last)
+                if now_seq > last:
+                    last, message = update(now_seq)
+                    yield message
                 elif deadline - time.monotonic() > 0:
                     yield ": keep-alive\n\n"
         finally:
@@ -165,10 +206,9 @@ def seq(match_id: int):
     if after is None:
         current = store().last_seq(match_id)
     else:
-        try:
-            after_seq = int(after)
-        except ValueError:
-            raise WebError("after must be an event number.", 400) from None
+        after_seq = whole_number(after, digits=18)  # ASCII digits only: not "٣"
+        if after_seq is None:
+            raise WebError("after must be an event number.", 400)
         timeout = _seconds_arg("timeout", 20, MAX_POLL_SECONDS)
         w = watcher()
         current = w.follow(match_id)

@@ -6,10 +6,16 @@ Server-Sent Events; see ``companion.web``) in a child process of their own (as t
 do not share the server's interpreter lock; ``same_process`` runs them as threads here), and
 has a writer append events one by one through the app's store, as the app's own event
 endpoint does (the store wakes the live streams; ``external_writer``: through a second
-connection to the same database file, as when the CLI writes from another process). A follower, like the page, fetches the tally fragment (``/matches/<id>/board``, as
-htmx asks for it) when it sees a new seq; one sample is the time from just before
-``store.append`` to that follower having the fragment (``fetch_board=False``: the live
-message alone). Traffic goes to 127.0.0.1 only; everything is bounded in count and time.
+connection to the same database file, as when the CLI writes from another process). A follower, like the page, follows with ``?board=1``: each
+update carries the board fragment, rendered once for all of them (``board_in_event=False``:
+the way before, each follower fetching ``/matches/<id>/board`` as htmx asks for it when it
+sees a new seq); one sample is the time from just before ``store.append`` to that follower
+having the fragment (``fetch_board=False``: the live message alone, without a board).
+``long_match``: the match first holds a whole match played by hand (about 600 events, the last
+round under way), to show the figures do not grow with a match's length. ``probe_pages``: a
+process of its own asks for the match page every ``PROBE_INTERVAL`` while the followers follow
+(do the streams keep pages waiting?). Traffic goes to 127.0.0.1 only; everything is bounded in
+count and time.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import logging
 import math
 import os
 import queue
+import re
 import tempfile
 import threading
 import time
@@ -29,6 +36,10 @@ from pathlib import Path
 from companion import CompanionError
 
 BENCH_PLAYERS = ["Aki", "Ben"]
+PROBE_INTERVAL = 0.25  # seconds between two page requests of the page prober
+MAX_CLIENTS = 300
+_SEQ = re.compile(rb'"seq": (\d+)')
+_BOARD = b'<div id=\\"board\\"'  # the fragment's first element, as JSON writes it
 HTMX_HEADERS = {"HX-Request": "true", "HX-Target": "board"}
 
 
@@ -48,19 +59,40 @@ class LiveBenchResult:
     external_writer: bool
     same_process: bool
     load_avg: float | None = None  # 1-minute load average at the end: figures need context
+    board_in_event: bool = True  # the board came in the live message (no request of its own)
+    history: int = 0  # events the match held before the first timed one
+    page_requests: int = 0  # match pages asked for by the prober while the followers followed
+    page_failed: int = 0  # of those, answered with an error or not within 10 s
+    page_p50_ms: float | None = None
+    page_p99_ms: float | None = None
+    page_max_ms: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def text(self) -> str:
-        what = "board fetched" if self.fetch_board else "notified"
+        what = (
+            ("board in the event" if self.board_in_event else "board fetched")
+            if self.fetch_board
+            else "notified"
+        )
+        pages = (
+            f"\nmatch page meanwhile: p50 {self.page_p50_ms:.1f} ms, p99 {self.page_p99_ms:.1f} ms,"
+            f" max {self.page_max_ms:.1f} ms ({self.page_requests} requests,"
+            f" {self.page_failed} failed)"
+            if self.page_requests
+            else ""
+        )
         return (
-            f"{self.clients} clients x {self.events} events: append -> {what} "
+            f"{self.clients} clients x {self.events} events"
+            + (f" after {self.history}" if self.history else "")
+            + f": append -> {what} "
             f"p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, max {self.max_ms:.1f} ms "
             f"(notification alone p50 {self.notify_p50_ms:.1f} ms, p99 {self.notify_p99_ms:.1f} ms;"
             f" {self.samples} samples, {self.missed} missed"
             + (f"; load average {self.load_avg:.1f}" if self.load_avg is not None else "")
             + ")"
+            + pages
         )
 
 
@@ -77,17 +109,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def bench_events(count: int) -> list[dict]:
-    """``count`` events the engine accepts after the match's ``round_started``: captures of
-    distinct cards, each undone by the next event, so no yaku ever interrupts the run."""
+def bench_events(count: int, taken=()) -> list[dict]:
+    """``count`` events the engine accepts during a round: captures of distinct cards not
+    ``taken`` yet, each undone by the next event, so no yaku ever interrupts the run."""
     from companion.game.cards import ALL_CODES
 
-    codes = list(ALL_CODES)
+    codes = [code for code in ALL_CODES if code not in set(taken)]
     events = []
     for i in range(count):
         if i % 2 == 0:
             player = BENCH_PLAYERS[(i // 2) % 2]
-            events.append({"type": "card_captured", "player": player, "card": codes[(i // 2) % 48]})
+            card = codes[(i // 2) % len(codes)]
+            events.append({"type": "card_captured", "player": player, "card": card})
         else:
             events.append({"type": "undo"})
     return events
@@ -96,9 +129,12 @@ def bench_events(count: int) -> list[dict]:
 class _Follower(threading.Thread):
     """One live-tally follower: reads the SSE stream, fetches the board on each new seq."""
 
-    def __init__(self, port, match_id, fetch_board, deadline, ready: threading.Barrier):
+    def __init__(
+        self, port, match_id, fetch_board, deadline, ready: threading.Barrier, board_in_event
+    ):
         super().__init__(daemon=True)
         self.port, self.match_id, self.fetch_board = port, match_id, fetch_board
+        self.board_in_event = fetch_board and board_in_event
         self.deadline, self.ready = deadline, ready
         self.notified: dict[int, float] = {}  # seq -> time the update arrived
         self.seen: dict[int, float] = {}  # seq -> time the board was fetched
@@ -130,7 +166,8 @@ class _Follower(threading.Thread):
         stream = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         board = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         self._connections = [stream, board]
-        stream.request("GET", f"/matches/{self.match_id}/live?max_seconds={budget}")
+        pushed = "&board=1" if self.board_in_event else ""
+        stream.request("GET", f"/matches/{self.match_id}/live?max_seconds={budget}{pushed}")
         response = stream.getresponse()
         if response.status != 200:
             raise CompanionError(f"the live endpoint answered {response.status}")
@@ -139,10 +176,14 @@ class _Follower(threading.Thread):
             line = response.readline()
             if not line:
                 break
-            line = line.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
+            if not line.startswith(b"data:"):
                 continue
-            seq = int(json.loads(line[5:])["seq"])
+            # The seq read off the line, the board only looked for: a tablet parses its own
+            # message on its own processor, while these followers share one interpreter.
+            found = _SEQ.search(line)
+            if found is None:
+                raise CompanionError("an update came without its seq")
+            seq = int(found.group(1))
             arrived = time.monotonic()
             if first:  # the stream's opening message: now we are following
                 first = False
@@ -151,7 +192,10 @@ class _Follower(threading.Thread):
                 continue
             if seq <= self.highest:
                 continue
-            if self.fetch_board:
+            if self.board_in_event:
+                if _BOARD not in line:
+                    raise CompanionError("an update came without its board")
+            elif self.fetch_board:
                 # As htmx asks for it: the fragment, not the full page.
                 board.request("GET", f"/matches/{self.match_id}/board", headers=HTMX_HEADERS)
                 reply = board.getresponse()
@@ -172,11 +216,11 @@ class _FollowerGroup:
     """N followers in threads; ``ready()`` once all follow, ``finish(last)`` waits (bounded)
     until all have seen seq ``last`` and returns each one's (notified, seen, error)."""
 
-    def __init__(self, port, match_id, clients, fetch_board, seconds):
+    def __init__(self, port, match_id, clients, fetch_board, seconds, board_in_event=True):
         self.deadline = time.monotonic() + seconds
         self.barrier = threading.Barrier(clients + 1)
         self.followers = [
-            _Follower(port, match_id, fetch_board, self.deadline, self.barrier)
+            _Follower(port, match_id, fetch_board, self.deadline, self.barrier, board_in_event)
             for _ in range(clients)
         ]
         for follower in self.followers:
@@ -185,7 +229,7 @@ class _FollowerGroup:
     def ready(self) -> str | None:
         """None once every follower is connected, else why not."""
         try:
-            self.barrier.wait(timeout=30)
+            self.barrier.wait(timeout=60)
         except threading.BrokenBarrierError:
             errors = [f.error for f in self.followers if f.error]
             return errors[0] if errors else "timeout"
@@ -202,16 +246,39 @@ class _FollowerGroup:
         return results
 
 
-def _followers_process(port, match_id, clients, fetch_board, seconds, to_child, to_parent):
+def _followers_process(
+    port, match_id, clients, fetch_board, seconds, to_child, to_parent, board_in_event=True
+):
     """The followers' side when they run in their own process (like tablets on the LAN:
     they do not share the server's interpreter lock)."""
-    group = _FollowerGroup(port, match_id, clients, fetch_board, seconds)
+    group = _FollowerGroup(port, match_id, clients, fetch_board, seconds, board_in_event)
     problem = group.ready()
     to_parent.put(("error", problem) if problem else ("ready", None))
     if problem:
         return
     last = to_child.get(timeout=seconds)
     to_parent.put(("done", group.finish(last)))
+
+
+def _page_prober(port, match_id, stop, to_parent, seconds):
+    """Ask for the match page every ``PROBE_INTERVAL`` until ``stop`` is set (at most
+    ``seconds``); report each request's time in ms, None for an error or no answer in 10 s."""
+    timings: list[float | None] = []
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and time.monotonic() < deadline:
+        started = time.monotonic()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            connection.request("GET", f"/matches/{match_id}")
+            reply = connection.getresponse()
+            reply.read()
+            timings.append((time.monotonic() - started) * 1000 if reply.status == 200 else None)
+        except (OSError, http.client.HTTPException):
+            timings.append(None)
+        finally:
+            connection.close()
+        stop.wait(max(0.0, PROBE_INTERVAL - (time.monotonic() - started)))
+    to_parent.put(timings)
 
 
 def run_live_bench(
@@ -223,18 +290,22 @@ def run_live_bench(
     external_writer: bool = False,
     same_process: bool = False,
     timeout: float = 120.0,
+    board_in_event: bool = True,
+    long_match: bool = False,
+    probe_pages: bool = False,
 ) -> LiveBenchResult:
     """Run the benchmark (see the module docstring) and return its figures.
     ``external_writer``: append through a store of its own on the same file, as another
     process (the CLI) does: the followers then notice within the live endpoint's check
     interval.
     ``same_process``: run the followers as threads of this process instead of a child
-    process (their work then competes with the server's for Python's interpreter lock)."""
+    process (their work then competes with the server's for Python's interpreter lock).
+    ``board_in_event``, ``long_match``, ``probe_pages``: see the module docstring."""
     from companion import web
     from companion.store import MatchStore
 
-    if not 1 <= clients <= 200:
-        raise CompanionError("The number of clients must be between 1 and 200.")
+    if not 1 <= clients <= MAX_CLIENTS:
+        raise CompanionError(f"The number of clients must be between 1 and {MAX_CLIENTS}.")
     if not 1 <= events <= 2000:
         raise CompanionError("The number of events must be between 1 and 2000.")
     if not (math.isfinite(interval) and 0 <= interval <= 60):
@@ -244,8 +315,19 @@ def run_live_bench(
 
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         store = MatchStore.open(Path(tmp) / "bench.db")
-        match_id = store.create_match(players=BENCH_PLAYERS, rules="livret", oya="Aki")
-        store.append(match_id, {"type": "round_started"})
+        if long_match:
+            from companion.web.page_bench import PLAYERS, long_match_events
+
+            match_id = store.create_match(players=PLAYERS, rules="livret", rounds=12, oya="Aki")
+            for event in long_match_events(12):
+                store.append(match_id, event)
+        else:
+            match_id = store.create_match(players=BENCH_PLAYERS, rules="livret", oya="Aki")
+            store.append(match_id, {"type": "round_started"})
+        history = store.last_seq(match_id)
+        state = store.state(match_id)
+        taken = [card.code for cards in state.captures.values() for card in cards]
+        players = list(state.players)
         app = web.create_app(store)
         writer = MatchStore.open(Path(tmp) / "bench.db") if external_writer else store
         bound = threading.Event()
@@ -265,10 +347,14 @@ def run_live_bench(
         deadline = time.monotonic() + timeout
         appended: dict[int, float] = {}
         child = to_child = None
+        prober = probe_stop = probe_out = None
         told_last = False
+        page_timings: list[float | None] = []
         try:
             if same_process:
-                group = _FollowerGroup(port, match_id, clients, fetch_board, timeout)
+                group = _FollowerGroup(
+                    port, match_id, clients, fetch_board, timeout, board_in_event
+                )
                 problem = group.ready()
             else:
                 import multiprocessing
@@ -279,13 +365,27 @@ def run_live_bench(
                 child = context.Process(
                     target=_followers_process,
                     args=(port, match_id, clients, fetch_board, timeout, to_child, to_parent),
+                    kwargs={"board_in_event": board_in_event},
                     daemon=True,
                 )
                 child.start()
-                kind, problem = to_parent.get(timeout=60)
+                kind, problem = to_parent.get(timeout=90)
             if problem:
                 raise CompanionError(f"The followers could not connect ({problem}).")
-            for event in bench_events(events):
+            if probe_pages:
+                import multiprocessing
+
+                context = multiprocessing.get_context("spawn")
+                probe_stop, probe_out = context.Event(), context.Queue()
+                prober = context.Process(
+                    target=_page_prober,
+                    args=(port, match_id, probe_stop, probe_out, timeout),
+                    daemon=True,
+                )
+                prober.start()
+            for event in bench_events(events, taken):
+                if "player" in event:  # the match's own players (a long match has its own)
+                    event = {**event, "player": players[BENCH_PLAYERS.index(event["player"])]}
                 if time.monotonic() > deadline:
                     break
                 started = time.monotonic()  # system-wide clock: comparable across processes
@@ -294,6 +394,9 @@ def run_live_bench(
                 if interval:
                     time.sleep(interval)
             last = max(appended) if appended else 0
+            if prober is not None:
+                probe_stop.set()
+                page_timings = probe_out.get(timeout=30)
             if same_process:
                 results = group.finish(last)
             else:
@@ -303,6 +406,11 @@ def run_live_bench(
         except queue.Empty:
             raise CompanionError("The followers stopped answering; no figures.") from None
         finally:
+            if prober is not None:
+                probe_stop.set()
+                prober.join(15)
+                if prober.is_alive():  # pragma: no cover - bounded even if a request hangs
+                    prober.terminate()
             if child is not None:
                 if not told_last:
                     to_child.put(0)  # the writer failed: let the followers go at once
@@ -324,6 +432,7 @@ def run_live_bench(
     if not seen:
         errors = [error for _, _, error in results if error]
         raise CompanionError(f"No follower saw any event ({errors[0] if errors else 'timeout'}).")
+    pages = [t for t in page_timings if t is not None]
     return LiveBenchResult(
         clients=clients,
         events=len(appended),
@@ -339,6 +448,13 @@ def run_live_bench(
         external_writer=external_writer,
         same_process=same_process,
         load_avg=_load_average(),
+        board_in_event=board_in_event and fetch_board,
+        history=history,
+        page_requests=len(page_timings),
+        page_failed=len(page_timings) - len(pages),
+        page_p50_ms=round(percentile(pages, 50), 2) if pages else None,
+        page_p99_ms=round(percentile(pages, 99), 2) if pages else None,
+        page_max_ms=round(max(pages), 2) if pages else None,
     )
 
 

@@ -10,6 +10,9 @@
     card          MM-K (captured / checked / corrected / removed card)
     new_card      MM-K (capture_corrected)
     kind          teshi | kuttsuki | dealt_yaku, as the rules allow (hand_declared)
+                  with ``card`` repeated: the dealt hand, picked on the picker
+                  (``GET /matches/<id>/picker?player=P&declare=KIND``); the engine checks that
+                  it qualifies, and a rule set with ``round.hand_cards = "required"`` needs it
     count         brights in the dealt field (field_brights_set)
     expected_seq  the last seq the page saw (required: a stale one gets 409)
     request_id    one id per button press (required: a resent one records nothing)
@@ -26,6 +29,7 @@ import hashlib
 import threading
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from markupsafe import Markup
 from flask_babel import gettext as _
 
 from companion.game import engine, registry
@@ -38,6 +42,7 @@ from companion.web.views import WebError, is_htmx, new_request_id, render, store
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
+MAX_HAND_CARDS = 10  # a dealt hand: 8 cards at two, 10 at three or more (the engine checks)
 MAX_CARDS_AT_ONCE = 8  # a turn captures at most 4 cards from the hand's play and 4 from the draw
 # What the page records: every engine event but the match's start (the new-match form does it).
 EVENT_TYPES = frozenset(engine.EVENT_TYPES) - {"match_started"}
@@ -94,10 +99,18 @@ def board_context(match_id: int) -> dict:
     for p in players:
         p["leads"] = len(leaders) == 1 and p["name"] == leaders[0] and len(players) > 1
     told = (current_app.config.get("NARRATION") or {}).get(match_id) or {}
+    # A Koi or Stop the camera read from the table, while it is the latest change: one tap
+    # takes it back.
+    latest = state.log[-1] if state.log else None
+    camera_call = None
+    if latest is not None and latest.type in ("koi_called", "stop_called"):
+        if getattr(latest, "source", None) == "camera":
+            camera_call = {"player": latest.player, "kind": latest.type.split("_")[0]}
     return {
         # A scripted demo's narration up to this event, newest last (empty for a real match).
         "story": [text for at, text in sorted(told.items()) if at <= seq][-3:],
         "story_done": bool(told) and seq >= max(told),
+        "camera_call": camera_call,
         "koi_callers": ", ".join(f"{side} ×{n}" for side, n in state.koi.items() if n),
         "info": info,
         "state": state,
@@ -110,16 +123,20 @@ def board_context(match_id: int) -> dict:
         "outcome": state.outcome,
         "rounds": state.rounds,
         "chart": views.chart(list(state.players), state.rounds),
-        "log": views.log_lines(stored, deck, teams),
+        "log": views.log_lines(stored, deck, teams, worded=_log_words(info)),
         "warnings": _settled_warnings(state, stored),
         "card_values_mode": state.mode == "card_values",
         "next_round": len(state.rounds) + 1,
+        "camera_deals": _camera_deals(match_id),
         "next_oya": state.next_oya or state.oya,
         # What the rules make meaningful: only those one-tap buttons are shown.
         "instant_wins": tuple(rules.round.instant_wins),
         "field_redeal": rules.round.field_redeal,
         "field_redeal_pairs": rules.round.field_redeal_pairs,
         "field_brights_scored": rules.multipliers.field_brights,
+        # "required": a declared hand (teshi...) is recorded with its cards, picked on the
+        # 48-card picker; "optional": the one-tap button, or the picker to have it checked.
+        "hand_cards": rules.round.hand_cards,
     }
 
 
@@ -184,38 +201,131 @@ def board(match_id: int):
 # Every live follower fetches the same board after each event: render it once per
 # (match, seq, may change) with placeholders, then fill in each session's CSRF token and
 # fresh request ids (cheap string work instead of a template render per follower).
-_CSRF_MARK = "\x00csrf\x00"
-_RID_MARK = "\x00rid\x00"
+CSRF_MARK = "\x00csrf\x00"  # app.js fills these in a board pushed to a live page
+RID_MARK = "\x00rid\x00"
 _BOARD_CACHE_SIZE = 32
 _render_lock = threading.Lock()
 
 
 def _cached_board_fragment(match_id: int) -> str:
-    from companion.web.auth import can_change, csrf_token
+    return board_fragment(match_id)[1]
+
+
+def board_fragment(match_id: int) -> tuple[int, str]:
+    """``(seq, html)``: the board as this session sees it at the match's last seq (its
+    language, whether it may change, its CSRF token and fresh request ids)."""
+    from companion.web.auth import csrf_token
+
+    seq, _key, html = shared_board(match_id)
+    html = html.replace(CSRF_MARK, csrf_token())
+    parts = html.split(RID_MARK)
+    return seq, "".join(p + new_request_id() for p in parts[:-1]) + parts[-1]
+
+
+def shared_board(match_id: int, seq_hint: int | None = None) -> tuple[int, tuple, str]:
+    """``(seq, key, html)``: the board at the match's last seq as every session of this
+    language and right to change sees it, rendered once for all of them: its CSRF token and
+    request ids are left as ``CSRF_MARK`` and ``RID_MARK`` for each to fill in. ``key`` names
+    this rendering; ``seq_hint``, the seq a live follower was told of, spares it a query when
+    that board is rendered already."""
+    from companion.web.auth import can_change
 
     cache = current_app.extensions.setdefault("companion_board_cache", {})
-    changeable = can_change()
-    lang = language()  # one rendering per language: each tablet reads its own
-    key = (match_id, store().last_seq(match_id), changeable, lang)
-    html = cache.get(key)
+    variant = (can_change(), language(), _camera_deals(match_id))
+    seq = seq_hint
+    html = cache.get((match_id, seq, *variant)) if seq is not None else None
+    if html is None:
+        seq = store().last_seq(match_id)
+        html = cache.get((match_id, seq, *variant))
     if html is None:
         # The followers all ask at once after an event: one renders, the others wait for it.
         with _render_lock:
-            html = cache.get(key)
+            html = cache.get((match_id, seq, *variant))
             if html is None:
                 ctx = board_context(match_id)
+                ctx["ledger_html"] = _ledger_html(match_id, ctx)
+                ctx["log_html"] = _log_html(match_id, ctx["log"])
                 html = render_template(
                     "_board.html",
-                    csrf_token=lambda: _CSRF_MARK,
-                    new_request_id=lambda: _RID_MARK,
+                    csrf_token=lambda: CSRF_MARK,
+                    new_request_id=lambda: RID_MARK,
                     **ctx,
                 )
-                cache[(match_id, ctx["seq"], changeable, lang)] = html
+                seq = ctx["seq"]
+                cache[(match_id, seq, *variant)] = html
                 while len(cache) > _BOARD_CACHE_SIZE:
                     cache.pop(next(iter(cache)))  # oldest first (dicts keep insertion order)
-    html = html.replace(_CSRF_MARK, csrf_token())
-    parts = html.split(_RID_MARK)
-    return "".join(p + new_request_id() for p in parts[:-1]) + parts[-1]
+    return seq, (match_id, seq, *variant), html
+
+
+def _log_words(info) -> dict:
+    """The words of this match's log lines, kept between renderings (seq, language -> text)."""
+    words = current_app.extensions.setdefault("companion_log_words", {})
+    key = (info.id, info.created_at, tuple(info.players))  # not a deleted match's namesake
+    if key not in words and len(words) >= 64:
+        words.pop(next(iter(words)))
+    return words.setdefault(key, {})
+
+
+_PARTS_KEPT = 4096  # rendered log lines and ledgers kept per app (oldest dropped first)
+
+
+def _kept(cache: dict, key, make):
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+        while len(cache) > _PARTS_KEPT:
+            cache.pop(next(iter(cache)))
+    return value
+
+
+def _ledger_html(match_id: int, ctx: dict) -> Markup:
+    """The round ledger and chart, rendered once for each set of round results: a board
+    rendered after every event then costs the same in the last round as in the first."""
+    cache = current_app.extensions.setdefault("companion_ledger_cache", {})
+    key = (match_id, language(), repr(ctx["rounds"]), tuple((p["name"], p["total"]) for p in ctx["players"]))
+    return Markup(
+        _kept(cache, key, lambda: render_template("_ledger.html", **ctx))
+    )
+
+
+def _log_html(match_id: int, lines) -> Markup:
+    """The log's newest lines as list items, each worded once (a line changes only when the
+    event is undone)."""
+    cache = current_app.extensions.setdefault("companion_log_cache", {})
+    lang = language()
+    undone_note = Markup(" <small>%s</small>") % _("(undone)")
+
+    def item(line):
+        return Markup(
+            '<li class="ev-{kind}{undone}"><span class="seq">{seq}</span>\n'
+            '          <span class="t">{time}</span> {text}{note}</li>\n'
+        ).format(
+            kind=line.kind,
+            undone=" undone" if line.undone else "",
+            seq=line.seq,
+            time=line.time,
+            text=line.text,
+            note=undone_note if line.undone else "",
+        )
+
+    return Markup("").join(
+        _kept(cache, (match_id, line.seq, line.undone, line.text, lang), lambda: item(line))
+        for line in lines[: views.LOG_LINES_SHOWN]
+    )
+
+
+def _camera_deals(match_id: int) -> bool:
+    """Whether a working camera follows this match: it then opens each round from the deal,
+    and the board offers dealing by hand only as a fallback."""
+    session = current_app.extensions.get("companion_live")
+    if session is None:
+        return False
+    try:
+        status = session.status() or {}
+    except Exception:  # noqa: BLE001 - a session that cannot say: the players deal by hand
+        return False
+    return status.get("match_id") == match_id and status.get("camera") in ("live", "connecting")
 
 
 @bp.get("/picker")
@@ -224,6 +334,11 @@ def picker(match_id: int):
     player = request.args.get("player", "")
     side = side_of(ctx["state"], player)
     card = request.args.get("card") or None
+    declare = request.args.get("declare") or None
+    if declare is not None and declare not in ctx["instant_wins"]:
+        raise WebError(
+            _("These rules have no %(kind)r declaration.", kind=declare[:20]), 400
+        )
     deck = ctx["deck"]
     owner = {}
     for p in ctx["state"].players:
@@ -246,7 +361,8 @@ def picker(match_id: int):
         "_picker.html",
         player=player,
         side=side,
-        card=card,
+        card=card if declare is None else None,
+        declare=declare,
         owner=owner,
         months=views.months(deck),
         **ctx,
@@ -293,6 +409,11 @@ def event_from_form(form) -> dict:
         event["new_card"] = _text_field(form, "new_card", _("the card"))
     if kind == "hand_declared":
         event["kind"] = _text_field(form, "kind", _("the kind of hand"))
+        cards = [c.strip() for c in form.getlist("card") if c.strip()]
+        if len(cards) > MAX_HAND_CARDS:
+            raise WebError(_("A dealt hand holds at most %(n)d cards.", n=MAX_HAND_CARDS), 400)
+        if cards:  # the dealt hand, picked on the picker: the engine checks that it qualifies
+            event["cards"] = cards
     if kind == "field_brights_set":
         event["count"] = _int_field(form, "count", _("the number of brights"))
     if kind == "round_entered":  # a round played away from the tablet; no winner: a draw

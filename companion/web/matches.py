@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from flask import Blueprint, current_app, redirect, request, url_for
 from flask_babel import gettext as _
 
@@ -295,18 +297,41 @@ def export(match_id: int):
     return response
 
 
+# Imports read at once: each holds its file and its parsed log in memory (some ten times the
+# file's size) while the engine replays it, so that many sent together cannot take the
+# server's memory. One more waits up to IMPORT_WAIT_SECONDS, then is told to try again.
+IMPORTS_AT_ONCE = 2
+IMPORT_WAIT_SECONDS = 10
+_import_slots = threading.BoundedSemaphore(IMPORTS_AT_ONCE)
+
+
 @bp.post("/matches/import")
 def import_match():
-    import json
+    from companion.store import MAX_EXPORT_BYTES, load_export
 
     upload = request.files.get("file")
     if upload is None:
         raise WebError(_("Choose the exported match (a .json file) to import."), 400)
+    if not _import_slots.acquire(timeout=IMPORT_WAIT_SECONDS):
+        raise WebError(_("Other matches are being imported; try again in a moment."), 503)
     try:
-        data = json.loads(upload.read().decode("utf-8"))
-    except (UnicodeError, ValueError):
-        raise WebError(_("This file is not a JSON export of a match."), 400) from None
-    match_id = store().import_match(data)
+        raw = upload.read(MAX_EXPORT_BYTES + 1)
+        if len(raw) > MAX_EXPORT_BYTES:
+            raise WebError(
+                _(
+                    "The file is larger than an export can be (%(n)d MB).",
+                    n=MAX_EXPORT_BYTES // (1024 * 1024),
+                ),
+                413,
+            )
+        try:
+            data = load_export(raw)
+        except CompanionError:
+            raise WebError(_("This file is not a JSON export of a match."), 400) from None
+        del raw
+        match_id = store().import_match(data)
+    finally:
+        _import_slots.release()
     target = url_for(registry.game(store().game(match_id)).page_endpoint, match_id=match_id)
     return redirect(target, 303)
 

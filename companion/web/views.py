@@ -12,7 +12,7 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from companion import CompanionError
-from companion.game.cards import MONTHS, STANDARD_DECK, Card, Category, RibbonKind
+from companion.game.cards import MONTH_KANJI, MONTHS, STANDARD_DECK, Card, Category, RibbonKind
 from companion.game.engine import team_label as engine_team_label
 from companion.web import host_name, is_loopback
 from companion.web.i18n import card_name, language, say
@@ -252,20 +252,6 @@ def tile(card: Card | str, deck=None) -> Tile:
 
 
 # A month's plant, by language: MONTHS gives the English and French names; Japanese in kanji.
-MONTH_KANJI = {
-    1: "松",
-    2: "梅",
-    3: "桜",
-    4: "藤",
-    5: "菖蒲",
-    6: "牡丹",
-    7: "萩",
-    8: "芒",
-    9: "菊",
-    10: "紅葉",
-    11: "柳",
-    12: "桐",
-}
 
 
 def month_name(month: int) -> str:
@@ -313,9 +299,13 @@ class LogLine:
 LOG_LINES_SHOWN = 60
 
 
-def log_lines(stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN) -> list[LogLine]:
+def log_lines(
+    stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN, worded=None
+) -> list[LogLine]:
     """The newest ``limit`` lines of the log, newest first; events taken back by an ``undo``
-    are marked. Only those lines are worded: a long match costs no more to show."""
+    are marked. Only those lines are worded: a long match costs no more to show.
+    ``worded``: a dict keeping each event's words by (seq, language) between calls (for one
+    match: the same deck and teams)."""
     undone: set[int] = set()
     live: list[int] = []  # seqs of effective events, in order
     for stored in stored_events:
@@ -326,16 +316,29 @@ def log_lines(stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN) -> li
         elif kind != "match_started":
             live.append(stored.seq)
     newest = stored_events[::-1][:limit] if limit is not None else stored_events[::-1]
+    lang = language() if worded is not None else None
     return [
         LogLine(
             s.seq,
             (s.created_at or "")[11:19],
-            say(s.event.describe(teams), deck),
+            _worded(worded, s, deck, teams, lang),
             s.seq in undone,
             s.event.type,
         )
         for s in newest
     ]
+
+
+def _worded(worded, stored, deck, teams, lang) -> str:
+    if worded is None:
+        return say(stored.event.describe(teams), deck)
+    key = (stored.seq, lang)
+    text = worded.get(key)
+    if text is None:
+        text = worded[key] = say(stored.event.describe(teams), deck)
+        while len(worded) > 4 * LOG_LINES_SHOWN:
+            worded.pop(next(iter(worded)))
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import click
 
 from companion import __version__
-from companion.cli import echo_json, fail, friendly_errors, pct
+from companion.cli import FiniteFloatRange, echo_json, fail, friendly_errors, pct
 from companion.cli.vision import (
     count_option,
     deck_names,
@@ -61,7 +61,7 @@ def main():
 @click.option(
     "--above",
     default=None,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
     help="How likely a crop must be a card to count as one (Settings.acceptance.accept_above). "
     "Default: 0.7 with trees, 0.75 without (chosen on validation scenes).",
 )
@@ -156,7 +156,7 @@ def fit_acceptance_command(model_path, decks, seed, n, trees, above, workers, ne
 @tiny_option
 @click.option(
     "--minutes",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(min=0.1),
     help="Train until this many minutes have passed (after rendering); --epochs is then ignored.",
 )
 @click.option(
@@ -220,19 +220,19 @@ def fit_acceptance_command(model_path, decks, seed, n, trees, above, workers, ne
     "--lr-scale",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     help="With --resume: multiply both nets' learning rates (training.RESUME_LR) by this.",
 )
 @click.option(
     "--localizer-width",
-    type=click.FloatRange(min=1.0),
+    type=FiniteFloatRange(min=1.0),
     help="Width of the localizer's low-resolution layers against the standard net (default: "
     "1, or the resumed model's). With --resume a wider net grows from the model's without "
     "changing what it computes, then trains on (training.grown_state).",
 )
 @click.option(
     "--classifier-width",
-    type=click.FloatRange(min=1.0),
+    type=FiniteFloatRange(min=1.0),
     help="The same for the classifier's low-resolution and dense layers.",
 )
 @click.option(
@@ -266,7 +266,7 @@ def fit_acceptance_command(model_path, decks, seed, n, trees, above, workers, ne
     "--average-share",
     default=0.5,
     show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
     help="With --average-with: that model's share of the average.",
 )
 @click.option(

@@ -16,15 +16,56 @@
     }
   }
 
-  // Live tally: the server streams the match's last seq; a newer one refreshes the board.
+  // Live tally: the server streams the match's last seq, with the board as it is then
+  // (rendered once for every tablet); a newer board replaces ours at once, and a seq alone
+  // (a board the server could not send) makes us ask for it.
   function follow() {
     var b = board();
     if (!b || !b.dataset.live || source) return;
     source = new EventSource(b.dataset.live);
     source.addEventListener("update", function (e) {
-      latest = Math.max(latest, Number(JSON.parse(e.data).seq));
+      var data = JSON.parse(e.data);
+      var seq = Number(data.seq);
+      latest = Math.max(latest, seq);
+      // While a change of ours is on its way, its answer brings the board (and closes the
+      // picker): a pushed one now would reopen what that answer closes.
+      if (data.board && !posting) showBoard(data.board, seq);
       refreshIfBehind();
     });
+  }
+
+  // A pushed board is the same for every tablet: its forms' CSRF token and request ids are
+  // marks, filled in here (the token this page already sends, a fresh id per button).
+  var CSRF_MARK = "\u0000csrf\u0000", RID_MARK = "\u0000rid\u0000";
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRF-Token"] || "";
+    } catch (e) { return ""; }
+  }
+  function requestId() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) {
+      return (b < 16 ? "0" : "") + b.toString(16);
+    }).join("");
+  }
+  function fillMarks(html) {
+    var parts = html.split(CSRF_MARK).join(csrfToken()).split(RID_MARK);
+    var out = parts[0];
+    for (var i = 1; i < parts.length; i++) out += requestId() + parts[i];
+    return out;
+  }
+
+  function showBoard(html, seq) {
+    var b = board();
+    if (!b || Number(b.dataset.seq) >= seq) return;
+    var holder = document.createElement("template");
+    holder.innerHTML = fillMarks(html);
+    var fresh = holder.content.querySelector("#board");
+    if (!fresh) return;
+    b.replaceWith(fresh);
+    if (window.htmx) htmx.process(fresh);
+    boardReplaced();
   }
 
   function isPost(e) {
@@ -117,12 +158,15 @@
 
   // The board was refreshed by someone else's change while the picker is open: refresh the
   // picker too, so that a tap on it is made against the match as it is now.
-  document.addEventListener("htmx:afterSwap", function (e) {
-    if (isPost(e) || !e.detail.target || e.detail.target.id !== "board") return;
+  function boardReplaced() {
     var overlay = document.querySelector("#modal .overlay[data-src]");
     if (overlay && window.htmx) {
       htmx.ajax("GET", overlay.dataset.src, { target: "#modal", swap: "innerHTML" });
     }
+  }
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (isPost(e) || !e.detail.target || e.detail.target.id !== "board") return;
+    boardReplaced();
   });
 
   // htmx does not swap 4xx/5xx answers: show their one-sentence message instead.

@@ -120,6 +120,15 @@
       if (img.complete && img.naturalWidth === 0 && img.getAttribute("src")) {
         img.dispatchEvent(new Event("error"));
       }
+      // The stage is as wide as the picture may be for the whole page, Save included, to fit
+      // the screen's height (camera.css): that needs the picture's own shape.
+      var shape = function () {
+        if (img.naturalWidth && img.naturalHeight) {
+          stage.style.setProperty("--aspect", String(img.naturalWidth / img.naturalHeight));
+        }
+      };
+      img.addEventListener("load", shape);
+      if (img.complete) shape();
     }
   }
 
