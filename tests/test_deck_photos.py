@@ -257,7 +257,8 @@ def test_the_classifier_weighs_on_the_names_only_for_the_art_it_knows(procedural
     known_deck = add_deck("known", known, tmp_path / "d", views=4)
     assert known_deck.agreement > 0.8 and known_deck.sureness > 0.6
     own = add_deck("own", tmp_path, tmp_path / "d", views=4)
-    assert own.agreement < 0.3 and own.sureness < 0.6 and own.descriptor == "embedding+pixels"
+    assert own.agreement < 0.3 and own.sureness < 0.6
+    assert own.descriptor == "embedding"  # a partial deck: the bar it renames by was measured so
 
 
 @needs_decks
@@ -268,6 +269,7 @@ def test_cards_of_a_design_of_its_own_are_found_where_the_classifier_is_unsure(p
     from companion.recognizer.evaluation import MUST_FIND_VISIBLE, match_detections
 
     deck = add_deck("own", procedural, procedural.parent / "decks", views=6)
+    assert deck.descriptor == "embedding+pixels" and deck.sureness < 0.6
     recognizer = Recognizer.load().with_deck(deck)
     counts = {True: [0, 0], False: [0, 0]}  # rescue: (found, false cards)
     for index in range(3):

@@ -289,6 +289,8 @@ class UserDeck:
             meta = json.loads((folder / "deck.json").read_text(encoding="utf-8"))
             if not isinstance(meta, dict):
                 raise ValueError("deck.json is not a JSON object")
+            if meta.get("descriptor", "embedding") not in DESCRIPTORS:
+                raise ValueError(f"its descriptor is not one of {', '.join(DESCRIPTORS)}")
             with np.load(folder / "references.npz", allow_pickle=False) as refs:
                 embeddings = refs["embeddings"].astype(np.float32)
                 class_ids = refs["class_ids"].astype(np.int64)
@@ -410,7 +412,10 @@ def add_deck(
         ids += [CLASSES.index(code)] * len(made)
     crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
-    embeddings = describe(session, crops).astype(np.float32)
+    # a partial deck renames only crops as near its references as they lie to each other
+    # (accept_similarity): the embedding alone keeps that bar where it was measured
+    descriptor = "embedding+pixels" if len(files) == len(ALL_CODES) else "embedding"
+    embeddings = describe(session, crops, descriptor).astype(np.float32)
     agreement, sureness = classifier_view(crops, ids)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     if names_file is not None:
@@ -423,7 +428,7 @@ def add_deck(
         str(Path(image_dir).resolve()),
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
-        descriptor="embedding+pixels",
+        descriptor=descriptor,
         agreement=agreement,
         sureness=sureness,
     )
@@ -468,6 +473,8 @@ class DeckNamer:
         self.settings = settings
         self.session = embedder or open_session(EMBEDDER, 2)
         size = self.session.get_outputs()[0].shape[-1]
+        if isinstance(size, int) and deck.descriptor != "embedding":
+            size += PIXELS_SIZE[0] * PIXELS_SIZE[1] * 3  # the small picture beside it
         if isinstance(size, int) and deck.embeddings.shape[1] != size:
             raise DeckError(
                 f"The deck {deck.name!r} was made by another recognizer ({deck.embeddings.shape[1]} "
