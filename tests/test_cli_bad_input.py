@@ -631,3 +631,12 @@ def test_bad_environment_is_one_sentence_never_a_traceback(files, no_serving, tm
         pytest.fail(f"{env} companion {shown(args)} raised:\n" + "\n".join(lines))
     assert result.exit_code in (0, 2), (env, shown(args), result.output)
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("pace", [float("inf"), float("nan"), -1.0, 601.0])
+def test_a_demo_pace_that_no_clock_can_wait_is_one_sentence(pace, no_serving, tmp_path):
+    from companion import CompanionError
+    from companion.demo import run_demo
+
+    with pytest.raises(CompanionError, match="pace"):  # before it serves anything
+        run_demo(pace=pace, port=0, db=tmp_path / "demo.db")

@@ -470,17 +470,22 @@ def test_simulate_takes_two_or_three_players(tmp_path):
 @pytest.mark.slow
 def test_a_short_three_player_clip_is_replayed_to_its_exact_score(tmp_path):
     from companion.live.replay import load_truth, replay_video
+    from companion.live.zones import default_zones
     from companion.recognizer import Recognizer
     from companion.simulator import rounds
 
     config = rounds.SimConfig(players=3, rules="hana-awase", max_turns=4)
     rounds.simulate(_a_deck(), 7, tmp_path, config)
     truth = load_truth(tmp_path / "truth.json")
-    report = replay_video(tmp_path / "table.mp4", Recognizer.load(threads=2), truth=truth)
+    detector = Recognizer.load(threads=2)
+    report = replay_video(tmp_path / "table.mp4", detector, truth=truth)
     assert report.rounds_total == 1
     for player, codes in truth["rounds"][0]["captures"].items():
         assert codes and sorted(report.rounds[0].captures[player]) == sorted(codes)
     assert report.rounds_exact == 1
+    # without the truth file, the three-seat layout alone: Hana-Awase at three seats
+    untold = replay_video(tmp_path / "table.mp4", detector, zones=default_zones(3))
+    assert untold.rounds[0].captures == report.rounds[0].captures
 
 
 def test_a_source_whose_first_open_blocks_is_said_absent_on_the_page():

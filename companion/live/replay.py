@@ -199,8 +199,12 @@ class ReplayReport:
         return "\n".join(lines)
 
 
-def _match_setup(truth: dict | None) -> dict:
-    setup = {"players": ["A", "B"], "rules": "livret", "rounds": None, "oya": None}
+def _match_setup(truth: dict | None, zones: Zones | None = None) -> dict:
+    """The replayed match: the truth file's; without one, the layout's seats playing livret,
+    or Hana-Awase (the three-player game, seed 004) at a three-seat table."""
+    seats = list(zones.players) if zones is not None else ["A", "B"]
+    rules = "hana-awase" if len(seats) == 3 else "livret"
+    setup = {"players": seats, "rules": rules, "rounds": None, "oya": None}
     if truth:
         setup["players"] = list(truth.get("players") or setup["players"])
         setup["rules"] = truth.get("rules") or "livret"
@@ -293,7 +297,7 @@ def replay_video(
     if zones is None:
         zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
     zones = zones or default_zones(2)
-    setup = _match_setup(truth)
+    setup = _match_setup(truth, zones)
     store = MatchStore.open(":memory:")
     match_id = store.create_match(
         players=setup["players"],
