@@ -97,6 +97,9 @@ def test_a_deck_taught_from_photos_names_its_cards_in_rendered_scenes(taught, re
     assert (info["cards"], info["source"], info["definition"]) == (48, "photos", "names.toml")
     listed = CliRunner().invoke(main, ["deck", "list", "--decks-dir", str(decks)])
     assert "ferme: 48 cards, named by its own names" in listed.output
+    # art the classifier knows under other codes: it is sure of it, and its names are wrong
+    stored = json.loads((decks / "ferme" / "deck.json").read_text())
+    assert stored["classifier_agreement"] < 0.2 and stored["classifier_sureness"] > 0.6
     images, truth = [], []
     for seed in range(4):
         scene = render_closeup(seed, str(reskinned), cards=(2, 3))
@@ -231,3 +234,56 @@ def test_the_tablet_shows_the_taught_decks_names_and_scores_the_same_slots():
     assert "Grelinette" in french.get_data(as_text=True)
     assert store.state(match_id).captures["Aki"][0].code == "01-1"  # the engine's own code
     store.close()
+
+
+@pytest.fixture(scope="module")
+def procedural(tmp_path_factory):
+    from companion.simulator.redesign import procedural_deck
+
+    return procedural_deck(tmp_path_factory.mktemp("procedural"), seed=0)
+
+
+@needs_decks
+@needs_model
+def test_the_classifier_weighs_on_the_names_only_for_the_art_it_knows(procedural, tmp_path):
+    from companion.recognizer.decks import add_deck
+
+    known = tmp_path / "known"
+    known.mkdir()
+    source = Path(synth.resolve_deck_dir(SOURCE_DECK))
+    for code in ("01-1", "03-1", "08-1", "12-1"):
+        shutil.copy(source / f"{code}.png", known / f"{code}.png")
+        shutil.copy(procedural / f"{code}.png", tmp_path / f"{code}.png")
+    known_deck = add_deck("known", known, tmp_path / "d", views=4)
+    assert known_deck.agreement > 0.8 and known_deck.sureness > 0.6
+    own = add_deck("own", tmp_path, tmp_path / "d", views=4)
+    assert own.agreement < 0.3 and own.sureness < 0.6
+    assert own.descriptor == "embedding"  # a partial deck: the bar it renames by was measured so
+
+
+@needs_decks
+@needs_model
+def test_cards_of_a_design_of_its_own_are_found_where_the_classifier_is_unsure(procedural):
+    from companion.recognizer import Recognizer
+    from companion.recognizer.decks import add_deck
+    from companion.recognizer.evaluation import MUST_FIND_VISIBLE, match_detections
+
+    deck = add_deck("own", procedural, procedural.parent / "decks", views=6)
+    assert deck.descriptor == "embedding+pixels" and deck.sureness < 0.6
+    recognizer = Recognizer.load().with_deck(deck)
+    counts = {True: [0, 0], False: [0, 0]}  # rescue: (found, false cards)
+    for index in range(3):
+        scene = synth.render_scene(
+            synth.scene_seed(77, index), synth.SceneConfig(decks=(str(procedural),))
+        )
+        quads = np.array([label.quad for label in scene.labels])
+        visible = np.array([label.visible for label in scene.labels])
+        for rescue in (False, True):
+            recognizer.rescue = rescue
+            det = recognizer.detect(scene.image)
+            det_to_label, label_to_det = match_detections(det, quads, visible)
+            must = visible >= MUST_FIND_VISIBLE
+            counts[rescue][0] += int((label_to_det[must] >= 0).sum())
+            counts[rescue][1] += int((det_to_label < 0).sum())
+    assert counts[True][0] > counts[False][0] + 3, counts
+    assert counts[True][1] <= counts[False][1] + 1, counts

@@ -128,3 +128,35 @@ def deck_remove(name, decks_dir):
 
     folder = remove_deck(name, decks_dir)
     click.echo(f"Removed deck {name!r} ({folder}).")
+
+
+@deck_group.command("render-photos")
+@click.argument("deck")
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--seed", default=0, show_default=True, type=int)
+@friendly_errors
+def deck_render_photos(deck, out_dir, seed):
+    """Render twelve teaching photos (01.jpg .. 12.jpg) of DECK (a folder of MM-K images or a
+    deck in ../shared/decks) into OUT_DIR, for trying 'deck add --photos' (simulator)."""
+    from companion.simulator.teaching import write_month_photos
+
+    click.echo(f"Wrote twelve photos in {write_month_photos(out_dir, deck, seed=seed)}.")
+
+
+@deck_group.command("redesign")
+@click.argument("kind", type=click.Choice(["procedural", "recoloured"]))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--source", default="hwatu-korean", show_default=True, help="Deck to repaint.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@friendly_errors
+def deck_redesign(kind, out_dir, source, seed):
+    """Write a deck of a design no net was trained on into OUT_DIR (MM-K.png), for measuring:
+    procedural (drawn from scratch: flat red or gold grounds, dark frames) or recoloured
+    (SOURCE's scans repainted). Simulator; never commit what it writes."""
+    from companion.simulator.redesign import procedural_deck, recoloured_deck
+
+    if kind == "procedural":
+        where = procedural_deck(out_dir, seed)
+    else:
+        where = recoloured_deck(source, out_dir, seed)
+    click.echo(f"Wrote a {kind} deck in {where}.")

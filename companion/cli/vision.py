@@ -314,6 +314,19 @@ def echo_comparison(against_path: str, other: dict) -> None:
     "up to 60 degrees, instead of whole tables.",
 )
 @click.option("--one-look", is_flag=True, help="Only the first look at each frame.")
+@click.option(
+    "--rescue/--no-rescue",
+    default=True,
+    show_default=True,
+    help="With --with-deck of a design the classifier does not know: add the cards it outlined "
+    "but named unsure.",
+)
+@click.option(
+    "--shapes/--no-shapes",
+    default=False,
+    show_default=True,
+    help="... and those found by their shape alone (a card-shaped rectangle on the table).",
+)
 @friendly_errors
 def eval_command(
     deck,
@@ -333,6 +346,8 @@ def eval_command(
     height,
     closeups,
     one_look,
+    rescue,
+    shapes,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.recognizer import Recognizer
@@ -341,6 +356,7 @@ def eval_command(
     deck_dir = resolve_deck(deck)
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     recognizer.any_distance = not one_look
+    recognizer.rescue, recognizer.shape_proposals = rescue, shapes
     other = Recognizer.load(against_path, nets=nets) if against_path else None
     report = evaluate(
         recognizer,

@@ -126,6 +126,75 @@ def card_views(face: np.ndarray, settings: Settings, rng, views: int = VIEWS) ->
     return np.concatenate(crops)
 
 
+PIXELS_SIZE = (12, 20)  # the small picture a crop is also compared by (width, height)
+PIXELS_MARGIN = 0.08  # ... cut this share inside each side: the card, not the table around it
+DESCRIPTORS = ("embedding", "embedding+pixels")
+
+
+def pixels(crops: np.ndarray) -> np.ndarray:
+    """Unit-length small pictures of crops (N, H, W, 3): the card inside each (``PIXELS_MARGIN``
+    in from the crop's sides, which show the table) shrunk to ``PIXELS_SIZE`` in Lab, less
+    its mean colour. The embedding knows the art of the decks the nets were trained on; the
+    picture tells apart the cards of any design by where their colours lie."""
+    h, w = crops.shape[1:3]
+    mh, mw = round(PIXELS_MARGIN * h), round(PIXELS_MARGIN * w)
+    out = np.empty((len(crops), PIXELS_SIZE[0] * PIXELS_SIZE[1] * 3), np.float32)
+    for row, crop in zip(out, crops[:, mh : h - mh, mw : w - mw], strict=True):
+        small = cv2.resize(crop, PIXELS_SIZE, interpolation=cv2.INTER_AREA)
+        lab = cv2.cvtColor(small, cv2.COLOR_BGR2Lab).astype(np.float32).reshape(-1, 3)
+        row[:] = (lab - lab.mean(0)).reshape(-1)
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
+
+
+def describe(session, crops: np.ndarray, descriptor: str = "embedding+pixels") -> np.ndarray:
+    """Unit-length descriptors of crops: the embedding, or the embedding and the small picture
+    weighing half each in the cosine similarity."""
+    feats = embed(session, crops)
+    if descriptor == "embedding":
+        return feats
+    return np.concatenate([feats, pixels(crops)], axis=1) / np.sqrt(2.0)
+
+
+def classifier_view(crops: np.ndarray, class_ids: np.ndarray) -> tuple[float, float]:
+    """How the recognizer's classifier sees a deck's reference crops: (agreement, sureness).
+    Agreement: the share it names as their own card, near 1 for a deck of the art the nets
+    learned, near 0 for a design of its own or a re-skinned deck, where its belief must not
+    weigh on the names. Sureness: its mean belief in the card it names (any card), near 1
+    for art it knows even under other codes, low for a design of its own, whose cards it
+    outlines but names unsure (``rescue_cards``)."""
+    from companion.recognizer.nets import DEFAULT_MODEL, net_input
+
+    meta = json.loads(DEFAULT_MODEL.read_text())
+    session = open_session(DEFAULT_MODEL.parent / meta.get("float_nets", meta)["classifier"], 2)
+    named, sure = [], []
+    for i in range(0, len(crops), 256):
+        batch = np.ascontiguousarray(crops[i : i + 256])
+        probs = session.run(None, {"crop": net_input(session, batch)})[0][:, : len(ALL_CODES)]
+        named.append(probs.argmax(axis=1))
+        sure.append(probs.max(axis=1))
+    return (
+        float(np.mean(np.concatenate(named) == class_ids)),
+        float(np.mean(np.concatenate(sure))),
+    )
+
+
+PLAIN_SPREAD = 5.0
+
+
+def plain(crops: np.ndarray) -> np.ndarray:
+    """Which crops (N, H, W, 3) are plain in their middle (the central three quarters each way,
+    inside a back's printed frame): a face-down card's back, not a face with its art. The
+    spread is the grey levels' standard deviation after a light blur (grain and sensor noise
+    are no art)."""
+    h, w = crops.shape[1:3]
+    middle = crops[:, h // 8 : h - h // 8, w // 8 : w - w // 8]
+    out = np.empty(len(crops), bool)
+    for i, crop in enumerate(middle):
+        grey = cv2.GaussianBlur(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY), (3, 3), 0)
+        out[i] = float(grey.std()) < PLAIN_SPREAD
+    return out
+
+
 def embed(session, crops: np.ndarray, batch: int = 256) -> np.ndarray:
     """Unit-length embeddings of crops (N, H, W, 3) uint8 BGR."""
     out = []
@@ -149,6 +218,12 @@ class UserDeck:
     # a crop this similar to a card's nearest reference is that card (a partial deck's bar)
     accept_similarity: float = 0.0
     folder: str = ""  # where it is kept (set by save and load)
+    descriptor: str = "embedding"  # what the references hold (DESCRIPTORS)
+    # the share of the references the classifier names right (``classifier_view``): how
+    # much its belief weighs on the names (1: as much as ever, 0: not at all)
+    agreement: float = 1.0
+    # how sure the classifier is of the references' names, right or not (``classifier_view``)
+    sureness: float = 1.0
 
     def names_deck(self):
         """The ``companion.game.cards.Deck`` that names and roles this deck's slots: its own
@@ -191,6 +266,9 @@ class UserDeck:
             "source": self.source,
             "seconds": round(self.seconds, 2),
             "accept_similarity": round(float(self.accept_similarity), 4),
+            "descriptor": self.descriptor,
+            "classifier_agreement": round(float(self.agreement), 4),
+            "classifier_sureness": round(float(self.sureness), 4),
         }
         if self.definition != NAMES_FILE:  # taught again without its own names
             (folder / NAMES_FILE).unlink(missing_ok=True)
@@ -211,6 +289,8 @@ class UserDeck:
             meta = json.loads((folder / "deck.json").read_text(encoding="utf-8"))
             if not isinstance(meta, dict):
                 raise ValueError("deck.json is not a JSON object")
+            if meta.get("descriptor", "embedding") not in DESCRIPTORS:
+                raise ValueError(f"its descriptor is not one of {', '.join(DESCRIPTORS)}")
             with np.load(folder / "references.npz", allow_pickle=False) as refs:
                 embeddings = refs["embeddings"].astype(np.float32)
                 class_ids = refs["class_ids"].astype(np.int64)
@@ -223,6 +303,9 @@ class UserDeck:
                 float(meta.get("seconds", 0.0)),
                 float(meta.get("accept_similarity", 0.0)),
                 str(folder),
+                meta.get("descriptor", "embedding"),
+                float(meta.get("classifier_agreement", 1.0)),
+                float(meta.get("classifier_sureness", 1.0)),
             )
             deck._check()
             return deck
@@ -327,8 +410,13 @@ def add_deck(
         made = card_views(_face(path), settings, rng, views)
         crops.append(made)
         ids += [CLASSES.index(code)] * len(made)
-    embeddings = embed(session, np.concatenate(crops)).astype(np.float32)
+    crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
+    # a partial deck renames only crops as near its references as they lie to each other
+    # (accept_similarity): the embedding alone keeps that bar where it was measured
+    descriptor = "embedding+pixels" if len(files) == len(ALL_CODES) else "embedding"
+    embeddings = describe(session, crops, descriptor).astype(np.float32)
+    agreement, sureness = classifier_view(crops, ids)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     if names_file is not None:
         definition = store_names(decks_dir / name, names_file)
@@ -340,6 +428,9 @@ def add_deck(
         str(Path(image_dir).resolve()),
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
+        descriptor=descriptor,
+        agreement=agreement,
+        sureness=sureness,
     )
     deck.save(decks_dir)
     return deck
@@ -382,6 +473,8 @@ class DeckNamer:
         self.settings = settings
         self.session = embedder or open_session(EMBEDDER, 2)
         size = self.session.get_outputs()[0].shape[-1]
+        if isinstance(size, int) and deck.descriptor != "embedding":
+            size += PIXELS_SIZE[0] * PIXELS_SIZE[1] * 3  # the small picture beside it
         if isinstance(size, int) and deck.embeddings.shape[1] != size:
             raise DeckError(
                 f"The deck {deck.name!r} was made by another recognizer ({deck.embeddings.shape[1]} "
@@ -393,11 +486,20 @@ class DeckNamer:
         self.names = deck.names_deck()
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
-        faces = np.flatnonzero(det.class_ids != BACK_ID)
+        faces = det.class_ids != BACK_ID
+        if self.deck.sureness < RESCUE_BELOW and (~faces).any():
+            # the classifier learned backs as plain card-shaped patches: a deck of its own with
+            # flat grounds looks like them. A back is plain; a face shows its art
+            backs = np.flatnonzero(~faces)
+            matrices = crop_matrices(quads_to_rboxes(det.quads[backs]), self.settings)
+            faces[backs[~plain(crop_cards(bgr, matrices, self.settings))]] = True
+        faces = np.flatnonzero(faces)
         if len(faces) == 0:
             return det
         matrices = crop_matrices(quads_to_rboxes(det.quads[faces]), self.settings)
-        feats = embed(self.session, crop_cards(bgr, matrices, self.settings))
+        feats = describe(
+            self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor
+        )
         sims = feats @ self.deck.embeddings.T  # (faces, refs)
         best = np.full((len(faces), len(self.card_ids)), -1.0, np.float32)
         np.maximum.at(best.T, self._ref_card, sims.T)
@@ -410,7 +512,7 @@ class DeckNamer:
             for cid, p in zip(ids, probs, strict=False):
                 if int(cid) in column:
                     prior[row, column[int(cid)]] = np.log(max(float(p), 1e-3))
-        score = prior + SIMILARITY_WEIGHT * best
+        score = self.deck.agreement * prior + SIMILARITY_WEIGHT * best
         if len(self.card_ids) < len(ALL_CODES):
             # a deck with images of some cards only: a crop that lies near none of them is one
             # of the others, and keeps the classifier's name
@@ -433,3 +535,84 @@ class DeckNamer:
             alt_ids[faces] = self.card_ids[order[:, 1 : k + 1]]
             alt_scores[faces] = np.take_along_axis(soft, order[:, 1 : k + 1], axis=1)
         return Detections(det.quads, class_ids, confidence, alt_ids, alt_scores)
+
+
+RESCUE_BELOW = 0.6  # a deck whose references the classifier names less sure than this is rescued
+RESCUE_MAX_NONE = 0.3  # a crop the classifier finds this unlike "not a card" is a card...
+RESCUE_SIZE = (0.7, 1.4)  # ... where its long side is this near the found cards' median
+RESCUE_ASPECT = (1.3, 2.1)  # ... and its long over short side this near a card's
+RESCUE_NEW_IOU = 0.3  # a rescued card overlaps every card found by less than this
+
+
+def rescue_cards(
+    image: np.ndarray,
+    det: Detections,
+    quads: np.ndarray,
+    classifier,
+    namer: DeckNamer,
+    settings: Settings,
+) -> Detections:
+    """``det`` and the cards among candidate ``quads`` (N,4,2) that the classifier found only
+    unsure: for a deck of a design of its own (``UserDeck.sureness`` under
+    ``RESCUE_BELOW``) the classifier outlines its cards and knows they are cards (its "none"
+    stays low) but names none of them surely, so the decoder drops them. A candidate that is
+    card-shaped, of the found cards' size, apart from them and not "none" becomes a card,
+    named by the deck (``namer``). Candidates: every crop the decode looked at
+    (``DecodeTrace.looks``) and the rectangles found by shape (``rectangles.find_cards``)."""
+    from companion.detections import iou_matrix
+    from companion.recognizer.distance import long_sides
+    from companion.recognizer.geometry import spaced
+    from companion.recognizer.nets import net_input
+    from companion.recognizer.settings import NONE_ID
+
+    quads = np.asarray(quads, np.float32).reshape(-1, 4, 2)
+    if len(quads) == 0:
+        return det
+    rboxes = quads_to_rboxes(quads)
+    long, short = np.maximum(rboxes[:, 2], rboxes[:, 3]), np.minimum(rboxes[:, 2], rboxes[:, 3])
+    aspect = long / np.maximum(short, 1e-3)
+    keep = (aspect >= RESCUE_ASPECT[0]) & (aspect <= RESCUE_ASPECT[1]) & (short > 4)
+    faces = det.class_ids != BACK_ID
+    if faces.sum() >= 3:
+        median = float(np.median(long_sides(det.quads[faces])))
+        keep &= (long >= RESCUE_SIZE[0] * median) & (long <= RESCUE_SIZE[1] * median)
+    if len(det):
+        keep &= iou_matrix(quads, det.quads).max(axis=1) < RESCUE_NEW_IOU
+    quads, rboxes = quads[keep], rboxes[keep]
+    if len(quads) == 0:
+        return det
+    crops = crop_cards(image, crop_matrices(rboxes, settings), settings)
+    probs = classifier.run(None, {"crop": net_input(classifier, crops)})[0]
+    card_like = 1.0 - probs[:, NONE_ID]
+    sure = probs[:, NONE_ID] < RESCUE_MAX_NONE
+    quads, rboxes, card_like = quads[sure], rboxes[sure], card_like[sure]
+    if len(quads) == 0:
+        return det
+    order = np.argsort(-card_like, kind="stable")
+    quads, rboxes, card_like = quads[order], rboxes[order], card_like[order]
+    chosen = spaced(np.column_stack([rboxes[:, :4], card_like]), 0.5)
+    quads = quads[chosen]
+    # one rescued card per place, none on another rescued card
+    if len(quads) > 1:
+        ious = iou_matrix(quads, quads)
+        alone = np.ones(len(quads), bool)
+        for i in range(len(quads)):
+            if alone[i]:
+                alone[i + 1 :] &= ious[i, i + 1 :] < RESCUE_NEW_IOU
+        quads = quads[alone]
+    k = det.alt_ids.shape[1] if det.alt_ids.ndim == 2 else 0
+    found = Detections(
+        quads,
+        np.full(len(quads), namer.card_ids[0], np.int64),
+        np.full(len(quads), 0.5, np.float32),
+        np.zeros((len(quads), k), np.int64),
+        np.zeros((len(quads), k), np.float32),
+    )
+    if len(det) == 0:
+        return found
+    return Detections(
+        *(np.concatenate([getattr(det, f), getattr(found, f)]) for f in DETECTION_FIELDS)
+    )
+
+
+DETECTION_FIELDS = ("quads", "class_ids", "confidence", "alt_ids", "alt_scores")

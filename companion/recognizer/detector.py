@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 
 from companion.detections import BACK_ID, Detections
+from companion.recognizer.decks import RESCUE_BELOW
 from companion.recognizer.decoding import Decoder, DecodeTrace
 from companion.recognizer.distance import (
     band_lengths,
@@ -45,6 +46,10 @@ class Recognizer:
         # coarser and finer looks where the first says cards lie outside the trained sizes
         self.any_distance = True
         self.namer = None  # names the cards of the player's own deck (``with_deck``)
+        # for a taught deck the classifier does not know: add the cards it outlined but named
+        # unsure (``decks.rescue_cards``), and those found by their shape alone
+        self.rescue = True
+        self.shape_proposals = False  # measured: no more cards found on tables, more false ones
 
     @classmethod
     def load(
@@ -111,7 +116,12 @@ class Recognizer:
         if max(image.shape[:2]) > MAX_SIDE:
             factor = MAX_SIDE / max(image.shape[:2])
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+        rescue = self.namer is not None and self.rescue and self.namer.deck.sureness < RESCUE_BELOW
+        if rescue and trace is None:
+            trace = DecodeTrace()
         det = self._looks(image, trace)
+        if rescue:
+            det = self._rescued(image, det, trace)
         if self.namer is not None and len(det):
             det = self.namer(image, det)
         if factor != 1.0 and len(det):
@@ -119,6 +129,21 @@ class Recognizer:
                 det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
             )
         return det
+
+    def _rescued(self, image: np.ndarray, det: Detections, trace: DecodeTrace) -> Detections:
+        """``det`` and the cards of a taught deck of a design of its own that the decode
+        outlined but named unsure, or that only their shape shows (``decks.rescue_cards``)."""
+        from companion.recognizer.decks import rescue_cards
+
+        candidates = [q for q, _ in trace.looks if len(q)]
+        if self.shape_proposals:
+            from companion.recognizer.rectangles import find_cards
+
+            candidates.append(find_cards(image).quads)
+        if not candidates:
+            return det
+        quads = np.concatenate(candidates)
+        return rescue_cards(image, det, quads, self.classifier, self.namer, self.settings)
 
     def _looks(self, image: np.ndarray, trace: DecodeTrace | None) -> Detections:
         """The first look at the frame, and the coarser or finer looks it calls for

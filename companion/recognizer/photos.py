@@ -28,8 +28,9 @@ from companion.recognizer.decks import (
     UserDeck,
     card_views,
     check_deck_name,
+    classifier_view,
     default_decks_dir,
-    embed,
+    describe,
     model_settings,
     own_card_similarity,
     store_names,
@@ -287,8 +288,10 @@ def teach_from_photos(
             )
             crops.append(made)
             ids += [CLASSES.index(code)] * len(made)
-    embeddings = embed(session, np.concatenate(crops)).astype(np.float32)
+    crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
+    embeddings = describe(session, crops).astype(np.float32)
+    agreement, sureness = classifier_view(crops, ids)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     stored_definition = definition
     if names_file is not None:
@@ -301,6 +304,9 @@ def teach_from_photos(
         str(Path(photo_dir).resolve()),
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
+        descriptor="embedding+pixels",
+        agreement=agreement,
+        sureness=sureness,
     )
     deck.save(decks_dir)
     return deck

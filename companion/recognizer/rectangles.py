@@ -241,6 +241,7 @@ def find_cards(bgr: np.ndarray, min_score: float = MIN_SCORE) -> FoundCards:
                 and _between_mean(prob, quad, other) < 0.5
             ):
                 kept[clash[0]] = (score, quad, area)
+    kept = _split_pairs(kept, scored)
     kept = _join_parts(kept, prob, min_score)
     if not kept:
         return FoundCards(np.zeros((0, 4, 2), np.float32), np.zeros(0, np.float32))
@@ -251,6 +252,29 @@ def find_cards(bgr: np.ndarray, min_score: float = MIN_SCORE) -> FoundCards:
 def _score(prob: np.ndarray, quad: np.ndarray) -> float:
     """How much more table-like the ring just outside a quad is than the band inside it."""
     return _ring_mean(prob, quad, 1.08, 1.02) - _ring_mean(prob, quad, 0.96, 0.6)
+
+
+def _split_pairs(kept: list, scored: list) -> list:
+    """A found rectangle that holds two or more card-shaped candidates of 30-60 % of its area
+    side by side, filling most of it, was two cards lying close (one outline around both)."""
+    out = []
+    for score, quad, area in kept:
+        grown = _scaled(quad, 1.03)
+        parts: list[tuple[float, np.ndarray, float]] = []
+        for inner_score, inner in scored:
+            inner_area = cv2.contourArea(inner)
+            if not 0.3 * area <= inner_area <= 0.6 * area:
+                continue
+            if not all(_inside(grown, p) for p in inner):
+                continue
+            if any(_inside(p, inner.mean(0)) or _inside(inner, p.mean(0)) for _, p, _ in parts):
+                continue
+            parts.append((inner_score, inner, inner_area))
+        if len(parts) >= 2 and sum(p[2] for p in parts) >= 0.7 * area:
+            out += parts
+        else:
+            out.append((score, quad, area))
+    return out
 
 
 def _join_parts(kept: list, prob: np.ndarray, min_score: float) -> list:

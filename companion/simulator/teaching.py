@@ -24,7 +24,7 @@ def render_month_photo(
     cards: int = 4,
     blur_sigma: float = 0.0,
     max_tilt_deg: float = 15.0,
-    card_share: tuple[float, float] = (0.28, 0.4),
+    card_share: tuple[float, float] = (0.26, 0.34),
     shift: float = 0.0,
 ) -> synth.Scene:
     """The photo of ``month``'s first ``cards`` cards of ``deck`` (a folder, or a name in
