@@ -272,9 +272,9 @@ class CaptureDecider:
         if not match.field and not _captured(match) and self._read_field(table, match, out):
             return
         player = self._watch(table, match)
-        if player is not None and self._koi_from_captures(table, match, seats, player, out):
-            player = None  # answered this look: the next look sees the match without it
         self._captures(table, match, seats, out)
+        if player is not None and self._koi_from_captures(match, player, out):
+            player = None  # answered this look: the next look sees the match without it
         if player is not None and self._koi_or_stop(table, match, seats, player, out):
             return
         if self._redeal_from_table(table, match, out):
@@ -408,15 +408,23 @@ class CaptureDecider:
         out.events.append({"type": f"{kind}_called", "player": player, "source": "camera"})
         return True
 
-    def _koi_from_captures(self, table: TableState, match, seats: dict, player: str, out) -> bool:
-        """Another player's card settling in his capture area after the question was asked:
-        play goes on, a Koi."""
-        for seat, arrivals in table.arrivals.items():
-            other = seats.get(seat)
-            if other is None or match.side_of(other) == player:
+    def _koi_from_captures(self, match, player: str, out: DeciderOutput) -> bool:
+        """Another player's card, settled in his capture area after the question was asked,
+        decided now and read surely (not flagged: a look at part of a row is not play):
+        play goes on, a Koi, recorded before that capture."""
+        readings = iter(out.readings)
+        for i, event in enumerate(out.events):
+            if event["type"] != "card_captured":
                 continue
-            if any(a.steady_since > self._episode_frame for a in arrivals):
-                return self._say(out, "koi", player, match)
+            reading = next(readings)
+            if match.side_of(event["player"]) == player or reading.check:
+                continue
+            if reading.steady_since > self._episode_frame:
+                said = DeciderOutput()
+                if self._say(said, "koi", player, match):
+                    out.events.insert(i, said.events[0])
+                    return True
+                return False
         return False
 
     def _koi_or_stop(self, table: TableState, match, seats: dict, player: str, out) -> bool:
@@ -630,11 +638,11 @@ def _episode_key(match, player: str) -> tuple:
 
 def _laid(table: TableState, match) -> int:
     """Cards laid face up since the deal: each turn lays two (the hand's card, the pile's),
-    whether they take or not, so the count of face-up cards grows by one per card laid."""
+    whether they take or not, so the count of face-up cards grows by one per card laid.
+    Captures count once decided (an undecided arrival may be a look at part of a row)."""
     captured = sum(len(cards) for cards in match.captures.values())
-    waiting = sum(len(a) for a in table.arrivals.values())
     dealt = len(match.field) or _deal_size(match)
-    return len(table.field) + captured + waiting - dealt
+    return len(table.field) + captured - dealt
 
 
 def _next_turn_card(match, player: str, laid: int) -> int:
