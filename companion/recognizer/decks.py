@@ -482,6 +482,10 @@ class DeckNamer:
             )
         self.card_ids = np.array(sorted(set(deck.class_ids.tolist())), np.int64)
         self._ref_card = np.searchsorted(self.card_ids, deck.class_ids)
+        # the references grouped by card, and where each card's group starts: a crop's nearest
+        # reference of each card is then one reduction (np.maximum.at is ten times slower)
+        self._by_card = np.argsort(self._ref_card, kind="stable")
+        self._starts = np.flatnonzero(np.diff(self._ref_card[self._by_card], prepend=-1))
         # the names the players' deck gives its slots (the tablet and detect show them)
         self.names = deck.names_deck()
 
@@ -501,8 +505,7 @@ class DeckNamer:
             self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor
         )
         sims = feats @ self.deck.embeddings.T  # (faces, refs)
-        best = np.full((len(faces), len(self.card_ids)), -1.0, np.float32)
-        np.maximum.at(best.T, self._ref_card, sims.T)
+        best = np.maximum.reduceat(sims[:, self._by_card], self._starts, axis=1)
         # the classifier's belief on the same cards, from its confidence and alternatives
         prior = np.full((len(faces), len(self.card_ids)), np.log(1e-3), np.float32)
         column = {int(c): k for k, c in enumerate(self.card_ids)}
