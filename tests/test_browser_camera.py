@@ -232,7 +232,7 @@ def tight_table_cards() -> list[dict]:
 
     codes = iter(ALL_CODES)
     cards = []
-    for row, y in enumerate((0.36, 0.52)):
+    for y in (0.36, 0.52):
         for col in range(4):
             cards.append({"code": next(codes), "quad": quad(0.32 + 0.09 * col, y), "confidence": 0.95})
     for y in (0.04, 0.82):

@@ -21,7 +21,6 @@ count and time.
 from __future__ import annotations
 
 import http.client
-import json
 import logging
 import math
 import os

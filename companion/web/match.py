@@ -29,8 +29,8 @@ import hashlib
 import threading
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
-from markupsafe import Markup
 from flask_babel import gettext as _
+from markupsafe import Markup
 
 from companion.game import engine, registry
 from companion.game.cards import Deck
@@ -310,7 +310,7 @@ def _log_html(match_id: int, lines) -> Markup:
         )
 
     return Markup("").join(
-        _kept(cache, (match_id, line.seq, line.undone, line.text, lang), lambda: item(line))
+        _kept(cache, (match_id, line.seq, line.undone, line.text, lang), lambda line=line: item(line))
         for line in lines[: views.LOG_LINES_SHOWN]
     )
 
