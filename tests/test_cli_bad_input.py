@@ -104,6 +104,14 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
         },
     ),
     "deck list": (["deck", "list"], {"--decks-dir": DECK_DIRS}),
+    "deck render-photos": (
+        ["deck", "render-photos", "{card_dir}", "{new_dir}"],
+        {"@0": DECK_DIRS, "@1": OUT_DIRS, "--seed": BAD_INTS},
+    ),
+    "deck redesign": (
+        ["deck", "redesign", "recoloured", "{new_dir}", "--source", "{card_dir}"],
+        {"@0": ("", "nope", "\x00"), "@1": OUT_DIRS, "--source": DECK_DIRS, "--seed": BAD_INTS},
+    ),
     "deck remove": (
         ["deck", "remove", "nope", "--decks-dir", "{new_dir}"],
         {

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from companion.cli import echo_json, friendly_errors, main, terminal_safe
+from companion.cli import SEED, echo_json, friendly_errors, main, terminal_safe
 
 decks_dir_option = click.option(
     "--decks-dir",
@@ -133,7 +133,7 @@ def deck_remove(name, decks_dir):
 @deck_group.command("render-photos")
 @click.argument("deck")
 @click.argument("out_dir", type=click.Path(file_okay=False))
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @friendly_errors
 def deck_render_photos(deck, out_dir, seed):
     """Render twelve teaching photos (01.jpg .. 12.jpg) of DECK (a folder of MM-K images or a
@@ -147,7 +147,7 @@ def deck_render_photos(deck, out_dir, seed):
 @click.argument("kind", type=click.Choice(["procedural", "recoloured"]))
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--source", default="hwatu-korean", show_default=True, help="Deck to repaint.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @friendly_errors
 def deck_redesign(kind, out_dir, source, seed):
     """Write a deck of a design no net was trained on into OUT_DIR (MM-K.png), for measuring:

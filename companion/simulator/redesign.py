@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from companion.simulator import synth
+from companion.simulator.rounds import check_output_dir, write_image
 
 FACE_W, FACE_H = 610, 1000
 GROUNDS = ((40, 40, 200), (40, 170, 220))  # flat red, flat gold (BGR)
@@ -87,11 +88,10 @@ def procedural_face(month: int, index: int, seed: int = 0) -> np.ndarray:
 
 def procedural_deck(out_dir, seed: int = 0) -> Path:
     """Write the 48 faces of the procedural deck ``seed`` into ``out_dir`` (MM-K.png)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out_dir)
     for month in range(1, 13):
         for index in range(1, 5):
-            cv2.imwrite(str(out / f"{month:02d}-{index}.png"), procedural_face(month, index, seed))
+            write_image(str(out / f"{month:02d}-{index}.png"), procedural_face(month, index, seed))
     return out
 
 
@@ -100,10 +100,11 @@ def recoloured_deck(source: str, out_dir, seed: int = 0) -> Path:
     turned by a third of the circle, tones inverted (odd seeds) or posterized to 4 levels
     (even seeds), inside a new dark frame."""
     _, files = synth.load_deck(synth.resolve_deck_dir(source))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out_dir)
     for code, path in files.items():
         image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        if image is None or image.ndim != 3:
+            raise synth.SynthError(f"Cannot read the card image {path} as a colour picture.")
         alpha = image[..., 3] if image.shape[2] == 4 else None
         bgr = image[..., :3]
         hsv = cv2.cvtColor(bgr, cv2.COLOR_BGR2HSV)
@@ -115,5 +116,5 @@ def recoloured_deck(source: str, out_dir, seed: int = 0) -> Path:
         cv2.rectangle(bgr, (0, 0), (w - 1, h - 1), FRAME, border)
         if alpha is not None:
             bgr = np.dstack([bgr, alpha])
-        cv2.imwrite(str(out / f"{code}.png"), bgr)
+        write_image(str(out / f"{code}.png"), bgr)
     return out

@@ -1299,6 +1299,12 @@ def check_output_dir(out_dir) -> Path:
     return out
 
 
+def write_image(path, image, params=()) -> None:
+    """``cv2.imwrite`` that says in one sentence when the file could not be written."""
+    if not cv2.imwrite(str(path), image, list(params)):
+        raise SimulateError(f"Cannot write the image {path} (is the disk full?).")
+
+
 def render_frames(plan: MatchPlan, deck_dir: str) -> Iterator[np.ndarray]:
     """The video's frames (BGR), one by one."""
     return _Film(plan, deck_dir).frames()

@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from companion.simulator import synth
+from companion.simulator.rounds import check_output_dir, write_image
 
 
 def render_month_photo(
@@ -81,9 +82,8 @@ def render_month_photo(
 def write_month_photos(out_dir, deck: str, seed: int = 0, **options) -> Path:
     """Twelve photos ``01.jpg`` .. ``12.jpg`` of ``deck`` in ``out_dir``; ``options`` go to
     ``render_month_photo``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out_dir)
     for month in range(1, 13):
         scene = render_month_photo(seed * 100 + month, deck, month, **options)
-        cv2.imwrite(str(out / f"{month:02d}.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
+        write_image(str(out / f"{month:02d}.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
     return out
