@@ -215,7 +215,7 @@ def test_live_tally_follows_another_writer(live, browser):
     page = Page(browser)
     browser.get(f"{base}/matches/{match_id}")
     page.wait.until(lambda d: d.execute_script("return !!window.htmx"))
-    time.sleep(0.3)  # let the EventSource connect
+    page.wait.until(lambda d: d.execute_script("return document.body.dataset.liveStream") == "open")
     # The camera loop (another writer) records a capture: the page shows it by itself.
     started = time.monotonic()
     store.append(match_id, {"type": "card_captured", "player": "Ben", "card": "11-1"})
@@ -233,7 +233,7 @@ def test_errors_show_one_sentence_and_stale_pages_reload(live, browser):
     page = Page(browser)
     browser.get(f"{base}/matches/{match_id}")
     page.wait.until(lambda d: d.execute_script("return !!window.htmx"))
-    time.sleep(0.3)  # let the EventSource connect
+    page.wait.until(lambda d: d.execute_script("return document.body.dataset.liveStream") == "open")
     page.click_text("+ Card for Aki")
     page.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#modal .picker")))
     # Another tablet takes the crane: the open picker is refreshed and shows it taken.

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -40,7 +38,7 @@ def test_a_hanamikoji_round_on_the_tablet(live, browser):  # noqa: F811
     assert "starts round 1" in page.text(".hk-side.far .hk-side-head")
 
     # Another tablet records an item: this page shows it by itself (live updates).
-    time.sleep(0.3)  # let the EventSource connect
+    page.wait.until(lambda d: d.execute_script("return document.body.dataset.liveStream") == "open")
     store.append(match_id, {"type": "items_set", "player": "B", "geisha": "ruri", "count": 1})
     page.wait.until(
         lambda d: d.find_elements(

@@ -23,6 +23,9 @@
     var b = board();
     if (!b || !b.dataset.live || source) return;
     source = new EventSource(b.dataset.live);
+    // what tests (and a curious reader of the page) wait for: the stream is connected
+    source.addEventListener("open", function () { document.body.dataset.liveStream = "open"; });
+    source.addEventListener("error", function () { document.body.dataset.liveStream = "lost"; });
     source.addEventListener("update", function (e) {
       var data = JSON.parse(e.data);
       var seq = Number(data.seq);
