@@ -26,13 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def store():
-    st = MatchStore.open(":memory:")
-    yield st
-    st.close()
-
-
-@pytest.fixture
 def match_id(store):
     return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
 

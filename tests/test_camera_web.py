@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from companion.live.zones import Zones, default_zones
-from companion.store import MatchStore
 from companion.web import create_app
 
 HX = {"HX-Request": "true"}
@@ -79,13 +78,6 @@ class FakeLive:
 
     def crop_jpeg(self, player, card):
         return self.crops.get((player, card))
-
-
-@pytest.fixture
-def store():
-    st = MatchStore.open(":memory:")
-    yield st
-    st.close()
 
 
 @pytest.fixture

@@ -417,13 +417,6 @@ def test_command_bad_input_is_one_sentence(args, words):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def store():
-    st_ = MatchStore.open(":memory:")
-    yield st_
-    st_.close()
-
-
 def test_store_keeps_a_hanamikoji_match_as_events(store):
     koikoi = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6)
     match = store.create_hanamikoji_match(["Aki", "Ben"], first="Ben", title="Tea house")
@@ -507,13 +500,6 @@ def test_summary_of_a_hanamikoji_match(store):
 # ---------------------------------------------------------------------------------------------
 # The tablet
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def client(store):
-    from companion.web import create_app
-
-    return create_app(store, testing=True).test_client()
 
 
 def _csrf(client) -> str:

@@ -8,24 +8,11 @@ import uuid
 import pytest
 from babel.messages.pofile import read_po
 
-from companion.store import MatchStore
-from companion.web import WEB_DIR, create_app
+from companion.web import WEB_DIR
 
 HX = {"HX-Request": "true"}
 TRANSLATIONS = WEB_DIR / "translations"
 PLACEHOLDER = re.compile(r"%\(\w+\)[sdr]")
-
-
-@pytest.fixture
-def store():
-    st = MatchStore.open(":memory:")
-    yield st
-    st.close()
-
-
-@pytest.fixture
-def client(store):
-    return create_app(store, testing=True).test_client()
 
 
 def catalog(lang: str):

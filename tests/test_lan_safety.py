@@ -33,13 +33,6 @@ HX = {"HX-Request": "true"}
 
 
 @pytest.fixture
-def store():
-    st = MatchStore.open(":memory:")
-    yield st
-    st.close()
-
-
-@pytest.fixture
 def match_id(store):
     return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
 

@@ -32,12 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def store():
-    with MatchStore.open(":memory:") as s:
-        yield s
-
-
-@pytest.fixture
 def match(store):
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     store.append(match_id, {"type": "round_started"})

@@ -26,13 +26,6 @@ HX = {"HX-Request": "true"}
 
 
 @pytest.fixture
-def store():
-    st = MatchStore.open(":memory:")
-    yield st
-    st.close()
-
-
-@pytest.fixture
 def app(store):
     return create_app(store, testing=True)
 
