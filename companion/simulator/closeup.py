@@ -58,13 +58,7 @@ def render_closeup(
     lies near the centre; the others beside it, maybe cut by the frame's edge."""
     rng = np.random.default_rng(seed)
     _, files = synth.load_deck(synth.resolve_deck_dir(deck))
-    backgrounds = synth._background_files(synth.default_backgrounds())
-    if backgrounds:
-        tex = synth._texture(backgrounds[rng.integers(len(backgrounds))])
-        reps = (height // tex.shape[0] + 2, width // tex.shape[1] + 2, 1)
-        img = np.tile(tex, reps)[:height, :width].copy()
-    else:
-        img = np.full((height, width, 3), rng.integers(40, 200, 3), np.uint8)
+    img = synth.tiled_table(rng, width, height)
     short = min(width, height)
     card_len = rng.uniform(*length) * short
     turn = rng.uniform(0, 2 * math.pi)

@@ -267,6 +267,17 @@ def _texture(path: Path) -> np.ndarray:
     return img
 
 
+def tiled_table(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    """A plain table for a small scene (a close-up, a teaching photo): one of the default
+    backgrounds tiled to ``width`` x ``height``, or a flat colour when there is none."""
+    backgrounds = _background_files(default_backgrounds())
+    if backgrounds:
+        tex = _texture(backgrounds[rng.integers(len(backgrounds))])
+        reps = (height // tex.shape[0] + 2, width // tex.shape[1] + 2, 1)
+        return np.tile(tex, reps)[:height, :width].copy()
+    return np.full((height, width, 3), rng.integers(40, 200, 3), np.uint8)
+
+
 _MASTER_HEIGHT = 512
 
 

@@ -35,13 +35,7 @@ def render_month_photo(
     photo's width (0.3 cuts the last card by the edge)."""
     rng = np.random.default_rng(seed)
     _, files = synth.load_deck(synth.resolve_deck_dir(deck))
-    backgrounds = synth._background_files(synth.default_backgrounds())
-    if backgrounds:
-        tex = synth._texture(backgrounds[rng.integers(len(backgrounds))])
-        reps = (height // tex.shape[0] + 2, width // tex.shape[1] + 2, 1)
-        img = np.tile(tex, reps)[:height, :width].copy()
-    else:
-        img = np.full((height, width, 3), rng.integers(40, 200, 3), np.uint8)
+    img = synth.tiled_table(rng, width, height)
     card_px = rng.uniform(*card_share) * min(width, height)
     tilt = rng.uniform(0, max_tilt_deg)
     hom, _ = synth._camera(rng, synth.SceneConfig(width=width, height=height), card_px, tilt)
