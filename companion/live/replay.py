@@ -281,6 +281,29 @@ class _Answers:
         return None
 
 
+def answer_as_the_truth_did(answers, store, match_id: int, frame_index: int, fps: float) -> list:
+    """Record the players' taps due by ``frame_index`` (``answers``: the truth's, or none with
+    ``--taps none``); returns what was appended."""
+    appended = []
+    for tap in answers.due_taps(frame_index):
+        try:
+            appended.append(store.append(match_id, tap[1]))
+            answers.tapped(tap)
+        except IllegalEvent:
+            if tap[0] < frame_index - 5 * fps:
+                answers.tapped(tap)  # never accepted: the camera missed its round
+    state = store.state(match_id)
+    while (kind := answers.answer(state, frame_index, fps)) is not None:
+        player = state.pending_decision
+        event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
+        try:
+            appended.append(store.append(match_id, event))
+        except IllegalEvent:  # the camera read it from the table first
+            break
+        state = store.state(match_id)
+    return appended
+
+
 def replay_video(
     video: str | Path,
     detector,
@@ -316,22 +339,7 @@ def replay_video(
         for frame in source:
             t0 = time.perf_counter()
             appended = pipeline.process(frame)
-            for tap in answers.due_taps(frame.index):
-                try:
-                    appended.append(store.append(match_id, tap[1]))
-                    answers.tapped(tap)
-                except IllegalEvent:
-                    if tap[0] < frame.index - 5 * source.fps:
-                        answers.tapped(tap)  # never accepted: the camera missed its round
-            state = store.state(match_id)
-            while (kind := answers.answer(state, frame.index, source.fps)) is not None:
-                player = state.pending_decision
-                event = {"type": "koi_called" if kind == "koi" else "stop_called", "player": player}
-                try:
-                    appended.append(store.append(match_id, event))
-                except IllegalEvent:  # the camera read it from the table first
-                    break
-                state = store.state(match_id)
+            appended += answer_as_the_truth_did(answers, store, match_id, frame.index, source.fps)
             now = time.perf_counter()
             ms = (now - t0) * 1000
             report.frame_ms.append(ms)

@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import time
 
-from companion.game.engine import IllegalEvent, apply
+from companion.game.engine import apply
 from companion.live.pipeline import LivePipeline
-from companion.live.replay import ReplayReport, _Answers, _compare, _match_setup, _rounds
+from companion.live.replay import (
+    ReplayReport,
+    _Answers,
+    _compare,
+    _match_setup,
+    _rounds,
+    answer_as_the_truth_did,
+)
 from companion.live.sources import Frame, VideoFileSource
 from companion.live.zones import Zones, default_zones
 from companion.store import MatchStore
@@ -91,24 +98,9 @@ def replay_with_restarts(
                 local = Frame(frame.image, frame.index - first, (frame.index - first) / source.fps)
                 t0 = time.perf_counter()
                 appended = pipeline.process(local)
-                for tap in answers.due_taps(frame.index):
-                    try:
-                        appended.append(store.append(match_id, tap[1]))
-                        answers.tapped(tap)
-                    except IllegalEvent:
-                        if tap[0] < frame.index - 5 * source.fps:
-                            answers.tapped(tap)
-                state = store.state(match_id)
-                while (kind := answers.answer(state, frame.index, source.fps)) is not None:
-                    event = {
-                        "type": "koi_called" if kind == "koi" else "stop_called",
-                        "player": state.pending_decision,
-                    }
-                    try:
-                        appended.append(store.append(match_id, event))
-                    except IllegalEvent:  # the camera read it from the table first
-                        break
-                    state = store.state(match_id)
+                appended += answer_as_the_truth_did(
+                    answers, store, match_id, frame.index, source.fps
+                )
                 ms = (time.perf_counter() - t0) * 1000
                 report.frame_ms.append(ms)
                 if appended:
