@@ -834,7 +834,11 @@ def augment(x, rng: np.random.Generator, glare: bool = True):
             x[idx], scale_factor=factor, mode="bilinear", align_corners=False, antialias=True
         )
         x[idx] = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False)
-    x = x + torch.randn_like(x) * noise.view(n, 1, 1, 1)
+    # the noise from a generator seeded by ``rng`` (its last draw), not torch's global one: a
+    # thread elsewhere drawing from that would change it between two runs of the same seed
+    noise_gen = torch.Generator(device=x.device).manual_seed(int(rng.integers(2**62)))
+    grain = torch.randn(x.shape, generator=noise_gen, device=x.device, dtype=x.dtype)
+    x = x + grain * noise.view(n, 1, 1, 1)
     return x.clamp_(0, 1)
 
 
