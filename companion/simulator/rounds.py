@@ -827,49 +827,35 @@ def plan_match(seed: int, config: SimConfig = SimConfig()) -> MatchPlan:
 
 @dataclass(frozen=True)
 class _ArmLook:
-    skin: np.ndarray
-    sleeve: np.ndarray | None
-    cuff: float  # where the sleeve ends, in hand sizes before the wrist
+    """A player's arm, the same in every frame: its shape beside synth's shading."""
+
+    shading: synth.HandShading
     width: float
-    light: tuple[float, float]
-    shadow: tuple[float, float]  # shadow offset in hand sizes
-    strength: int
     spread: float
     thumb: int
 
 
 def _arm_look(rng: np.random.Generator) -> _ArmLook:
     lx, ly = rng.normal(0, 1, 2)
-    return _ArmLook(
-        skin=synth._skin_color(rng),
-        sleeve=rng.uniform(15, 210, 3) if rng.random() < 0.6 else None,
-        cuff=float(rng.uniform(0.3, 2.5)),
-        width=float(rng.uniform(0.9, 1.15)),
-        light=(float(lx), float(ly)),
-        shadow=(float(rng.uniform(0.15, 0.5) * rng.choice([-1, 1])), float(rng.uniform(0.15, 0.5))),
+    skin = synth._skin_color(rng)
+    sleeve = rng.uniform(15, 210, 3) if rng.random() < 0.6 else None
+    cuff = float(rng.uniform(0.3, 2.5))
+    width = float(rng.uniform(0.9, 1.15))
+    shadow = (float(rng.uniform(0.15, 0.5) * rng.choice([-1, 1])), float(rng.uniform(0.15, 0.5)))
+    shading = synth.HandShading(
+        shadow=np.array(shadow, np.float32),
         strength=int(rng.uniform(70, 140)),
+        light=(float(lx), float(ly)),
+        skin=skin,
+        sleeve=sleeve,
+        cuff=cuff,
+    )
+    return _ArmLook(
+        shading=shading,
+        width=width,
         spread=float(rng.uniform(0.0, 0.3)),
         thumb=int(rng.choice([-1, 1])),
     )
-
-
-def _line_kernel(dx: float, dy: float) -> np.ndarray | None:
-    """A straight smear ``(dx, dy)`` pixels long, or None when too short to show."""
-    length = math.hypot(dx, dy)
-    if length < 1.5:
-        return None
-    size = 2 * int(math.ceil(length / 2)) + 1
-    kernel = np.zeros((size, size), np.float32)
-    c = size // 2
-    cv2.line(
-        kernel,
-        synth._pt((c - dx / 2, c - dy / 2)),
-        synth._pt((c + dx / 2, c + dy / 2)),
-        1.0,
-        1,
-        cv2.LINE_AA,
-    )
-    return kernel / kernel.sum()
 
 
 def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, smear=None) -> None:
@@ -950,42 +936,7 @@ def _draw_arm(img: np.ndarray, start, tip, s: float, look: _ArmLook, smear=None)
         cv2.LINE_AA,
     )
     roi = img[y0:y1, x0:x1]
-    f = max(1, int(s // 40))
-    small = cv2.resize(m, (max(1, mw // f), max(1, mh // f)), interpolation=cv2.INTER_AREA)
-    sh, sw = small.shape
-    ss = s / f
-    off = np.array(look.shadow, np.float32) * ss
-    shadow = cv2.warpAffine(small, np.float32([[1, 0, off[0]], [0, 1, off[1]]]), (sw, sh))
-    k = 2 * int(0.15 * ss + 1) + 1
-    shadow = cv2.blur(cv2.blur(shadow, (k, k)), (k, k))
-    factor = 255 - (shadow.astype(np.uint16) * look.strength // 255).astype(np.uint8)
-    factor = cv2.resize(factor, (mw, mh), interpolation=cv2.INTER_LINEAR)
-    roi[:] = cv2.multiply(roi, cv2.merge([factor] * 3), scale=1 / 255)
-    dist = cv2.distanceTransform((small > 127).astype(np.uint8), cv2.DIST_L2, 3)
-    volume = np.sqrt(np.minimum(dist * (1 / (0.22 * ss)), 1))
-    xs_ = np.arange(sw, dtype=np.float32) * f + x0
-    ys_ = np.arange(sh, dtype=np.float32) * f + y0
-    lx, ly = look.light
-    ramp = np.add.outer((ys_ - palm_c[1]) * ly, (xs_ - palm_c[0]) * lx) / (
-        3 * s * math.hypot(lx, ly) + 1e-6
-    )
-    shade = (0.55 + 0.45 * volume) * (1 + 0.25 * np.clip(ramp, -1, 1))
-    colour = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.skin])
-    if look.sleeve is not None:
-        along = np.add.outer((ys_ - start[1]) * d[1], (xs_ - start[0]) * d[0])
-        cuff = float(np.dot(wrist - start, d)) - look.cuff * s
-        sleeve = (along < cuff).astype(np.uint8)
-        cloth = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.sleeve])
-        cv2.copyTo(cloth, sleeve, colour)
-    if smear is not None and (kernel := _line_kernel(smear[0] / f, smear[1] / f)) is not None:
-        # A moving arm is smeared: at the reduced scale, where it costs a few per cent.
-        colour = cv2.filter2D(colour, -1, kernel, borderType=cv2.BORDER_REPLICATE)
-        soft = cv2.filter2D(small, -1, kernel, borderType=cv2.BORDER_CONSTANT)
-        soft = cv2.resize(soft, (mw, mh), interpolation=cv2.INTER_LINEAR)
-    else:
-        soft = cv2.blur(m, (3, 3))
-    colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
-    synth._composite(roi, cv2.multiply(colour, cv2.merge([soft] * 3), scale=1 / 255), soft)
+    synth._shade_hand(roi, m, s, (x0, y0), (start, wrist, d, palm_c), look.shading, smear)
 
 
 def _edge_point(a, b, w, h):
@@ -1222,7 +1173,7 @@ class _Film:
                 before, _ = m.pose_at(i, f - 1)
                 a = view.image_point(before.x, before.y, before.lift)
                 b = view.image_point(pose.x, pose.y, pose.lift)
-                kernel = _line_kernel(*((b - a) * self.exposure))
+                kernel = synth.line_kernel(*((b - a) * self.exposure))
                 self._draw(img, sprite, pose.lift, kernel, shadow=i == 0)
         arm_share = 0.0
         for player in self.players:

@@ -864,6 +864,38 @@ def _draw_hand(rng, img, idmap, card_px: float) -> None:
         return
     m = mask[y0:y1, x0:x1]
     roi = img[y0:y1, x0:x1]
+    # Drawn in the order the hand's earlier renders drew them, so that seeds give the same scenes.
+    shadow = rng.uniform(0.15, 0.5, 2) * np.array([rng.choice([-1, 1]), 1])
+    strength = int(rng.uniform(70, 140))
+    light = tuple(rng.normal(0, 1, 2))
+    skin = _skin_color(rng)
+    sleeved = rng.random() < 0.6  # a sleeve over the forearm
+    cuff = rng.uniform(0.3, 2.5) if sleeved else 0.0
+    sleeve = rng.uniform(15, 210, 3) if sleeved else None
+    look = HandShading(shadow, strength, light, skin, sleeve, cuff)
+    _shade_hand(roi, m, s, (x0, y0), (start, wrist, d, palm_c), look)
+    idmap[y0:y1, x0:x1][m > 127] = -1
+
+
+@dataclass(frozen=True)
+class HandShading:
+    """How a hand and its arm look once their outline is drawn: light, shadow, skin, sleeve."""
+
+    shadow: np.ndarray  # the shadow's offset on the table (x, y), in hand sizes
+    strength: int  # how much the shadow darkens the table, of 255
+    light: tuple[float, float]  # the direction the light comes from (x, y)
+    skin: np.ndarray  # BGR
+    sleeve: np.ndarray | None  # the sleeve's BGR; None for a bare forearm
+    cuff: float  # where the sleeve ends, in hand sizes before the wrist
+
+
+def _shade_hand(roi, m, s: float, origin, pose, look: HandShading, smear=None) -> None:
+    """Paint the hand whose outline is the mask ``m`` into ``roi`` (the same box of the
+    image, whose top-left is ``origin``): its shadow on the table, then the arm shaded as a
+    rounded volume lit from one side, in skin and sleeve. ``pose`` is (start, wrist,
+    direction, palm centre) in image pixels; ``smear`` (dx, dy) smears a moving arm."""
+    x0, y0 = origin
+    start, wrist, d, palm_c = pose
     mh, mw = m.shape
     # Shading and shadow are smooth: work at a reduced scale ``f``, only the outline at full.
     f = max(1, int(s // 40))
@@ -871,12 +903,11 @@ def _draw_hand(rng, img, idmap, card_px: float) -> None:
     sh, sw = small.shape
     ss = s / f
     # Soft shadow on the table, offset away from the light (box blurs: cheap at any radius).
-    off = rng.uniform(0.15, 0.5, 2) * ss * np.array([rng.choice([-1, 1]), 1])
+    off = look.shadow * ss
     shadow = cv2.warpAffine(small, np.float32([[1, 0, off[0]], [0, 1, off[1]]]), (sw, sh))
     k = 2 * int(0.15 * ss + 1) + 1
     shadow = cv2.blur(cv2.blur(shadow, (k, k)), (k, k))
-    strength = int(rng.uniform(70, 140))
-    factor = 255 - (shadow.astype(np.uint16) * strength // 255).astype(np.uint8)
+    factor = 255 - (shadow.astype(np.uint16) * look.strength // 255).astype(np.uint8)
     factor = cv2.resize(factor, (mw, mh), interpolation=cv2.INTER_LINEAR)
     roi[:] = cv2.multiply(roi, cv2.merge([factor] * 3), scale=1 / 255)
     # Rounded volume: brightness grows with the distance to the outline; light from one side.
@@ -884,25 +915,41 @@ def _draw_hand(rng, img, idmap, card_px: float) -> None:
     volume = np.sqrt(np.minimum(dist * (1 / (0.22 * ss)), 1))
     xs_ = np.arange(sw, dtype=np.float32) * f + x0
     ys_ = np.arange(sh, dtype=np.float32) * f + y0
-    lx, ly = rng.normal(0, 1, 2)
+    lx, ly = look.light
     ramp = np.add.outer((ys_ - palm_c[1]) * ly, (xs_ - palm_c[0]) * lx) / (
         3 * s * math.hypot(lx, ly) + 1e-6
     )
     shade = (0.55 + 0.45 * volume) * (1 + 0.25 * np.clip(ramp, -1, 1))
-    skin = _skin_color(rng)
-    colour = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in skin])
-    if rng.random() < 0.6:  # a sleeve over the forearm
+    colour = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.skin])
+    if look.sleeve is not None:
         along = np.add.outer((ys_ - start[1]) * d[1], (xs_ - start[0]) * d[0])
-        cuff = float(np.dot(wrist - start, d)) - rng.uniform(0.3, 2.5) * s
+        cuff = float(np.dot(wrist - start, d)) - look.cuff * s
         sleeve = (along < cuff).astype(np.uint8)
-        cloth = cv2.merge(
-            [cv2.convertScaleAbs(shade, alpha=float(c)) for c in rng.uniform(15, 210, 3)]
-        )
+        cloth = cv2.merge([cv2.convertScaleAbs(shade, alpha=float(c)) for c in look.sleeve])
         cv2.copyTo(cloth, sleeve, colour)
+    if smear is not None and (kernel := line_kernel(smear[0] / f, smear[1] / f)) is not None:
+        # A moving arm is smeared: at the reduced scale, where it costs a few per cent.
+        colour = cv2.filter2D(colour, -1, kernel, borderType=cv2.BORDER_REPLICATE)
+        soft = cv2.filter2D(small, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        soft = cv2.resize(soft, (mw, mh), interpolation=cv2.INTER_LINEAR)
+    else:
+        soft = cv2.blur(m, (3, 3))
     colour = cv2.resize(colour, (mw, mh), interpolation=cv2.INTER_LINEAR)
-    soft = cv2.blur(m, (3, 3))
     _composite(roi, cv2.multiply(colour, cv2.merge([soft] * 3), scale=1 / 255), soft)
-    idmap[y0:y1, x0:x1][m > 127] = -1
+
+
+def line_kernel(dx: float, dy: float) -> np.ndarray | None:
+    """A straight smear ``(dx, dy)`` pixels long, or None when too short to show."""
+    length = math.hypot(dx, dy)
+    if length < 1.5:
+        return None
+    size = 2 * int(math.ceil(length / 2)) + 1
+    kernel = np.zeros((size, size), np.float32)
+    c = size // 2
+    cv2.line(
+        kernel, _pt((c - dx / 2, c - dy / 2)), _pt((c + dx / 2, c + dy / 2)), 1.0, 1, cv2.LINE_AA
+    )
+    return kernel / kernel.sum()
 
 
 def _draw_distractor(rng, img, idmap, hom, centre_uv, faces: list[np.ndarray], on_top: bool) -> str:
