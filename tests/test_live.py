@@ -10,7 +10,7 @@ import pytest
 
 from companion import CompanionError
 from companion.detections import Detections, class_id
-from companion.live.events import CaptureDecider, pairs_up, resolve_group
+from companion.live.capture_decider import CaptureDecider, pairs_up, resolve_group
 from companion.live.pipeline import LivePipeline
 from companion.live.sources import LiveSource, SourceError, open_source
 from companion.live.tracker import Arrival, TableTracker

@@ -218,7 +218,7 @@ def test_warnings_have_a_kind():
 
 
 def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
-    from companion.live.events import CaptureDecider
+    from companion.live.capture_decider import CaptureDecider
     from companion.live.tracker import TableState
 
     match = engine.replay(

@@ -33,7 +33,7 @@ import numpy as np
 
 from companion.detections import Detections
 from companion.game.engine import IllegalEvent
-from companion.live.events import CaptureDecider, Proposal
+from companion.live.capture_decider import CaptureDecider, Proposal
 from companion.live.tracker import TableState, TableTracker, twins
 from companion.live.zones import CAPTURES, Zones
 
