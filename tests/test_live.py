@@ -548,6 +548,34 @@ def test_the_decider_does_nothing_without_a_match():
     assert CaptureDecider().step(TableTracker(ZONES).state, None, seats={}) == ()
 
 
+def test_the_pipeline_records_each_capture_decision_with_its_reading():
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = ScriptedDetector()
+    # one alternative kept per capture (three by default)
+    terse = DeciderSettings(alternatives=1)
+    pipeline = LivePipeline(detector, ZONES, store, match_id, decider_settings=terse)
+    table = Table(pipeline, detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    table.take("08-3")
+    table.put("08-1", 300, 620)
+    table.put("08-3", 330, 620)
+    table.run(10)
+    captured = [e for e in table.events if e.event.type == "card_captured"]
+    assert sorted(e.event.card for e in captured) == ["08-1", "08-3"]
+    assert all(len(e.event.alternatives) == 1 for e in captured)
+    # each stored capture is registered with the card it was read from
+    records = {r.seq: r for r in pipeline.captures}
+    assert sorted(records) == sorted(e.seq for e in captured)
+    for stored in captured:
+        record = records[stored.seq]
+        event = stored.event
+        assert (record.card, record.player, record.check) == (event.card, "Aki", bool(event.check))
+    assert {"08-1", "08-3"} <= set(pipeline.tracker.registered())
+
+
 def test_a_sure_lone_card_is_registered_before_its_partner_and_the_partner_pairs_with_it(live):
     store, match_id, table = live
     table.take("09-4")
