@@ -231,7 +231,7 @@ class DeciderSettings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "codes_weighed":
-                self._check_codes_weighed(value)
+                object.__setattr__(self, f.name, self._check_codes_weighed(value))
                 continue
             whole = isinstance(f.default, int)
             low, high = f.metadata["low"], f.metadata["high"]
@@ -249,7 +249,7 @@ class DeciderSettings:
                 )
 
     @staticmethod
-    def _check_codes_weighed(value) -> None:
+    def _check_codes_weighed(value) -> tuple:
         try:
             pairs = [(int(size), int(count)) for size, count in value]
             good = (
@@ -264,6 +264,7 @@ class DeciderSettings:
                 "The decider's codes_weighed must be (group size, codes per card) pairs of whole "
                 f"numbers of 1 or more, by growing size, not {value!r}."
             )
+        return tuple(pairs)
 
     def codes_per_card(self, group_size: int) -> int:
         """How many of each card's likeliest codes a group of this many cards weighs."""
