@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
-from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
+from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code, spoken_names
 from companion.game.events import (
     EventLog,
     EventRecord,
@@ -69,7 +69,7 @@ from companion.game.events import (
     required,
     undo,
 )
-from companion.game.messages import CardCode, Listing, Message
+from companion.game.messages import CardCode, Listing, Message, Named
 
 __all__ = [
     "IllegalEvent",
@@ -111,31 +111,42 @@ EVENT_TYPES: dict[str, type[Event]] = {}
 MAX_NAME_LENGTH = 40
 
 
-def _name(value, what: str) -> str:
+def _field(what: str | Message) -> Message:
+    """What a refusal names: a field's message id ("field.player_name") or its Message."""
+    return what if isinstance(what, Message) else Message(what)
+
+
+def _name(value, what: str | Message) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise IllegalEvent(f"The {what} must be a non-empty name, not {value!r}.")
+        raise IllegalEvent(Message("refusal.name_empty", what=_field(what), value=repr(value)))
     value = " ".join(value.split())
     if len(value) > MAX_NAME_LENGTH:
         raise IllegalEvent(
-            f"The {what} {value[:20]!r}... is longer than {MAX_NAME_LENGTH} characters."
+            Message(
+                "refusal.name_too_long",
+                what=_field(what),
+                value=repr(value[:20]),
+                most=MAX_NAME_LENGTH,
+            )
         )
     return value
 
 
 def _check_source(event) -> None:
     if event.source is not None:
-        object.__setattr__(event, "source", _name(event.source, f"{event.type} source"))
+        what = Message("field.event_source", event=event.type)
+        object.__setattr__(event, "source", _name(event.source, what))
 
 
-def _card_text(value, what: str = "card") -> str:
+def _card_text(value, what: str = "field.card") -> str:
     """A card code (normalized, ``8-1`` -> ``08-1``) or a card name resolved later by the deck."""
     if not isinstance(value, str) or not value.strip():
-        raise IllegalEvent(f"The {what} must be a card code like '08-1', not {value!r}.")
+        raise IllegalEvent(Message("refusal.card_code", what=_field(what), value=repr(value)))
     if CODE_RE.match(value):
         try:
             return normalize_code(value)
         except CardError as exc:
-            raise IllegalEvent(str(exc)) from None
+            raise IllegalEvent(exc.sentence) from None
     return value.strip()
 
 
@@ -148,10 +159,13 @@ def _whole(value, what: str, low: int, high: int) -> int:
             value = int(text)
         else:
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
-            raise IllegalEvent(f"The {what} must be a whole number, not {shown}.")
+            raise IllegalEvent(Message("refusal.whole_number", what=_field(what), value=shown))
     if not low <= value <= high:
-        shown = str(value) if len(str(value)) <= 20 else f"a number of {len(str(value))} digits"
-        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {shown}.")
+        digits = len(str(value))
+        shown = str(value) if digits <= 20 else Message("phrase.digits", n=digits)
+        raise IllegalEvent(
+            Message("refusal.between", what=_field(what), low=low, high=high, value=shown)
+        )
     return value
 
 
@@ -196,7 +210,7 @@ class Event(EventRecord):
 
     registry: ClassVar[dict[str, type]] = EVENT_TYPES
     error: ClassVar[type[CompanionError]] = IllegalEvent
-    noun: ClassVar[str] = "an event"
+    noun: ClassVar[tuple[str, str]] = ("phrase.an_event", "phrase.event")
 
     def describe(self, teams: dict | None = None) -> str:
         """What the event did, one line of the tablet's log: a Message (``teams``: the
@@ -228,29 +242,31 @@ class MatchStarted(Event):
     def __post_init__(self):
         players = self.players
         if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise IllegalEvent("The players must be a list of names.")
-        players = tuple(_name(p, "player name") for p in players)
+            raise IllegalEvent(Message("refusal.players_list"))
+        players = tuple(_name(p, "field.player_name") for p in players)
         if len(set(players)) != len(players):
-            raise IllegalEvent("Two players have the same name.")
+            raise IllegalEvent(Message("refusal.same_name"))
         object.__setattr__(self, "players", players)
-        object.__setattr__(self, "rules", _name(self.rules, "rule set name"))
+        object.__setattr__(self, "rules", _name(self.rules, "field.rule_set_name"))
         if not isinstance(self.rules_text, str):
-            raise IllegalEvent("The rules text must be the rule file's TOML text.")
+            raise IllegalEvent(Message("refusal.rules_text"))
         if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
-            raise IllegalEvent("The options must map option names to on/off.")
+            raise IllegalEvent(Message("refusal.options_map"))
         object.__setattr__(self, "options", dict(sorted(self.options.items())))
         if self.rounds is not None:
-            object.__setattr__(self, "rounds", _whole(self.rounds, "number of rounds", 1, 48))
+            rounds = _whole(self.rounds, "field.number_of_rounds", 1, 48)
+            object.__setattr__(self, "rounds", rounds)
         if self.oya is not None:
-            object.__setattr__(self, "oya", _name(self.oya, "first Oya"))
+            object.__setattr__(self, "oya", _name(self.oya, "field.first_oya"))
         if self.teams is not None:
             if not isinstance(self.teams, dict):
-                raise IllegalEvent("The teams must map each team name to its members.")
+                raise IllegalEvent(Message("refusal.teams_map"))
             teams = {}
             for team, members in self.teams.items():
                 if isinstance(members, str) or not isinstance(members, list | tuple) or not members:
-                    raise IllegalEvent(f"Team {team!r} must list its members.")
-                teams[_name(team, "team name")] = tuple(_name(m, "member name") for m in members)
+                    raise IllegalEvent(Message("refusal.team_members", team=repr(team)))
+                names = tuple(_name(m, "field.member_name") for m in members)
+                teams[_name(team, "field.team_name")] = names
             object.__setattr__(self, "teams", teams)
 
     @classmethod
@@ -302,19 +318,19 @@ class RoundStarted(Event):
 
     def __post_init__(self):
         if self.month is not None:
-            object.__setattr__(self, "month", _whole(self.month, "month of the round", 1, 12))
+            object.__setattr__(self, "month", _whole(self.month, "field.month", 1, 12))
         if self.oya is not None:
-            object.__setattr__(self, "oya", _name(self.oya, "Oya"))
+            object.__setattr__(self, "oya", _name(self.oya, "field.oya"))
         if self.field_brights is not None:
             object.__setattr__(
-                self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
+                self, "field_brights", _whole(self.field_brights, "field.field_brights", 0, 5)
             )
         fld = self.field
         if isinstance(fld, str):
             fld = [c for c in fld.split(",") if c.strip()]
         if not isinstance(fld, list | tuple):
-            raise IllegalEvent("The field must be a list of card codes.")
-        object.__setattr__(self, "field", tuple(_card_text(c, "field card") for c in fld))
+            raise IllegalEvent(Message("refusal.field_list"))
+        object.__setattr__(self, "field", tuple(_card_text(c, "field.field_card") for c in fld))
 
     def to_dict(self) -> dict:
         data = super().to_dict()
@@ -335,7 +351,7 @@ class _PlayerEvent(Event):
     player: str = required()
 
     def __post_init__(self):
-        object.__setattr__(self, "player", _name(self.player, "player"))
+        object.__setattr__(self, "player", _name(self.player, "field.player"))
 
 
 @dataclass(frozen=True)
@@ -355,19 +371,19 @@ class CardCaptured(_PlayerEvent):
         super().__post_init__()
         object.__setattr__(self, "card", _card_text(self.card))
         if self.source is not None:
-            object.__setattr__(self, "source", _name(self.source, "capture source"))
+            object.__setattr__(self, "source", _name(self.source, "field.capture_source"))
         if self.confidence is not None:
             value = self.confidence
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                raise IllegalEvent(f"The confidence must be a number from 0 to 1, not {value!r}.")
+                raise IllegalEvent(Message("refusal.confidence", value=repr(value)))
             object.__setattr__(self, "confidence", round(float(value), 4))
         if self.check is not None and not isinstance(self.check, bool):
-            raise IllegalEvent(f"The check flag must be true or false, not {self.check!r}.")
+            raise IllegalEvent(Message("refusal.check_flag", value=repr(self.check)))
         if self.alternatives is not None:
             alts = self.alternatives
             if isinstance(alts, str) or not isinstance(alts, list | tuple):
-                raise IllegalEvent("The alternatives must be a list of card codes.")
-            alts = tuple(_card_text(c, "alternative card") for c in alts)
+                raise IllegalEvent(Message("refusal.alternatives_list"))
+            alts = tuple(_card_text(c, "field.alternative_card") for c in alts)
             object.__setattr__(self, "alternatives", alts or None)
 
     def describe(self, teams: dict | None = None) -> Message:
@@ -400,7 +416,7 @@ class CaptureCorrected(_PlayerEvent):
     def __post_init__(self):
         super().__post_init__()
         object.__setattr__(self, "card", _card_text(self.card))
-        object.__setattr__(self, "new_card", _card_text(self.new_card, "new card"))
+        object.__setattr__(self, "new_card", _card_text(self.new_card, "field.new_card"))
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message(
@@ -471,14 +487,14 @@ class HandDeclared(_PlayerEvent):
     def __post_init__(self):
         super().__post_init__()
         if not isinstance(self.kind, str) or not self.kind.strip():
-            raise IllegalEvent("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'.")
+            raise IllegalEvent(Message("refusal.hand_kind"))
         object.__setattr__(self, "kind", self.kind.strip().lower())
         cards = self.cards
         if isinstance(cards, str):
             cards = [c for c in cards.split(",") if c.strip()]
         if not isinstance(cards, list | tuple):
-            raise IllegalEvent("The declared hand must be a list of card codes.")
-        object.__setattr__(self, "cards", tuple(_card_text(c, "hand card") for c in cards))
+            raise IllegalEvent(Message("refusal.declared_hand_list"))
+        object.__setattr__(self, "cards", tuple(_card_text(c, "field.hand_card") for c in cards))
 
     def to_dict(self) -> dict:
         data = super().to_dict()
@@ -496,7 +512,7 @@ class FieldBrightsSet(Event):
     count: int = required(0)
 
     def __post_init__(self):
-        object.__setattr__(self, "count", _whole(self.count, "number of field brights", 0, 5))
+        object.__setattr__(self, "count", _whole(self.count, "field.field_brights", 0, 5))
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message("event.field_brights_set", count=self.count)
@@ -528,18 +544,21 @@ class RoundEntered(Event):
         if isinstance(winner, str) and not winner.strip():
             winner = None  # a form's "nobody": a draw
         if winner is not None:
-            object.__setattr__(self, "winner", _name(winner, "winner"))
+            object.__setattr__(self, "winner", _name(winner, "field.winner"))
         else:
             object.__setattr__(self, "winner", None)
         low = 1 if winner is not None else 0
         if winner is None and self.points not in (0, "0", None):
-            raise IllegalEvent("A drawn round scores no points: name its winner or enter 0.")
+            raise IllegalEvent(Message("refusal.drawn_round_points"))
         points = _whole(
-            0 if self.points is None else self.points, "round's points", low, MAX_ENTERED_POINTS
+            0 if self.points is None else self.points,
+            "field.round_points",
+            low,
+            MAX_ENTERED_POINTS,
         )
         object.__setattr__(self, "points", points)
         if self.oya is not None:
-            object.__setattr__(self, "oya", _name(self.oya, "Oya"))
+            object.__setattr__(self, "oya", _name(self.oya, "field.oya"))
 
     def to_dict(self) -> dict:
         data = super().to_dict()
@@ -574,11 +593,11 @@ class FieldDealt(Event):
 
     def __post_init__(self):
         if isinstance(self.field, str) or not isinstance(self.field, list | tuple):
-            raise IllegalEvent("The dealt field must be a list of card codes.")
+            raise IllegalEvent(Message("refusal.dealt_field_list"))
         object.__setattr__(self, "field", tuple(_card_text(c) for c in self.field))
         if self.field_brights is not None:
             object.__setattr__(
-                self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
+                self, "field_brights", _whole(self.field_brights, "field.field_brights", 0, 5)
             )
 
     def describe(self, teams: dict | None = None) -> Message:
@@ -856,8 +875,8 @@ class MatchState:
         folded = [n for n in self._members if n.casefold() == str(name).casefold()]
         if len(folded) == 1:
             return folded[0]
-        names = ", ".join(self._members) or "none yet"
-        raise IllegalEvent(f"Unknown player {name!r}: the players are {names}.")
+        names = Listing(self._members) if self._members else Message("phrase.none_yet")
+        raise IllegalEvent(Message("refusal.unknown_player", name=repr(name), names=names))
 
     def round_points(self, player: str) -> int:
         """What the player would score if he stopped now (yaku mode) or his card values."""
@@ -971,13 +990,12 @@ def apply(state: MatchState | None, event: Event | dict) -> MatchState:
     if isinstance(event, Undo):
         return _undo(state)
     if not state.started and not isinstance(event, MatchStarted):
-        raise IllegalEvent("No match has started: the first event must be match_started.")
+        raise IllegalEvent(Message("refusal.no_match"))
     if state.started and isinstance(event, MatchStarted):
-        raise IllegalEvent("The match has already started; start a new match instead.")
+        raise IllegalEvent(Message("refusal.already_started"))
     if state.finished:
-        raise IllegalEvent(
-            f"The match is over ({state.outcome.text[:-1]}); nothing more can be recorded."
-        )
+        outcome = state.outcome.text.without_stop()
+        raise IllegalEvent(Message("refusal.match_over", outcome=outcome))
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
     remember(new, state, logged)
@@ -995,7 +1013,7 @@ def replay(events) -> MatchState:
 
 def _undo(state: MatchState) -> MatchState:
     if not state.started:
-        raise IllegalEvent("Nothing to undo.")
+        raise IllegalEvent(Message("refusal.nothing_to_undo"))
     return undo(state, replay, IllegalEvent)
 
 
@@ -1007,10 +1025,10 @@ def _match_started(s: MatchState, e: MatchStarted):
     try:
         rules = _rules_for(e)
     except CompanionError as exc:
-        raise IllegalEvent(str(exc)) from None
+        raise IllegalEvent(exc.sentence) from None
     sides = e.players
     if not sides:
-        raise IllegalEvent("A match needs players.")
+        raise IllegalEvent(Message("refusal.needs_players"))
     teams = e.teams
     if rules.match.teams and teams is None and len(sides) == 4:
         # "Les joueurs sont répartis en alternance d'équipe": seats 1 & 3 against 2 & 4.
@@ -1022,34 +1040,33 @@ def _match_started(s: MatchState, e: MatchStarted):
     members: dict[str, str] = {p: p for p in sides}
     if teams is not None:
         if not rules.match.teams:
-            raise IllegalEvent(
-                f"Rule set {rules.name!r} does not play in teams (turn the teams option on)."
-            )
+            raise IllegalEvent(Message("refusal.no_teams", rules=repr(rules.name)))
         if set(teams) != set(sides):
-            raise IllegalEvent("With teams, the players are the team names, each listed in teams.")
+            raise IllegalEvent(Message("refusal.teams_are_players"))
         if len(teams) < 2:
-            raise IllegalEvent("A match in teams needs at least two teams.")
+            raise IllegalEvent(Message("refusal.two_teams"))
         for team, team_members in teams.items():
             for m in team_members:
                 if m in members:
-                    raise IllegalEvent(f"{m!r} appears twice among the players and teams.")
+                    raise IllegalEvent(Message("refusal.twice_in_teams", name=repr(m)))
                 members[m] = team
     elif rules.match.teams:
-        raise IllegalEvent(
-            f"The teams option of {rules.name!r} is on: give 4 players (seats 1 & 3 against 2 & 4) "
-            "or list the teams."
-        )
+        raise IllegalEvent(Message("refusal.teams_option_on", rules=repr(rules.name)))
     people = len(members) - len(sides) if teams else len(sides)
     if people not in rules.players:
-        allowed = " or ".join(str(n) for n in rules.players)
-        raise IllegalEvent(f"Rule set {rules.name!r} is played by {allowed} players, not {people}.")
+        allowed = Listing(rules.players, " or ")
+        raise IllegalEvent(
+            Message("refusal.player_count", rules=repr(rules.name), allowed=allowed, n=people)
+        )
     rounds = e.rounds if e.rounds is not None else rules.default_rounds
     if rounds not in rules.rounds:
-        allowed = " or ".join(str(n) for n in rules.rounds)
-        raise IllegalEvent(f"Rule set {rules.name!r} plays {allowed} rounds, not {rounds}.")
+        allowed = Listing(rules.rounds, " or ")
+        raise IllegalEvent(
+            Message("refusal.round_count", rules=repr(rules.name), allowed=allowed, n=rounds)
+        )
     oya = sides[0] if e.oya is None else e.oya
     if oya not in members:
-        raise IllegalEvent(f"The first Oya {oya!r} is not one of the players.")
+        raise IllegalEvent(Message("refusal.first_oya", oya=repr(oya)))
     s.rules = rules
     s.rules_name = rules.name
     s.options = dict(rules.active_options)
@@ -1086,25 +1103,33 @@ def _rules_for(e: MatchStarted):
     return rules
 
 
-def _need_round(s: MatchState, what: str) -> None:
+# Changes to a round's captures: after the round, its last event is undone instead.
+_CHANGING_CAPTURES = {
+    "action.checking_captures",
+    "action.correcting_captures",
+    "action.removing_captures",
+}
+
+
+def _need_round(s: MatchState, action: str) -> None:
+    """Refuse ``action`` (its message id, "action.recording_captures") with no round under way."""
     if not s.round_in_progress:
-        if s.rounds and what.endswith("captures") and not what.startswith("recording"):
-            raise IllegalEvent(
-                f"Round {s.round_number} is over: undo its last event to change its captures."
-            )
+        if s.rounds and action in _CHANGING_CAPTURES:
+            raise IllegalEvent(Message("refusal.round_over", n=s.round_number))
         nxt = len(s.rounds) + 1
-        raise IllegalEvent(f"No round is in progress: start round {nxt} before {what}.")
+        raise IllegalEvent(Message("refusal.no_round", n=nxt, action=Message(action)))
 
 
 def _resolve_card(s: MatchState, text: str) -> Card:
     try:
         return s.rules.deck.parse(text)
     except CardError as exc:
-        raise IllegalEvent(str(exc)) from None
+        raise IllegalEvent(exc.sentence) from None
 
 
-def _card_label(s: MatchState, card: Card) -> str:
-    return f"{card.code} ({card.name})"
+def _card_label(s: MatchState, card: Card) -> Message:
+    """A card as a refusal names it: its code and its name (in the page's language there)."""
+    return Message("phrase.card_label", code=card.code, name=Named(card.name, spoken_names(card)))
 
 
 def _reset_round(s: MatchState) -> None:
@@ -1125,14 +1150,11 @@ def _reset_round(s: MatchState) -> None:
 
 def _round_started(s: MatchState, e: RoundStarted):
     if s.round_in_progress:
-        raise IllegalEvent(
-            f"Round {s.round_number} is still in progress: end it with a Stop, a dealt-hand "
-            "declaration or 'cards ran out' first."
-        )
+        raise IllegalEvent(Message("refusal.round_in_progress", n=s.round_number))
     oya = s.next_oya if e.oya is None else s.side_of(e.oya)
     field_cards = tuple(_resolve_card(s, c) for c in e.field)
     if len(set(field_cards)) != len(field_cards):
-        raise IllegalEvent("The same card is listed twice in the dealt field.")
+        raise IllegalEvent(Message("refusal.field_twice"))
     s.round_number = len(s.rounds) + 1
     s.round_in_progress = True
     s.oya = oya
@@ -1148,13 +1170,15 @@ def _round_started(s: MatchState, e: RoundStarted):
 
 
 def _card_captured(s: MatchState, e: CardCaptured):
-    _need_round(s, "recording captures")
+    _need_round(s, "action.recording_captures")
     side = s.side_of(e.player)
     card = _resolve_card(s, e.card)
     owner = s._owner.get(card.code)
     if owner is not None:
-        who = "already holds" if owner == side else f"cannot take it: {owner} already holds"
-        raise IllegalEvent(f"{side} {who} {_card_label(s, card)} this round.")
+        label = _card_label(s, card)
+        if owner == side:
+            raise IllegalEvent(Message("refusal.already_holds", side=side, card=label))
+        raise IllegalEvent(Message("refusal.held_by_other", side=side, owner=owner, card=label))
     s.captures[side].append(card)
     s._owner[card.code] = side
     alternatives = tuple(_resolve_card(s, c).code for c in e.alternatives or ())
@@ -1170,11 +1194,11 @@ def _card_captured(s: MatchState, e: CardCaptured):
 
 
 def _capture_checked(s: MatchState, e: CaptureChecked):
-    _need_round(s, "checking captures")
+    _need_round(s, "action.checking_captures")
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     if card.code not in s._checks:
-        raise IllegalEvent(f"{_card_label(s, card)} has no open check.")
+        raise IllegalEvent(Message("refusal.no_open_check", card=_card_label(s, card)))
     del s._checks[card.code]
     return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
 
@@ -1182,20 +1206,21 @@ def _capture_checked(s: MatchState, e: CaptureChecked):
 def _held_card(s: MatchState, side: str, text: str) -> Card:
     card = _resolve_card(s, text)
     if s._owner.get(card.code) != side:
-        raise IllegalEvent(f"{side} does not hold {_card_label(s, card)} this round.")
+        raise IllegalEvent(Message("refusal.does_not_hold", side=side, card=_card_label(s, card)))
     return card
 
 
 def _capture_corrected(s: MatchState, e: CaptureCorrected):
-    _need_round(s, "correcting captures")
+    _need_round(s, "action.correcting_captures")
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     new_card = _resolve_card(s, e.new_card)
     if new_card == card:
-        raise IllegalEvent(f"The correction of {card.code} names the same card.")
+        raise IllegalEvent(Message("refusal.same_correction", card=card.code))
     owner = s._owner.get(new_card.code)
     if owner is not None:
-        raise IllegalEvent(f"{owner} already holds {_card_label(s, new_card)} this round.")
+        label = _card_label(s, new_card)
+        raise IllegalEvent(Message("refusal.already_holds", side=owner, card=label))
     caps = s.captures[side]
     caps[caps.index(card)] = new_card
     s._checks.pop(card.code, None)  # a correction answers the check
@@ -1208,7 +1233,7 @@ def _capture_corrected(s: MatchState, e: CaptureCorrected):
 
 
 def _capture_removed(s: MatchState, e: CaptureRemoved):
-    _need_round(s, "removing captures")
+    _need_round(s, "action.removing_captures")
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     s.captures[side].remove(card)
@@ -1219,18 +1244,20 @@ def _capture_removed(s: MatchState, e: CaptureRemoved):
 
 
 def _need_decision(s: MatchState, side: str, call: str) -> None:
+    """Refuse a Koi or Stop call (``call``: "koi" or "stop") that no new yaku asks for."""
     if s.mode == "card_values":
-        raise IllegalEvent(f"Rule set {s.rules_name!r} has no yaku, so there is no {call} to call.")
-    _need_round(s, f"calling {call}")
+        raise IllegalEvent(Message(f"refusal.no_yaku_no_{call}", rules=repr(s.rules_name)))
+    _need_round(s, f"action.calling_{call}")
     if side not in s._pending:
         if s._pending:
-            raise IllegalEvent(f"It is {s._pending[0]} who must choose Koi or Stop, not {side}.")
-        raise IllegalEvent(f"{side} has no new yaku, so there is no Koi or Stop to call.")
+            pending = s._pending[0]
+            raise IllegalEvent(Message("refusal.whose_decision", pending=pending, side=side))
+        raise IllegalEvent(Message("refusal.no_new_yaku", side=side))
 
 
 def _koi_called(s: MatchState, e: KoiCalled):
     side = s.side_of(e.player)
-    _need_decision(s, side, "Koi")
+    _need_decision(s, side, "koi")
     s.koi[side] += 1
     s._pending.remove(side)
     s.last_koi = side
@@ -1243,7 +1270,7 @@ def _koi_called(s: MatchState, e: KoiCalled):
 
 def _stop_called(s: MatchState, e: StopCalled):
     side = s.side_of(e.player)
-    _need_decision(s, side, "Stop")
+    _need_decision(s, side, "stop")
     hand = s.hands[side]
     yaku, points = _yaku_list(hand), hand.total
     if s.koi[side]:
@@ -1257,16 +1284,18 @@ def _stop_called(s: MatchState, e: StopCalled):
 
 
 def _hand_declared(s: MatchState, e: HandDeclared):
-    _need_round(s, "declaring a dealt hand")
+    _need_round(s, "action.declaring_hand")
     side = s.side_of(e.player)
     allowed = tuple(s.rules.round.instant_wins)
     if e.kind not in allowed:
-        names = ", ".join(allowed) or "none"
+        names = Listing(allowed) if allowed else Message("phrase.none")
         raise IllegalEvent(
-            f"Rule set {s.rules_name!r} has no {e.kind!r} declaration (instant wins: {names})."
+            Message(
+                "refusal.no_declaration", rules=repr(s.rules_name), kind=repr(e.kind), names=names
+            )
         )
     if s._owner:
-        raise IllegalEvent("A dealt hand is declared before the first capture of the round.")
+        raise IllegalEvent(Message("refusal.hand_after_capture"))
     cards = _declared_hand(s, e)
     points = s.rules.round.instant_win_points
     said = {"side": side, "kind": _hand_kind(e.kind), "what": _hand_what(e.kind)}
@@ -1285,44 +1314,42 @@ def _declared_hand(s: MatchState, e: HandDeclared) -> tuple:
     unless the rules require them (``round.hand_cards``)."""
     if not e.cards:
         if s.rules.round.hand_cards == "required":
-            raise IllegalEvent(
-                f"Rule set {s.rules_name!r} needs the cards of a declared hand, to check it."
-            )
+            raise IllegalEvent(Message("refusal.needs_hand_cards", rules=repr(s.rules_name)))
         return ()
     cards = tuple(_resolve_card(s, c) for c in e.cards)
     if len(set(cards)) != len(cards):
-        raise IllegalEvent("The same card is listed twice in the declared hand.")
+        raise IllegalEvent(Message("refusal.hand_twice"))
     people = sum(len(s.members(p)) for p in s.players)
     size = s.rules.game.deal.get(str(people), (8, 8))[0]
     if len(cards) > size:
-        raise IllegalEvent(f"A dealt hand holds {size} cards, not {len(cards)}.")
+        raise IllegalEvent(Message("refusal.hand_size", size=size, n=len(cards)))
     on_field = [c.code for c in cards if c in s.field]
     if on_field:
-        raise IllegalEvent(f"{on_field[0]} lies in the dealt field, not in a hand.")
+        raise IllegalEvent(Message("refusal.card_in_field", card=on_field[0]))
     months = Counter(c.month for c in cards)
     listed = " ".join(c.code for c in cards)
     if e.kind == "teshi" and max(months.values()) < 4:
-        raise IllegalEvent(f"The hand {listed} holds no 4 cards of one month: no teshi.")
+        raise IllegalEvent(Message("refusal.no_teshi", cards=listed))
     if e.kind == "kuttsuki" and sum(n // 2 for n in months.values()) < 4:
-        raise IllegalEvent(f"The hand {listed} holds fewer than 4 pairs: no kuttsuki.")
+        raise IllegalEvent(Message("refusal.no_kuttsuki", cards=listed))
     if e.kind == "dealt_yaku":
         from companion.game import scoring
 
         if not scoring.score_yaku(s.rules, cards, month=s.month).base:
-            raise IllegalEvent(f"The hand {listed} makes no yaku: no dealt_yaku.")
+            raise IllegalEvent(Message("refusal.no_dealt_yaku", cards=listed))
     return cards
 
 
 def _field_brights_set(s: MatchState, e: FieldBrightsSet):
-    _need_round(s, "setting the field brights")
+    _need_round(s, "action.setting_field_brights")
     s.field_brights = e.count
     _rescore(s)
 
 
 def _cards_ran_out(s: MatchState, e: CardsRanOut):
-    _need_round(s, "ending it")
+    _need_round(s, "action.ending_round")
     if s._pending:
-        raise IllegalEvent(f"{s._pending[0]} must choose Koi or Stop first.")
+        raise IllegalEvent(Message("refusal.choose_first", side=s._pending[0]))
     rules = s.rules
     if s.mode == "card_values":
         _finish_card_values_round(s)
@@ -1355,14 +1382,9 @@ def _cards_ran_out(s: MatchState, e: CardsRanOut):
 
 def _round_entered(s: MatchState, e: RoundEntered):
     if s.round_in_progress:
-        raise IllegalEvent(
-            f"Round {s.round_number} is under way: end or undo it before entering a round by hand."
-        )
+        raise IllegalEvent(Message("refusal.round_under_way", n=s.round_number))
     if s.mode == "card_values":
-        raise IllegalEvent(
-            f"Rule set {s.rules_name!r} scores every player's card values: play the round on "
-            "the tablet instead of entering a winner."
-        )
+        raise IllegalEvent(Message("refusal.card_values_entered", rules=repr(s.rules_name)))
     winner = None if e.winner is None else s.side_of(e.winner)
     oya = s.next_oya if e.oya is None else s.side_of(e.oya)
     s.round_number = len(s.rounds) + 1
@@ -1379,12 +1401,12 @@ def _round_entered(s: MatchState, e: RoundEntered):
 
 
 def _field_dealt(s: MatchState, e: FieldDealt):
-    _need_round(s, "reading the dealt field")
+    _need_round(s, "action.reading_field")
     if s._owner:
-        raise IllegalEvent("The dealt field is read before the round's first capture.")
+        raise IllegalEvent(Message("refusal.field_after_capture"))
     field_cards = tuple(_resolve_card(s, c) for c in e.field)
     if len(set(field_cards)) != len(field_cards):
-        raise IllegalEvent("The same card is listed twice in the dealt field.")
+        raise IllegalEvent(Message("refusal.field_twice"))
     s.field = field_cards
     if e.field_brights is not None:
         s.field_brights = e.field_brights
@@ -1395,7 +1417,7 @@ def _field_dealt(s: MatchState, e: FieldDealt):
 
 
 def _redeal(s: MatchState, e: Redeal):
-    _need_round(s, "dealing it again")
+    _need_round(s, "action.dealing_again")
     s.redeals += 1
     _reset_round(s)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
+from companion.game.messages import Listing, Message
 
 
 def quoted(value, limit: int = 24) -> str:
@@ -34,12 +35,13 @@ def required(default=""):
 
 @dataclass(frozen=True)
 class EventRecord:
-    """Base of all events. A family's base sets ``registry``, ``error`` and ``noun``."""
+    """Base of all events. A family's base sets ``registry``, ``error`` and the ids of its
+    ``noun`` in a sentence, with and without its article ("an event", "event")."""
 
     type: ClassVar[str] = ""
     registry: ClassVar[dict[str, type]] = {}
     error: ClassVar[type[CompanionError]] = CompanionError
-    noun: ClassVar[str] = "an event"
+    noun: ClassVar[tuple[str, str]] = ("phrase.an_event", "phrase.event")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -70,27 +72,38 @@ class EventRecord:
             return data
         if not isinstance(data, dict):
             raise cls.error(
-                f"{cls.noun[0].upper()}{cls.noun[1:]} must be an object with a 'type', "
-                f"not {type(data).__name__}."
+                Message(
+                    "refusal.not_an_object",
+                    noun=Message(cls.noun[0]).with_capital(),
+                    type=type(data).__name__,
+                )
             )
         etype = data.get("type")
         kind = cls.registry.get(etype) if isinstance(etype, str) else None
         if kind is None:
-            what = cls.noun.split(" ", 1)[1]  # "an event" -> "event"
             raise cls.error(
-                f"Unknown {what} type {etype!r}: expected one of {', '.join(cls.registry)}."
+                Message(
+                    "refusal.unknown_type",
+                    noun=Message(cls.noun[1]),
+                    type=repr(etype),
+                    types=Listing(cls.registry),
+                )
             )
         names = [f.name for f in dataclasses.fields(kind)]
         unknown = sorted(set(data) - {"type", *names})
         if unknown:
             raise cls.error(
-                f"Unknown field {unknown[0]!r} for {etype}: expected "
-                f"{', '.join(names) if names else 'no fields'}."
+                Message(
+                    "refusal.unknown_field",
+                    field=repr(unknown[0]),
+                    type=etype,
+                    fields=Listing(names) if names else Message("phrase.no_fields"),
+                )
             )
         needed = [f.name for f in dataclasses.fields(kind) if f.metadata.get("required")]
         missing = [n for n in needed if n not in data]
         if missing:
-            raise cls.error(f"A {etype} event needs a {missing[0]!r} field.")
+            raise cls.error(Message("refusal.missing_field", type=etype, field=repr(missing[0])))
         return kind(**{n: data[n] for n in names if n in data})
 
     @classmethod
@@ -98,7 +111,7 @@ class EventRecord:
         try:
             data = json.loads(text)
         except (TypeError, ValueError):
-            raise cls.error("The event is not valid JSON.") from None
+            raise cls.error(Message("refusal.not_json")) from None
         return cls.from_dict(data)
 
 
@@ -169,7 +182,7 @@ def remember(new, previous, logged) -> None:
 def undo(state, replay: Callable, error: type[CompanionError]):
     """The state before ``state``'s latest effective event (never before the first)."""
     if len(state.log) <= 1:
-        raise error("Nothing to undo.")
+        raise error(Message("refusal.nothing_to_undo"))
     if state._previous is not None:
         return state._previous
     return replay(state.log[:-1])  # past the kept snapshots: replayed
@@ -182,5 +195,5 @@ def replay_log(events, apply: Callable, error: type[CompanionError]):
         try:
             state = apply(state, event)
         except error as exc:
-            raise error(f"Event {n} is refused: {exc}") from None
+            raise error(Message("refusal.event_refused", n=n, reason=exc.sentence)) from None
     return state
