@@ -1243,11 +1243,19 @@ def _capture_removed(s: MatchState, e: CaptureRemoved):
     return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
 
 
+# A Koi or Stop call: what refuses it under rules without yaku, what it is while no round is on.
+_CALLS = {
+    "koi": ("refusal.no_yaku_no_koi", "action.calling_koi"),
+    "stop": ("refusal.no_yaku_no_stop", "action.calling_stop"),
+}
+
+
 def _need_decision(s: MatchState, side: str, call: str) -> None:
     """Refuse a Koi or Stop call (``call``: "koi" or "stop") that no new yaku asks for."""
+    no_yaku, action = _CALLS[call]
     if s.mode == "card_values":
-        raise IllegalEvent(Message(f"refusal.no_yaku_no_{call}", rules=repr(s.rules_name)))
-    _need_round(s, f"action.calling_{call}")
+        raise IllegalEvent(Message(no_yaku, rules=repr(s.rules_name)))
+    _need_round(s, action)
     if side not in s._pending:
         if s._pending:
             pending = s._pending[0]

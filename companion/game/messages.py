@@ -240,9 +240,13 @@ _template(
 )
 _template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
 # what the table showed against a tap (or again after an undo): shown, never recorded
-_template("camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal")
 _template(
-    "camera.table_shows_stop", N_("The table shows Stop for %(player)s: tap Koi or Stop."), "proposal"
+    "camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal"
+)
+_template(
+    "camera.table_shows_stop",
+    N_("The table shows Stop for %(player)s: tap Koi or Stop."),
+    "proposal",
 )
 _template(
     "camera.laid_after_stop",
@@ -254,6 +258,7 @@ _template(
     N_("The cards are gathered after %(player)s's Koi: if it was a Stop, undo the Koi."),
     "proposal",
 )
+
 
 # -- refusals: why an event, a card or a count is refused (IllegalEvent, HanamikojiError,
 # CardError, ScoringError). Their English is the error's one sentence, which the CLI prints and
@@ -327,13 +332,13 @@ _refusal("refusal.not_json", N_("The event is not valid JSON."))
 _refusal("refusal.event_refused", N_("Event %(n)s is refused: %(reason)s"))
 _refusal("refusal.nothing_to_undo", N_("Nothing to undo."))
 _refusal("refusal.name_empty", N_("The %(what)s must be a non-empty name, not %(value)s."))
-_refusal("refusal.name_too_long", N_("The %(what)s %(value)s... is longer than %(most)s characters."))
+_refusal(
+    "refusal.name_too_long", N_("The %(what)s %(value)s... is longer than %(most)s characters.")
+)
 _refusal("refusal.name_at_most", N_("The %(what)s must be at most %(most)s characters."))
 _refusal("refusal.card_code", N_("The %(what)s must be a card code like '08-1', not %(value)s."))
 _refusal("refusal.whole_number", N_("The %(what)s must be a whole number, not %(value)s."))
-_refusal(
-    "refusal.between", N_("The %(what)s must be between %(low)s and %(high)s, not %(value)s.")
-)
+_refusal("refusal.between", N_("The %(what)s must be between %(low)s and %(high)s, not %(value)s."))
 _refusal("refusal.players_list", N_("The players must be a list of names."))
 _refusal("refusal.same_name", N_("Two players have the same name."))
 _refusal("refusal.unknown_player", N_("Unknown player %(name)s: the players are %(names)s."))
@@ -347,18 +352,14 @@ _refusal("refusal.field_list", N_("The field must be a list of card codes."))
 _refusal("refusal.confidence", N_("The confidence must be a number from 0 to 1, not %(value)s."))
 _refusal("refusal.check_flag", N_("The check flag must be true or false, not %(value)s."))
 _refusal("refusal.alternatives_list", N_("The alternatives must be a list of card codes."))
-_refusal(
-    "refusal.hand_kind", N_("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'.")
-)
+_refusal("refusal.hand_kind", N_("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'."))
 _refusal("refusal.declared_hand_list", N_("The declared hand must be a list of card codes."))
 _refusal(
     "refusal.drawn_round_points", N_("A drawn round scores no points: name its winner or enter 0.")
 )
 _refusal("refusal.dealt_field_list", N_("The dealt field must be a list of card codes."))
 _refusal("refusal.no_match", N_("No match has started: the first event must be match_started."))
-_refusal(
-    "refusal.match_over", N_("The match is over (%(outcome)s); nothing more can be recorded.")
-)
+_refusal("refusal.match_over", N_("The match is over (%(outcome)s); nothing more can be recorded."))
 _refusal("refusal.needs_players", N_("A match needs players."))
 _refusal(
     "refusal.no_teams",
@@ -377,7 +378,9 @@ _refusal(
         "or list the teams."
     ),
 )
-_refusal("refusal.player_count", N_("Rule set %(rules)s is played by %(allowed)s players, not %(n)s."))
+_refusal(
+    "refusal.player_count", N_("Rule set %(rules)s is played by %(allowed)s players, not %(n)s.")
+)
 _refusal("refusal.round_count", N_("Rule set %(rules)s plays %(allowed)s rounds, not %(n)s."))
 _refusal("refusal.first_oya", N_("The first Oya %(oya)s is not one of the players."))
 _refusal(
@@ -409,9 +412,7 @@ _refusal(
 _refusal(
     "refusal.whose_decision", N_("It is %(pending)s who must choose Koi or Stop, not %(side)s.")
 )
-_refusal(
-    "refusal.no_new_yaku", N_("%(side)s has no new yaku, so there is no Koi or Stop to call.")
-)
+_refusal("refusal.no_new_yaku", N_("%(side)s has no new yaku, so there is no Koi or Stop to call."))
 _refusal(
     "refusal.no_declaration",
     N_("Rule set %(rules)s has no %(kind)s declaration (instant wins: %(names)s)."),
@@ -452,18 +453,24 @@ _refusal(
     N_("Unknown card code %(value)s: expected MM-K, month 01-12 and card 1-4 (e.g. '08-1')."),
 )
 _refusal(
-    "refusal.code_range", N_("Unknown card code %(value)s: the month must be 01-12 and the card 1-4.")
+    "refusal.code_range",
+    N_("Unknown card code %(value)s: the month must be 01-12 and the card 1-4."),
 )
 _refusal("refusal.unknown_code", N_("Unknown card code %(value)s."))
 _refusal("refusal.deck_48", N_("Deck %(deck)s must define 48 distinct cards."))
 _refusal(
-    "refusal.several_cards", N_("%(value)s names several cards of deck %(deck)s (%(codes)s): give one code.")
+    "refusal.several_cards",
+    N_("%(value)s names several cards of deck %(deck)s (%(codes)s): give one code."),
 )
 _refusal(
     "refusal.unknown_card",
-    N_("Unknown card %(value)s: use a code like '08-1' or a card name like %(example)s (deck %(deck)s)."),
+    N_(
+        "Unknown card %(value)s: use a code like '08-1' or a card name like %(example)s (deck %(deck)s)."
+    ),
 )
-_refusal("refusal.no_deck", N_("No deck %(value)s: known decks are %(known)s, or give a .toml path."))
+_refusal(
+    "refusal.no_deck", N_("No deck %(value)s: known decks are %(known)s, or give a .toml path.")
+)
 _refusal(
     "refusal.deck_outside",
     N_(
@@ -479,7 +486,8 @@ _refusal(
 )
 _refusal("refusal.deck_text", N_("%(where)s: %(key)s must be a text, not %(value)s."))
 _refusal(
-    "refusal.deck_cards_tables", N_('%(where)s: cards must be tables like [cards."01-1"] (%(hint)s).')
+    "refusal.deck_cards_tables",
+    N_('%(where)s: cards must be tables like [cards."01-1"] (%(hint)s).'),
 )
 _refusal(
     "refusal.deck_slot",
@@ -495,7 +503,9 @@ _refusal(
 _refusal(
     "refusal.deck_language", N_("%(where)s: %(language)s is not a language code like en, fr or ja.")
 )
-_refusal("refusal.deck_name_text", N_("%(where)s: the %(language)s name must be a text, not %(value)s."))
+_refusal(
+    "refusal.deck_name_text", N_("%(where)s: the %(language)s name must be a text, not %(value)s.")
+)
 _refusal(
     "refusal.deck_roles_list", N_('%(where)s: %(key)s must be a list of role names like ["tool"].')
 )
@@ -506,14 +516,19 @@ _refusal(
         "with a letter)."
     ),
 )
-_template("phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase")
+_template(
+    "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"
+)
 _refusal(
-    "refusal.card_class", N_("Unknown card class %(value)s: expected MM-K (01-1 to 12-4) or 'back'.")
+    "refusal.card_class",
+    N_("Unknown card class %(value)s: expected MM-K (01-1 to 12-4) or 'back'."),
 )
 # Scoring (companion.game.scoring)
 _refusal("refusal.card_twice", N_("Card %(card)s is listed twice; each card exists once."))
 _refusal("refusal.month", N_("The month must be a whole number from 1 to 12, not %(value)s."))
-_refusal("refusal.count_at_least_0", N_("%(label)s must be a whole number of at least 0, not %(value)s."))
+_refusal(
+    "refusal.count_at_least_0", N_("%(label)s must be a whole number of at least 0, not %(value)s.")
+)
 _refusal(
     "refusal.field_brights_most",
     N_("field_brights is %(n)s, but a deck has only %(most)s brights."),
