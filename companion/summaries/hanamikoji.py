@@ -77,12 +77,17 @@ class HanamikojiSummary:
         tail = [self.outcome, f"Corrections made during the match: {self.corrections}"]
         return "\n".join([*head, "", *self.text_lines, "", *tail]) + "\n"
 
-    def render_html(self, *, back_url: str | None = None) -> str:
+    def render_html(self, *, back_url: str | None = None, lang: str = "en") -> str:
+        """The printable page (as Koi-Koi's: ``companion.summaries.koikoi.render_html``), its
+        words in ``lang`` (en, fr, ja)."""
         from markupsafe import Markup
 
-        template = printable.environment().get_template(TEMPLATE_NAME)
+        lang = lang if lang in printable.SUMMARY_LANGUAGES else "en"
+        template = printable.environment(lang).get_template(TEMPLATE_NAME)
         return template.render(
+            lang=lang,
             s=self,
+            totals=self.points,
             css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
             colours=printable.PLAYER_COLOURS,
             back_url=back_url,

@@ -331,12 +331,13 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str
     from markupsafe import Markup
 
     if not isinstance(summary, MatchSummary):  # another game's summary renders itself
-        return summary.render_html(back_url=back_url)
+        return summary.render_html(back_url=back_url, lang=lang)
     lang = lang if lang in printable.SUMMARY_LANGUAGES else "en"
     template = printable.environment(lang).get_template(TEMPLATE_NAME)
     return template.render(
         lang=lang,
         s=summary,
+        totals=summary.totals,
         css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
         chart=Markup(chart_svg(summary)),
         colours=PLAYER_COLOURS,
