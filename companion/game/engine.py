@@ -64,6 +64,9 @@ from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_c
 from companion.game.events import (
     EventLog,
     EventRecord,
+    GameState,
+    UndoEvent,
+    omitted_when_empty,
     remember,
     replay_log,
     required,
@@ -150,6 +153,16 @@ def _card_text(value, what: str = "field.card") -> str:
     return value.strip()
 
 
+def _card_list(value, what: str, refusal: str) -> tuple:
+    """Cards given as a list, or as one text of codes separated by commas (a form's);
+    ``refusal``: the message id for anything else."""
+    if isinstance(value, str):
+        value = [c for c in value.split(",") if c.strip()]
+    if not isinstance(value, list | tuple):
+        raise IllegalEvent(Message(refusal))
+    return tuple(_card_text(c, what) for c in value)
+
+
 def _whole(value, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         text = value.strip() if isinstance(value, str) else ""
@@ -233,7 +246,7 @@ class MatchStarted(Event):
     type: ClassVar[str] = "match_started"
     players: tuple = required(())
     rules: str = "livret"
-    rules_text: str = ""
+    rules_text: str = omitted_when_empty("")
     options: dict = field(default_factory=dict, hash=False)
     rounds: int | None = None
     oya: str | None = None
@@ -287,12 +300,6 @@ class MatchStarted(Event):
             teams=teams,
         )
 
-    def to_dict(self) -> dict:
-        data = super().to_dict()
-        if not self.rules_text:
-            data.pop("rules_text", None)
-        return data
-
     def describe(self, teams: dict | None = None) -> Message:
         players = list(self.players)
         if self.teams:  # named teams: the players are the team names, in seat order
@@ -313,7 +320,7 @@ class RoundStarted(Event):
     type: ClassVar[str] = "round_started"
     oya: str | None = None
     field_brights: int | None = None
-    field: tuple = ()
+    field: tuple = omitted_when_empty(())
     month: int | None = None  # the round's month (tsuki-fuda); default: round n is month n
 
     def __post_init__(self):
@@ -325,18 +332,8 @@ class RoundStarted(Event):
             object.__setattr__(
                 self, "field_brights", _whole(self.field_brights, "field.field_brights", 0, 5)
             )
-        fld = self.field
-        if isinstance(fld, str):
-            fld = [c for c in fld.split(",") if c.strip()]
-        if not isinstance(fld, list | tuple):
-            raise IllegalEvent(Message("refusal.field_list"))
-        object.__setattr__(self, "field", tuple(_card_text(c, "field.field_card") for c in fld))
-
-    def to_dict(self) -> dict:
-        data = super().to_dict()
-        if not self.field:
-            data.pop("field")
-        return data
+        cards = _card_list(self.field, "field.field_card", "refusal.field_list")
+        object.__setattr__(self, "field", cards)
 
     def describe(self, teams: dict | None = None) -> Message:
         if self.oya is None:  # a hand-written log: the rules name the Oya
@@ -355,13 +352,28 @@ class _PlayerEvent(Event):
 
 
 @dataclass(frozen=True)
-class CardCaptured(_PlayerEvent):
+class _CardEvent(_PlayerEvent):
+    """An event about one of a player's captures; ``logged``: its log line's message id."""
+
+    logged: ClassVar[str] = ""
+    card: str = required()
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "card", _card_text(self.card))
+
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message(self.logged, player=self.player, card=CardCode(self.card))
+
+
+@dataclass(frozen=True)
+class CardCaptured(_CardEvent):
     """A card taken into a player's captures. The camera adds what scoring ignores: ``source``
     ("camera"), ``confidence`` (0..1), ``check`` (true: the tablet asks "check this card") and
     ``alternatives`` (the next likeliest codes, offered first when correcting)."""
 
     type: ClassVar[str] = "card_captured"
-    card: str = required()
+    logged: ClassVar[str] = "event.card_captured"
     source: str | None = None
     confidence: float | None = None
     check: bool | None = None
@@ -369,7 +381,6 @@ class CardCaptured(_PlayerEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
         if self.source is not None:
             object.__setattr__(self, "source", _name(self.source, "field.capture_source"))
         if self.confidence is not None:
@@ -386,36 +397,24 @@ class CardCaptured(_PlayerEvent):
             alts = tuple(_card_text(c, "field.alternative_card") for c in alts)
             object.__setattr__(self, "alternatives", alts or None)
 
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.card_captured", player=self.player, card=CardCode(self.card))
-
 
 @dataclass(frozen=True)
-class CaptureChecked(_PlayerEvent):
+class CaptureChecked(_CardEvent):
     """A capture flagged for a check was looked at and is right as read."""
 
     type: ClassVar[str] = "capture_checked"
-    card: str = required()
-
-    def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.capture_checked", player=self.player, card=CardCode(self.card))
+    logged: ClassVar[str] = "event.capture_checked"
 
 
 @dataclass(frozen=True)
-class CaptureCorrected(_PlayerEvent):
+class CaptureCorrected(_CardEvent):
     """A misread capture: ``card`` was really ``new_card``."""
 
     type: ClassVar[str] = "capture_corrected"
-    card: str = required()
     new_card: str = required()
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
         object.__setattr__(self, "new_card", _card_text(self.new_card, "field.new_card"))
 
     def describe(self, teams: dict | None = None) -> Message:
@@ -428,50 +427,44 @@ class CaptureCorrected(_PlayerEvent):
 
 
 @dataclass(frozen=True)
-class CaptureRemoved(_PlayerEvent):
+class CaptureRemoved(_CardEvent):
+    """A capture taken back (read by mistake: the card is not the player's)."""
+
     type: ClassVar[str] = "capture_removed"
-    card: str = required()
-
-    def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.capture_removed", player=self.player, card=CardCode(self.card))
+    logged: ClassVar[str] = "event.capture_removed"
 
 
 @dataclass(frozen=True)
-class KoiCalled(_PlayerEvent):
-    """``source`` ("camera"): read from the table (play going on), not tapped."""
+class _CallEvent(_PlayerEvent):
+    """A Koi or a Stop; ``source`` ("camera"): read from the table, not tapped. ``logged``:
+    its log line's message ids, tapped and read."""
+
+    logged: ClassVar[tuple[str, str]] = ("", "")
+    source: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_source(self)
+
+    def describe(self, teams: dict | None = None) -> Message:
+        tapped, read = self.logged
+        return Message(read if self.source == "camera" else tapped, player=self.player)
+
+
+@dataclass(frozen=True)
+class KoiCalled(_CallEvent):
+    """A Koi call: play goes on (read from the table: play going on after a new yaku)."""
 
     type: ClassVar[str] = "koi_called"
-    source: str | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
-        _check_source(self)
-
-    def describe(self, teams: dict | None = None) -> Message:
-        if self.source == "camera":
-            return Message("event.koi_read", player=self.player)
-        return Message("event.koi_called", player=self.player)
+    logged: ClassVar[tuple[str, str]] = ("event.koi_called", "event.koi_read")
 
 
 @dataclass(frozen=True)
-class StopCalled(_PlayerEvent):
-    """``source`` ("camera"): read from the table (the cards being gathered), not tapped."""
+class StopCalled(_CallEvent):
+    """A Stop: the round ends (read from the table: the cards being gathered)."""
 
     type: ClassVar[str] = "stop_called"
-    source: str | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
-        _check_source(self)
-
-    def describe(self, teams: dict | None = None) -> Message:
-        if self.source == "camera":
-            return Message("event.stop_read", player=self.player)
-        return Message("event.stop_called", player=self.player)
+    logged: ClassVar[tuple[str, str]] = ("event.stop_called", "event.stop_read")
 
 
 @dataclass(frozen=True)
@@ -482,25 +475,15 @@ class HandDeclared(_PlayerEvent):
 
     type: ClassVar[str] = "hand_declared"
     kind: str = required()
-    cards: tuple = ()  # the dealt hand, optional: when given, it must qualify
+    cards: tuple = omitted_when_empty(())  # the dealt hand: when given, it must qualify
 
     def __post_init__(self):
         super().__post_init__()
         if not isinstance(self.kind, str) or not self.kind.strip():
             raise IllegalEvent(Message("refusal.hand_kind"))
         object.__setattr__(self, "kind", self.kind.strip().lower())
-        cards = self.cards
-        if isinstance(cards, str):
-            cards = [c for c in cards.split(",") if c.strip()]
-        if not isinstance(cards, list | tuple):
-            raise IllegalEvent(Message("refusal.declared_hand_list"))
-        object.__setattr__(self, "cards", tuple(_card_text(c, "field.hand_card") for c in cards))
-
-    def to_dict(self) -> dict:
-        data = super().to_dict()
-        if not self.cards:
-            data.pop("cards")
-        return data
+        cards = _card_list(self.cards, "field.hand_card", "refusal.declared_hand_list")
+        object.__setattr__(self, "cards", cards)
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message("event.hand_declared", player=self.player, kind=_hand_kind(self.kind))
@@ -605,11 +588,8 @@ class FieldDealt(Event):
 
 
 @dataclass(frozen=True)
-class Undo(Event):
-    type: ClassVar[str] = "undo"
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.undo")
+class Undo(UndoEvent, Event):
+    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -774,7 +754,7 @@ class MatchOutcome:
 # ---------------------------------------------------------------------------------------------
 
 
-class MatchState:
+class MatchState(GameState):
     """Everything the page and the summary show, as of the last event. Never mutate one:
     ``apply`` builds a new state and keeps the previous one (for ``undo``)."""
 
@@ -818,10 +798,6 @@ class MatchState:
     @property
     def started(self) -> bool:
         return self.rules is not None
-
-    @property
-    def finished(self) -> bool:
-        return self.outcome is not None
 
     @property
     def phase(self) -> str:
@@ -941,34 +917,30 @@ class MatchState:
         lines.extend(f"  warning: {w}" for w in self.warnings)
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.text
-
     def __repr__(self) -> str:
         return f"<MatchState {self.rules_name or '-'} round {self.round_number} {self.phase}>"
 
     # -- copying -----------------------------------------------------------------------------
 
+    COPIED = (
+        "koi",
+        "hands",
+        "card_values",
+        "totals",
+        "rounds_won",
+        "_baseline",
+        "_owner",
+        "_checks",
+        "_hand_keys",
+        "options",
+        "rounds",
+        "_pending",
+        "warnings",
+    )
+
     def _copy(self) -> MatchState:
-        new = MatchState.__new__(MatchState)
-        new.__dict__.update(self.__dict__)
-        new.captures = {p: list(cs) for p, cs in self.captures.items()}
-        for name in (
-            "koi",
-            "hands",
-            "card_values",
-            "totals",
-            "rounds_won",
-            "_baseline",
-            "_owner",
-            "_checks",
-            "_hand_keys",
-            "options",
-        ):
-            setattr(new, name, dict(getattr(self, name)))
-        new.rounds = list(self.rounds)
-        new._pending = list(self._pending)
-        new.warnings = list(self.warnings)
+        new = super()._copy()
+        new.captures = {p: list(cs) for p, cs in self.captures.items()}  # each player's list too
         return new
 
 

@@ -33,6 +33,21 @@ def required(default=""):
     return field(default=default, metadata={"required": True})
 
 
+def omitted_when_empty(default):
+    """An optional field that the event's dict leaves out while it is empty."""
+    return field(default=default, metadata={"omitted_when_empty": True})
+
+
+class UndoEvent:
+    """Both games' ``undo``: takes back the latest effective event (a family's ``Undo`` is
+    ``UndoEvent`` and its own event base)."""
+
+    type: ClassVar[str] = "undo"
+
+    def describe(self, *context) -> Message:
+        return Message("event.undo")
+
+
 @dataclass(frozen=True)
 class EventRecord:
     """Base of all events. A family's base sets ``registry``, ``error`` and the ids of its
@@ -52,7 +67,7 @@ class EventRecord:
         data: dict[str, Any] = {"type": self.type}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or (not value and f.metadata.get("omitted_when_empty")):
                 continue
             if isinstance(value, tuple):
                 value = list(value)
@@ -118,6 +133,30 @@ class EventRecord:
 # ---------------------------------------------------------------------------------------------
 # A state's history: its effective events and, for undo, the states before it
 # ---------------------------------------------------------------------------------------------
+
+
+class GameState:
+    """What both games' states share: a state is never changed once built (``apply`` changes
+    a ``_copy``), prints as its ``text`` and is finished once it has an ``outcome``. A game
+    names in ``COPIED`` the lists and dicts an event may change in place; ``_copy`` copies
+    those, and shares every other value."""
+
+    COPIED: ClassVar[tuple[str, ...]] = ()
+    outcome = None
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _copy(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name in self.COPIED:
+            setattr(new, name, getattr(self, name).copy())
+        return new
 
 
 class EventLog(Sequence):

@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.game.events import EventLog, EventRecord, remember, replay_log, required, undo
+from companion.game.events import (
+    EventLog,
+    EventRecord,
+    GameState,
+    UndoEvent,
+    remember,
+    replay_log,
+    required,
+    undo,
+)
 from companion.game.messages import Listing, Message
 
 __all__ = [
@@ -536,11 +545,8 @@ class RoundScored(Event):
 
 
 @dataclass(frozen=True)
-class Undo(Event):
-    type: ClassVar[str] = "undo"
-
-    def describe(self, names: dict | None = None) -> Message:
-        return Message("event.undo")
+class Undo(UndoEvent, Event):
+    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,7 +554,7 @@ class Undo(Event):
 # ---------------------------------------------------------------------------------------------
 
 
-class HanamikojiState:
+class HanamikojiState(GameState):
     """A match as of its last event. Never mutated: ``apply`` returns a new one."""
 
     game = "hanamikoji"
@@ -571,10 +577,6 @@ class HanamikojiState:
     @property
     def started(self) -> bool:
         return bool(self.names)
-
-    @property
-    def finished(self) -> bool:
-        return self.outcome is not None
 
     @property
     def phase(self) -> str:
@@ -681,19 +683,10 @@ class HanamikojiState:
             )
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.text
-
     def __repr__(self) -> str:
         return f"<HanamikojiState round {self.round_number} {self.phase}>"
 
-    def _copy(self) -> HanamikojiState:
-        new = HanamikojiState.__new__(HanamikojiState)
-        new.__dict__.update(self.__dict__)
-        new.names = dict(self.names)
-        new.rounds = list(self.rounds)
-        new.warnings = list(self.warnings)
-        return new
+    COPIED = ("names", "rounds", "warnings")
 
 
 def round_lines(r: RoundResult, names: dict) -> list[str]:

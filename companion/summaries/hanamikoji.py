@@ -8,7 +8,6 @@ inlined ``summary.css`` as Koi-Koi), PDF and JSON.
 
 from __future__ import annotations
 
-import datetime
 import json
 from dataclasses import asdict, dataclass, field
 
@@ -80,19 +79,8 @@ class HanamikojiSummary:
     def render_html(self, *, back_url: str | None = None, lang: str = "en") -> str:
         """The printable page (as Koi-Koi's: ``companion.summaries.koikoi.render_html``), its
         words in ``lang`` (en, fr, ja)."""
-        from markupsafe import Markup
-
-        lang = lang if lang in printable.SUMMARY_LANGUAGES else "en"
-        template = printable.environment(lang).get_template(TEMPLATE_NAME)
-        return template.render(
-            lang=lang,
-            s=self,
-            totals=self.points,
-            css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
-            colours=printable.PLAYER_COLOURS,
-            back_url=back_url,
-            started=printable.date_text(self.created_at) if self.created_at else "",
-            printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        return printable.render_page(
+            TEMPLATE_NAME, self, lang=lang, back_url=back_url, totals=self.points
         )
 
     def render_pdf(self, *, use_chromium: bool = True, timeout: float = 60) -> bytes:
