@@ -466,3 +466,67 @@ def test_a_refusal_opens_with_a_capital_in_every_language_and_quotes_a_sentence_
     assert over == "The match is over (Aki wins the match: 6); nothing more can be recorded."
     assert said_with(over, french.get, "fr") == "Finie (Aki gagne : 6)."
     assert pickle.loads(pickle.dumps(over)).params["outcome"].unstopped
+
+
+def _post(client, store, match_id, path="events", **fields):
+    import uuid
+
+    page = client.get("/").get_data(as_text=True)
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    data = {
+        "csrf_token": token,
+        "request_id": uuid.uuid4().hex,
+        "expected_seq": store.last_seq(match_id),
+        **fields,
+    }
+    return client.post(f"/matches/{match_id}/{path}", data=data, headers={"HX-Request": "true"})
+
+
+@pytest.mark.parametrize(
+    ("lang", "held", "no_round"),
+    [
+        (
+            "en",
+            "Aki already holds 01-1 (Crane and Sun) this round.",
+            "No round is in progress: start round 1 before recording captures.",
+        ),
+        (
+            "fr",
+            "Aki a déjà pris Grue et soleil (01-1) dans cette manche.",
+            "Aucune manche n’est en cours\u00a0: commencez la manche 1 avant de noter des prises.",
+        ),
+        (
+            "ja",
+            "Akiはこの回ですでに松に鶴（01-1）を取っています。",
+            "進行中の回がありません：取り札の記録の前に第1回を始めてください。",
+        ),
+    ],
+)
+def test_the_tablet_shows_a_refusal_in_its_language(client, store, lang, held, no_round):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client.get(f"/?lang={lang}")
+    capture = {"type": "card_captured", "player": "Aki", "card": "01-1"}
+    refused = _post(client, store, match_id, **capture)
+    assert refused.status_code == 400 and no_round in refused.get_data(as_text=True)
+    _post(client, store, match_id, type="round_started")
+    assert _post(client, store, match_id, **capture).status_code == 200
+    refused = _post(client, store, match_id, **capture)
+    assert refused.status_code == 400 and held in refused.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "Aki already has 1 items before Ayane."),
+        ("fr", "Aki a déjà 1 objets devant Ayane."),
+        ("ja", "AkiはすでにAyaneの前にアイテムを1枚置いています。"),
+    ],
+)
+def test_a_hanamikoji_refusal_in_the_page_language(client, store, lang, said):
+    match_id = store.create_hanamikoji_match(["Aki", "Ben"])
+    client.get(f"/?lang={lang}")
+    item = {"type": "items_set", "player": "A", "geisha": "ayane", "count": 1}
+    assert _post(client, store, match_id, "hanamikoji/events", **item).status_code == 200
+    refused = _post(client, store, match_id, "hanamikoji/events", **item)
+    assert refused.status_code == 400
+    assert said in refused.get_data(as_text=True)

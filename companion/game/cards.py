@@ -584,7 +584,7 @@ def spoken_names(card: Card) -> dict:
     """The card's names by language code as a sentence says them. In Japanese, a standard
     card is written in kanji (松に鶴) unless its deck gives it a Japanese name of its own; a
     deck's own card with no Japanese name is named in English."""
-    names = dict(card.names)
+    names = dict(getattr(card, "names", None) or {})
     standard = STANDARD_DECK.card(card.code).names
     if names.get("ja") == standard.get("ja"):
         same = names.get("en") == standard.get("en")
