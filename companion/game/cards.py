@@ -349,7 +349,7 @@ def _standard_cards() -> list[Card]:
 def card_name_in(card: Card, lang: str) -> str:
     """A card's name in ``lang`` (its English one where its deck has none). In Japanese, a
     standard card is written in kanji (松に鶴), not in the deck's romaji."""
-    names = card.names or {}
+    names = getattr(card, "names", None) or {}
     standard = STANDARD_DECK.card(card.code).names
     if lang == "ja" and names.get("ja") == standard.get("ja"):  # no Japanese name of its own
         if names.get("en") == standard.get("en"):
