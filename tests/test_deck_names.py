@@ -159,3 +159,31 @@ def test_replay_text_names_the_captures_by_the_taught_deck(ferme):
     text = report.text(card_words(taught))
     assert "A: Broadfork (01-1), Ivy Orange Lantern (01-2); B: -" in text
     assert "check: Ivy Orange Lantern (01-2)" in text
+
+
+def test_run_records_the_names_of_the_deck_it_was_taught(store, tmp_path):
+    """What ``run --deck NAME`` writes into the match it starts: a deck added with its own
+    names file (four scans: a partial deck, quick to add)."""
+    import shutil
+
+    from companion.cli.live import card_words, live_detector, taught_deck_names
+    from companion.recognizer import DEFAULT_MODEL
+    from companion.recognizer.decks import add_deck
+    from companion.simulator import synth
+
+    if not DEFAULT_MODEL.is_file():
+        pytest.skip("no committed model")
+    try:
+        source = Path(synth.resolve_deck_dir("traditional-ngs"))
+    except synth.SynthError:
+        pytest.skip("no ../shared/decks")
+    scans = tmp_path / "scans"
+    scans.mkdir()
+    for code in ("01-1", "01-2", "03-1", "08-1"):
+        shutil.copy(source / f"{code}.png", scans / f"{code}.png")
+    add_deck("ferme", scans, tmp_path / "decks", views=4, names_file=FERME)
+    detector = live_detector(None, "ferme", tmp_path / "decks")
+    assert live_detector(None).namer is None and taught_deck_names(live_detector(None)) is None
+    match_id = store.create_match(["Aki", "Ben"], "livret", deck=taught_deck_names(detector))
+    assert store.state(match_id).deck_names.card("01-1").names["fr"] == "Grelinette"
+    assert card_words(detector)("01-2") == "Ivy Orange Lantern (01-2)"

@@ -459,8 +459,11 @@ class Deck:
             raise CardError("The match's deck must be a deck file's names (name, title, cards).")
         for key in data:
             if key not in ("name", "title", "cards"):
-                raise CardError(f"The match's deck has an unknown key {key!r}: it keeps names only.")
-        for code, spec in (data.get("cards") or {}).items() if isinstance(data.get("cards"), dict) else ():
+                raise CardError(
+                    f"The match's deck has an unknown key {key!r}: it keeps names only."
+                )
+        cards = data.get("cards")
+        for code, spec in cards.items() if isinstance(cards, dict) else ():
             if isinstance(spec, dict) and set(spec) - {"names"}:
                 raise CardError(f"The match's deck gives card {code!r} more than its names.")
         return cls.from_dict(data, "of the match")
