@@ -256,6 +256,10 @@ def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
     decider.step(table, match, seats={"A": "A", "B": "B"})
     assert decider.proposal.kind == "redeal"
     assert decider.proposal.text.id == "warning.redeal_month"
+    # what the tablet shows from the camera: the proposal, no reading against a tap standing
+    assert decider.shown == decider.proposal
+    decider.notice = Message("camera.table_shows_koi", player="A")
+    assert decider.shown.kind == "reading" and decider.shown.text.id == "camera.table_shows_koi"
 
 
 class _Camera:

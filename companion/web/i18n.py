@@ -59,10 +59,9 @@ def switch_url(lang: str) -> str:
 def card_name(card) -> str:
     """A card's name in the page's language (its English one where the deck has none). In
     Japanese, a standard card is written in kanji (松に鶴), not in the deck's romaji."""
-    from companion.game.cards import spoken_names
+    from companion.game.cards import card_name_in
 
-    names = spoken_names(card)
-    return names.get(language()) or names.get("en") or card.code
+    return card_name_in(card, language())
 
 
 def say(value, deck=None) -> str:
