@@ -34,14 +34,14 @@ PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 # What a refusal quotes as the program reads it (an event type, a deck file's key, a path,
 # 'back') stays as it is in every language: quoted or bracketed, or written with _ . or / inside.
 CODE = re.compile(r"'[^']*'|(?<!\S)\.\w+|\[[^\]]*\]|\{[^}]*\}|\S*\w[_./]\w\S*|\b[A-Z]{4,}\b")
-DECK_KEYS = {"base", "cards", "names", "roles", "add_roles"}
+DECK_KEYS = {"name", "title", "base", "cards", "names", "roles", "add_roles"}
 
 
 def code_words(message_id: str, english: str) -> set:
     """The words of an English template that are code, not English."""
     english = PLACEHOLDER.sub("", english)
     words = {w for literal in CODE.findall(english) for w in re.findall(r"[A-Za-z]+", literal)}
-    if message_id.startswith("refusal.deck"):
+    if message_id.startswith(("refusal.deck", "refusal.match_deck")):
         words |= {w for w in DECK_KEYS if re.search(rf"\b{w}\b", english)}
     return words
 

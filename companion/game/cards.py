@@ -461,16 +461,14 @@ class Deck:
         """The deck ``names_data`` wrote (checked as a deck file is; only names, no ``base`` or
         roles: a recorded match never makes the program read a file); CardError otherwise."""
         if not isinstance(data, dict):
-            raise CardError("The match's deck must be a deck file's names (name, title, cards).")
+            raise CardError(Message("refusal.match_deck_names"))
         for key in data:
             if key not in ("name", "title", "cards"):
-                raise CardError(
-                    f"The match's deck has an unknown key {key!r}: it keeps names only."
-                )
+                raise CardError(Message("refusal.match_deck_key", key=repr(key)))
         cards = data.get("cards")
         for code, spec in cards.items() if isinstance(cards, dict) else ():
             if isinstance(spec, dict) and set(spec) - {"names"}:
-                raise CardError(f"The match's deck gives card {code!r} more than its names.")
+                raise CardError(Message("refusal.match_deck_card", code=repr(code)))
         return cls.from_dict(data, "of the match")
 
     def with_role(self, role: str) -> list[Card]:

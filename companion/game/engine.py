@@ -262,7 +262,7 @@ class MatchStarted(Event):
             try:
                 Deck.from_names_data(self.deck)
             except CardError as exc:
-                raise IllegalEvent(str(exc)) from None
+                raise IllegalEvent(exc.sentence) from None
         players = self.players
         if isinstance(players, str) or not isinstance(players, list | tuple):
             raise IllegalEvent(Message("refusal.players_list"))

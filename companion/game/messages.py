@@ -516,6 +516,15 @@ _refusal(
         "with a letter)."
     ),
 )
+_refusal(
+    "refusal.match_deck_names",
+    N_("The match's deck must be a deck file's names (name, title, cards)."),
+)
+_refusal(
+    "refusal.match_deck_key",
+    N_("The match's deck has an unknown key %(key)s: it keeps names only."),
+)
+_refusal("refusal.match_deck_card", N_("The match's deck gives card %(code)s more than its names."))
 _template(
     "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"
 )
