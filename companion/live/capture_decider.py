@@ -525,6 +525,14 @@ class CaptureDecider:
             self._captures(table, match, seats, out, settling=True)
         return tuple(out)
 
+    @property
+    def shown(self) -> Proposal | None:
+        """What the tablet shows from the camera: what the table showed against a tap (kind
+        "reading"), else what the camera suggests (a redeal, the next round)."""
+        if self.notice:
+            return Proposal("reading", self.notice)
+        return self.proposal
+
     # -- during a round ----------------------------------------------------------------------
 
     def _round_under_way(self, table: TableState, match, seats: dict, out) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 from companion.detections import Detections
 from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
-from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision, Proposal
+from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision
 from companion.live.tracker import TableState, TableTracker
 from companion.live.zones import CAPTURES, Zones
 
@@ -434,9 +434,7 @@ class LivePipeline:
     def proposal(self):
         """What the table showed against a tap (kind "reading"), else what the camera suggests
         (a redeal, the next round): a sentence the players act on."""
-        if self.decider.notice:
-            return Proposal("reading", self.decider.notice)
-        return self.decider.proposal
+        return self.decider.shown
 
     def crop(self, player: str, card: str) -> np.ndarray | None:
         """The camera's picture of a capture (the latest record of that player and card)."""
