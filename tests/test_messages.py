@@ -333,6 +333,7 @@ GAME_ERRORS = {"IllegalEvent", "HanamikojiError", "CardError", "ScoringError"}
 REFUSING_SOURCES = [
     *sorted((ROOT / "companion" / "game").glob("*.py")),
     ROOT / "companion" / "detections.py",
+    ROOT / "companion" / "store.py",
 ]
 
 
@@ -534,3 +535,19 @@ def test_a_hanamikoji_refusal_in_the_page_language(client, store, lang, said):
     refused = _post(client, store, match_id, "hanamikoji/events", **item)
     assert refused.status_code == 400
     assert said in refused.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "The match changed since this page was loaded; reload and try again."),
+        ("fr", "La partie a changé depuis le chargement de cette page\u00a0; rechargez-la"),
+        ("ja", "このページを開いた後に対局が変わりました。"),
+    ],
+)
+def test_a_stale_page_is_told_so_in_its_language(client, store, lang, said):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client.get(f"/?lang={lang}")
+    assert _post(client, store, match_id, type="round_started").status_code == 200
+    stale = _post(client, store, match_id, type="redeal", expected_seq=0)
+    assert stale.status_code == 409 and said in stale.get_data(as_text=True)
