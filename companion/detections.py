@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from companion.game.cards import ALL_CODES, CardError
+from companion.game.messages import Message
 
 BACK = "back"
 CLASSES: tuple[str, ...] = (*ALL_CODES, BACK)
@@ -24,9 +25,7 @@ def class_id(code: str) -> int:
     try:
         return _CLASS_IDS[code]
     except KeyError:
-        raise CardError(
-            f"Unknown card class {code!r}: expected MM-K (01-1 to 12-4) or 'back'."
-        ) from None
+        raise CardError(Message("refusal.card_class", value=repr(code))) from None
 
 
 def chaff_group(class_ids: np.ndarray) -> np.ndarray:
