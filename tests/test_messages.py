@@ -333,6 +333,7 @@ GAME_ERRORS = {"IllegalEvent", "HanamikojiError", "CardError", "ScoringError"}
 REFUSING_SOURCES = [
     *sorted((ROOT / "companion" / "game").glob("*.py")),
     ROOT / "companion" / "detections.py",
+    ROOT / "companion" / "store.py",
 ]
 
 
@@ -534,3 +535,39 @@ def test_a_hanamikoji_refusal_in_the_page_language(client, store, lang, said):
     refused = _post(client, store, match_id, "hanamikoji/events", **item)
     assert refused.status_code == 400
     assert said in refused.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "The match changed since this page was loaded; reload and try again."),
+        ("fr", "La partie a changé depuis le chargement de cette page\u00a0; rechargez-la"),
+        ("ja", "このページを開いた後に対局が変わりました。"),
+    ],
+)
+def test_a_stale_page_is_told_so_in_its_language(client, store, lang, said):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client.get(f"/?lang={lang}")
+    assert _post(client, store, match_id, type="round_started").status_code == 200
+    stale = _post(client, store, match_id, type="redeal", expected_seq=0)
+    assert stale.status_code == 409 and said in stale.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "both", "same"),
+    [
+        ("en", "give both names", "Two players have the same name; give each a different one."),
+        ("fr", "donnez les deux noms", "Deux joueurs ont le même nom"),
+        ("ja", "2人とも名前を入れてください", "同じ名前のプレイヤーがいます。"),
+    ],
+)
+def test_the_hanamikoji_form_refuses_in_the_page_language(client, store, lang, both, same):
+    client.get(f"/?lang={lang}")
+    page = client.get("/").get_data(as_text=True)
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    form = {"csrf_token": token, "rules": "hanamikoji", "player_1": "Aki", "first": "1"}
+    headers = {"HX-Request": "true"}
+    one_name = client.post("/matches", data={**form, "player_2": ""}, headers=headers)
+    assert one_name.status_code == 400 and both in one_name.get_data(as_text=True)
+    twice = client.post("/matches", data={**form, "player_2": "aki"}, headers=headers)
+    assert twice.status_code == 400 and same in twice.get_data(as_text=True)

@@ -289,6 +289,7 @@ _template("field.capture_source", N_("capture source"), "field")
 _template("field.event_source", N_("%(event)s source"), "field")
 _template("field.winner", N_("winner"), "field")
 _template("field.round_points", N_("round's points"), "field")
+_template("field.title", N_("title"), "field")
 # What cannot be done while no round is under way ("start round 2 before ...").
 _template("action.recording_captures", N_("recording captures"), "action")
 _template("action.checking_captures", N_("checking captures"), "action")
@@ -525,6 +526,15 @@ _refusal(
     N_("The match's deck has an unknown key %(key)s: it keeps names only."),
 )
 _refusal("refusal.match_deck_card", N_("The match's deck gives card %(code)s more than its names."))
+# The match store (companion.store): what the tablet's requests can meet
+_refusal("refusal.stale", N_("The match changed since this page was loaded; reload and try again."))
+_refusal("refusal.no_such_match", N_("There is no match %(n)s in this database."))
+_refusal("refusal.no_matches", N_("There are no matches in this database yet."))
+_refusal(
+    "refusal.control_characters",
+    N_("A %(what)s cannot hold control characters such as %(char)s: %(text)s is refused."),
+)
+_refusal("refusal.title_length", N_("The title must be at most %(most)s characters."))
 _template(
     "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"
 )
