@@ -224,6 +224,67 @@ _template(
     "progress",
 )
 
+# -- teaching a deck from photos (companion.recognizer.photos): what to fix in one photo ------
+# %(name)s is the photo's file name, %(month)s the month's name (a Named), %(n)s a count
+_template(
+    "photo.unreadable",
+    N_("%(name)s is not an image that can be read: save it as JPEG or PNG."),
+    "photo",
+)
+_template(
+    "photo.blurred",
+    N_("%(name)s is blurred: hold the phone still and let it focus on the cards."),
+    "photo",
+)
+_template(
+    "photo.too_many",
+    N_(
+        "%(name)s shows %(n)s cards, not four: lay only %(month)s's four cards on a plain "
+        "table, apart from each other and anything card-shaped."
+    ),
+    "photo",
+)
+_template(
+    "photo.cut_and_counted",
+    N_(
+        "%(name)s shows %(n)s whole cards: a card is cut by the photo's edge; step back so "
+        "that all four of %(month)s's cards are inside the photo."
+    ),
+    "photo",
+)
+_template(
+    "photo.too_few_one",
+    N_(
+        "%(name)s shows 1 card, not four: lay %(month)s's four cards face up, a finger's "
+        "width apart, on a table of another colour than the cards' edges."
+    ),
+    "photo",
+)
+_template(
+    "photo.too_few",
+    N_(
+        "%(name)s shows %(n)s cards, not four: lay %(month)s's four cards face up, a finger's "
+        "width apart, on a table of another colour than the cards' edges."
+    ),
+    "photo",
+)
+_template(
+    "photo.cut",
+    N_(
+        "%(name)s: a card is cut by the photo's edge; step back so that all four of "
+        "%(month)s's cards are inside the photo."
+    ),
+    "photo",
+)
+_template(
+    "photo.too_small",
+    N_(
+        "%(name)s: the cards are too small (%(px)s px long, at least %(need)s needed); come "
+        "closer, or take the photo at a higher resolution."
+    ),
+    "photo",
+)
+
 # -- the camera's sentences (companion.live: the session's state, the decider's proposals) -----
 _template("camera.starting", N_("Starting."), "camera")
 _template("camera.following", N_("Following match %(n)s."), "camera")

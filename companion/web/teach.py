@@ -1,0 +1,553 @@
+"""Teaching a deck on the tablet: twelve photos from the tablet's camera or files, each checked
+as it arrives (its four cards outlined and named, or the one sentence saying what to fix),
+then the deck kept as ``companion deck add NAME --photos DIR`` keeps it (``deck list``,
+``detect --deck NAME`` and ``run --deck NAME`` find it by name).
+
+    GET  /decks/teach                    the page: the taught decks, the twelve months' photos
+    POST /decks/teach/photo              month=1..12, photo=<file>: keep that month's photo and
+                                         check it; answers its month (fragment; 303 to the page
+                                         without htmx). A file that is not a JPEG or PNG photo,
+                                         or of more than PHOTO_MAX_PIXELS, is 4xx with one
+                                         sentence and keeps nothing
+    GET  /decks/teach/photo/<month>.jpg  that month's photo, shrunk for the page
+    POST /decks/teach/names              names=<deck file (TOML)>: the deck's own names, checked
+                                         like a rule file (one sentence); forget=1 drops them
+    POST /decks/teach/reset              forget the photos and names sent so far
+    POST /decks/teach/save               name=NAME: teach the deck from the twelve photos and
+                                         keep it; 4xx with one sentence (nothing kept) while a
+                                         month is missing or needs another take, or the name
+                                         is taken or not a deck name
+    POST /decks/<name>/remove            delete a taught deck
+
+The photos sent so far wait in a folder of their own per browser (``pending_root``: beside
+the decks, ``teaching/<token>``, the token in the signed session cookie), removed once the
+deck is kept, on reset, and when left for ``PENDING_HOURS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import struct
+import threading
+import time
+from pathlib import Path
+
+from flask import (
+    Blueprint,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    send_file,
+    session,
+    url_for,
+)
+from flask_babel import gettext as _
+
+from companion import CompanionError
+from companion.web.i18n import card_name, say
+from companion.web.views import WebError, is_htmx
+
+bp = Blueprint("teach", __name__, url_prefix="/decks")
+
+MONTHS = range(1, 13)
+# A photo's pixels, at most: a 50-megapixel phone's photo passes; a file declaring more (a
+# decompression bomb: a few KB of PNG that decodes to gigabytes) is refused before decoding.
+PHOTO_MAX_PIXELS = 52_000_000
+# The long side a photo is kept at: the cards' references are cut at 256 px a card, which a
+# card on a photo of this size already gives; larger photos only cost time and disk.
+KEPT_LONG_SIDE = 3000
+PREVIEW_LONG_SIDE = 720  # the photo as the page shows it
+PENDING_HOURS = 6  # photos sent but never taught are removed after this long
+MAX_PENDING = 8  # teachings kept at once (browsers); the oldest beyond go
+TOKEN_RE = re.compile(r"^[0-9a-f]{32}$")
+NAMES_FILE = "names.toml"
+# Checking a photo decodes it (some 36 MB for 12 megapixels): two at a time, as many as cores
+_checking = threading.BoundedSemaphore(2)
+_teaching = threading.Lock()  # one deck taught at a time: it takes the machine's cores
+
+
+# ---------------------------------------------------------------------------------------------
+# Where things are kept
+# ---------------------------------------------------------------------------------------------
+
+
+def decks_dir() -> Path:
+    """Where taught decks are kept: the app's ``DECKS_DIR``, else the CLI's default."""
+    from companion.recognizer.decks import default_decks_dir
+
+    configured = current_app.config.get("DECKS_DIR")
+    return Path(configured) if configured else default_decks_dir()
+
+
+def pending_root() -> Path:
+    """Where photos wait between requests: ``teaching`` beside the decks folder."""
+    configured = current_app.config.get("TEACH_PENDING_DIR")
+    return Path(configured) if configured else decks_dir().parent / "teaching"
+
+
+def _token(create: bool) -> str | None:
+    token = session.get("teach")
+    if isinstance(token, str) and TOKEN_RE.fullmatch(token):
+        return token
+    if not create:
+        return None
+    token = session["teach"] = secrets.token_hex(16)
+    return token
+
+
+def pending_dir(create: bool = False) -> Path | None:
+    """This browser's folder of photos sent so far (None when it has sent none)."""
+    token = _token(create)
+    if token is None:
+        return None
+    folder = pending_root() / token
+    if create:
+        _clean_old(pending_root(), keep=folder)
+        try:
+            (folder / "seen").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WebError(
+                _("Cannot keep the photos on this server: %(reason)s.", reason=exc.strerror), 507
+            ) from None
+        os.utime(folder)  # in use: not among the old ones
+    return folder if folder.is_dir() else None
+
+
+def _clean_old(root: Path, keep: Path) -> None:
+    """Remove teachings left for ``PENDING_HOURS``, and the oldest beyond ``MAX_PENDING``."""
+    try:
+        folders = [p for p in root.iterdir() if p.is_dir() and TOKEN_RE.fullmatch(p.name)]
+    except OSError:
+        return
+    now = time.time()
+    folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for rank, folder in enumerate(f for f in folders if f != keep):
+        if rank >= MAX_PENDING - 1 or now - folder.stat().st_mtime > PENDING_HOURS * 3600:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _forget_pending() -> None:
+    folder = pending_dir()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    session.pop("teach", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# A photo as it arrives
+# ---------------------------------------------------------------------------------------------
+
+
+def image_kind_and_size(data: bytes) -> tuple[str, int, int] | None:
+    """("jpg" | "png", width, height) read from a photo's header, without decoding it; None
+    for anything else (or a header that says no size)."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR" and len(data) >= 24:
+        width, height = struct.unpack(">II", data[16:24])
+        return "png", width, height
+    if not data.startswith(b"\xff\xd8"):
+        return None
+    at = 2
+    while at + 4 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD9)):  # markers without a length
+            at += 2
+            continue
+        (length,) = struct.unpack(">H", data[at + 2 : at + 4])
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a frame's header
+            if at + 9 > len(data):
+                return None
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return "jpg", width, height
+        at += 2 + length
+    return None
+
+
+def _month(value) -> int:
+    text = str(value or "").strip()
+    if not (text.isascii() and text.isdigit() and int(text) in MONTHS):
+        raise WebError(_("The request does not say which month (1 to 12) the photo is of."), 400)
+    return int(text)
+
+
+def keep_photo(folder: Path, month: int, data: bytes) -> Path:
+    """Check that ``data`` is a photo and keep it as the month's ``MM.jpg``/``MM.png`` (shrunk
+    to ``KEPT_LONG_SIDE``); WebError with one sentence, keeping nothing, when it will not do."""
+    import cv2
+    import numpy as np
+
+    found = image_kind_and_size(data)
+    if found is None:
+        raise WebError(_("This file is not a photo: send a JPEG or PNG image."), 415)
+    kind, width, height = found
+    if width * height > PHOTO_MAX_PIXELS or width == 0 or height == 0:
+        raise WebError(
+            _(
+                "This photo has too many pixels (%(w)s × %(h)s): at most %(n)s megapixels.",
+                w=width,
+                h=height,
+                n=PHOTO_MAX_PIXELS // 1_000_000,
+            ),
+            413,
+        )
+    with _checking:
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        if image is None:
+            raise WebError(_("This photo cannot be read: save it again as JPEG or PNG."), 400)
+        long_side = max(image.shape[:2])
+        if long_side > KEPT_LONG_SIDE:
+            scale = KEPT_LONG_SIDE / long_side
+            image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+            kind = "jpg"
+            ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 95])
+            data = encoded.tobytes() if ok else data
+    for old in folder.glob(f"{month:02d}.*"):
+        old.unlink(missing_ok=True)
+    path = folder / f"{month:02d}.{kind}"
+    temporary = folder / f".{month:02d}.{kind}.part"
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise WebError(
+            _("Cannot keep the photos on this server: %(reason)s.", reason=exc.strerror), 507
+        ) from None
+    return path
+
+
+def check_photo(folder: Path, month: int, path: Path) -> dict:
+    """Read the month's photo as ``deck add --photos`` does, keep what was seen (the cards'
+    outlines on a shrunk copy, or what to fix) in ``seen/MM.json`` and return it."""
+    import cv2
+
+    from companion.recognizer.photos import read_month_photo
+
+    with _checking:
+        photo = read_month_photo(path, month)
+        seen: dict = {"month": month, "file": path.name}
+        if photo.problem:
+            seen["problem"] = _message_data(photo.problem)
+        if photo.image is not None:
+            image = photo.image
+            scale = min(1.0, PREVIEW_LONG_SIDE / max(image.shape[:2]))
+            small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+            cv2.imwrite(
+                str(folder / "seen" / f"{month:02d}.jpg"), small, [cv2.IMWRITE_JPEG_QUALITY, 82]
+            )
+            seen["size"] = [small.shape[1], small.shape[0]]
+            seen["quads"] = [
+                [[round(float(v) * scale, 1) for v in p] for p in q] for q in photo.quads
+            ]
+    (folder / "seen" / f"{month:02d}.json").write_text(json.dumps(seen))
+    return seen
+
+
+def _message_data(message) -> dict:
+    """A photo's sentence (a Message) as JSON, to be said again in any language."""
+    from companion.game.messages import Message, Named
+
+    if not isinstance(message, Message):
+        return {"text": str(message)}
+    params = {}
+    for key, value in message.params.items():
+        if isinstance(value, Named):
+            params[key] = {"named": str(value), "names": dict(value.names)}
+        else:
+            params[key] = value if isinstance(value, int) else str(value)
+    return {"id": message.id, "params": params}
+
+
+def _said(data: dict) -> str:
+    from companion.game.messages import Message, Named
+
+    if "id" not in data:
+        return str(data.get("text", ""))
+    params = {
+        k: Named(v["named"], v["names"]) if isinstance(v, dict) else v
+        for k, v in data.get("params", {}).items()
+    }
+    try:
+        return say(Message(data["id"], **params))
+    except (ValueError, KeyError, TypeError):  # a sentence this version no longer has
+        return str(data.get("text", ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the page shows
+# ---------------------------------------------------------------------------------------------
+
+
+def _names_deck(folder: Path | None):
+    """The deck that names the slots: the names file sent, else the standard deck."""
+    from companion.game.cards import STANDARD_DECK, Deck
+
+    if folder is not None and (folder / NAMES_FILE).is_file():
+        try:
+            return Deck.load(folder / NAMES_FILE)
+        except CompanionError:
+            pass
+    return STANDARD_DECK
+
+
+def month_label(month: int) -> str:
+    """A month as the photos' sentences name it (March, mars, 3月), in the page's language."""
+    from companion.recognizer.photos import month_named
+    from companion.web.i18n import language
+
+    return month_named(month).in_language(language())
+
+
+def month_view(folder: Path | None, month: int, deck) -> dict:
+    """One month's slot: its photo's state (``empty``, ``good``, ``bad``), its sentence, the
+    cards' outlines (preview pixels) and names."""
+    view = {"month": month, "label": month_label(month), "state": "empty", "problem": ""}
+    if folder is None:
+        return view
+    try:
+        seen = json.loads((folder / "seen" / f"{month:02d}.json").read_text())
+    except (OSError, ValueError):
+        return view
+    view["size"] = seen.get("size")
+    view["has_preview"] = (folder / "seen" / f"{month:02d}.jpg").is_file()
+    view["version"] = int((folder / "seen" / f"{month:02d}.json").stat().st_mtime_ns // 1000)
+    if seen.get("problem"):
+        view.update(state="bad", problem=_said(seen["problem"]))
+        return view
+    cards = []
+    for k, quad in enumerate(seen.get("quads", [])):
+        code = f"{month:02d}-{k + 1}"
+        xs, ys = [p[0] for p in quad], [p[1] for p in quad]
+        cards.append(
+            {
+                "code": code,
+                "slot": k + 1,
+                "name": card_name(deck.card(code)),
+                "points": " ".join(f"{x},{y}" for x, y in quad),
+                "label_x": round(sum(xs) / 4, 1),
+                "label_y": round(sum(ys) / 4, 1),
+            }
+        )
+    view.update(state="good", cards=cards)
+    return view
+
+
+def panel_context() -> dict:
+    folder = pending_dir()
+    deck = _names_deck(folder)
+    views = [month_view(folder, m, deck) for m in MONTHS]
+    names_title = ""
+    if folder is not None and (folder / NAMES_FILE).is_file():
+        names_title = deck.title if hasattr(deck, "title") else ""
+    return {
+        "months": views,
+        "good": sum(v["state"] == "good" for v in views),
+        "names_title": names_title or "",
+        "has_names": folder is not None and (folder / NAMES_FILE).is_file(),
+    }
+
+
+def taught_decks() -> list[dict]:
+    from companion.recognizer.decks import UserDeck, list_decks
+
+    decks = []
+    for name in list_decks(decks_dir()):
+        try:
+            deck = UserDeck.load(name, decks_dir())
+            title = deck.names_deck().title
+        except CompanionError:
+            decks.append({"name": name, "cards": 0, "title": "", "broken": True})
+            continue
+        decks.append({"name": name, "cards": len(deck.codes), "title": title, "broken": False})
+    return decks
+
+
+def _page(**extra):
+    return render_template(
+        "teach.html",
+        decks=taught_decks(),
+        taught=request.args.get("taught", ""),
+        **extra,
+        **panel_context(),
+    )
+
+
+def _back_to_page(fragment: str | None = None, **context):
+    if is_htmx() and fragment:
+        return render_template(fragment, **context)
+    if is_htmx():
+        resp = current_app.response_class("", 204)
+        resp.headers["HX-Redirect"] = url_for("teach.page")
+        return resp
+    return redirect(url_for("teach.page"), 303)
+
+
+# ---------------------------------------------------------------------------------------------
+# Routes
+# ---------------------------------------------------------------------------------------------
+
+
+@bp.get("/teach")
+def page():
+    return _page()
+
+
+@bp.post("/teach/photo")
+def photo():
+    month = _month(request.form.get("month"))
+    upload = request.files.get("photo")
+    data = upload.read() if upload is not None else b""
+    if upload is None or not (data or upload.filename):
+        raise WebError(_("Choose a photo for this month first."), 400)
+    if not data:
+        raise WebError(_("The photo sent is empty: take it again."), 400)
+    folder = pending_dir(create=True)
+    path = keep_photo(folder, month, data)
+    check_photo(folder, month, path)
+    if is_htmx():
+        view = month_view(folder, month, _names_deck(folder))
+        return render_template("_teach_month.html", m=view)
+    return redirect(url_for("teach.page"), 303)
+
+
+@bp.get("/teach/photo/<int:month>.jpg")
+def preview(month: int):
+    folder = pending_dir()
+    path = folder / "seen" / f"{month:02d}.jpg" if folder is not None and month in MONTHS else None
+    if path is None or not path.is_file():
+        raise WebError(_("There is no such page."), 404)
+    resp = send_file(path, mimetype="image/jpeg", max_age=0)
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+@bp.post("/teach/names")
+def names():
+    from companion.game.cards import Deck
+
+    if request.form.get("forget"):
+        folder = pending_dir()
+        if folder is not None:
+            (folder / NAMES_FILE).unlink(missing_ok=True)
+        return _back_to_page("_teach_panel.html", **panel_context())
+    upload = request.files.get("names")
+    data = upload.read() if upload is not None else b""
+    if not data:
+        raise WebError(_("Choose the deck's names file (TOML) first."), 400)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WebError(
+            _("The names file is not text (UTF-8): it is a TOML deck file."), 400
+        ) from None
+    folder = pending_dir(create=True)
+    trial = folder / ".names.toml.part"
+    trial.write_bytes(data)
+    try:
+        Deck.load(trial)  # one sentence for the first mistake, as the CLI says it
+    except CompanionError as exc:
+        trial.unlink(missing_ok=True)
+        raise WebError(_("The names file will not do: %(reason)s", reason=say(exc)), 400) from None
+    os.replace(trial, folder / NAMES_FILE)
+    return _back_to_page("_teach_panel.html", **panel_context())
+
+
+@bp.post("/teach/reset")
+def reset():
+    _forget_pending()
+    return _back_to_page("_teach_panel.html", **panel_context())
+
+
+@bp.post("/teach/save")
+def save():
+    from companion.recognizer.decks import NAME_RE, list_decks
+    from companion.recognizer.photos import PhotoError, read_month_photo, teach_from_photos
+
+    name = (request.form.get("name") or "").strip()
+    if not NAME_RE.fullmatch(name):
+        raise WebError(
+            _("A deck name is lower-case letters, digits, '-' or '_' (up to 40 characters)."), 400
+        )
+    where = decks_dir()
+    if name in list_decks(where):
+        raise WebError(
+            _(
+                "There is already a deck named %(name)s: remove it first, or choose another name.",
+                name=name,
+            ),
+            409,
+        )
+    folder = pending_dir()
+    views = [month_view(folder, m, _names_deck(folder)) for m in MONTHS]
+    missing = [v["label"] for v in views if v["state"] == "empty"]
+    if missing:
+        raise WebError(
+            _(
+                "Send the photo of each month first; missing: %(months)s.",
+                months=", ".join(missing),
+            ),
+            400,
+        )
+    bad = [v["label"] for v in views if v["state"] == "bad"]
+    if bad:
+        raise WebError(
+            _("Take these months' photos again first: %(months)s.", months=", ".join(bad)), 400
+        )
+    if not _teaching.acquire(blocking=False):
+        raise WebError(
+            _("Another deck is being taught on this server: wait until it is done."), 409
+        )
+    existed = (where / name).exists()
+    try:
+        photos = []
+        for month in MONTHS:
+            path = next(p for p in folder.glob(f"{month:02d}.*") if not p.name.startswith("."))
+            photos.append(read_month_photo(path, month))
+        names_file = folder / NAMES_FILE if (folder / NAMES_FILE).is_file() else None
+        deck = teach_from_photos(name, folder, where, names_file, photos=photos)
+    except PhotoError as exc:
+        _remove_partial(where / name, existed)
+        raise WebError(say(exc.problems[0]), 400) from None
+    except (CompanionError, StopIteration) as exc:
+        _remove_partial(where / name, existed)
+        if isinstance(exc, StopIteration):
+            raise WebError(_("Send the photo of each month first."), 400) from None
+        raise
+    except BaseException:
+        _remove_partial(where / name, existed)
+        raise
+    finally:
+        _teaching.release()
+    _forget_pending()
+    target = url_for("teach.page", taught=deck.name)
+    if is_htmx():
+        resp = current_app.response_class("", 204)
+        resp.headers["HX-Redirect"] = target
+        return resp
+    return redirect(target, 303)
+
+
+def _remove_partial(folder: Path, existed: bool) -> None:
+    """Nothing half-kept: a deck folder made by a teaching that failed goes."""
+    if not existed:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@bp.post("/<name>/remove")
+def remove(name: str):
+    from companion.recognizer.decks import remove_deck
+
+    try:
+        remove_deck(name, decks_dir())
+    except CompanionError:
+        raise WebError(_("There is no taught deck named %(name)s.", name=name[:40]), 404) from None
+    return _back_to_page()
