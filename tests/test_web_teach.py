@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import cv2
+import numpy as np
 import pytest
 
 from companion.recognizer import DEFAULT_MODEL
@@ -197,6 +198,13 @@ def test_a_file_that_is_not_a_photo_is_refused_with_one_sentence(app, client):
     # A JPEG's header with nothing decodable after it.
     broken = send(client, token, 2, b"\xff\xd8\xff\xc0\x00\x11\x08\x00\x10\x00\x10" + b"\0" * 40)
     assert broken.status_code == 400 and "cannot be read" in message(broken)
+    # A photo too small to hold a card: its sentence (the CLI's), not a failure.
+    ok, tiny = cv2.imencode(".png", np.zeros((1, 1, 3), np.uint8))
+    answer = send(client, token, 2, tiny.tobytes(), filename="tiny.png", lang="en")
+    assert answer.status_code == 200 and 'data-state="bad"' in answer.get_data(as_text=True)
+    assert "02.png: the cards are too small (1 px long" in html.unescape(
+        answer.get_data(as_text=True)
+    )
     # No month, another month, no file.
     assert send(client, token, 13, b"\xff\xd8").status_code == 400
     empty = client.post(
@@ -204,7 +212,8 @@ def test_a_file_that_is_not_a_photo_is_refused_with_one_sentence(app, client):
         content_type="multipart/form-data",
     )  # fmt: skip
     assert empty.status_code == 400 and "Choose a photo" in message(empty)
-    assert not any(p.name.startswith("02.") for p in pending_files(app))
+    kept = [p.name for p in pending_files(app) if p.parent.name != "seen"]
+    assert kept == ["02.png"]  # the refused files kept nothing
     # Without the page's CSRF token nothing is read.
     from io import BytesIO
 

@@ -158,6 +158,9 @@ def read_month_photo(path: Path, month: int) -> MonthPhoto:
         return photo
     photo.image = image
     h, w = image.shape[:2]
+    if min(h, w) < MIN_CARD_PX:  # no card of MIN_CARD_PX fits (and too few pixels to look in)
+        photo.problem = Message("photo.too_small", name=name, px=min(h, w), need=MIN_CARD_PX)
+        return photo
     found = find_cards(image)
     quads = found.quads
     margin = EDGE_MARGIN * min(h, w)

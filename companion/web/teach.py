@@ -219,6 +219,8 @@ def keep_photo(folder: Path, month: int, data: bytes) -> Path:
         os.replace(temporary, path)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
+        if isinstance(exc, FileNotFoundError):
+            raise
         raise WebError(
             _("Cannot keep the photos on this server: %(reason)s.", reason=exc.strerror), 507
         ) from None
@@ -398,6 +400,12 @@ def _back_to_page(fragment: str | None = None, **context):
 
 @bp.get("/teach")
 def page():
+    from companion.web.auth import can_change
+
+    if can_change():
+        # the token before any photo: twelve photos picked at once are sent side by side, and
+        # each would otherwise start a teaching of its own
+        _token(create=True)
     return _page()
 
 
@@ -411,8 +419,13 @@ def photo():
     if not data:
         raise WebError(_("The photo sent is empty: take it again."), 400)
     folder = pending_dir(create=True)
-    path = keep_photo(folder, month, data)
-    check_photo(folder, month, path)
+    try:
+        path = keep_photo(folder, month, data)
+        check_photo(folder, month, path)
+    except FileNotFoundError:  # "Start again" (or a cleaning) took the folder meanwhile
+        raise WebError(
+            _("The photos were forgotten meanwhile: send this one again."), 409
+        ) from None
     if is_htmx():
         view = month_view(folder, month, _names_deck(folder))
         return render_template("_teach_month.html", m=view)
