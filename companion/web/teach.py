@@ -237,6 +237,7 @@ def check_photo(folder: Path, month: int, path: Path) -> dict:
     with _checking:
         photo = read_month_photo(path, month)
         seen: dict = {"month": month, "file": path.name}
+        (folder / "seen" / f"{month:02d}.jpg").unlink(missing_ok=True)  # the last photo's
         if photo.problem:
             seen["problem"] = _message_data(photo.problem)
         if photo.image is not None:
@@ -250,7 +251,10 @@ def check_photo(folder: Path, month: int, path: Path) -> dict:
             seen["quads"] = [
                 [[round(float(v) * scale, 1) for v in p] for p in q] for q in photo.quads
             ]
-    (folder / "seen" / f"{month:02d}.json").write_text(json.dumps(seen))
+    # written whole, then put in place: a page rendered meanwhile reads the old one or this
+    temporary = folder / "seen" / f".{month:02d}.json.part"
+    temporary.write_text(json.dumps(seen))
+    os.replace(temporary, folder / "seen" / f"{month:02d}.json")
     return seen
 
 
@@ -260,13 +264,13 @@ def _message_data(message) -> dict:
 
     if not isinstance(message, Message):
         return {"text": str(message)}
-    params = {}
+    params = {}  # each parameter as JSON keeps it: a month's name with its translations
     for key, value in message.params.items():
         if isinstance(value, Named):
             params[key] = {"named": str(value), "names": dict(value.names)}
         else:
             params[key] = value if isinstance(value, int) else str(value)
-    return {"id": message.id, "params": params}
+    return {"id": message.id, "params": params, "text": str(message)}
 
 
 def _said(data: dict) -> str:
@@ -320,7 +324,7 @@ def month_view(folder: Path | None, month: int, deck) -> dict:
     except (OSError, ValueError):
         return view
     view["size"] = seen.get("size")
-    view["has_preview"] = (folder / "seen" / f"{month:02d}.jpg").is_file()
+    view["has_preview"] = bool(view["size"]) and (folder / "seen" / f"{month:02d}.jpg").is_file()
     view["version"] = int((folder / "seen" / f"{month:02d}.json").stat().st_mtime_ns // 1000)
     if seen.get("problem"):
         view.update(state="bad", problem=_said(seen["problem"]))
