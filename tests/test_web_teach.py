@@ -96,7 +96,7 @@ def test_the_page_is_linked_from_the_match_list(client):
     assert 'href="/decks/teach"' in client.get("/").get_data(as_text=True)
     page = client.get("/decks/teach?lang=fr").get_data(as_text=True)
     assert "Apprendre un jeu" in page
-    assert page.count('capture="environment"') == 12  # one camera button a month
+    assert page.count('capture="environment"') == 13  # a camera button a month, and the back
 
 
 @needs_decks
@@ -168,11 +168,24 @@ def test_a_photo_with_three_cards_gets_its_sentence_and_nothing_is_kept(app, cli
     # Nothing is taught while a month is missing or needs another take.
     for month in (1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12):
         send(client, token, month, month_photos[month])
+    # The back's place (optional) takes one card lying face down: three cards will not do.
+    back = send(client, token, "back", three, filename="IMG_0042.jpg", lang="en")
+    text = html.unescape(back.get_data(as_text=True))
+    assert 'id="month-back"' in text and 'data-state="bad"' in text
+    assert "back.jpg (the back) shows 3 cards, not one" in text
     refused = client.post("/decks/teach/save?lang=en", data={"csrf_token": token, "name": "mine"})
     assert refused.status_code == 400
-    assert message(refused) == "Take these months' photos again first: March."
+    assert message(refused) == "Take these months' photos again first: March, the back."
     assert list_decks(app.config["DECKS_DIR"]) == []
     assert not (Path(app.config["DECKS_DIR"]) / "mine").exists()
+    one = jpeg(render_month_photo(78, SOURCE_DECK, 5, cards=1, **SIZE).image)
+    back = send(client, token, "back", one).get_data(as_text=True)
+    assert 'data-state="good"' in back and back.count('class="card-outline"') == 1
+    gone = client.post(
+        "/decks/teach/back/remove", data={"csrf_token": token}, headers={"HX-Request": "true"}
+    )
+    assert 'data-state="empty"' in gone.get_data(as_text=True)
+    assert not [p for p in pending_files(app) if p.name.startswith("back")]
 
 
 def png_header(width: int, height: int) -> bytes:

@@ -285,6 +285,59 @@ _template(
     "photo",
 )
 
+# the photo of the deck's back: one card lying face down
+_template(
+    "photo.back_unreadable",
+    N_("%(name)s (the back) is not an image that can be read: save it as JPEG or PNG."),
+    "photo",
+)
+_template(
+    "photo.back_cut",
+    N_(
+        "%(name)s (the back): the card is cut by the photo's edge; step back so that the whole "
+        "card is inside the photo."
+    ),
+    "photo",
+)
+_template(
+    "photo.back_blurred",
+    N_("%(name)s (the back) is blurred: hold the phone still and let it focus."),
+    "photo",
+)
+_template(
+    "photo.back_cards",
+    N_(
+        "%(name)s (the back) shows %(n)s cards, not one: lay one card of the deck face down, "
+        "alone on a table of another colour than its edge."
+    ),
+    "photo",
+)
+_template(
+    "photo.back_no_card",
+    N_(
+        "%(name)s (the back) shows no card: lay one card of the deck face down, alone on a "
+        "table of another colour than its edge."
+    ),
+    "photo",
+)
+_template(
+    "photo.back_too_small",
+    N_(
+        "%(name)s (the back): the card is too small (%(px)s px long, at least %(need)s "
+        "needed); come closer."
+    ),
+    "photo",
+)
+
+_template(
+    "photo.back_is_a_face",
+    N_(
+        "%(name)s shows the face of %(code)s, not the deck's back: photograph one card lying "
+        "face down."
+    ),
+    "photo",
+)
+
 # -- the camera's sentences (companion.live: the session's state, the decider's proposals) -----
 _template("camera.starting", N_("Starting."), "camera")
 _template("camera.following", N_("Following match %(n)s."), "camera")

@@ -253,7 +253,7 @@ class BackPicture:
 
 def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
     """Read a photo of one card of the deck lying face down: (the back, "") or (None, one
-    sentence saying what to fix)."""
+    sentence saying what to fix, a Message)."""
     path = Path(path)
     name = path.name
     try:
@@ -262,8 +262,10 @@ def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
         data = np.zeros(0, np.uint8)
     image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if image is None:
-        return None, f"{name} (the back) is not an image that can be read: save it as JPEG or PNG."
+        return None, Message("photo.back_unreadable", name=name)
     h, w = image.shape[:2]
+    if min(h, w) < MIN_CARD_PX:  # no card of MIN_CARD_PX fits
+        return None, Message("photo.back_too_small", name=name, px=min(h, w), need=MIN_CARD_PX)
     quads = find_cards(image).quads
     margin = EDGE_MARGIN * min(h, w)
     inside = [
@@ -274,22 +276,16 @@ def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
     ]  # fmt: skip
     if len(quads) != 1 or len(inside) != 1:
         if len(quads) == 1 or (not quads.size and _touches_edge(image)):
-            return None, (
-                f"{name} (the back): the card is cut by the photo's edge; step back so that "
-                "the whole card is inside the photo."
-            )
+            return None, Message("photo.back_cut", name=name)
         if _blurred_photo(image) and not len(quads):
-            return None, f"{name} (the back) is blurred: hold the phone still and let it focus."
-        shows = f"{len(quads)} cards, not one" if len(quads) else "no card"
-        return None, (
-            f"{name} (the back) shows {shows}: lay one card of the deck face down, alone on a "
-            "table of another colour than its edge."
-        )
+            return None, Message("photo.back_blurred", name=name)
+        if len(quads):
+            return None, Message("photo.back_cards", name=name, n=len(quads))
+        return None, Message("photo.back_no_card", name=name)
     quad = quads[0]
     if _long_side(quad) < MIN_CARD_PX:
-        return None, (
-            f"{name} (the back): the card is too small ({_long_side(quad):.0f} px long, at "
-            f"least {MIN_CARD_PX} needed); come closer."
+        return None, Message(
+            "photo.back_too_small", name=name, px=round(_long_side(quad)), need=MIN_CARD_PX
         )
     return BackPicture(name, rectify(image, quad, FACE_HEIGHT), image, quad), ""
 

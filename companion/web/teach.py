@@ -4,12 +4,14 @@ then the deck kept as ``companion deck add NAME --photos DIR`` keeps it (``deck 
 ``detect --deck NAME`` and ``run --deck NAME`` find it by name).
 
     GET  /decks/teach                    the page: the taught decks, the twelve months' photos
-    POST /decks/teach/photo              month=1..12, photo=<file>: keep that month's photo and
-                                         check it; answers its month (fragment; 303 to the page
-                                         without htmx). A file that is not a JPEG or PNG photo,
+    POST /decks/teach/photo              month=1..12 or back, photo=<file>: keep that month's
+                                         photo (or the deck's back: one card face down, optional)
+                                         and check it; answers its place (fragment; 303 to the
+                                         page without htmx). A file that is not a JPEG or PNG photo,
                                          or of more than PHOTO_MAX_PIXELS, is 4xx with one
                                          sentence and keeps nothing
-    GET  /decks/teach/photo/<month>.jpg  that month's photo, shrunk for the page
+    GET  /decks/teach/photo/<slot>.jpg   that month's (or the back's) photo, shrunk for the page
+    POST /decks/teach/back/remove        teach the deck without the back's photo
     POST /decks/teach/names              names=<deck file (TOML)>: the deck's own names, checked
                                          like a rule file (one sentence); forget=1 drops them
     POST /decks/teach/reset              forget the photos and names sent so far
@@ -55,6 +57,7 @@ from companion.web.views import WebError, is_htmx
 bp = Blueprint("teach", __name__, url_prefix="/decks")
 
 MONTHS = range(1, 13)
+BACK = "back"  # the place of the deck's back among the months' (its photo: ``back.jpg``)
 # A photo's pixels, at most: a 50-megapixel phone's photo passes; a file declaring more (a
 # decompression bomb: a few KB of PNG that decodes to gigabytes) is refused before decoding.
 PHOTO_MAX_PIXELS = 52_000_000
@@ -172,15 +175,23 @@ def image_kind_and_size(data: bytes) -> tuple[str, int, int] | None:
     return None
 
 
-def _month(value) -> int:
+def _slot(value) -> int | str:
+    """A photo's place: its month (1 to 12), or ``BACK``."""
     text = str(value or "").strip()
-    if not (text.isascii() and text.isdigit() and int(text) in MONTHS):
+    if text == BACK:
+        return BACK
+    if not (text.isascii() and text.isdigit() and len(text) <= 2 and int(text) in MONTHS):
         raise WebError(_("The request does not say which month (1 to 12) the photo is of."), 400)
     return int(text)
 
 
-def keep_photo(folder: Path, month: int, data: bytes) -> Path:
-    """Check that ``data`` is a photo and keep it as the month's ``MM.jpg``/``MM.png`` (shrunk
+def _stem(slot: int | str) -> str:
+    """A place's file name without its type: ``03`` for March, ``back`` for the back."""
+    return BACK if slot == BACK else f"{slot:02d}"
+
+
+def keep_photo(folder: Path, slot: int | str, data: bytes) -> Path:
+    """Check that ``data`` is a photo and keep it as the place's ``MM.jpg``/``MM.png`` (shrunk
     to ``KEPT_LONG_SIDE``); WebError with one sentence, keeping nothing, when it will not do."""
     import cv2
     import numpy as np
@@ -210,10 +221,11 @@ def keep_photo(folder: Path, month: int, data: bytes) -> Path:
             kind = "jpg"
             ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 95])
             data = encoded.tobytes() if ok else data
-    for old in folder.glob(f"{month:02d}.*"):
+    stem = _stem(slot)
+    for old in folder.glob(f"{stem}.*"):
         old.unlink(missing_ok=True)
-    path = folder / f"{month:02d}.{kind}"
-    temporary = folder / f".{month:02d}.{kind}.part"
+    path = folder / f"{stem}.{kind}"
+    temporary = folder / f".{stem}.{kind}.part"
     try:
         temporary.write_bytes(data)
         os.replace(temporary, path)
@@ -227,34 +239,37 @@ def keep_photo(folder: Path, month: int, data: bytes) -> Path:
     return path
 
 
-def check_photo(folder: Path, month: int, path: Path) -> dict:
-    """Read the month's photo as ``deck add --photos`` does, keep what was seen (the cards'
+def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
+    """Read the place's photo as ``deck add --photos`` does, keep what was seen (the cards'
     outlines on a shrunk copy, or what to fix) in ``seen/MM.json`` and return it."""
     import cv2
+    import numpy as np
 
-    from companion.recognizer.photos import read_month_photo
+    from companion.recognizer.photos import back_photo_problem, read_month_photo
 
+    stem = _stem(slot)
     with _checking:
-        photo = read_month_photo(path, month)
-        seen: dict = {"month": month, "file": path.name}
-        (folder / "seen" / f"{month:02d}.jpg").unlink(missing_ok=True)  # the last photo's
-        if photo.problem:
-            seen["problem"] = _message_data(photo.problem)
-        if photo.image is not None:
-            image = photo.image
+        if slot == BACK:
+            back, problem = back_photo_problem(path)
+            image = cv2.imdecode(np.fromfile(str(path), np.uint8), cv2.IMREAD_COLOR)
+            quads = [back.quad] if back is not None else []
+        else:
+            photo = read_month_photo(path, slot)
+            image, quads, problem = photo.image, photo.quads, photo.problem
+        seen: dict = {"slot": stem, "file": path.name}
+        (folder / "seen" / f"{stem}.jpg").unlink(missing_ok=True)  # the last photo's
+        if problem:
+            seen["problem"] = _message_data(problem)
+        if image is not None:
             scale = min(1.0, PREVIEW_LONG_SIDE / max(image.shape[:2]))
             small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-            cv2.imwrite(
-                str(folder / "seen" / f"{month:02d}.jpg"), small, [cv2.IMWRITE_JPEG_QUALITY, 82]
-            )
+            cv2.imwrite(str(folder / "seen" / f"{stem}.jpg"), small, [cv2.IMWRITE_JPEG_QUALITY, 82])
             seen["size"] = [small.shape[1], small.shape[0]]
-            seen["quads"] = [
-                [[round(float(v) * scale, 1) for v in p] for p in q] for q in photo.quads
-            ]
+            seen["quads"] = [[[round(float(v) * scale, 1) for v in p] for p in q] for q in quads]
     # written whole, then put in place: a page rendered meanwhile reads the old one or this
-    temporary = folder / "seen" / f".{month:02d}.json.part"
+    temporary = folder / "seen" / f".{stem}.json.part"
     temporary.write_text(json.dumps(seen))
-    os.replace(temporary, folder / "seen" / f"{month:02d}.json")
+    os.replace(temporary, folder / "seen" / f"{stem}.json")
     return seen
 
 
@@ -313,31 +328,34 @@ def month_label(month: int) -> str:
     return month_named(month).in_language(language())
 
 
-def month_view(folder: Path | None, month: int, deck) -> dict:
-    """One month's slot: its photo's state (``empty``, ``good``, ``bad``), its sentence, the
-    cards' outlines (preview pixels) and names."""
-    view = {"month": month, "label": month_label(month), "state": "empty", "problem": ""}
+def month_view(folder: Path | None, slot: int | str, deck) -> dict:
+    """One place's view (a month, or the back): its photo's state (``empty``, ``good``,
+    ``bad``), its sentence, the cards' outlines (preview pixels) and names."""
+    stem = _stem(slot)
+    label = _("the back (optional)") if slot == BACK else month_label(slot)
+    view = {"month": slot, "stem": stem, "label": label, "state": "empty", "problem": ""}
     if folder is None:
         return view
     try:
-        seen = json.loads((folder / "seen" / f"{month:02d}.json").read_text())
+        seen = json.loads((folder / "seen" / f"{stem}.json").read_text())
     except (OSError, ValueError):
         return view
     view["size"] = seen.get("size")
-    view["has_preview"] = bool(view["size"]) and (folder / "seen" / f"{month:02d}.jpg").is_file()
-    view["version"] = int((folder / "seen" / f"{month:02d}.json").stat().st_mtime_ns // 1000)
+    view["has_preview"] = bool(view["size"]) and (folder / "seen" / f"{stem}.jpg").is_file()
+    view["version"] = int((folder / "seen" / f"{stem}.json").stat().st_mtime_ns // 1000)
     if seen.get("problem"):
         view.update(state="bad", problem=_said(seen["problem"]))
         return view
     cards = []
     for k, quad in enumerate(seen.get("quads", [])):
-        code = f"{month:02d}-{k + 1}"
+        code = BACK if slot == BACK else f"{slot:02d}-{k + 1}"
+        name = _("Back") if slot == BACK else card_name(deck.card(code))
         xs, ys = [p[0] for p in quad], [p[1] for p in quad]
         cards.append(
             {
                 "code": code,
                 "slot": k + 1,
-                "name": card_name(deck.card(code)),
+                "name": name,
                 "points": " ".join(f"{x},{y}" for x, y in quad),
                 "label_x": round(sum(xs) / 4, 1),
                 "label_y": round(sum(ys) / 4, 1),
@@ -351,11 +369,13 @@ def panel_context() -> dict:
     folder = pending_dir()
     deck = _names_deck(folder)
     views = [month_view(folder, m, deck) for m in MONTHS]
+    back = month_view(folder, BACK, deck)
     names_title = ""
     if folder is not None and (folder / NAMES_FILE).is_file():
         names_title = deck.title if hasattr(deck, "title") else ""
     return {
         "months": views,
+        "back": back,
         "good": sum(v["state"] == "good" for v in views),
         "names_title": names_title or "",
         "has_names": folder is not None and (folder / NAMES_FILE).is_file(),
@@ -415,7 +435,7 @@ def page():
 
 @bp.post("/teach/photo")
 def photo():
-    month = _month(request.form.get("month"))
+    slot = _slot(request.form.get("month"))
     upload = request.files.get("photo")
     data = upload.read() if upload is not None else b""
     if upload is None or not (data or upload.filename):
@@ -424,27 +444,39 @@ def photo():
         raise WebError(_("The photo sent is empty: take it again."), 400)
     folder = pending_dir(create=True)
     try:
-        path = keep_photo(folder, month, data)
-        check_photo(folder, month, path)
+        path = keep_photo(folder, slot, data)
+        check_photo(folder, slot, path)
     except FileNotFoundError:  # "Start again" (or a cleaning) took the folder meanwhile
         raise WebError(
             _("The photos were forgotten meanwhile: send this one again."), 409
         ) from None
     if is_htmx():
-        view = month_view(folder, month, _names_deck(folder))
+        view = month_view(folder, slot, _names_deck(folder))
         return render_template("_teach_month.html", m=view)
     return redirect(url_for("teach.page"), 303)
 
 
-@bp.get("/teach/photo/<int:month>.jpg")
-def preview(month: int):
+@bp.get("/teach/photo/<slot>.jpg")
+def preview(slot: str):
     folder = pending_dir()
-    path = folder / "seen" / f"{month:02d}.jpg" if folder is not None and month in MONTHS else None
-    if path is None or not path.is_file():
+    stems = {BACK, *(f"{m:02d}" for m in MONTHS), *(str(m) for m in MONTHS)}
+    if folder is None or slot not in stems:
+        raise WebError(_("There is no such page."), 404)
+    path = folder / "seen" / f"{_stem(_slot(slot))}.jpg"
+    if not path.is_file():
         raise WebError(_("There is no such page."), 404)
     resp = send_file(path, mimetype="image/jpeg", max_age=0)
     resp.headers["Cache-Control"] = "no-store"
     return resp
+
+
+@bp.post("/teach/back/remove")
+def remove_back():
+    folder = pending_dir()
+    if folder is not None:
+        for path in [*folder.glob(f"{BACK}.*"), *(folder / "seen").glob(f"{BACK}.*")]:
+            path.unlink(missing_ok=True)
+    return _back_to_page("_teach_month.html", m=month_view(folder, BACK, _names_deck(folder)))
 
 
 @bp.post("/teach/names")
@@ -515,6 +547,8 @@ def save():
             400,
         )
     bad = [v["label"] for v in views if v["state"] == "bad"]
+    if month_view(folder, BACK, None)["state"] == "bad":
+        bad.append(_("the back"))
     if bad:
         raise WebError(
             _("Take these months' photos again first: %(months)s.", months=", ".join(bad)), 400
@@ -530,7 +564,10 @@ def save():
             path = next(p for p in folder.glob(f"{month:02d}.*") if not p.name.startswith("."))
             photos.append(read_month_photo(path, month))
         names_file = folder / NAMES_FILE if (folder / NAMES_FILE).is_file() else None
-        deck = teach_from_photos(name, folder, where, names_file, photos=photos)
+        backs = [p for p in folder.glob(f"{BACK}.*") if not p.name.startswith(".")]
+        deck = teach_from_photos(
+            name, folder, where, names_file, photos=photos, back_photo=backs[0] if backs else None
+        )
     except PhotoError as exc:
         _remove_partial(where / name, existed)
         raise WebError(say(exc.problems[0]), 400) from None
@@ -538,7 +575,8 @@ def save():
         _remove_partial(where / name, existed)
         if isinstance(exc, StopIteration):
             raise WebError(_("Send the photo of each month first."), 400) from None
-        raise
+        # the deck's own sentence (a back that is a face...), in the page's language
+        raise WebError(say(exc.args[0]) if exc.args else str(exc), 400) from None
     except BaseException:
         _remove_partial(where / name, existed)
         raise

@@ -1,5 +1,6 @@
 // The "Teach a deck" page: several photos picked at once go each to its month (by the number
-// its file name starts with, else in the order picked); the count of good photos and the
+// its file name starts with, else in name order; one named "back..." to the back's place); the
+// count of good photos and the
 // "Teach the deck" button follow the months' answers.
 (function () {
   "use strict";
@@ -9,11 +10,12 @@
   function update() {
     var panel = document.getElementById("teach-panel");
     if (!panel) return;
-    var good = document.querySelectorAll(".month-slot[data-state=good]").length;
+    var good = document.querySelectorAll(".month-slot[data-state=good]:not(.back-slot)").length;
+    var backBad = document.querySelectorAll(".back-slot[data-state=bad]").length > 0;
     var count = document.getElementById("teach-count");
     if (count) count.textContent = (panel.dataset.ofTwelve || "{n} of 12").replace("{n}", good);
     var button = document.getElementById("teach-button");
-    if (button) button.disabled = good < 12;
+    if (button) button.disabled = good < 12 || backBad;
   }
 
   function monthOf(name) {
@@ -36,10 +38,13 @@
     if (!e.target || e.target.id !== "teach-many") return;
     var files = Array.prototype.slice.call(e.target.files || []);
     files.sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
+    var backs = files.filter(function (f) { return /^back/i.test(f.name); });
+    files = files.filter(function (f) { return !/^back/i.test(f.name); });
     var numbered = files.every(function (f) { return monthOf(f.name); });
     files.slice(0, 12).forEach(function (file, i) {
       send(numbered ? monthOf(file.name) : i + 1, file);
     });
+    if (backs.length) send("back", backs[0]);
     e.target.value = "";
   });
 
