@@ -242,8 +242,19 @@ def test_a_file_that_is_not_a_photo_is_refused_with_one_sentence(app, client):
         data={"csrf_token": token, "names": (BytesIO(b"name = 3\n[cards"), "n.toml")},
         content_type="multipart/form-data",
     )
-    assert bad_names.status_code == 400 and message(bad_names).startswith(
-        "The names file will not do:"
+    assert bad_names.status_code == 400
+    assert message(bad_names).startswith("The names file will not do: The deck file n.toml ")
+    # ... its sentence said in the page's language, naming the file as it was sent
+    wrong_slot = b'name = "mine"\nbase = "standard"\n[cards."13-1"]\nnames = { en = "A" }\n'
+    bad_names = client.post(
+        "/decks/teach/names?lang=fr",
+        data={"csrf_token": token, "names": (BytesIO(wrong_slot), "mes noms.toml")},
+        content_type="multipart/form-data",
+    )
+    assert bad_names.status_code == 400
+    assert message(bad_names).startswith("Le fichier des noms ne convient pas : Le fichier de jeu")
+    assert "mes_noms" in message(bad_names) and "'13-1' n’est pas une carte" in message(
+        bad_names
     )
     assert not any(p.name == "names.toml" for p in pending_files(app))
     # A bad deck name and an unknown deck.

@@ -499,13 +499,20 @@ def names():
             _("The names file is not text (UTF-8): it is a TOML deck file."), 400
         ) from None
     folder = pending_dir(create=True)
-    trial = folder / ".names.toml.part"
+    # checked under the name it was sent by (the sentences name the file), in a folder of its own
+    shown = re.sub(r"[^A-Za-z0-9._-]", "_", Path(upload.filename or NAMES_FILE).name)[-60:]
+    shown = shown.lstrip(".") or NAMES_FILE
+    shown = shown if shown.endswith(".toml") else f"{shown}.toml"
+    (folder / ".names").mkdir(exist_ok=True)
+    trial = folder / ".names" / shown
     trial.write_bytes(data)
     try:
         Deck.load(trial)  # one sentence for the first mistake, as the CLI says it
     except CompanionError as exc:
         trial.unlink(missing_ok=True)
-        raise WebError(_("The names file will not do: %(reason)s", reason=say(exc)), 400) from None
+        raise WebError(
+            _("The names file will not do: %(reason)s", reason=say(exc.sentence)), 400
+        ) from None
     os.replace(trial, folder / NAMES_FILE)
     return _back_to_page("_teach_panel.html", **panel_context())
 
@@ -575,8 +582,7 @@ def save():
         _remove_partial(where / name, existed)
         if isinstance(exc, StopIteration):
             raise WebError(_("Send the photo of each month first."), 400) from None
-        # the deck's own sentence (a back that is a face...), in the page's language
-        raise WebError(say(exc.args[0]) if exc.args else str(exc), 400) from None
+        raise  # its sentence (a back that is a face...) said in the page's language
     except BaseException:
         _remove_partial(where / name, existed)
         raise
