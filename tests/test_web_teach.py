@@ -253,9 +253,7 @@ def test_a_file_that_is_not_a_photo_is_refused_with_one_sentence(app, client):
     )
     assert bad_names.status_code == 400
     assert message(bad_names).startswith("Le fichier des noms ne convient pas : Le fichier de jeu")
-    assert "mes_noms" in message(bad_names) and "'13-1' n’est pas une carte" in message(
-        bad_names
-    )
+    assert "mes_noms" in message(bad_names) and "'13-1' n’est pas une carte" in message(bad_names)
     assert not any(p.name == "names.toml" for p in pending_files(app))
     # A bad deck name and an unknown deck.
     assert (
@@ -274,3 +272,16 @@ def test_a_photo_over_the_route_limit_is_refused_before_it_is_read(client):
     # The rest of the page keeps its small limit.
     form = client.post("/decks/teach/save", data={"csrf_token": token, "name": "x" * 70_000})
     assert form.status_code == 413
+
+
+def test_a_read_only_or_unjoined_tablet_sees_the_decks_but_cannot_teach(store, tmp_path):
+    for options in ({"read_only": True}, {"join_code": "1234567890"}):
+        app = create_app(store, testing=True, **options)
+        app.config["DECKS_DIR"] = str(tmp_path / "decks")
+        client = app.test_client()
+        page = client.get("/decks/teach").get_data(as_text=True)
+        assert 'id="taught-decks"' in page and 'id="teach-panel"' not in page
+        token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+        answer = send(client, token, 1, b"\xff\xd8")
+        assert answer.status_code == 403
+        assert pending_files(app) == []
