@@ -628,3 +628,47 @@ _BUILTIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _STANDARD_CARDS = _standard_cards()
 STANDARD_DECK = Deck("standard", _STANDARD_CARDS, "Standard Hanafuda (Nintendo design)")
 ALL_CODES = tuple(c.code for c in STANDARD_DECK)
+
+# Chaff whose face a camera tells from the month's other chaff at a glance in every deck, and
+# which rule sets may score on its own: the lightning (a red storm drawing; the gaji wild
+# card) and December's first chaff (a coloured band across its foot; a double chaff in Korean
+# hwatu). The other chaff of a month differ in a leaf or a printed word only (08-3 and 08-4;
+# 12-3 and 12-4).
+DISTINCT_CHAFF = frozenset({"11-4", "12-2"})
+
+
+def _twin_groups() -> dict[str, tuple[str, ...]]:
+    groups: dict[str, tuple[str, ...]] = {}
+    for card in STANDARD_DECK:
+        if card.category is Category.CHAFF and card.code not in DISTINCT_CHAFF:
+            groups[card.code] = tuple(
+                c.code
+                for c in STANDARD_DECK
+                if c.month == card.month
+                and c.category is Category.CHAFF
+                and c.code not in DISTINCT_CHAFF
+            )
+        else:
+            groups[card.code] = (card.code,)
+    return groups
+
+
+_TWIN_GROUPS = _twin_groups()
+
+
+def twin_group(code: str) -> tuple[str, ...]:
+    """The cards a camera cannot tell from ``code`` and scoring never tells apart, ``code``
+    included, in code order: the plain chaff of its month (``("08-3", "08-4")``), else ``code``
+    alone (a bright, an animal, a ribbon, or a chaff in ``DISTINCT_CHAFF``). The first code
+    stands for the group. Slots, not drawings: a re-skinned deck's names and roles change
+    nothing."""
+    try:
+        return _TWIN_GROUPS[code]
+    except KeyError:
+        return _TWIN_GROUPS[normalize_code(code)]
+
+
+def chaff_twins(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are two different cards of one twin group (``twin_group``): a
+    camera's commonest slip, and one no score depends on."""
+    return a != b and twin_group(a) == twin_group(b)
