@@ -566,6 +566,11 @@ RESCUE_APART_IOU = 0.3
 # more (``UserDeck.accept_similarity``, 0.63 for decks taught from photos): crops of the table,
 # of two cards at once or of a hidden card's sliver lie at 0.5-0.6
 RESCUE_MIN_SIMILARITY = 0.6
+# ... and its outline on the frame's edges: at least two of its sides run along an edge for
+# this share of their length (``rectangles.side_support``). Crops of a hand, a shadow or the
+# table that the deck's flat grounds resemble have none; a card covered in a fanned row still
+# shows its cut edge on two or three sides
+RESCUE_MIN_SIDE_SUPPORT = 0.3
 
 
 def rescue_cards(
@@ -584,7 +589,8 @@ def rescue_cards(
     named by the deck (``namer``), where its crop also lies as near one of the deck's own
     references as the deck's crops of one card lie to each other (``DeckNamer.similarity``
     against ``UserDeck.accept_similarity``): the taught deck, not the classifier, says that
-    a crop shows one whole card. Candidates: every crop the decode looked at
+    a crop shows one whole card, and where two of its sides run along edges of the picture
+    (``rectangles.side_support``): a card's cut edge, not a hand or the table. Candidates: every crop the decode looked at
     (``DecodeTrace.looks``) and the rectangles found by shape (``rectangles.find_cards``)."""
     from companion.detections import iou_matrix
     from companion.recognizer.distance import long_sides
@@ -617,6 +623,11 @@ def rescue_cards(
     # the deck's own references say which crops show one of its cards, whole and centred
     nearest = namer.similarity(crops)
     known = nearest >= max(RESCUE_MIN_SIMILARITY, namer.deck.accept_similarity)
+    if known.any():
+        from companion.recognizer.rectangles import side_support
+
+        sides = np.sort(side_support(image, quads[known]), axis=1)
+        known[known] = sides[:, -2] >= RESCUE_MIN_SIDE_SUPPORT
     quads, rboxes, nearest = quads[known], rboxes[known], nearest[known]
     if len(quads) == 0:
         return det
