@@ -553,7 +553,10 @@ RESCUE_BELOW = 0.6  # a deck whose references the classifier names less sure tha
 # decoder's own bar, ``acceptance.max_none``: lower loses cards of fanned rows, higher adds
 # crops of the table and of two cards at once)...
 RESCUE_MAX_NONE = 0.5
-RESCUE_SIZE = (0.7, 1.4)  # ... where its long side is this near the found cards' median
+# ... where its long side is this near the found cards' median (a table seen 45 degrees from
+# above shows its near cards up to 1.5 times as long as its far ones; wider lets in crops of
+# a card box or of two cards at once)
+RESCUE_SIZE = (0.55, 1.6)
 # ... and its long over short side this near a card's (1.64 seen straight on; a table seen
 # 45 degrees from above shortens one side by up to 0.7)
 RESCUE_ASPECT = (1.1, 2.4)
