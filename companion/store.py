@@ -417,11 +417,14 @@ class MatchStore:
         oya: str | None = None,
         title: str | None = None,
         teams: dict | None = None,
+        deck: dict | None = None,
     ) -> int:
         """Start a match: checks the set-up with the engine and writes its ``match_started``.
 
         ``teams`` ({team name: [members]}, the team names being the ``players``) is for rule
-        sets with the teams option on; without it, 4 players sit 1 & 3 against 2 & 4."""
+        sets with the teams option on; without it, 4 players sit 1 & 3 against 2 & 4.
+        ``deck``: the names of the deck the camera was taught (``cards.Deck.names_data``),
+        kept in the match so that its pages and summary name the cards so."""
         from companion.game import engine
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
@@ -437,7 +440,7 @@ class MatchStore:
         # match_started carries the rule file's text, so that a replay never depends on what
         # the preset says later.
         event = engine.MatchStarted.new(
-            players, rules, rounds=rounds, oya=oya, options=options, teams=teams
+            players, rules, rounds=rounds, oya=oya, options=options, teams=teams, deck=deck
         )
         # The engine's own check: player count, rounds, unknown options, Oya not a player...
         state = engine.apply(None, event)

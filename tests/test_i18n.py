@@ -248,9 +248,9 @@ def test_the_engine_sentences_in_the_page_language(client, store):
     post_event(client, store, match_id, type="card_captured", player="Ben", card="02-3")
     post_event(client, store, match_id, type="card_captured", player="Aki", card="12-1")
     english = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
-    assert "Ben holds 1 card(s) of month 02 (02-3): captures come in pairs" in english
+    assert "Ben holds 1 card(s) of month 02 (Plum Chaff 1 (02-3)): captures come in pairs" in english
     ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
-    assert "Benの02月の札が1枚（02-3）：札は2枚ずつ取るので" in ja
+    assert "Benの02月の札が1枚（梅のカス1 (02-3)）：札は2枚ずつ取るので" in ja
     post_event(client, store, match_id, type="stop_called", player="Aki")
     reason = store.state(match_id).rounds[0].reason
     assert reason.startswith("Aki stops after 1 Koi with ")  # the engine's own words
@@ -445,13 +445,13 @@ def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japa
     en, fr, ja = pages["en"], pages["fr"], pages["ja"]
     assert "Aki stops after 1 Koi with Yonkō 10: 20 points (base 10 x2)" in en
     assert "1 Koi call(s) this round" in en
-    assert "Ben holds 1 card(s) of month 02 (02-3)" in en
+    assert "Ben holds 1 card(s) of month 02 (Plum Chaff 1 (02-3))" in en  # named by the deck
     assert "Aki dit Stop après 1 Koi-Koi avec Yonkō 10\u00a0: 20 points (base 10 ×2)" in fr
     assert "1 Koi-Koi annoncé(s) dans la manche" in fr  # the ledger's multiplier
-    assert "Ben a 1 carte(s) du mois 02 (02-3)" in fr
+    assert "Ben a 1 carte(s) du mois 02 (Prunier simple 1 (02-3))" in fr
     assert "Akiがこいこい1回の後に勝負（四光 10点）：20点（基本点10×2）" in ja
     assert "この回のこいこい1回" in ja
-    assert "Benの02月の札が1枚（02-3）" in ja
+    assert "Benの02月の札が1枚（梅のカス1 (02-3)）" in ja
     assert "Yonkō" not in ja and "四光" in ja  # the ledger's yaku too
     for lang in ("fr", "ja"):
         assert english_leftovers(pages[lang], lang) == []

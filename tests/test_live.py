@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,14 @@ import pytest
 
 from companion import CompanionError
 from companion.detections import Detections, class_id
-from companion.live.events import CaptureDecider, pairs_up, resolve_group
+from companion.live.capture_decider import (
+    CaptureDecider,
+    DeciderSettings,
+    Decision,
+    Reading,
+    pairs_up,
+    resolve_group,
+)
 from companion.live.pipeline import LivePipeline
 from companion.live.sources import LiveSource, SourceError, open_source
 from companion.live.tracker import Arrival, TableTracker
@@ -214,6 +222,113 @@ def test_the_fourth_card_of_a_month_takes_three():
     group = [arrival(i, (f"06-{i}", 0.9)) for i in range(1, 5)]
     assert pairs_up([r[0] for r in resolve_group(group)])
     assert not pairs_up(["06-1", "06-2", "06-3"])
+
+
+# -- the decider's settings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"sure": 1.5},  # a probability above 1
+        {"settle_seconds": -0.1},  # a wait before the card settled
+        {"partner_wait": float("nan")},
+        {"max_combos": 0},  # no reading weighed at all
+        {"alternatives": 2.5},  # a count that is not whole
+        {"laid_after_stop": True},  # a flag where a count goes
+        {"odd_month_odds": 0.5},  # odd months made likelier than pairs
+        {"codes_weighed": ((6, 3), (4, 5))},  # group sizes not growing
+        {"codes_weighed": ((4, 0),)},  # no code weighed
+    ],
+)
+def test_a_decider_setting_out_of_range_is_refused_in_one_sentence(bad):
+    with pytest.raises(CompanionError) as refused:
+        DeciderSettings(**bad)
+    (name,) = bad
+    message = str(refused.value)
+    assert name in message and message.endswith(".") and message.count(". ") == 0
+
+
+def test_every_decider_setting_says_what_moving_it_trades():
+    described = DeciderSettings.describe()
+    names = [f.name for f in dataclasses.fields(DeciderSettings)]
+    assert list(described) == names and len(names) >= 25
+    for name, why in described.items():
+        # one line: what it is, then what more or less of it costs
+        assert why and "\n" not in why and ":" in why, name
+
+
+def test_the_decider_decides_by_its_settings():
+    group = [arrival(1, ("09-1", 0.5), ("08-1", 0.3), ("07-1", 0.1), ("06-1", 0.05))]
+    assert len(resolve_group(group)[0][3]) == 3
+    assert resolve_group(group, settings=DeciderSettings(alternatives=1))[0][3] == ("08-1",)
+    # a doubtful lone card waits for its partner, unless the settings wait for none
+    doubtful = arrival(1, ("08-3", 0.5), ("09-3", 0.45))
+    match = _started_round()
+    seats = {"A": "A", "B": "B"}
+    assert CaptureDecider().step(_arrivals_table([doubtful], 10, 1.0), match, seats=seats) == ()
+    impatient = CaptureDecider(DeciderSettings(partner_wait=0.0))
+    (decided,) = impatient.step(_arrivals_table([doubtful], 10, 1.0), match, seats=seats)
+    assert decided.event.card == "08-3" and decided.event.check
+
+
+def _started_round():
+    from companion.game.engine import replay
+
+    return replay(
+        [
+            {"type": "match_started", "players": ["A", "B"], "rules": "livret", "rounds": 6},
+            {"type": "round_started"},
+        ]
+    )
+
+
+def _arrivals_table(arrivals, frame, time):
+    from companion.live.tracker import TableState
+
+    return TableState(frame=frame, time=time, arrivals={"A": arrivals, "B": []})
+
+
+# -- the decider's decisions ---------------------------------------------------------------
+
+
+def test_a_capture_decision_carries_the_reading_it_was_decided_from():
+    match = _started_round()
+    sure = arrival(7, ("09-1", 0.95), ("09-2", 0.03), since=4)
+    doubtful = arrival(8, ("08-3", 0.5), ("09-3", 0.45), since=5)
+    decisions = CaptureDecider().step(
+        _arrivals_table([sure, doubtful], 12, 1.2), match, seats={"A": "A", "B": "B"}
+    )
+    assert [d.event.type for d in decisions] == ["card_captured", "card_captured"]
+    for decision, track in zip(decisions, (7, 8), strict=True):
+        reading, event = decision.reading, decision.event
+        assert (reading.track, reading.seat) == (track, "A")
+        assert event.player == "A" and event.source == "camera"
+        assert event.card == reading.code
+        assert event.confidence == round(reading.confidence, 3)
+        assert bool(event.check) == reading.check
+        assert event.alternatives == (reading.alternatives or None)
+    assert [d.reading.steady_since for d in decisions] == [4, 5]
+    assert decisions[1].event.card == "09-3"  # paired with the sure 09-1
+
+
+def test_only_a_capture_is_decided_from_a_reading():
+    from companion.game.engine import CardCaptured, CardsRanOut
+
+    reading = Reading(3, "A", "09-1", 0.9, False, ("09-2",), 10)
+    capture = Decision.captured("Aki", reading)
+    assert capture.event.to_dict() == {
+        "type": "card_captured",
+        "player": "Aki",
+        "card": "09-1",
+        "source": "camera",
+        "confidence": 0.9,
+        "alternatives": ["09-2"],
+    }
+    with pytest.raises(ValueError):
+        Decision(CardCaptured(player="Aki", card="09-1"))  # a capture without its card
+    with pytest.raises(ValueError):
+        Decision(CardsRanOut(), reading)
 
 
 # -- the pipeline with a scripted detector and a store ----------------------------------------
@@ -430,7 +545,35 @@ def test_sources_are_named_by_spec(tmp_path):
 
 
 def test_the_decider_does_nothing_without_a_match():
-    assert CaptureDecider().step(TableTracker(ZONES).state, None, {}).events == []
+    assert CaptureDecider().step(TableTracker(ZONES).state, None, seats={}) == ()
+
+
+def test_the_pipeline_records_each_capture_decision_with_its_reading():
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = ScriptedDetector()
+    # one alternative kept per capture (three by default)
+    terse = DeciderSettings(alternatives=1)
+    pipeline = LivePipeline(detector, ZONES, store, match_id, decider_settings=terse)
+    table = Table(pipeline, detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    table.take("08-3")
+    table.put("08-1", 300, 620)
+    table.put("08-3", 330, 620)
+    table.run(10)
+    captured = [e for e in table.events if e.event.type == "card_captured"]
+    assert sorted(e.event.card for e in captured) == ["08-1", "08-3"]
+    assert all(len(e.event.alternatives) == 1 for e in captured)
+    # each stored capture is registered with the card it was read from
+    records = {r.seq: r for r in pipeline.captures}
+    assert sorted(records) == sorted(e.seq for e in captured)
+    for stored in captured:
+        record = records[stored.seq]
+        event = stored.event
+        assert (record.card, record.player, record.check) == (event.card, "Aki", bool(event.check))
+    assert {"08-1", "08-3"} <= set(pipeline.tracker.registered())
 
 
 def test_a_sure_lone_card_is_registered_before_its_partner_and_the_partner_pairs_with_it(live):
@@ -463,10 +606,11 @@ def test_a_doubtful_lone_card_waits_for_its_partner():
     def table(arrivals, frame, time):
         return TableState(frame=frame, time=time, arrivals={"A": arrivals, "B": []})
 
-    assert decider.step(table([doubtful], 10, 1.0), match, {"A": "A", "B": "B"}).events == []
+    seats = {"A": "A", "B": "B"}
+    assert decider.step(table([doubtful], 10, 1.0), match, seats=seats) == ()
     partner = arrival(2, ("09-1", 0.95))
-    out = decider.step(table([doubtful, partner], 12, 1.2), match, {"A": "A", "B": "B"})
-    assert sorted(e["card"] for e in out.events) == ["09-1", "09-3"]
+    decisions = decider.step(table([doubtful, partner], 12, 1.2), match, seats=seats)
+    assert sorted(d.event.card for d in decisions) == ["09-1", "09-3"]
 
 
 @pytest.mark.slow

@@ -218,7 +218,7 @@ def test_warnings_have_a_kind():
 
 
 def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
-    from companion.live.events import CaptureDecider
+    from companion.live.capture_decider import CaptureDecider
     from companion.live.tracker import TableState
 
     match = engine.replay(
@@ -229,7 +229,7 @@ def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
     )
     decider = CaptureDecider()
     table = TableState(frame=1, time=0.1, arrivals={"A": [], "B": []})
-    decider.step(table, match, {"A": "A", "B": "B"})
+    decider.step(table, match, seats={"A": "A", "B": "B"})
     assert decider.proposal is None  # two pairs: nothing to deal again
     match = engine.replay(
         [
@@ -237,9 +237,13 @@ def test_the_camera_proposes_a_redeal_from_the_warnings_kind():
             {"type": "round_started", "field": ["03-1", "03-2", "03-3", "03-4"]},
         ]
     )
-    decider.step(table, match, {"A": "A", "B": "B"})
+    decider.step(table, match, seats={"A": "A", "B": "B"})
     assert decider.proposal.kind == "redeal"
     assert decider.proposal.text.id == "warning.redeal_month"
+    # what the tablet shows from the camera: the proposal, no reading against a tap standing
+    assert decider.shown == decider.proposal
+    decider.notice = Message("camera.table_shows_koi", player="A")
+    assert decider.shown.kind == "reading" and decider.shown.text.id == "camera.table_shows_koi"
 
 
 class _Camera:

@@ -38,6 +38,13 @@ def deck_group():
     "companion/game/decks/ferme-florale.toml), kept with the deck.",
 )
 @click.option(
+    "--back",
+    "back_photo",
+    type=click.Path(dir_okay=False),
+    help="A photo of one card of the deck lying face down: only that back is then called a "
+    "face-down card (default: back.jpg in the --photos folder, or a back.png scan in DIR).",
+)
+@click.option(
     "--definition",
     default="standard",
     show_default=True,
@@ -47,7 +54,7 @@ def deck_group():
 @decks_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print what was stored as JSON.")
 @friendly_errors
-def deck_add(name, image_dir, photo_dir, names_file, definition, decks_dir, as_json):
+def deck_add(name, image_dir, photo_dir, names_file, back_photo, definition, decks_dir, as_json):
     """Add deck NAME from IMAGE_DIR (one scan per card, named like 01-1.png, as in
     ../shared/decks) or from twelve photos (--photos DIR). Takes seconds on a CPU; no
     training."""
@@ -58,14 +65,23 @@ def deck_add(name, image_dir, photo_dir, names_file, definition, decks_dir, as_j
         raise DeckError("Give either a folder of card scans (DIR) or --photos DIR, not both.")
     if photo_dir is not None:
         try:
-            deck = teach_from_photos(name, photo_dir, decks_dir, names_file, definition)
+            deck = teach_from_photos(
+                name, photo_dir, decks_dir, names_file, definition, back_photo=back_photo
+            )
         except PhotoError as exc:
             for problem in exc.problems:  # one sentence a photo to take again
                 click.echo(f"Error: {terminal_safe(problem, keep='')}", err=True)
             click.echo("Nothing was stored.", err=True)
             sys.exit(2)
     else:
-        deck = add_deck(name, image_dir, decks_dir, definition=definition, names_file=names_file)
+        deck = add_deck(
+            name,
+            image_dir,
+            decks_dir,
+            definition=definition,
+            names_file=names_file,
+            back_photo=back_photo,
+        )
     where = decks_dir or default_decks_dir()
     info = {
         "name": deck.name,
@@ -75,6 +91,7 @@ def deck_add(name, image_dir, photo_dir, names_file, definition, decks_dir, as_j
         "seconds": round(deck.seconds, 2),
         "decks_dir": str(where),
         "source": "photos" if photo_dir is not None else "scans",
+        "back": deck.back_embeddings is not None,
     }
     if as_json:
         echo_json(info)
@@ -86,6 +103,8 @@ def deck_add(name, image_dir, photo_dir, names_file, definition, decks_dir, as_j
     )
     if len(deck.codes) < 48:
         click.echo("The other cards keep the recognizer's own names.")
+    if deck.back_embeddings is not None:
+        click.echo("Face down means this deck's back: nothing else is called a back.")
     click.echo(f"Use it with: companion detect --deck {deck.name} IMAGE")
 
 
@@ -106,6 +125,7 @@ def deck_list(decks_dir, as_json):
                     "cards": len(d.codes),
                     "definition": d.definition,
                     "title": d.names_deck().title,
+                    "back": d.back_embeddings is not None,
                 }
                 for d in decks
             ]
@@ -115,7 +135,8 @@ def deck_list(decks_dir, as_json):
         click.echo("No deck added yet: companion deck add NAME --photos DIR.")
     for deck in decks:
         named = "its own names" if deck.definition == "names.toml" else deck.definition
-        click.echo(f"{deck.name}: {len(deck.codes)} cards, named by {named}")
+        back = ", its own back" if deck.back_embeddings is not None else ""
+        click.echo(f"{deck.name}: {len(deck.codes)} cards, named by {named}{back}")
 
 
 @deck_group.command("remove")

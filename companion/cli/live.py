@@ -27,6 +27,29 @@ deck_option = click.option(
 )
 
 
+def taught_deck_names(detector) -> dict | None:
+    """The names of the deck the detector was taught (``--deck``), as a match records them
+    (``cards.Deck.names_data``); None without one."""
+    namer = getattr(detector, "namer", None)
+    return None if namer is None else namer.names.names_data()
+
+
+def card_words(detector):
+    """code -> how the terminal names a card: "its English name (code)" by the deck the
+    detector was taught, None (codes alone) without one."""
+    namer = getattr(detector, "namer", None)
+    if namer is None:
+        return None
+
+    def words(code: str) -> str:
+        try:
+            return f"{namer.names.card(code).name} ({code})"
+        except CompanionError:
+            return code
+
+    return words
+
+
 ZONES_FILE_NAME = "zones.toml"
 
 
@@ -164,11 +187,15 @@ def run_command(
     else:
         spec = f"camera:{camera or 0}"
     source = open_source(spec)
+    taught = taught_deck_names(detector)
     if under_way is None:
-        match_id = store.create_match(players=names, rules=rules_name, rounds=rounds, oya=oya)
+        match_id = store.create_match(
+            players=names, rules=rules_name, rounds=rounds, oya=oya, deck=taught
+        )
+        named = f"; cards named by the deck {deck!r}" if taught else ""
         click.echo(
             f"Started match {match_id} ({rules_name}, {rounds} rounds, players "
-            f"{', '.join(names)}; {oya} is Oya)."
+            f"{', '.join(names)}; {oya} is Oya{named})."
         )
     else:
         click.echo(
@@ -268,7 +295,7 @@ def replay_command(
     if as_json:
         echo_json(report.to_dict())
     else:
-        click.echo(report.text())
+        click.echo(report.text(card_words(detector)))
 
 
 @main.command("bench-pipeline")

@@ -420,6 +420,10 @@ def eval_command(
         f"false positives / image   {fp:.3f}"
         + span("false_positives_per_image", lambda v: f"{v:.3f}")
     )
+    click.echo(
+        f"face-up cards called back {report.faces_called_back}; face-down cards named back "
+        f"{report.backs_named} of {report.backs_to_find}"
+    )
     if report.confused_pairs:
         click.echo(
             "most confused (true -> predicted): "

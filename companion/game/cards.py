@@ -346,6 +346,18 @@ def _standard_cards() -> list[Card]:
     return cards
 
 
+def card_name_in(card: Card, lang: str) -> str:
+    """A card's name in ``lang`` (its English one where its deck has none). In Japanese, a
+    standard card is written in kanji (松に鶴), not in the deck's romaji."""
+    names = getattr(card, "names", None) or {}
+    standard = STANDARD_DECK.card(card.code).names
+    if lang == "ja" and names.get("ja") == standard.get("ja"):  # no Japanese name of its own
+        if names.get("en") == standard.get("en"):
+            return kanji_name(card.code)
+        return names.get("en") or card.code  # a deck's own card, named in English only
+    return names.get(lang) or names.get("en") or card.code
+
+
 class Deck:
     """A named set of 48 card slots with their names and roles.
 
@@ -428,6 +440,33 @@ class Deck:
             for c in self.cards
         ]
         return Deck(other.name, cards, other.title)
+
+    def names_data(self) -> dict:
+        """This deck's names as a deck file's data (name, title, each card's names, no roles):
+        what a match records of the deck the camera was taught (``MatchStarted.deck``), so that
+        its pages and summary name the cards alike later, whatever becomes of the deck."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "cards": {c.code: {"names": dict(c.names)} for c in self.cards},
+        }
+
+    @classmethod
+    def from_names_data(cls, data) -> Deck:
+        """The deck ``names_data`` wrote (checked as a deck file is; only names, no ``base`` or
+        roles: a recorded match never makes the program read a file); CardError otherwise."""
+        if not isinstance(data, dict):
+            raise CardError("The match's deck must be a deck file's names (name, title, cards).")
+        for key in data:
+            if key not in ("name", "title", "cards"):
+                raise CardError(
+                    f"The match's deck has an unknown key {key!r}: it keeps names only."
+                )
+        cards = data.get("cards")
+        for code, spec in cards.items() if isinstance(cards, dict) else ():
+            if isinstance(spec, dict) and set(spec) - {"names"}:
+                raise CardError(f"The match's deck gives card {code!r} more than its names.")
+        return cls.from_dict(data, "of the match")
 
     def with_role(self, role: str) -> list[Card]:
         return [c for c in self.cards if role in c.roles]

@@ -224,8 +224,18 @@ class MatchStarted(Event):
     rounds: int | None = None
     oya: str | None = None
     teams: dict | None = field(default=None, hash=False)
+    # the names of the deck the camera was taught (``Deck.names_data``): what the pages call
+    # the cards; the rules score the same slots
+    deck: dict | None = field(default=None, hash=False)
 
     def __post_init__(self):
+        if self.deck is not None:
+            from companion.game.cards import Deck
+
+            try:
+                Deck.from_names_data(self.deck)
+            except CardError as exc:
+                raise IllegalEvent(str(exc)) from None
         players = self.players
         if isinstance(players, str) or not isinstance(players, list | tuple):
             raise IllegalEvent("The players must be a list of names.")
@@ -255,9 +265,18 @@ class MatchStarted(Event):
 
     @classmethod
     def new(
-        cls, players, rules: str = "livret", *, rounds=None, oya=None, options=None, teams=None
+        cls,
+        players,
+        rules: str = "livret",
+        *,
+        rounds=None,
+        oya=None,
+        options=None,
+        teams=None,
+        deck=None,
     ):
-        """A match_started carrying the preset's current TOML text (what a store should log)."""
+        """A match_started carrying the preset's current TOML text (what a store should log);
+        ``deck``: the taught deck's names (``Deck.names_data``), or None."""
         from companion.game.rules import RuleSet
 
         ruleset = RuleSet.load(rules)
@@ -269,6 +288,7 @@ class MatchStarted(Event):
             rounds=rounds,
             oya=oya,
             teams=teams,
+            deck=deck,
         )
 
     def to_dict(self) -> dict:
@@ -761,6 +781,7 @@ class MatchState:
 
     def __init__(self):
         self.rules = None  # RuleSet, options applied
+        self.deck_names = None  # the taught deck's names (a cards.Deck), when one was recorded
         self.rules_name = ""
         self.options: dict = {}
         self.players: tuple = ()  # the scoring sides (team names when playing in teams)
@@ -795,6 +816,15 @@ class MatchState:
         self._previous: MatchState | None = None  # the state before, for undo (bounded)
 
     # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def shown_deck(self):
+        """The rules' deck under the names of the deck the camera was taught, where the match
+        recorded one (``MatchStarted.deck``): what the players call the cards; the rules
+        score the same slots."""
+        if self.rules is None or self.deck_names is None:
+            return None if self.rules is None else self.rules.deck
+        return self.rules.deck.renamed_by(self.deck_names)
 
     @property
     def started(self) -> bool:
@@ -1008,6 +1038,10 @@ def _match_started(s: MatchState, e: MatchStarted):
         rules = _rules_for(e)
     except CompanionError as exc:
         raise IllegalEvent(str(exc)) from None
+    if e.deck is not None:
+        from companion.game.cards import Deck
+
+        s.deck_names = Deck.from_names_data(e.deck)
     sides = e.players
     if not sides:
         raise IllegalEvent("A match needs players.")
@@ -1271,7 +1305,7 @@ def _hand_declared(s: MatchState, e: HandDeclared):
     points = s.rules.round.instant_win_points
     said = {"side": side, "kind": _hand_kind(e.kind), "what": _hand_what(e.kind)}
     if cards:
-        listed = " ".join(c.code for c in cards)
+        listed = Listing((CardCode(c.code) for c in cards), " ")  # a page names them
         reason = Message("round.declared_cards", **said, cards=listed, points=points)
     else:
         reason = Message("round.declared", **said, points=points)
@@ -1632,7 +1666,7 @@ def _warnings(s: MatchState) -> list[Message]:
         if holds_wild and odd:
             odd = odd[1:]  # the card taken with the wild card is alone in its month
         for m in odd:
-            cards = " ".join(c.code for c in caps if c.month == m)
+            cards = Listing((CardCode(c.code) for c in caps if c.month == m), " ")
             warnings.append(
                 Message(
                     "warning.unpaired_month", player=p, n=months[m], month=f"{m:02d}", cards=cards

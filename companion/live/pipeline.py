@@ -33,7 +33,7 @@ import numpy as np
 
 from companion.detections import Detections
 from companion.game.engine import IllegalEvent
-from companion.live.events import CaptureDecider, Proposal
+from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision
 from companion.live.tracker import TableState, TableTracker, twins
 from companion.live.zones import CAPTURES, Zones
 
@@ -56,7 +56,6 @@ SAME_DEAL = 6
 # whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
 # lower adopts misreads of new cards as old ones, higher records old cards again
 RECOGNISED = 0.25
-SETTLE_AFTER_STOP = 2.0  # seconds a Stop tapped waits for the captures still settling
 
 
 @dataclass
@@ -88,6 +87,7 @@ class LivePipeline:
         window: int = 5,
         refresh: float = REFRESH,
         look_every: float = LOOK_EVERY,
+        decider_settings: DeciderSettings | None = None,
     ):
         self.detector = detector
         self.zones = zones
@@ -95,7 +95,8 @@ class LivePipeline:
         self.match_id = match_id
         self._seats = seats
         self.tracker = TableTracker(zones, window=window)
-        self.decider = CaptureDecider()
+        self.decider_settings = decider_settings or DeciderSettings()
+        self.decider = CaptureDecider(self.decider_settings)
         self.refresh = refresh
         self.look_every = look_every
         self.table: TableState = self.tracker.state
@@ -130,7 +131,7 @@ class LivePipeline:
                 self.match_id = match_id
                 self._seen_seq = 0
                 self.tracker.reset_round()
-                self.decider = CaptureDecider()
+                self.decider = CaptureDecider(self.decider_settings)
                 self._read_as.clear()
                 self._resumed, self._watch_from = False, None
                 self._dealt, self._earlier_round, self._deal_checked = [], False, False
@@ -165,9 +166,7 @@ class LivePipeline:
                     self.tracker.reset_round()
                 elif e.type == "round_started":
                     self._dealt.append(set(e.field))
-            if self._match_state is not None and len(state.rounds) > len(
-                self._match_state.rounds
-            ):
+            if self._match_state is not None and len(state.rounds) > len(self._match_state.rounds):
                 last = events[-1] if events else None
                 tapped_stop = (
                     last is not None
@@ -177,7 +176,7 @@ class LivePipeline:
                 )
                 if tapped_stop and self._still_settling():
                     # the turn's last capture may lie still, not yet decided: decided first
-                    until = self.table.time + SETTLE_AFTER_STOP
+                    until = self.table.time + self.decider_settings.stop_tapped_wait
                     self._settling = (last.seq, last.event.to_dict(), until)
                 else:
                     self.tracker.end_round()
@@ -203,9 +202,9 @@ class LivePipeline:
         )
 
     def _settle_stop(self, frame, seats: dict) -> list:
-        """A Stop tapped while captures were settling: once they lie still (or after
-        ``SETTLE_AFTER_STOP``), those the Stop cut off are recorded before it (the Stop is
-        undone and tapped again after them). Returns the StoredEvents appended."""
+        """A Stop tapped while captures were settling: once they lie still (or after the
+        decider's ``stop_tapped_wait``), those the Stop cut off are recorded before it (the
+        Stop is undone and tapped again after them). Returns the StoredEvents appended."""
         seq, stop, until = self._settling
         waiting = any(self.table.arrivals.values()) or self._still_settling()
         if waiting and self.table.time < until and not self._all_quiet():
@@ -217,10 +216,10 @@ class LivePipeline:
             from companion.game.engine import apply
 
             before = apply(self._match_state, {"type": "undo"})
-            out = self.decider.decide_now(self.table, before, seats)
-            if out.events:
+            decisions = self.decider.decide_now(self.table, before, seats=seats)
+            if decisions:
                 appended.append(self._append({"type": "undo"}))
-                appended += self._append_decided(out, frame, before)
+                appended += self._append_decided(decisions, frame, before)
                 try:
                     appended.append(self._append(stop))
                 except IllegalEvent as exc:
@@ -230,8 +229,10 @@ class LivePipeline:
 
     def _all_quiet(self) -> bool:
         arrivals = [a for group in self.table.arrivals.values() for a in group]
-        return bool(arrivals) and all(self.table.frame > a.quiet_since for a in arrivals) and (
-            not self._still_settling_unsteady()
+        return (
+            bool(arrivals)
+            and all(self.table.frame > a.quiet_since for a in arrivals)
+            and (not self._still_settling_unsteady())
         )
 
     def _still_settling_unsteady(self) -> bool:
@@ -246,7 +247,7 @@ class LivePipeline:
             for t in self.tracker.tracks.values()
         )
 
-    def _append(self, event: dict):
+    def _append(self, event):
         stored = self.store.append(self.match_id, event)
         self._own.add(stored.seq)
         return stored
@@ -312,29 +313,28 @@ class LivePipeline:
             if self._replaying_earlier_round(state):
                 return []
             self._recognise(state)
-            out = self.decider.step(self.table, state, self.seats(state))
-            appended = self._append_decided(out, frame, state)
+            decisions = self.decider.step(self.table, state, seats=self.seats(state))
+            appended = self._append_decided(decisions, frame, state)
             if appended:
                 self._sync()
             return appended
 
-    def _append_decided(self, out, frame, state) -> list:
+    def _append_decided(self, decisions: tuple[Decision, ...], frame, state) -> list:
         """Append the decider's events; register each capture with its physical card."""
         appended = []
-        readings = iter(out.readings)
-        for event in out.events:
-            reading = next(readings) if event["type"] == "card_captured" else None
+        for decision in decisions:
             try:
-                stored = self._append(event)
+                stored = self._append(decision.event)
             except IllegalEvent as exc:  # the tablet got there first, or the round ended
                 self.errors.append(str(exc))
                 continue
             appended.append(stored)
+            reading = decision.reading
             if reading is not None:
                 self.tracker.register(reading.track, reading.seat, reading.code)
                 self.captures.append(
                     CaptureRecord(
-                        player=event["player"],
+                        player=decision.event.player,
                         card=reading.code,
                         seq=stored.seq,
                         steady_frame=reading.steady_since,
@@ -433,9 +433,7 @@ class LivePipeline:
     def proposal(self):
         """What the table showed against a tap (kind "reading"), else what the camera suggests
         (a redeal, the next round): a sentence the players act on."""
-        if self.decider.notice:
-            return Proposal("reading", self.decider.notice)
-        return self.decider.proposal
+        return self.decider.shown
 
     def crop(self, player: str, card: str) -> np.ndarray | None:
         """The camera's picture of a capture (the latest record of that player and card)."""

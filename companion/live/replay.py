@@ -176,14 +176,20 @@ class ReplayReport:
             data.update(restarts=self.restarts, recognised=self.recognised)
         return data
 
-    def text(self) -> str:
+    def text(self, card_words=None) -> str:
+        """The report for a terminal; ``card_words``: code -> how to name a card (a taught
+        deck's names: ``cli.live.card_words``), codes alone without it."""
+        said = card_words or str
+        sep = ", " if card_words else " "  # names have spaces in them
         lines = []
         for r in self.rounds:
-            caps = "; ".join(f"{p}: {' '.join(c) or '-'}" for p, c in r.captures.items())
+            caps = "; ".join(
+                f"{p}: {sep.join(said(x) for x in c) or '-'}" for p, c in r.captures.items()
+            )
             pts = ", ".join(f"{p} {n:+d}" for p, n in r.points.items())
             line = f"Round {r.round}: {pts}  [{caps}]"
             if r.checks:
-                line += f"  check: {' '.join(r.checks)}"
+                line += f"  check: {sep.join(said(x) for x in r.checks)}"
             if r.truth_points is not None:
                 line += "  exact" if r.exact else f"  (truth {r.truth_points})"
             lines.append(line)

@@ -18,7 +18,7 @@ What the game guarantees, the tracker keeps:
   tracked as cards, so they never become captures.
 
 Registration (which steady arrival becomes which capture) is the ``CaptureDecider``'s call
-(``companion/live/events.py``); the tracker only offers arrivals and remembers decisions.
+(``companion/live/capture_decider.py``); the tracker only offers arrivals and remembers decisions.
 """
 
 from __future__ import annotations

@@ -224,6 +224,10 @@ class UserDeck:
     agreement: float = 1.0
     # how sure the classifier is of the references' names, right or not (``classifier_view``)
     sureness: float = 1.0
+    # the deck's own back (``deck add --back PHOTO``, or a back.png among the scans): (B, D)
+    # descriptors of its crops, as ``embeddings``; None: no back taught, the classifier's
+    # ``back`` stands
+    back_embeddings: np.ndarray | None = None
 
     def names_deck(self):
         """The ``companion.game.cards.Deck`` that names and roles this deck's slots: its own
@@ -252,10 +256,14 @@ class UserDeck:
         return folder
 
     def _write(self, folder: Path) -> None:
+        backs = {}
+        if self.back_embeddings is not None:
+            backs["back_embeddings"] = self.back_embeddings.astype(np.float16)
         np.savez_compressed(
             folder / "references.npz",
             embeddings=self.embeddings.astype(np.float16),
             class_ids=self.class_ids,
+            **backs,
         )
         meta = {
             "format": DECK_FORMAT,
@@ -269,6 +277,7 @@ class UserDeck:
             "descriptor": self.descriptor,
             "classifier_agreement": round(float(self.agreement), 4),
             "classifier_sureness": round(float(self.sureness), 4),
+            "back": self.back_embeddings is not None,
         }
         if self.definition != NAMES_FILE:  # taught again without its own names
             (folder / NAMES_FILE).unlink(missing_ok=True)
@@ -294,6 +303,9 @@ class UserDeck:
             with np.load(folder / "references.npz", allow_pickle=False) as refs:
                 embeddings = refs["embeddings"].astype(np.float32)
                 class_ids = refs["class_ids"].astype(np.int64)
+                backs = None
+                if "back_embeddings" in refs.files:
+                    backs = refs["back_embeddings"].astype(np.float32)
             deck = cls(
                 str(meta["name"]),
                 str(meta.get("definition", "standard")),
@@ -306,6 +318,7 @@ class UserDeck:
                 meta.get("descriptor", "embedding"),
                 float(meta.get("classifier_agreement", 1.0)),
                 float(meta.get("classifier_sureness", 1.0)),
+                backs,
             )
             deck._check()
             return deck
@@ -321,6 +334,12 @@ class UserDeck:
             raise ValueError("its references do not pair a crop's features with a card")
         if ids.min() < 0 or ids.max() >= len(CLASSES) or not np.isfinite(emb).all():
             raise ValueError("its references name no card of the 48, or hold no numbers")
+        backs = self.back_embeddings
+        if backs is not None and (
+            backs.ndim != 2 or not len(backs) or backs.shape[1] != emb.shape[1]
+            or not np.isfinite(backs).all()
+        ):  # fmt: skip
+            raise ValueError("its back's references are not crops' features like its cards'")
 
 
 def list_decks(decks_dir: str | Path | None = None) -> list[str]:
@@ -365,6 +384,55 @@ def remove_deck(name: str, decks_dir: str | Path | None = None) -> Path:
     return folder
 
 
+BACK_STEM = "back"  # the deck's back among its scans or photos: back.png, back.jpg...
+
+
+def back_image(folder: str | Path) -> Path | None:
+    """The picture of the deck's back in a folder of scans or photos (``back.png``, ``back.jpg``
+    ...), or None."""
+    try:
+        for path in sorted(Path(folder).iterdir()):
+            if path.stem.lower() == BACK_STEM and path.suffix.lower() in IMAGE_SUFFIXES:
+                return path
+    except OSError:
+        return None
+    return None
+
+
+def back_references(
+    session, settings: Settings, rng, face: np.ndarray, descriptor: str, extra=None
+) -> np.ndarray:
+    """Descriptors of the deck's back as the detector would crop it from a table: ``VIEWS``
+    views of its straightened picture each way up (``card_views``), and ``extra`` crops (cut
+    from its photo) beside them."""
+    crops = card_views(face, settings, rng, VIEWS)
+    if extra is not None and len(extra):
+        crops = np.concatenate([crops, extra])
+    return describe(session, crops, descriptor).astype(np.float32)
+
+
+# A back whose crops lie nearer one of the deck's faces than this, less than its own crops lie
+# to each other (median over its crops), is that face photographed the wrong way up. Renders
+# of the procedural deck: its back -0.15 and -0.16; four of its faces given as the back -0.05
+# to +0.03. Lower: a back much like a face refused; higher: a face taken for the back
+BACK_IS_A_FACE_MARGIN = -0.09
+
+
+def check_back(back: np.ndarray, embeddings: np.ndarray, class_ids: np.ndarray, what: str):
+    """DeckError (one sentence) when the back's references (``back``) look like one of the
+    deck's faces more than like each other: then no face-up card could be told from it."""
+    to_faces = back @ embeddings.T
+    own = back @ back.T
+    np.fill_diagonal(own, -1.0)
+    margin = to_faces.max(axis=1) - own.max(axis=1)
+    if float(np.median(margin)) > BACK_IS_A_FACE_MARGIN:
+        nearest = np.bincount(class_ids[to_faces.argmax(axis=1)]).argmax()
+        raise DeckError(
+            f"{what} shows the face of {CLASSES[nearest]}, not the deck's back: photograph "
+            "one card lying face down."
+        )
+
+
 def check_deck_name(name: str) -> None:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):  # "$" would let "x\n" in
         raise DeckError(
@@ -389,17 +457,21 @@ def add_deck(
     views: int = VIEWS,
     seed: int = 0,
     names_file: str | Path | None = None,
+    back_photo: str | Path | None = None,
 ) -> UserDeck:
     """Make and store deck ``name`` from ``image_dir`` (one ``MM-K`` image per card; the cards
-    it lacks keep the classifier's names). ``definition``: the deck definition naming its slots
-    (checked here); ``names_file``: the deck's own names instead (a deck file, checked here and
-    kept with the deck). Returns the stored deck."""
+    it lacks keep the classifier's names; ``back.png`` there: the deck's back, scanned).
+    ``definition``: the deck definition naming its slots (checked here); ``names_file``: the
+    deck's own names instead (a deck file, checked here and kept with the deck);
+    ``back_photo``: a photo of one card lying face down (``photos.read_back_photo``), the
+    deck's back. Returns the stored deck."""
     from companion.game.cards import Deck
 
     check_deck_name(name)
     Deck.load(names_file if names_file is not None else definition)  # a clear error first
     start = time.perf_counter()
     files = deck_images(image_dir)
+    back = _read_back(back_photo, image_dir)  # a bad back: its sentence before any work
     decks_dir = decks_dir or default_decks_dir()
     _make_folder(Path(decks_dir) / name, name)  # and for a place it cannot be kept
     settings = settings or Settings.from_dict(model_settings())
@@ -417,6 +489,12 @@ def add_deck(
     descriptor = "embedding+pixels" if len(files) == len(ALL_CODES) else "embedding"
     embeddings = describe(session, crops, descriptor).astype(np.float32)
     agreement, sureness = classifier_view(crops, ids)
+    back_embeddings = None
+    if back is not None:
+        back_embeddings = back_references(
+            session, settings, rng, back.face, descriptor, back.crops(settings, rng)
+        )
+        check_back(back_embeddings, embeddings, ids, back.name)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     if names_file is not None:
         definition = store_names(decks_dir / name, names_file)
@@ -431,9 +509,21 @@ def add_deck(
         descriptor=descriptor,
         agreement=agreement,
         sureness=sureness,
+        back_embeddings=back_embeddings,
     )
     deck.save(decks_dir)
     return deck
+
+
+def _read_back(back_photo, image_dir):
+    """The deck's back: the photo given (``photos.BackPicture``), else a ``back.png`` among
+    the scans, else None."""
+    from companion.recognizer.photos import BackPicture, read_back_photo
+
+    if back_photo is not None:
+        return read_back_photo(back_photo)
+    scan = back_image(image_dir)
+    return None if scan is None else BackPicture(scan.name, _face(scan))
 
 
 def _make_folder(folder: Path, name: str) -> None:
@@ -458,6 +548,14 @@ def model_settings() -> dict:
     from companion.recognizer.nets import DEFAULT_MODEL
 
     return json.loads(DEFAULT_MODEL.read_text()).get("settings", {})
+
+
+# A detection is the deck's own back when its crop lies nearer the back's references than any
+# card's by more than this (cosine similarity). Renders (30 tables each of a procedural and a
+# recoloured deck taught from photos, seed 8): face-up cards' margins reach -0.03 and +0.01,
+# face-down cards' medians +0.09; higher: fewer face-up cards called back, more backs named
+# as cards
+BACK_MARGIN = 0.03
 
 
 class DeckNamer:
@@ -491,13 +589,30 @@ class DeckNamer:
 
     def similarity(self, crops: np.ndarray) -> np.ndarray:
         """How near each crop (N, H, W, 3, cut as the detector cuts a card) lies to the deck's
-        nearest reference of any card (cosine similarity of the descriptors)."""
+        nearest reference of any card, or of its back where it was shown one (cosine
+        similarity of the descriptors)."""
         if len(crops) == 0:
             return np.zeros(0, np.float32)
         feats = describe(self.session, crops, self.deck.descriptor)
-        return (feats @ self.deck.embeddings.T).max(axis=1)
+        nearest = (feats @ self.deck.embeddings.T).max(axis=1)
+        if self.deck.back_embeddings is not None:
+            nearest = np.maximum(nearest, (feats @ self.deck.back_embeddings.T).max(axis=1))
+        return nearest
+
+    def _describe(self, bgr: np.ndarray, det: Detections, rows: np.ndarray) -> np.ndarray:
+        matrices = crop_matrices(quads_to_rboxes(det.quads[rows]), self.settings)
+        return describe(
+            self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor
+        )
+
+    def _nearest_by_card(self, feats: np.ndarray) -> np.ndarray:
+        """Each crop's similarity to each card's nearest reference: (crops, cards)."""
+        sims = feats @ self.deck.embeddings.T  # (crops, refs)
+        return np.maximum.reduceat(sims[:, self._by_card], self._starts, axis=1)
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
+        if self.deck.back_embeddings is not None:
+            return self._with_own_back(bgr, det)
         faces = det.class_ids != BACK_ID
         if self.deck.sureness < RESCUE_BELOW and (~faces).any():
             # the classifier learned backs as plain card-shaped patches: a deck of its own with
@@ -508,12 +623,43 @@ class DeckNamer:
         faces = np.flatnonzero(faces)
         if len(faces) == 0:
             return det
-        matrices = crop_matrices(quads_to_rboxes(det.quads[faces]), self.settings)
-        feats = describe(
-            self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor
-        )
-        sims = feats @ self.deck.embeddings.T  # (faces, refs)
-        best = np.maximum.reduceat(sims[:, self._by_card], self._starts, axis=1)
+        best = self._nearest_by_card(self._describe(bgr, det, faces))
+        return self._named(det, faces, best)
+
+    def _with_own_back(self, bgr: np.ndarray, det: Detections) -> Detections:
+        """Naming by a deck that was shown its back: every detection, whatever the classifier
+        called it, is the deck's back when its crop lies nearer the back's references than
+        any card's (by ``BACK_MARGIN``: ``back`` then means this deck's back and nothing
+        else), else named as a
+        face. A detection the classifier called ``back`` that is neither near the back nor,
+        for a partial deck, near a card it has images of, takes the classifier's likeliest card."""
+        if len(det) == 0:
+            return det
+        rows = np.arange(len(det))
+        feats = self._describe(bgr, det, rows)
+        best = self._nearest_by_card(feats)
+        to_back = (feats @ self.deck.back_embeddings.T).max(axis=1)
+        is_back = to_back > best.max(axis=1) + BACK_MARGIN
+        class_ids, confidence = det.class_ids.copy(), det.confidence.copy()
+        alt_ids, alt_scores = det.alt_ids.copy(), det.alt_scores.copy()
+        # how sure: the back's similarity against the nearest card's, sharpened as names are
+        sure = 1.0 / (1.0 + np.exp(-CONFIDENCE_SHARPNESS * (to_back - best.max(axis=1))))
+        class_ids[is_back] = BACK_ID
+        confidence[is_back] = sure[is_back]
+        was_back = np.flatnonzero(~is_back & (det.class_ids == BACK_ID))
+        for i in was_back:  # the classifier's likeliest card, until the deck names it
+            cards = [a for a in det.alt_ids[i] if a != BACK_ID] if det.alt_ids.ndim == 2 else []
+            class_ids[i] = cards[0] if cards else self.card_ids[int(best[i].argmax())]
+            confidence[i] = 1.0 - sure[i]
+        det = Detections(det.quads, class_ids, confidence, alt_ids, alt_scores)
+        faces = np.flatnonzero(~is_back)
+        if len(faces) == 0:
+            return det
+        return self._named(det, faces, best[faces])
+
+    def _named(self, det: Detections, faces: np.ndarray, best: np.ndarray) -> Detections:
+        """``det`` with the detections ``faces`` named after the deck's cards (``best``: their
+        crops' similarity to each card's nearest reference)."""
         # the classifier's belief on the same cards, from its confidence and alternatives
         prior = np.full((len(faces), len(self.card_ids)), np.log(1e-3), np.float32)
         column = {int(c): k for k, c in enumerate(self.card_ids)}

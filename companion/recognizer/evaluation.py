@@ -102,6 +102,11 @@ class EvalReport:
     false_positives_by_scene: dict[str, FalseCardsInScenes]
     against: dict | None = None  # the other recognizer's figures (``against=``)
     scenes_drawn: int | None = None  # scenes written to ``misses_dir``
+    # uncovered face-up cards found but called ``back``, and face-down cards found as ``back``
+    # (of how many): a deck's own back must name the second and never the first
+    faces_called_back: int = 0
+    backs_named: int = 0
+    backs_to_find: int = 0
 
     @property
     def labels(self) -> int:
@@ -135,6 +140,9 @@ class EvalReport:
             "chaff_accuracy": self.chaff_accuracy,
             "false_positives": self.false_positives,
             "false_positives_per_image": self.false_positives_per_image,
+            "faces_called_back": self.faces_called_back,
+            "backs_named": self.backs_named,
+            "backs_to_find": self.backs_to_find,
             "intervals": self.intervals,
             **({"against": self.against} if self.against is not None else {}),
             "confused_pairs": self.confused_pairs,
@@ -441,6 +449,7 @@ def evaluate(
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
     miss_kinds, scenes_drawn = Counter(), 0
+    faces_called_back = backs_named = backs_to_find = 0
     per_scene = []  # (cards found, cards to find, false cards) of each scene
     other_per_scene = []  # ... for the ``against`` recognizer
     if misses_dir is not None:
@@ -492,6 +501,11 @@ def evaluate(
                 chaff_eq = found and chaff_group([pred])[0] == chaff_group([true_id])[0]
                 if found and not exact:
                     confused[(lab.card, CLASSES[pred])] += 1
+                if lab.card == BACK:
+                    backs_to_find += 1
+                    backs_named += exact
+                elif found and CLASSES[pred] == BACK:
+                    faces_called_back += 1
                 total.add(found, exact, chaff_eq)
                 frame = frame_position(lab.quad, scene.image.shape[1], scene.image.shape[0])
                 for key in _condition_keys(scene.conditions, lab.visible, lab.card, frame):
@@ -539,6 +553,9 @@ def evaluate(
         false_positive_kinds=dict(fp_kinds.most_common()),
         missed_card_kinds=dict(miss_kinds.most_common()),
         scenes_drawn=scenes_drawn if misses_dir is not None else None,
+        faces_called_back=faces_called_back,
+        backs_named=backs_named,
+        backs_to_find=backs_to_find,
         by_condition={k: by_cond[k].figures() for k in sorted(by_cond)},
         false_positives_by_scene={
             k: FalseCardsInScenes(i, f) for k, (i, f) in sorted(fp_by_scene.items())

@@ -26,7 +26,10 @@ from companion.recognizer.decks import (
     IMAGE_SUFFIXES,
     DeckError,
     UserDeck,
+    back_image,
+    back_references,
     card_views,
+    check_back,
     check_deck_name,
     classifier_view,
     default_decks_dir,
@@ -223,6 +226,74 @@ def _blurred_photo(image: np.ndarray) -> bool:
     return sharpness(middle) < MIN_SHARPNESS
 
 
+@dataclass
+class BackPicture:
+    """The deck's back: its straightened picture (``face``), and the photo and quad it was found
+    in (None for a scan, which is the card alone)."""
+
+    name: str
+    face: np.ndarray
+    image: np.ndarray | None = None
+    quad: np.ndarray | None = None
+
+    def crops(self, settings: Settings, rng) -> np.ndarray | None:
+        """Crops cut from the photo itself (``photo_crops``), None for a scan."""
+        if self.image is None:
+            return None
+        return photo_crops(self.image, self.quad, settings, rng)
+
+
+def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
+    """Read a photo of one card of the deck lying face down: (the back, "") or (None, one
+    sentence saying what to fix)."""
+    path = Path(path)
+    name = path.name
+    try:
+        data = np.fromfile(str(path), np.uint8)
+    except OSError:
+        data = np.zeros(0, np.uint8)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        return None, f"{name} (the back) is not an image that can be read: save it as JPEG or PNG."
+    h, w = image.shape[:2]
+    quads = find_cards(image).quads
+    margin = EDGE_MARGIN * min(h, w)
+    inside = [
+        q
+        for q in quads
+        if not ((q[:, 0] < margin).any() or (q[:, 1] < margin).any()
+                or (q[:, 0] > w - 1 - margin).any() or (q[:, 1] > h - 1 - margin).any())
+    ]  # fmt: skip
+    if len(quads) != 1 or len(inside) != 1:
+        if len(quads) == 1 or (not quads.size and _touches_edge(image)):
+            return None, (
+                f"{name} (the back): the card is cut by the photo's edge; step back so that "
+                "the whole card is inside the photo."
+            )
+        if _blurred_photo(image) and not len(quads):
+            return None, f"{name} (the back) is blurred: hold the phone still and let it focus."
+        shows = f"{len(quads)} cards, not one" if len(quads) else "no card"
+        return None, (
+            f"{name} (the back) shows {shows}: lay one card of the deck face down, alone on a "
+            "table of another colour than its edge."
+        )
+    quad = quads[0]
+    if _long_side(quad) < MIN_CARD_PX:
+        return None, (
+            f"{name} (the back): the card is too small ({_long_side(quad):.0f} px long, at "
+            f"least {MIN_CARD_PX} needed); come closer."
+        )
+    return BackPicture(name, rectify(image, quad, FACE_HEIGHT), image, quad), ""
+
+
+def read_back_photo(path: str | Path) -> BackPicture:
+    """``back_photo_problem``'s back, or its sentence as a DeckError."""
+    back, problem = back_photo_problem(path)
+    if back is None:
+        raise DeckError(problem)
+    return back
+
+
 def read_photos(folder: str | Path) -> list[MonthPhoto]:
     """The twelve months' photos of ``folder``, read and checked (see ``MonthPhoto.problem``)."""
     return [read_month_photo(path, month) for month, path in photo_files(folder).items()]
@@ -257,10 +328,13 @@ def teach_from_photos(
     definition: str = "standard",
     seed: int = 0,
     photos: list[MonthPhoto] | None = None,
+    back_photo: str | Path | None = None,
 ) -> UserDeck:
     """Make and store deck ``name`` from the twelve photos in ``photo_dir`` (or the ``photos``
     already read from it); ``names_file``: the deck's own names (a deck file, checked first and
-    kept with the deck), else ``definition``. PhotoError names every photo to take again."""
+    kept with the deck), else ``definition``; ``back_photo``: one card lying face down, the
+    deck's back (default: ``back.jpg`` in ``photo_dir`` where there is one; else the deck has no
+    back of its own). PhotoError names every photo to take again."""
     from companion.game.cards import Deck
 
     check_deck_name(name)
@@ -271,6 +345,12 @@ def teach_from_photos(
     start = time.perf_counter()
     photos = photos if photos is not None else read_photos(photo_dir)
     problems = [p.problem for p in photos if p.problem]
+    if back_photo is None and photo_dir is not None:
+        back_photo = back_image(photo_dir)
+    back = None
+    if back_photo is not None:
+        back, problem = back_photo_problem(back_photo)
+        problems += [problem] if problem else []
     if problems:
         raise PhotoError(problems)
     settings = Settings.from_dict(model_settings())
@@ -292,6 +372,12 @@ def teach_from_photos(
     ids = np.array(ids, np.int64)
     embeddings = describe(session, crops).astype(np.float32)
     agreement, sureness = classifier_view(crops, ids)
+    back_embeddings = None
+    if back is not None:
+        back_embeddings = back_references(
+            session, settings, rng, back.face, "embedding+pixels", back.crops(settings, rng)
+        )
+        check_back(back_embeddings, embeddings, ids, back.name)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     stored_definition = definition
     if names_file is not None:
@@ -307,6 +393,7 @@ def teach_from_photos(
         descriptor="embedding+pixels",
         agreement=agreement,
         sureness=sureness,
+        back_embeddings=back_embeddings,
     )
     deck.save(decks_dir)
     return deck

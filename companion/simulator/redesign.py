@@ -2,7 +2,9 @@
 ``procedural_deck`` draws 48 faces from scratch (flat red or gold grounds inside dark frames,
 each month its own shapes and colours, each card of the month its own emblem), and
 ``recoloured_deck`` repaints a deck's scans (hues turned, tones inverted or posterized, a new
-frame). Both write ``MM-K.png`` files that ``synth`` renders like any deck folder."""
+frame). Both write ``MM-K.png`` files that ``synth`` renders like any deck folder, and the
+deck's own back (``back.png``: a lattice on a dark ground, not a plain black or red back), which
+``synth`` lays face down in its scenes."""
 
 from __future__ import annotations
 
@@ -86,19 +88,47 @@ def procedural_face(month: int, index: int, seed: int = 0) -> np.ndarray:
     return face
 
 
+BACK_GROUNDS = ((90, 50, 20), (40, 70, 20), (60, 20, 70))  # dark blue, green, plum (BGR)
+
+
+def procedural_back(seed: int = 0) -> np.ndarray:
+    """A deck's own back: BGR, FACE_W x FACE_H, a light lattice and a medallion on a dark
+    ground inside a frame (the same for every card of the deck)."""
+    rng = np.random.default_rng([seed, 99])
+    ground = BACK_GROUNDS[seed % len(BACK_GROUNDS)]
+    ink = tuple(int(c) for c in rng.integers(150, 240, 3))
+    back = np.empty((FACE_H, FACE_W, 3), np.uint8)
+    back[:] = FRAME
+    margin = 30
+    cv2.rectangle(back, (margin, margin), (FACE_W - margin, FACE_H - margin), ground, -1)
+    step = int(rng.integers(70, 110))
+    for k in range(-FACE_H // step, FACE_W // step + FACE_H // step + 1):
+        x = k * step
+        cv2.line(back, (x, margin), (x + FACE_H, FACE_H + margin), ink, 4)
+        cv2.line(back, (x, margin), (x - FACE_H, FACE_H + margin), ink, 4)
+    back[:margin], back[-margin:], back[:, :margin], back[:, -margin:] = FRAME, FRAME, FRAME, FRAME
+    centre = (FACE_W // 2, FACE_H // 2)
+    cv2.circle(back, centre, 150, ground, -1)
+    cv2.circle(back, centre, 150, ink, 10)
+    cv2.fillPoly(back, [_polygon(rng, np.array(centre), 110, 6)], ink)
+    return back
+
+
 def procedural_deck(out_dir, seed: int = 0) -> Path:
-    """Write the 48 faces of the procedural deck ``seed`` into ``out_dir`` (MM-K.png)."""
+    """Write the 48 faces of the procedural deck ``seed`` into ``out_dir`` (MM-K.png), and its
+    back (back.png)."""
     out = check_output_dir(out_dir)
     for month in range(1, 13):
         for index in range(1, 5):
             write_image(str(out / f"{month:02d}-{index}.png"), procedural_face(month, index, seed))
+    write_image(str(out / "back.png"), procedural_back(seed))
     return out
 
 
 def recoloured_deck(source: str, out_dir, seed: int = 0) -> Path:
     """Write ``source``'s faces (a deck folder or a name in ../shared/decks) repainted: hues
     turned by a third of the circle, tones inverted (odd seeds) or posterized to 4 levels
-    (even seeds), inside a new dark frame."""
+    (even seeds), inside a new dark frame; and a back of its own (back.png)."""
     _, files = synth.load_deck(synth.resolve_deck_dir(source))
     out = check_output_dir(out_dir)
     for code, path in files.items():
@@ -117,4 +147,5 @@ def recoloured_deck(source: str, out_dir, seed: int = 0) -> Path:
         if alpha is not None:
             bgr = np.dstack([bgr, alpha])
         write_image(str(out / f"{code}.png"), bgr)
+    write_image(str(out / "back.png"), procedural_back(seed + 1))
     return out

@@ -201,6 +201,21 @@ def _deck_files(folder: Path) -> dict[str, Path]:
     return files
 
 
+BACK_FILE_STEM = "back"  # a deck folder's own back: back.png (or .jpg...) beside MM-K.png
+
+
+def back_file(folder: str | Path) -> Path | None:
+    """The image of a deck folder's own back (``back.png``, ``back.jpg``...), or None: face-down
+    cards of its scenes show it instead of a plain black or red back."""
+    try:
+        for p in sorted(Path(folder).iterdir()):
+            if p.stem.lower() == BACK_FILE_STEM and p.suffix.lower() in IMAGE_SUFFIXES:
+                return p
+    except OSError:
+        return None
+    return None
+
+
 def resolve_deck_dir(name_or_path: str) -> str:
     """A deck folder given as a path, or by name in ``../shared/decks``; checked."""
     path = Path(name_or_path)
@@ -1087,6 +1102,9 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         p.deck, p.path = name, files[p.card]
     back_color = "red" if rng.random() < 0.35 else "black"
     back_variant = int(rng.integers(8))
+    # a deck with a back of its own shows it face down (drawn after the draws above: scenes of
+    # decks without one keep their pixels)
+    own_back = back_file(deck_dirs[[n for n, _ in decks].index(scene_decks[0][0])])
 
     idmap = np.full((h, w), -1, np.int16)
     distractors = []
@@ -1114,7 +1132,9 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
         if box[2] <= box[0] or box[3] <= box[1]:
             continue
         level = _face_level(side)
-        if p.face_down:
+        if p.face_down and own_back is not None:
+            face = _face(own_back, level, cfg.realism)
+        elif p.face_down:
             face = _back_face(back_color, back_variant, level)
         else:
             face = _face(p.path, level, cfg.realism)

@@ -27,14 +27,22 @@ def render_month_photo(
     max_tilt_deg: float = 15.0,
     card_share: tuple[float, float] = (0.26, 0.34),
     shift: float = 0.0,
+    back: bool = False,
 ) -> synth.Scene:
     """The photo of ``month``'s first ``cards`` cards of ``deck`` (a folder, or a name in
     ../shared/decks): each card's long side ``card_share`` of the photo's short side, 6-16 mm
     apart, turned up to 3 degrees, the camera tilted up to ``max_tilt_deg``; ``blur_sigma``
     (pixels) an out-of-focus photo; ``shift`` moves the row right by that share of the
-    photo's width (0.3 cuts the last card by the edge)."""
+    photo's width (0.3 cuts the last card by the edge); ``back``: the photo of the deck's own
+    back instead (``cards`` cards face down, the deck folder's ``back.png``)."""
     rng = np.random.default_rng(seed)
-    _, files = synth.load_deck(synth.resolve_deck_dir(deck))
+    folder = synth.resolve_deck_dir(deck)
+    _, files = synth.load_deck(folder)
+    if back:
+        back_path = synth.back_file(folder)
+        if back_path is None:
+            raise synth.SynthError(f"The deck {deck} has no back.png to photograph.")
+        files = {f"{month:02d}-{k + 1}": back_path for k in range(cards)}
     img = synth.tiled_table(rng, width, height)
     card_px = rng.uniform(*card_share) * min(width, height)
     tilt = rng.uniform(0, max_tilt_deg)
@@ -57,7 +65,7 @@ def render_month_photo(
         warped = synth._warp_into(face, quad, box)
         x0, y0, x1, y1 = box
         synth._composite(img[y0:y1, x0:x1], warped[..., :3].copy(), warped[..., 3].copy())
-        labels.append(synth.CardLabel(code, quad, 1.0, Path(deck).name))
+        labels.append(synth.CardLabel("back" if back else code, quad, 1.0, Path(deck).name))
     # the room's light from one side, a colour cast, focus, sensor noise, JPEG
     turn = rng.uniform(0, 2 * math.pi)
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
@@ -74,10 +82,14 @@ def render_month_photo(
 
 
 def write_month_photos(out_dir, deck: str, seed: int = 0, **options) -> Path:
-    """Twelve photos ``01.jpg`` .. ``12.jpg`` of ``deck`` in ``out_dir``; ``options`` go to
+    """Twelve photos ``01.jpg`` .. ``12.jpg`` of ``deck`` in ``out_dir``, and ``back.jpg`` (one
+    card face down) when the deck folder has a back of its own; ``options`` go to
     ``render_month_photo``."""
     out = check_output_dir(out_dir)
     for month in range(1, 13):
         scene = render_month_photo(seed * 100 + month, deck, month, **options)
         write_image(str(out / f"{month:02d}.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
+    if synth.back_file(synth.resolve_deck_dir(deck)) is not None:
+        scene = render_month_photo(seed * 100 + 13, deck, 1, cards=1, back=True, **options)
+        write_image(str(out / "back.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
     return out

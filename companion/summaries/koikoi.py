@@ -83,6 +83,32 @@ class MatchSummary:
     events: int = 0
     warnings: list[str] = field(default_factory=list)
     teams: dict[str, list[str]] | None = None  # team name -> members, when playing in teams
+    # the names of the deck the match was played with (``cards.Deck.names_data``) where it is
+    # not the standard one (a deck the camera was taught): cards are named after it
+    deck: dict | None = None
+
+    def card_namer(self, lang: str = "en"):
+        """code -> "its name in ``lang`` (code)" by the match's deck, or None (codes alone)."""
+        if self.deck is None:
+            return None
+        from companion.game.cards import Deck, card_name_in
+
+        deck = Deck.from_names_data(self.deck)
+
+        def name_card(code: str) -> str:
+            try:
+                return f"{card_name_in(deck.card(code), lang)} ({code})"
+            except CompanionError:
+                return code
+
+        return name_card
+
+    def said(self, value, lang: str = "en") -> str:
+        """An engine's sentence of this summary in English words (the CLI's and the built-in
+        PDF's), its cards named by the match's deck."""
+        from companion.game.messages import say
+
+        return say(value, lang=lang, name_card=self.card_namer(lang))
 
     @property
     def teams_line(self) -> str:
@@ -98,6 +124,10 @@ class MatchSummary:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["rounds_played"] = self.rounds_played
+        if self.deck is None:
+            data.pop("deck")
+        else:  # which deck, not its 48 cards' names
+            data["deck"] = {"name": self.deck.get("name"), "title": self.deck.get("title")}
         return data
 
 
@@ -150,6 +180,9 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
         log = list(getattr(state, "log", []) or [])
     corrections = sum(1 for e in log if getattr(e, "type", None) in CORRECTION_TYPES)
 
+    deck = getattr(state, "shown_deck", None)
+    named = getattr(state, "deck_names", None) is not None or getattr(deck, "name", "standard")
+    deck_data = deck.names_data() if deck is not None and named != "standard" else None
     rounds_planned = getattr(state, "rounds_planned", None) or getattr(info, "rounds", 0) or 0
     rules = getattr(info, "rules", None) or _rules_name(state)
     created = getattr(info, "created_at", "") or ""
@@ -171,6 +204,7 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
         teams={str(t): [str(m) for m in ms] for t, ms in state.teams.items()}
         if getattr(state, "teams", None)
         else None,
+        deck=deck_data,
         # The rounds' own notes (card values not adding up...), not the live table's hints.
         warnings=[
             _said(n) for r in (getattr(state, "rounds", []) or []) for n in getattr(r, "notes", ())
@@ -256,7 +290,7 @@ def render_text(summary: MatchSummary) -> str:
     header += "".join(f"  {p:>{width}}" for p in players)
     lines += [header, "-" * len(header)]
     for r in summary.rounds:
-        yaku = ", ".join(f"{y.name} {y.points}" for y in r.yaku) or (r.reason or "-")
+        yaku = ", ".join(f"{y.name} {y.points}" for y in r.yaku) or (summary.said(r.reason) or "-")
         mult = "; ".join(m.text for m in r.multipliers) or "-"
         row = f"{r.number:>5}  {(r.winner or 'draw'):<{width}}  {yaku[:34]:<34} {r.base:>4}  {mult[:30]:<30}"
         row += "".join(f"  {r.running[p]:>{width}}" for p in players)
@@ -265,10 +299,10 @@ def render_text(summary: MatchSummary) -> str:
         lines.append("(no round finished yet)")
     lines += ["-" * len(header)]
     lines.append("Totals: " + ", ".join(f"{p} {summary.totals[p]}" for p in players))
-    lines.append(summary.outcome)
+    lines.append(summary.said(summary.outcome))
     lines.append(f"Corrections made during the match: {summary.corrections}")
     for warning in summary.warnings:
-        lines.append(f"Note: {warning}")
+        lines.append(f"Note: {summary.said(warning)}")
     return "\n".join(lines) + "\n"
 
 
@@ -341,6 +375,7 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str
         chart=Markup(chart_svg(summary)),
         colours=PLAYER_COLOURS,
         back_url=back_url,
+        name_card=summary.card_namer(lang),
         started=printable.date_text(summary.created_at) if summary.created_at else "",
         printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
@@ -379,7 +414,7 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
     if summary.teams:
         page.text(margin, y, summary.teams_line, 10)
         y += 16
-    page.text(margin, y, summary.outcome, 11, bold=True)
+    page.text(margin, y, summary.said(summary.outcome), 11, bold=True)
     y += 26
 
     players = summary.players
@@ -401,7 +436,7 @@ def builtin_pdf(summary: MatchSummary) -> bytes:
 
     y = header(page, y)
     for r in summary.rounds:
-        yaku = [f"{v.name} {v.points}" for v in r.yaku] or [r.reason or "-"]
+        yaku = [f"{v.name} {v.points}" for v in r.yaku] or [summary.said(r.reason) or "-"]
         mults = [m.text for m in r.multipliers] or ["-"]
         height = 12 * max(len(yaku), len(mults))
         if y + height > printable.PdfPage.HEIGHT - 60:  # keep a row whole on one page

@@ -61,8 +61,14 @@ def environment(lang: str = "en"):
         "messages", str(WEB_DIR / "translations"), [lang], fallback=True
     )
     env.install_gettext_translations(translations, newstyle=True)
-    # The engine's sentences and the rule files' names, said in the same language.
-    env.filters["say"] = functools.partial(say, translate=translations.gettext, lang=lang)
+    # The engine's sentences and the rule files' names, said in the same language; the cards
+    # in them by the page's ``name_card`` (code -> words) where it gives one.
+    @jinja2.pass_context
+    def say_filter(context, value):
+        name_card = context.get("name_card")
+        return say(value, translate=translations.gettext, lang=lang, name_card=name_card)
+
+    env.filters["say"] = say_filter
     return env
 
 

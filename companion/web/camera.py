@@ -218,18 +218,21 @@ def frame():
 def cards():
     """The cards of the camera's last look, named in the page's language, and the zones: the
     live view writes these names over the picture (which carries the outlines only), placed
-    so that no two cover each other. No codes, no confidences: the players read names."""
+    so that no two cover each other. No codes, no confidences: the players read names, those
+    of the deck the camera was taught (``run --deck``) where it was."""
     from companion.game.cards import STANDARD_DECK
     from companion.web.i18n import card_name
+    from companion.web.match import taught_names
 
     session = _require_pictures()
+    deck = taught_names() or STANDARD_DECK
     looked = getattr(session, "cards_in_view", None)
     seen = looked() if looked is not None else {"frame": 0, "cards": []}
     named = []
     for card in seen.get("cards", []):
         code = str(card.get("code", ""))
         try:
-            name = card_name(STANDARD_DECK.card(code))
+            name = card_name(deck.card(code))
         except CompanionError:  # a back, or a code this deck does not know
             name = _("Face down") if code == "back" else None
         if name is None:

@@ -59,16 +59,9 @@ def switch_url(lang: str) -> str:
 def card_name(card) -> str:
     """A card's name in the page's language (its English one where the deck has none). In
     Japanese, a standard card is written in kanji (松に鶴), not in the deck's romaji."""
-    from companion.game.cards import STANDARD_DECK, kanji_name
+    from companion.game.cards import card_name_in
 
-    names = getattr(card, "names", None) or {}
-    lang = language()
-    standard = STANDARD_DECK.card(card.code).names
-    if lang == "ja" and names.get("ja") == standard.get("ja"):  # no Japanese name of its own
-        if names.get("en") == standard.get("en"):
-            return kanji_name(card.code)
-        return names.get("en") or card.code  # a deck's own card, named in English only
-    return names.get(lang) or names.get("en") or card.code
+    return card_name_in(card, language())
 
 
 def say(value, deck=None) -> str:

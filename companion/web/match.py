@@ -56,13 +56,22 @@ SUMMARY_HANDLER_HASHES = " ".join(
 )
 
 
-def shown_deck(deck: Deck) -> Deck:
-    """The rules' deck under the names of the deck the camera was taught (``run --deck``):
-    the players see their own deck's names, the rules score the same slots."""
+def taught_names() -> Deck | None:
+    """The names of the deck the camera is taught now (``run --deck``), or None."""
     live = current_app.extensions.get("companion_live")
     namer = getattr(getattr(live, "detector", None), "namer", None)
-    names = getattr(namer, "names", None)
-    return deck if names is None else deck.renamed_by(names)
+    return getattr(namer, "names", None)
+
+
+def shown_deck(state: MatchState) -> Deck:
+    """The rules' deck under the names of the deck the match was played with (recorded when
+    it started: ``run --deck``, or a new match while the camera is taught a deck), else of
+    the deck the camera is taught now: the players see their own deck's names, the rules
+    score the same slots."""
+    if state.deck_names is not None:
+        return state.shown_deck
+    names = taught_names()
+    return state.rules.deck if names is None else state.rules.deck.renamed_by(names)
 
 
 def board_context(match_id: int) -> dict:
@@ -73,7 +82,7 @@ def board_context(match_id: int) -> dict:
     seq = stored[-1].seq if stored else 0
     state: MatchState = st.state(match_id)
     rules: RuleSet = state.rules
-    deck: Deck = shown_deck(rules.deck)
+    deck: Deck = shown_deck(state)
     pending = state.pending_decision
     teams = state.teams or {}
     players = []

@@ -203,6 +203,14 @@ def _teams_from_form(form, names) -> tuple[list[str], dict | None]:
     return team_names, {team: list(seat) for team, seat in zip(team_names, seats, strict=True)}
 
 
+def _taught_deck() -> dict | None:
+    """The names of the deck the camera is taught (``run --deck``), for the new match to keep."""
+    from companion.web.match import taught_names
+
+    names = taught_names()
+    return None if names is None else names.names_data()
+
+
 @bp.post("/matches")
 def create():
     form = request.form
@@ -246,6 +254,7 @@ def create():
         oya=oya,
         title=title,
         teams=teams,
+        deck=_taught_deck(),
     )
     target = url_for("match.page", match_id=match_id)
     if is_htmx():

@@ -26,38 +26,260 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+from companion import CompanionError
 from companion.game.cards import Card, Category
+from companion.game.engine import (
+    CardCaptured,
+    CardsRanOut,
+    Event,
+    FieldDealt,
+    KoiCalled,
+    Redeal,
+    RoundStarted,
+    StopCalled,
+)
 from companion.game.messages import Message
 from companion.live.tracker import Arrival, TableState
 
-# seconds from the first look with nothing moving over a card to its decision: one more
-# look at 10 looks a second, whatever the camera's frame rate
-SETTLE_SECONDS = 0.08
-PARTNER_WAIT = 2.5  # seconds a doubtful lone card waits for its partner
-CHECK_BELOW = 0.6  # a card read with less (scoring-equivalent) probability is flagged
-UNLIKELY = 0.03  # a reading the pair rule chose against the looks this strongly is flagged
-PAIR_PENALTY = math.log(20.0)  # a month left odd by a reading (captures come in pairs)
-PAIR_WINDOW = 8.0  # seconds within which a card's partner is expected (one turn)
-SURE = 0.8  # a lone card read this surely is registered before its partner arrives
-FIELD_BONUS = math.log(4.0)  # a card that just left the field is this much likelier
-FIELD_RECENT = 60  # frames during which a card that left the field counts as just left
-DEAL_STEADY = 0.5  # seconds the dealt field lies unchanged before the round is opened
-RAN_OUT_AFTER = 2.0  # seconds without backs in view (after some were) before cards ran out
-GATHERED_AFTER = 1.5  # seconds without a sight of the captures: they were gathered
-MAX_COMBOS = 20000
-# Koi and Stop read from the table (players say them aloud and forget the tablet)
-KOI_HOLD = 0.2  # seconds the cards laid beyond the player's turn stay counted before Koi
-EPISODE_SETTLE = 1.0  # seconds after a decision is asked during which the player's own turn
-# is still counted into where it stands (a card on its way to the captures, his draw): a
-# later card laid is another player's, so a slow count reads a Koi late, never wrongly
-GATHERED_SHARE = 0.25  # captures in sight at most this share of those seen: gathered
-# (a wrist resting on one player's rows hides fewer; a sweep leaves none)
-STOP_AFTER = 1.0  # seconds the captures stay gathered before a Stop
-CLEAR_AT_MOST = 2  # face-up cards in sight at most: the table is clear (a stray card left)
-CLEAR_HELD = 0.5  # seconds the table stays that clear, hand or not (shuffling, dealing)
-SWEPT_AFTER = 1.0  # seconds a field to deal again lies gathered before the redeal is read
+# Frame times are sums of steps (0.1 + 0.1 + ...) and fall short by a hair: a wait compared
+# with them is shortened by this much, so that "two looks later" means two looks.
+_CLOCK_SLACK = 1e-6
+_FLOOR = 1e-9  # the probability of a code a look did not offer (its log stays finite)
+
+
+def _tuning(default, why: str, *, low: float = 0.0, high: float | None = None):
+    """A setting of the decider: its default, its trade-off in one line, the range it may take."""
+    return field(default=default, metadata={"why": why, "low": low, "high": high})
+
+
+@dataclass(frozen=True)
+class DeciderSettings:
+    """The capture decider's tuning: every wait, threshold and count it decides by, each with
+    what moving it trades (``DeciderSettings.describe()`` lists them). Seconds are the frames'
+    own clock; odds multiply a reading's likelihood. A value out of range is refused."""
+
+    # -- reading a capture ------------------------------------------------------------------
+    settle_seconds: float = _tuning(
+        0.08,
+        "seconds from the first look with nothing moving over a card to its decision: less "
+        "decides cards still being laid, more delays every capture (0.08: one more look at 10"
+        " looks a second)",
+    )
+    sure: float = _tuning(
+        0.8,
+        "a lone card read at least this surely is registered before its partner arrives: "
+        "lower registers more misreads alone, higher makes more cards wait",
+        high=1.0,
+    )
+    partner_wait: float = _tuning(
+        2.5,
+        "seconds a doubtful lone card waits for its partner to help read it: more reads more "
+        "cards by their pair, but records a lone capture later",
+    )
+    pair_window: float = _tuning(
+        8.0,
+        "seconds (about one turn) within which a capture's partner is expected, so a card not"
+        " pairing with it is flagged: more flags cards against older odd captures, less "
+        "misses a slow partner",
+    )
+    odd_month_odds: float = _tuning(
+        20.0,
+        "how many times less likely a group's reading is for each month it leaves odd "
+        "(captures come in pairs): more overrules the looks more often, less keeps misreads "
+        "that break a pair",
+        low=1.0,
+    )
+    field_left_odds: float = _tuning(
+        4.0,
+        "how many times likelier a code is for having just left the field (and less likely "
+        "for lying on it): more favours the field's cards over what the looks say",
+        low=1.0,
+    )
+    field_recent_frames: int = _tuning(
+        60,
+        "frames during which a card that left the field counts as just left: more favours "
+        "cards taken turns ago",
+    )
+    check_below: float = _tuning(
+        0.6,
+        "a card read with less probability than this (chaff of a month counted as one) is "
+        "flagged for a check: higher asks the players more often, lower lets more misreads "
+        "through unasked",
+        high=1.0,
+    )
+    unlikely: float = _tuning(
+        0.03,
+        "a reading the pair rule chose although its looks gave it less than this is flagged: "
+        "higher flags more of the pair rule's choices, lower trusts it more",
+        high=1.0,
+    )
+    codes_weighed: tuple = _tuning(
+        ((4, 5), (6, 3)),
+        "(group size up to, likeliest codes weighed per card) in order: more codes find a "
+        "reading far down a card's list, at a cost growing as a power of the group's size",
+    )
+    codes_weighed_beyond: int = _tuning(
+        2,
+        "likeliest codes weighed per card in a group larger than those of codes_weighed: more "
+        "finds rarer readings of large groups, at a cost growing fast with the group",
+        low=1,
+    )
+    max_combos: int = _tuning(
+        20000,
+        "joint readings of a group weighed at most: more finds the best reading of a large "
+        "group, at a cost per look that grows with it",
+        low=1,
+    )
+    alternatives: int = _tuning(
+        3,
+        "next likeliest codes kept with a capture (offered first when correcting it): more "
+        "makes the tablet's list longer",
+    )
+    over_capture_pairs: float = _tuning(
+        0.1,
+        "a card found over a player's capture is a new card only if it has this probability "
+        "of pairing with a capture waiting for its partner: lower records misreads of the "
+        "covered card, higher misses cards laid over a row",
+        high=1.0,
+    )
+    stop_tapped_wait: float = _tuning(
+        2.0,
+        "seconds a Stop tapped while a capture settles waits for it to be decided first: more"
+        " records a slow last capture, but shows the round's end later",
+    )
+    # -- Koi and Stop read from the table ---------------------------------------------------
+    koi_hold: float = _tuning(
+        0.2,
+        "seconds the cards laid beyond the player's turn stay counted before a Koi is read: "
+        "more ignores a brief miscount, but reads the Koi later",
+    )
+    episode_settle: float = _tuning(
+        1.0,
+        "seconds after a decision is asked during which the player's own turn is still "
+        "counted (a card on its way, his draw): more reads a Koi later, never wrongly; less "
+        "may take his own card for the next player's",
+    )
+    gathered_share: float = _tuning(
+        0.25,
+        "captures in sight at most this share of the most seen since the question: the "
+        "captures were gathered (a wrist on one player's rows hides fewer; a sweep leaves "
+        "none); higher reads a Stop from a hidden row",
+        high=1.0,
+    )
+    gathered_least: int = _tuning(
+        2,
+        "captures seen since the question, at least, for their going to be a sweep: less "
+        "reads a Stop from one card hidden",
+    )
+    stop_after: float = _tuning(
+        1.0,
+        "seconds the captures stay gathered before a Stop is read: more ignores a hand "
+        "resting over them longer, but reads the Stop later",
+    )
+    gathered_after: float = _tuning(
+        1.5,
+        "seconds without a sight of any capture (no hand over them) before the table counts "
+        "as gathered: less takes a passing shadow for a sweep, more ends a round later",
+    )
+    # -- a round's end and the next deal ----------------------------------------------------
+    ran_out_after: float = _tuning(
+        2.0,
+        "seconds without the pile's backs in view (after some were) before the cards ran out:"
+        " less ends a round when the pile is hidden, more ends it later",
+    )
+    deal_steady: float = _tuning(
+        0.5,
+        "seconds a whole dealt field lies unchanged before the round is opened: less opens on"
+        " a deal still being laid, more opens later",
+    )
+    deal_short: int = _tuning(
+        2,
+        "field cards a deal may show fewer than the rules deal (covered, misread) and still "
+        "count as a deal: more takes a partly cleared table for a deal",
+    )
+    deal_short_after: float = _tuning(
+        3.0,
+        "seconds a deal short of cards lies unchanged before the round is opened anyway: less"
+        " opens on a deal still being laid",
+    )
+    clear_at_most: int = _tuning(
+        2,
+        "face-up cards in sight at most for the table to be clear (a stray card left lying): "
+        "more takes a half-gathered table for a clear one",
+    )
+    clear_held: float = _tuning(
+        0.5,
+        "seconds the table stays that clear, hand or not, before a new deal may open a round "
+        "(a hand hides some cards, never a whole table): less takes a covered table for a "
+        "clear one",
+    )
+    swept_after: float = _tuning(
+        1.0,
+        "seconds a field the rules deal again lies gathered before the redeal is read: less "
+        "takes a hand over the field for a sweep",
+    )
+    laid_after_stop: int = _tuning(
+        2,
+        "looks in a row showing more cards than when a tapped Stop closed the round before "
+        "the tablet says play went on: less shows it for a card merely uncovered",
+        low=1,
+    )
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "codes_weighed":
+                object.__setattr__(self, f.name, self._check_codes_weighed(value))
+                continue
+            whole = isinstance(f.default, int)
+            low, high = f.metadata["low"], f.metadata["high"]
+            number = isinstance(value, int) if whole else isinstance(value, int | float)
+            if (
+                isinstance(value, bool)
+                or not number
+                or not (low <= value and (high is None or value <= high))
+                or (not whole and not math.isfinite(value))
+            ):
+                kind = "a whole number" if whole else "a number"
+                bound = f"from {low} to {high}" if high is not None else f"of {low} or more"
+                raise CompanionError(
+                    f"The decider's {f.name} must be {kind} {bound}, not {value!r}."
+                )
+
+    @staticmethod
+    def _check_codes_weighed(value) -> tuple:
+        try:
+            pairs = [(int(size), int(count)) for size, count in value]
+            good = (
+                pairs == [tuple(p) for p in value]
+                and all(size >= 1 and count >= 1 for size, count in pairs)
+                and all(a[0] < b[0] for a, b in itertools.pairwise(pairs))
+            )
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise CompanionError(
+                "The decider's codes_weighed must be (group size, codes per card) pairs of whole "
+                f"numbers of 1 or more, by growing size, not {value!r}."
+            )
+        return tuple(pairs)
+
+    def codes_per_card(self, group_size: int) -> int:
+        """How many of each card's likeliest codes a group of this many cards weighs."""
+        for size, count in self.codes_weighed:
+            if group_size <= size:
+                return count
+        return self.codes_weighed_beyond
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Each setting's name -> what moving it trades, one line."""
+        return {f.name: f.metadata["why"] for f in fields(cls)}
+
+
+DEFAULT_SETTINGS = DeciderSettings()
 
 
 @dataclass(frozen=True)
@@ -73,17 +295,52 @@ class Reading:
     steady_since: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class Proposal:
-    kind: str  # "redeal" | "next_round"
-    text: str  # a Message: the page says it in its language
+    kind: str  # "redeal" | "next_round" | "reading"
+    text: Message  # the page says it in its language
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An engine event the table calls for; a capture carries the reading of the card on the
+    table it was decided from (``Decision.captured``), so that the card is registered with
+    the event the store accepted. The store appends ``event`` as it is."""
+
+    event: Event
+    reading: Reading | None = None
+
+    def __post_init__(self):
+        if (self.reading is None) == isinstance(self.event, CardCaptured):
+            raise ValueError("A capture is decided from a reading, and only a capture.")
+
+    @classmethod
+    def captured(cls, player: str, reading: Reading) -> Decision:
+        """The camera's capture of ``reading``'s card by ``player``: its confidence, whether
+        to check it and what else it may be go with the event."""
+        event = CardCaptured(
+            player=player,
+            card=reading.code,
+            source="camera",
+            confidence=round(reading.confidence, 3),
+            check=True if reading.check else None,
+            alternatives=tuple(reading.alternatives) or None,
+        )
+        return cls(event, reading)
 
 
 @dataclass
-class DeciderOutput:
-    events: list = field(default_factory=list)  # engine event dicts
-    readings: list = field(default_factory=list)  # Reading per card_captured, same order
-    cleared: bool = False  # the table was cleared after a finished round: forget it
+class _CaptureArea:
+    """One player's capture area at one look, as deciding its cards needs it. ``owned`` (every
+    code captured this round) and ``held`` (the player's captures) grow as the look decides
+    cards; ``owned`` is shared by all the areas of the look."""
+
+    seat: str
+    player: str
+    table: TableState
+    owned: set
+    held: list
+    field_left: frozenset  # codes that just left the field (likelier)
 
 
 def _month(code: str) -> int:
@@ -109,14 +366,21 @@ def _odd_months(codes) -> int:
 
 
 def resolve_group(
-    arrivals, owned=(), field_left=None, field_now=(), fixed=(), expected=None
+    arrivals,
+    *,
+    owned=(),
+    field_left=(),
+    field_now=(),
+    fixed=(),
+    expected=None,
+    settings: DeciderSettings = DEFAULT_SETTINGS,
 ) -> list[tuple]:
     """The group's reading: [(code, confidence, check, alternatives)] in arrival order.
 
     ``fixed``: the player's captures still waiting for their partner (an odd month), which the
     arrivals may pair with; ``owned``: codes already captured this round (impossible);
     ``field_left``: codes that just left the field (likelier); ``field_now``: codes lying
-    steadily on the field (unlikelier). Each month left odd costs ``PAIR_PENALTY``: the
+    steadily on the field (unlikelier). Each month left odd costs ``odd_month_odds``: the
     joint reading pairs up unless the looks say otherwise strongly. A card's confidence is its
     probability under that prior (chaff of one month counted as one); a card is flagged when
     it is doubtful, when the pair rule chose against its looks, or when it had a card to pair
@@ -125,35 +389,37 @@ def resolve_group(
     """
     expected = list(fixed if expected is None else expected)
     owned = set(owned) | set(fixed)
-    field_left = set(field_left or ())
+    field_left = set(field_left)
     field_now = set(field_now)
     fixed = list(fixed)
     n = len(arrivals)
-    k = 5 if n <= 4 else 3 if n <= 6 else 2
+    k = settings.codes_per_card(n)
+    field_bonus = math.log(settings.field_left_odds)
+    pair_penalty = math.log(settings.odd_month_odds)
 
     def prior(code: str) -> float:
         score = 0.0
         if code in field_left:
-            score += FIELD_BONUS
+            score += field_bonus
         if code in field_now:
-            score -= FIELD_BONUS
+            score -= field_bonus
         return score
 
     options = []
     for a in arrivals:
         opts = sorted(
-            ((math.log(max(p, 1e-9)) + prior(c), c) for c, p in a.candidates if c not in owned),
+            ((math.log(max(p, _FLOOR)) + prior(c), c) for c, p in a.candidates if c not in owned),
             reverse=True,
         )
-        options.append(opts[:k] or [(math.log(1e-9), a.candidates[0][0])])
+        options.append(opts[:k] or [(math.log(_FLOOR), a.candidates[0][0])])
     best = None
     for count, combo in enumerate(itertools.product(*options)):
-        if count > MAX_COMBOS:
+        if count > settings.max_combos:
             break
         codes = [c for _, c in combo]
         if len(set(codes)) != n:
             continue
-        score = sum(sc for sc, _ in combo) - PAIR_PENALTY * _odd_months([*fixed, *codes])
+        score = sum(sc for sc, _ in combo) - pair_penalty * _odd_months([*fixed, *codes])
         if best is None or score > best[0]:
             best = (score, codes)
     chosen = best[1] if best else [o[0][1] for o in options]
@@ -164,16 +430,21 @@ def resolve_group(
         others = [*fixed, *chosen[:i], *chosen[i + 1 :]]
         mates = [*expected, *chosen[:i], *chosen[i + 1 :]]
         weights = {
-            c: p * math.exp(prior(c) - PAIR_PENALTY * _odd_months([*others, c]))
+            c: p * math.exp(prior(c) - pair_penalty * _odd_months([*others, c]))
             for c, p in a.candidates
             if c not in owned and c not in others
         }
         key = _equivalent(code)
         total = sum(weights.values()) or 1.0
         confidence = min(1.0, sum(w for c, w in weights.items() if _equivalent(c) == key) / total)
-        alternatives = tuple(c for c, _ in a.candidates if c != code and c not in owned)[:3]
+        also = tuple(c for c, _ in a.candidates if c != code and c not in owned)
+        alternatives = also[: settings.alternatives]
         unpaired = partners and Counter(_month(c) for c in [*mates, code])[_month(code)] % 2 == 1
-        check = confidence < CHECK_BELOW or probs.get(code, 0.0) < UNLIKELY or unpaired
+        check = (
+            confidence < settings.check_below
+            or probs.get(code, 0.0) < settings.unlikely
+            or unpaired
+        )
         out.append((code, confidence, check, alternatives))
     return out
 
@@ -193,7 +464,8 @@ def surely(arrival: Arrival) -> float:
 
 
 class CaptureDecider:
-    """``decider.step(table, match, seats) -> DeciderOutput``: the events a table state calls for.
+    """``decider.step(table, match, seats=...) -> tuple[Decision, ...]``: the engine events a
+    table state calls for, each capture with the reading it was decided from.
 
     ``seats`` maps the layout's seat labels to the match's players (seat order by default).
     Besides captures, it reads from the table what players say aloud and forget to tap:
@@ -201,7 +473,8 @@ class CaptureDecider:
     What it cannot record (a reading against a tap) is ``notice``, a sentence for the tablet.
     """
 
-    def __init__(self, players_per_deal: dict | None = None):
+    def __init__(self, settings: DeciderSettings = DEFAULT_SETTINGS):
+        self.settings = settings
         self._alone_since: dict[str, float] = {}
         self._registered_at: dict[str, float] = {}  # code -> when the camera captured it
         self._deal_since: float | None = None
@@ -233,10 +506,11 @@ class CaptureDecider:
         self._clear_since: float | None = None
         self._episode_time = 0.0
 
-    def step(self, table: TableState, match, seats: dict) -> DeciderOutput:
-        out = DeciderOutput()
+    def step(self, table: TableState, match, *, seats: dict) -> tuple[Decision, ...]:
+        """What this look at the table decides, in the order the store appends it."""
+        out: list[Decision] = []
         if match is None or not match.started or match.finished:
-            return out
+            return ()
         if match.round_in_progress:
             self._round_under_way(table, match, seats, out)
         else:
@@ -244,16 +518,24 @@ class CaptureDecider:
                 self._round_closed(match)
             self._in_round = False
             self._between_rounds(table, match, out)
-        return out
+        return tuple(out)
 
-    def decide_now(self, table: TableState, match, seats: dict) -> DeciderOutput:
+    def decide_now(self, table: TableState, match, *, seats: dict) -> tuple[Decision, ...]:
         """The captures lying still, decided now: the table settling after a Stop tapped,
         before the round closes. A sure card, or one pairing with a capture waiting for its
         partner, is decided; a lone doubtful card (often a look at part of a row) is not."""
-        out = DeciderOutput()
+        out: list[Decision] = []
         if match is not None and match.round_in_progress:
             self._captures(table, match, seats, out, settling=True)
-        return out
+        return tuple(out)
+
+    @property
+    def shown(self) -> Proposal | None:
+        """What the tablet shows from the camera: what the table showed against a tap (kind
+        "reading"), else what the camera suggests (a redeal, the next round)."""
+        if self.notice:
+            return Proposal("reading", self.notice)
+        return self.proposal
 
     # -- during a round ----------------------------------------------------------------------
 
@@ -283,10 +565,13 @@ class CaptureDecider:
         self._ran_out(table, match, out)
 
     def _captures(
-        self, table: TableState, match, seats: dict, out: DeciderOutput, settling: bool = False
+        self, table: TableState, match, seats: dict, out: list, *, settling: bool = False
     ) -> None:
+        s = self.settings
         owned = {c.code for cards in match.captures.values() for c in cards}
-        recent = {c for c, f in table.field_left.items() if table.frame - f <= FIELD_RECENT}
+        recent = frozenset(
+            c for c, f in table.field_left.items() if table.frame - f <= s.field_recent_frames
+        )
         for seat, arrivals in table.arrivals.items():
             player = seats.get(seat)
             if player is None:
@@ -295,11 +580,12 @@ class CaptureDecider:
             # soon as nothing moves over it, not when the whole area is still
             side = match.side_of(player)
             held = [c.code for c in match.captures.get(side, [])]
+            area = _CaptureArea(seat, player, table, owned, held, recent)
             quiet = [
                 a
                 for a in arrivals
-                if table.time - a.quiet_time >= SETTLE_SECONDS - 1e-6
-                and (not a.overlaps or self._plausible_over(a, held, table))
+                if table.time - a.quiet_time >= s.settle_seconds - _CLOCK_SLACK
+                and (not a.overlaps or self._plausible_over(a, held))
             ]
             if not quiet:
                 if not arrivals:
@@ -307,10 +593,8 @@ class CaptureDecider:
                 continue
             decided = set()
             for a in sorted(quiet, key=lambda a: (a.steady_since, a.track)):
-                if surely(a) >= SURE:
-                    self._decide(
-                        [a], player, seat, owned, recent, table, _waiting(held), out, held
-                    )
+                if surely(a) >= s.sure:
+                    out += self._decide([a], area)
                     decided.add(a.track)
             doubtful = [a for a in quiet if a.track not in decided]
             if not doubtful:
@@ -319,47 +603,46 @@ class CaptureDecider:
             waiting = _waiting(held)
             if len(doubtful) == 1 and not waiting:
                 since = self._alone_since.setdefault(seat, table.time)
-                if settling or table.time - since < PARTNER_WAIT:
+                if settling or table.time - since < s.partner_wait:
                     continue  # a doubtful lone card: its partner will help read it
             self._alone_since.pop(seat, None)
             ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
-            self._decide(ordered, player, seat, owned, recent, table, waiting, out, held)
+            out += self._decide(ordered, area)
 
-    def _plausible_over(self, a: Arrival, held, table: TableState) -> bool:
+    def _plausible_over(self, a: Arrival, held) -> bool:
         """A card found over one of the player's captures is a new card (not a misread of
         the covered one) only when it pairs with a capture waiting for its partner."""
         months = {_month(c) for c in _waiting(held)}
-        return any(_month(c) in months and p >= 0.1 for c, p in a.candidates)
+        least = self.settings.over_capture_pairs
+        return any(_month(c) in months and p >= least for c, p in a.candidates)
 
-    def _decide(self, group, player, seat, owned, recent, table, waiting, out, held) -> None:
+    def _decide(self, group: list[Arrival], area: _CaptureArea) -> list[Decision]:
+        """The captures of ``group`` (arrivals of ``area``, read together), in its order."""
+        table, waiting = area.table, _waiting(area.held)
         # the partner of a card comes within the same turn: older odd cards (a misread, a
         # capture missed) help reading but are not expected to pair any more
-        expected = [
-            c for c in waiting if table.time - self._registered_at.get(c, -1e9) <= PAIR_WINDOW
-        ]
+        window = self.settings.pair_window
+        expected = [c for c in waiting if table.time - self._registered_at.get(c, -1e9) <= window]
         readings = resolve_group(
-            group, owned, recent, table.field, fixed=waiting, expected=expected
+            group,
+            owned=area.owned,
+            field_left=area.field_left,
+            field_now=table.field,
+            fixed=waiting,
+            expected=expected,
+            settings=self.settings,
         )
         waiting_months = {_month(c) for c in waiting}
+        decided = []
         for a, (code, conf, check, alts) in zip(group, readings, strict=True):
             # over a capture and pairing with nothing: maybe a misread of the covered card
             check = check or (a.overlaps and _month(code) not in waiting_months)
-            event = {
-                "type": "card_captured",
-                "player": player,
-                "card": code,
-                "source": "camera",
-                "confidence": round(conf, 3),
-            }
-            if check:
-                event["check"] = True
-            if alts:
-                event["alternatives"] = list(alts)
-            out.events.append(event)
-            out.readings.append(Reading(a.track, seat, code, conf, check, alts, a.steady_since))
-            owned.add(code)
-            held.append(code)
+            reading = Reading(a.track, area.seat, code, conf, check, alts, a.steady_since)
+            decided.append(Decision.captured(area.player, reading))
+            area.owned.add(code)
+            area.held.append(code)
             self._registered_at[code] = table.time
+        return decided
 
     # -- Koi and Stop, read from the table ---------------------------------------------------
 
@@ -383,7 +666,7 @@ class CaptureDecider:
             self._episode_frame, self._episode_time, self._episode_laid, sight = began
             self._episode_sight = dict(sight)
             self._koi_since = self._gathered_since = None
-        elif table.time - self._episode_time <= EPISODE_SETTLE:
+        elif table.time - self._episode_time <= self.settings.episode_settle:
             self._episode_laid = max(self._episode_laid, _laid(table, match))
             frame, time, _, sight = self._began[key]
             self._began[key] = (frame, time, self._episode_laid, sight)
@@ -397,7 +680,7 @@ class CaptureDecider:
         if match.round_in_progress and match.koi.get(player, 0) > calls:
             self._tapped = ("koi", player, _laid(table, match))
 
-    def _say(self, out: DeciderOutput, kind: str, player: str, match) -> bool:
+    def _say(self, out: list, kind: str, player: str, match) -> bool:
         """Record ``kind`` ("koi" | "stop") read from the table for ``player``, once per
         question: an answer the tablet took back is only shown again."""
         key = _episode_key(match, player)
@@ -405,24 +688,24 @@ class CaptureDecider:
             self.notice = Message(f"camera.table_shows_{kind}", player=player)
             return False
         self._spoken.add(key)
-        out.events.append({"type": f"{kind}_called", "player": player, "source": "camera"})
+        said = KoiCalled if kind == "koi" else StopCalled
+        out.append(Decision(said(player=player, source="camera")))
         return True
 
-    def _koi_from_captures(self, match, player: str, out: DeciderOutput) -> bool:
+    def _koi_from_captures(self, match, player: str, out: list) -> bool:
         """Another player's card, settled in his capture area after the question was asked,
         decided now and read surely (not flagged: a look at part of a row is not play):
         play goes on, a Koi, recorded before that capture."""
-        readings = iter(out.readings)
-        for i, event in enumerate(out.events):
-            if event["type"] != "card_captured":
+        for i, decision in enumerate(out):
+            reading = decision.reading
+            if reading is None:
                 continue
-            reading = next(readings)
-            if match.side_of(event["player"]) == player or reading.check:
+            if match.side_of(decision.event.player) == player or reading.check:
                 continue
             if reading.steady_since > self._episode_frame:
-                said = DeciderOutput()
+                said: list[Decision] = []
                 if self._say(said, "koi", player, match):
-                    out.events.insert(i, said.events[0])
+                    out.insert(i, said[0])
                     return True
                 return False
         return False
@@ -431,13 +714,14 @@ class CaptureDecider:
         """Koi: cards laid beyond the player's own turn (the next player's card and draw);
         Stop: the captures gathered (out of sight, no hand over them) or a new deal lying.
         True when the round ended."""
-        if out.events and any(e["type"] == "koi_called" for e in out.events):
+        s = self.settings
+        if any(isinstance(d.event, KoiCalled) for d in out):
             return False
         beyond = _next_turn_card(match, player, self._episode_laid) + 1
         if _laid(table, match) >= beyond:
             if self._koi_since is None:
                 self._koi_since = table.time
-            if table.time - self._koi_since >= KOI_HOLD - 1e-6:  # frame times are sums
+            if table.time - self._koi_since >= s.koi_hold - _CLOCK_SLACK:
                 self._say(out, "koi", player, match)
             return False
         self._koi_since = None
@@ -445,21 +729,21 @@ class CaptureDecider:
         # the question was asked now shows few (a wrist resting on one player's rows, or a
         # hand over them, hides one area, not all)
         seen = {seat: n for seat, n in self._episode_sight.items() if n}
-        gathered = sum(seen.values()) >= 2 and all(
-            table.captures_in_sight.get(seat, 0) <= GATHERED_SHARE * n for seat, n in seen.items()
+        gathered = sum(seen.values()) >= s.gathered_least and all(
+            table.captures_in_sight.get(seat, 0) <= s.gathered_share * n for seat, n in seen.items()
         )
         if not gathered:
             self._gathered_since = None
         elif self._gathered_since is None:
             self._gathered_since = table.time
-        long_gathered = gathered and table.time - self._gathered_since >= STOP_AFTER
+        long_gathered = gathered and table.time - self._gathered_since >= s.stop_after
         if not (long_gathered or self._gathered(table, match)):
             return False
         new_deal = self._gathered(table, match) and self._new_deal(table, match)
         if any(table.arrivals.values()):
-            before = len(out.events)
+            before = len(out)
             self._captures(table, match, seats, out, settling=True)
-            if len(out.events) > before:
+            if len(out) > before:
                 return False  # the table settles first: the Stop on the next look
         # whoever made a yaku before the last one saw play go on: Koi
         pending = list(match.pending_players)
@@ -484,10 +768,10 @@ class CaptureDecider:
 
     # -- the round's end ---------------------------------------------------------------------
 
-    def _ran_out(self, table: TableState, match, out: DeciderOutput) -> None:
+    def _ran_out(self, table: TableState, match, out: list) -> None:
         if self._gathered(table, match) and not match.pending_decision:
             # the cards were gathered (or dealt again) without a Stop: the round is over
-            out.events.append({"type": "cards_ran_out"})
+            out.append(Decision(CardsRanOut()))
             self._closed_on_deal = self._new_deal(table, match)
             return
         if table.backs > 0:
@@ -501,9 +785,9 @@ class CaptureDecider:
             return
         if self._no_backs_since is None:
             self._no_backs_since = table.time
-        done = table.time - self._no_backs_since >= RAN_OUT_AFTER
+        done = table.time - self._no_backs_since >= self.settings.ran_out_after
         if done and not match.pending_decision:
-            out.events.append({"type": "cards_ran_out"})
+            out.append(Decision(CardsRanOut()))
             self._closed_on_deal = False
             self._backs_seen = False
             self._no_backs_since = None
@@ -511,14 +795,14 @@ class CaptureDecider:
     def _gathered(self, table: TableState, match) -> bool:
         """The captures have been out of sight a while, with no hand over them, and the pile
         has gone too or a new field lies dealt: the table was gathered."""
-        if table.hand_present or table.captures_unseen < GATHERED_AFTER:
+        if table.hand_present or table.captures_unseen < self.settings.gathered_after:
             return False
         if table.captures_unseen == float("inf"):
             return False
         return table.backs == 0 or self._new_deal(table, match)
 
     def _new_deal(self, table: TableState, match) -> bool:
-        return table.fresh_field >= _deal_size(match) - 2
+        return table.fresh_field >= _deal_size(match) - self.settings.deal_short
 
     def _round_closed(self, match) -> None:
         """The round just ended: the next opens on a new deal, never on the cards still
@@ -540,35 +824,35 @@ class CaptureDecider:
         redeal = [w for w in match.warnings if w.kind == "redeal"]
         return Proposal("redeal", redeal[0]) if redeal else None
 
-    def _redeal_from_table(self, table: TableState, match, out: DeciderOutput) -> bool:
+    def _redeal_from_table(self, table: TableState, match, out: list) -> bool:
         """A field the rules deal again (the engine warns), gathered before any capture:
         ``redeal``; the new field is read from the next deal."""
         if self.proposal is None or self.proposal.kind != "redeal" or _captured(match):
             self._swept_since = None
             return False
-        if table.cards_in_sight > CLEAR_AT_MOST:  # the dealer's hand goes on: no hand test
+        # the dealer's hand goes on: no hand test
+        if table.cards_in_sight > self.settings.clear_at_most:
             self._swept_since = None
             return False
         if self._swept_since is None:
             self._swept_since = table.time
-        if table.time - self._swept_since < SWEPT_AFTER:
+        if table.time - self._swept_since < self.settings.swept_after:
             return False
-        out.events.append({"type": "redeal"})
+        out.append(Decision(Redeal()))
         self._redeal_by_table = True
         self._swept_since = None
         return True
 
     # -- dealing -----------------------------------------------------------------------------
 
-    def _between_rounds(self, table: TableState, match, out: DeciderOutput) -> None:
+    def _between_rounds(self, table: TableState, match, out: list) -> None:
         if self._closed_sight is None:
             self._closed_sight = table.cards_in_sight
-        if table.cleared and match.rounds:
-            out.cleared = True
         if not self._table_cleared(table):
             more = table.cards_in_sight > self._closed_sight and not table.hand_present
             self._laid_since_stop = self._laid_since_stop + 1 if more else 0
-            if self._tapped and self._tapped[0] == "stop" and self._laid_since_stop >= 2:
+            laid_after = self._laid_since_stop >= self.settings.laid_after_stop
+            if self._tapped and self._tapped[0] == "stop" and laid_after:
                 player = self._tapped[1]
                 self.notice = Message("camera.laid_after_stop", player=player)
             return
@@ -577,12 +861,12 @@ class CaptureDecider:
         field_cards = self._dealt_field(table, match)
         if field_cards is None:
             return
-        out.events.append({"type": "round_started", "field": list(field_cards)})
+        out.append(Decision(RoundStarted(field=field_cards)))
         self.proposal = None
         self._backs_seen = table.backs > 0
         self._no_backs_since = None
 
-    def _read_field(self, table: TableState, match, out: DeciderOutput) -> bool:
+    def _read_field(self, table: TableState, match, out: list) -> bool:
         """A round under way without its dealt field (dealt again, or opened on the tablet):
         ``field_dealt`` once the deal lies. True while it waits (no capture is decided before
         the field is known, unless play has begun without a readable deal)."""
@@ -591,30 +875,31 @@ class CaptureDecider:
         field_cards = self._dealt_field(table, match)
         if field_cards is None:
             return not any(table.arrivals.values())
-        out.events.append({"type": "field_dealt", "field": list(field_cards)})
+        out.append(Decision(FieldDealt(field=field_cards)))
         self._backs_seen = table.backs > 0
         return True
 
     def _table_cleared(self, table: TableState) -> bool:
-        """Whether the table has been seen clear (at most ``CLEAR_AT_MOST`` face-up cards in
-        sight, no hand) since the round ended: only then is a field a new deal."""
+        """Whether the table has been seen clear (at most ``clear_at_most`` face-up cards in
+        sight) since the round ended: only then is a field a new deal."""
         if not self._clear_seen:
-            # a hand hides some cards, not a whole table: held 0.5 s, over two looks or more
-            if table.cards_in_sight > CLEAR_AT_MOST:
+            # a hand hides some cards, not a whole table: held a while, over two looks or more
+            if table.cards_in_sight > self.settings.clear_at_most:
                 self._clear_since = None
             elif self._clear_since is None:
                 self._clear_since = table.time
-            elif table.time - self._clear_since >= CLEAR_HELD:
+            elif table.time - self._clear_since >= self.settings.clear_held:
                 self._clear_seen = True
         return self._clear_seen and not table.stale
 
     def _dealt_field(self, table: TableState, match) -> tuple | None:
         """The dealt field once it lies: ``deal`` steady field cards unchanged for a moment, or
-        as soon as a capture shows (play starts at once), or 2 fewer after 3 s."""
+        as soon as a capture shows (play starts at once), or a few fewer after a longer while."""
+        s = self.settings
         deal = _deal_size(match)
         field_cards = tuple(sorted(table.field))
         playing = any(table.arrivals.values())
-        if len(field_cards) < deal - 2:
+        if len(field_cards) < deal - s.deal_short:
             self._deal_since = None
             return None
         if field_cards != self._deal_codes or self._deal_since is None:
@@ -622,7 +907,8 @@ class CaptureDecider:
             if not playing:
                 return None
         lain = table.time - self._deal_since
-        if not (playing or (len(field_cards) >= deal and lain >= DEAL_STEADY) or lain >= 3.0):
+        whole = len(field_cards) >= deal and lain >= s.deal_steady
+        if not (playing or whole or lain >= s.deal_short_after):
             return None
         self._deal_since = None
         return field_cards
