@@ -81,3 +81,38 @@ def test_no_card_is_found_on_an_empty_table(taught):
         )  # fmt: skip
         empty += len(found) == 0
     assert empty == 6
+
+
+def test_eval_json_holds_plain_numbers_when_backs_are_named():
+    """``eval --json`` of a recognizer that names face-down cards ``back`` (its figures feed
+    scripts): every figure is a plain JSON number."""
+    import json
+
+    from companion.detections import CLASSES, Detections
+    from companion.recognizer.evaluation import evaluate
+    from companion.recognizer.settings import Settings
+
+    deck = synth.resolve_deck_dir("traditional-scan")
+    config = synth.SceneConfig(decks=(str(deck),))
+    truth = {}
+    for index in range(4):
+        scene = synth.render_scene(synth.scene_seed(4242, index), config)
+        truth[scene.image.tobytes()] = scene.labels
+
+    class Truthful:  # outlines and names every card as it lies
+        settings = Settings()
+
+        def detect(self, image):
+            labels = truth[image.tobytes()]
+            n = len(labels)
+            return Detections(
+                np.array([label.quad for label in labels], np.float32).reshape(-1, 4, 2),
+                np.array([CLASSES.index(label.card) for label in labels], np.int64),
+                np.ones(n, np.float32),
+                np.zeros((n, 0), np.int64),
+                np.zeros((n, 0), np.float32),
+            )
+
+    metrics = evaluate(Truthful(), str(deck), seed=4242, n=4).to_dict()
+    assert metrics["backs_named"] >= 1
+    assert json.loads(json.dumps(metrics))["backs_named"] == metrics["backs_named"]
