@@ -11,12 +11,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from companion.game.cards import ALL_CODES, CardError
+from companion.game.cards import ALL_CODES, CardError, twin_group
+from companion.game.messages import Message
 
 BACK = "back"
 CLASSES: tuple[str, ...] = (*ALL_CODES, BACK)
 BACK_ID = len(CLASSES) - 1
 _CLASS_IDS = {code: i for i, code in enumerate(CLASSES)}
+_TWIN_GROUP_IDS = np.array(
+    [*(_CLASS_IDS[twin_group(code)[0]] for code in ALL_CODES), BACK_ID], dtype=np.int64
+)
 
 
 def class_id(code: str) -> int:
@@ -24,32 +28,17 @@ def class_id(code: str) -> int:
     try:
         return _CLASS_IDS[code]
     except KeyError:
-        raise CardError(
-            f"Unknown card class {code!r}: expected MM-K (01-1 to 12-4) or 'back'."
-        ) from None
+        raise CardError(Message("refusal.card_class", value=repr(code))) from None
 
 
 def chaff_group(class_ids: np.ndarray) -> np.ndarray:
-    """Map each class id to its scoring-equivalence group: chaff of one month share a group.
+    """Map each class id to its twin group's first id (``companion.game.cards.twin_group``):
+    the plain chaff of one month share a group, every other class is its own.
 
-    Koi-Koi scoring never needs to know which chaff of a month a card is, so the evaluation's
-    "chaff-equivalent" accuracy compares these groups instead of exact ids.
+    Scoring never needs to know which twin a card is, so the evaluation's "chaff-equivalent"
+    accuracy compares these groups instead of exact ids.
     """
-    from companion.game.cards import Card, Category
-
-    table = np.arange(len(CLASSES))
-    for i, code in enumerate(ALL_CODES):
-        card = Card.from_code(code)
-        if card.category is Category.CHAFF:
-            # the first chaff id of the month stands for all of them
-            first = min(
-                j
-                for j, c in enumerate(ALL_CODES)
-                if Card.from_code(c).month == card.month
-                and Card.from_code(c).category is Category.CHAFF
-            )
-            table[i] = first
-    return table[np.asarray(class_ids, dtype=int)]
+    return _TWIN_GROUP_IDS[np.asarray(class_ids, dtype=int)]
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,12 @@ from sqlite_utils.migrations import Migrations
 
 from companion import CompanionError
 from companion.game import registry
+from companion.game.messages import Message
 
 if TYPE_CHECKING:  # the engines are imported when first needed: opening a store stays light
     # What a match's log holds and replays to, by game (``MatchStore.game``).
     from companion.game import engine, hanamikoji
+
     Event = engine.Event | hanamikoji.Event
     MatchState = engine.MatchState | hanamikoji.HanamikojiState
 
@@ -394,9 +396,7 @@ class MatchStore:
                     conn.execute("COMMIT")
             except sqlite3.IntegrityError:
                 # Only a writer that bypassed the seq check could collide on (match_id, seq).
-                raise StaleEventError(
-                    "The match changed since this page was loaded; reload and try again."
-                ) from None
+                raise StaleEventError(Message("refusal.stale")) from None
             except sqlite3.OperationalError as exc:
                 raise StoreError(
                     f"The database cannot be written now ({exc}); nothing was recorded."
@@ -428,15 +428,15 @@ class MatchStore:
         from companion.game import engine
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise CompanionError("The players must be a list of names.")
+            raise CompanionError(Message("refusal.players_list"))
         options = dict(options or {})
         title = _title(title)
         for name in list(players) + ([oya] if oya is not None else []):
-            _check_printable(name, "player name")
+            _check_printable(name, "field.player_name")
         for team, members in (teams or {}).items() if isinstance(teams, dict) else ():
-            _check_printable(team, "team name")
+            _check_printable(team, "field.team_name")
             for member in members if isinstance(members, list | tuple) else ():
-                _check_printable(member, "player name")
+                _check_printable(member, "field.player_name")
         # match_started carries the rule file's text, so that a replay never depends on what
         # the preset says later.
         event = engine.MatchStarted.new(
@@ -476,10 +476,10 @@ class MatchStore:
         from companion.game import hanamikoji
 
         if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise CompanionError("The players must be a list of names.")
+            raise CompanionError(Message("refusal.players_list"))
         title = _title(title)
         for name in players:
-            _check_printable(name, "player name")
+            _check_printable(name, "field.player_name")
         event = hanamikoji.HanamikojiStarted(players=tuple(players), first=first or "A")
         state = hanamikoji.apply(None, event)
         created = _now()
@@ -517,7 +517,7 @@ class MatchStore:
                     "SELECT game FROM matches WHERE id = ?", [match_id]
                 ).fetchone()
                 if row is None:
-                    raise UnknownMatchError(f"There is no match {match_id} in this database.")
+                    raise UnknownMatchError(Message("refusal.no_such_match", n=match_id))
                 game = self._games[match_id] = registry.game(row[0]).name
             return game
 
@@ -530,7 +530,7 @@ class MatchStore:
         with self._reading():
             rows = list(self.db["matches"].rows_where("id = ?", [match_id]))
             if not rows:
-                raise UnknownMatchError(f"There is no match {match_id} in this database.")
+                raise UnknownMatchError(Message("refusal.no_such_match", n=match_id))
             return _match_info(rows[0])
 
     def matches(self) -> list[MatchInfo]:
@@ -544,7 +544,7 @@ class MatchStore:
         with self._reading():
             rows = list(self.db["matches"].rows_where(order_by="id desc", limit=1))
             if not rows:
-                raise UnknownMatchError("There are no matches in this database yet.")
+                raise UnknownMatchError(Message("refusal.no_matches"))
             return _match_info(rows[0])
 
     def resolve_match(self, match: int | str | None) -> MatchInfo:
@@ -636,7 +636,7 @@ class MatchStore:
                 raise CompanionError("The export holds no event.")
             started = engine.apply(None, events[0])  # the set-up, checked as a new match's
             for name in _listed_names(started):
-                _check_printable(name, "player name")
+                _check_printable(name, "field.player_name")
             state = engine.replay(events)
         except RecursionError:  # a rule text or a value nested beyond what a program writes
             raise CompanionError("The export's rules or events are too deeply nested.") from None
@@ -716,7 +716,7 @@ class MatchStore:
                 "SELECT last_seq FROM matches WHERE id = ?", [match_id]
             ).fetchone()
         if row is None:
-            raise UnknownMatchError(f"There is no match {match_id} in this database.")
+            raise UnknownMatchError(Message("refusal.no_such_match", n=match_id))
         return row[0]
 
     def events(self, match_id: int | str, after_seq: int = 0) -> list[StoredEvent]:
@@ -859,7 +859,7 @@ class MatchStore:
         with self._write() as conn:
             row = conn.execute("SELECT last_seq FROM matches WHERE id = ?", [match_id]).fetchone()
             if row is None:
-                raise UnknownMatchError(f"There is no match {match_id} in this database.")
+                raise UnknownMatchError(Message("refusal.no_such_match", n=match_id))
             last = row[0]
             if request_id is not None:
                 first = conn.execute(
@@ -881,14 +881,16 @@ class MatchStore:
                         if row is not None:
                             done.append(
                                 StoredEvent(
-                                    row[0], _parse_event(match_id, row[0], row[1], engine),
-                                    row[2], later,
+                                    row[0],
+                                    _parse_event(match_id, row[0], row[1], engine),
+                                    row[2],
+                                    later,
                                 )
                             )
                     return done
             if expected_seq is not None and expected_seq != last:
                 raise StaleEventError(
-                    "The match changed since this page was loaded; reload and try again.",
+                    Message("refusal.stale"),
                     expected_seq=expected_seq,
                     last_seq=last,
                 )
@@ -1007,6 +1009,7 @@ _BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _check_printable(text, what: str) -> None:
+    """Refuse control characters in a name or title (``what``: its message id, "field.title")."""
     if not isinstance(text, str):
         return  # the engine says what a name must be
     for ch in text:
@@ -1014,18 +1017,22 @@ def _check_printable(text, what: str) -> None:
             continue  # newlines and tabs are collapsed into one space, as the engine does
         if unicodedata.category(ch) in ("Cc", "Cs") or ch in _BIDI_CONTROLS:
             raise CompanionError(
-                f"A {what} cannot hold control characters such as {ascii(ch)}: "
-                f"{ascii(text[:24])} is refused."
+                Message(
+                    "refusal.control_characters",
+                    what=Message(what),
+                    char=ascii(ch),
+                    text=ascii(text[:24]),
+                )
             )
 
 
 def _title(title) -> str | None:
     """A match title as stored: spaces collapsed, None when blank; refused when too long or
     holding control characters."""
-    _check_printable(str(title or ""), "title")
+    _check_printable(str(title or ""), "field.title")
     title = " ".join(str(title or "").split()) or None
     if title and len(title) > MAX_TITLE_LENGTH:
-        raise CompanionError(f"The title must be at most {MAX_TITLE_LENGTH} characters.")
+        raise CompanionError(Message("refusal.title_length", most=MAX_TITLE_LENGTH))
     return title
 
 

@@ -183,3 +183,38 @@ def test_custom_deck_file_renames_a_card(tmp_path):
     deck = Deck.load(path)
     card = deck.parse("harvest moon")
     assert card.code == "08-1" and card.has_role("moon") and card.has_role("special")
+
+
+# -- chaff twins: one rule, in the cards module ----------------------------------------------
+
+
+def test_chaff_twins_are_the_plain_chaff_of_one_month():
+    from companion.game.cards import ALL_CODES, DISTINCT_CHAFF, chaff_twins, twin_group
+
+    assert chaff_twins("08-3", "08-4") and chaff_twins("12-4", "12-3")
+    # the banded paulownia chaff and the lightning are told apart at a glance
+    assert not chaff_twins("12-2", "12-3") and not chaff_twins("12-2", "12-4")
+    assert not chaff_twins("11-4", "11-3")
+    assert not chaff_twins("08-3", "08-3")  # a card is not its own twin
+    assert not chaff_twins("08-3", "09-3")  # nor a chaff of another month
+    assert twin_group("12-2") == ("12-2",) and twin_group("8-4") == ("08-3", "08-4")
+    assert DISTINCT_CHAFF == {"11-4", "12-2"}
+    pairs = {tuple(sorted((a, b))) for a in ALL_CODES for b in ALL_CODES if chaff_twins(a, b)}
+    assert len(pairs) == 11  # one pair in each month but November
+
+
+def test_every_user_of_the_twin_rule_agrees_with_the_cards_module():
+    """The recognizer's evaluation, the tracker and the capture decider group the 48 codes
+    exactly as ``twin_group`` does (they once held three copies that disagreed on 12-2)."""
+    from companion.detections import chaff_group, class_id
+    from companion.game.cards import ALL_CODES, chaff_twins, twin_group
+    from companion.live import capture_decider, tracker
+
+    ids = [class_id(c) for c in ALL_CODES]
+    groups = dict(zip(ALL_CODES, chaff_group(ids).tolist(), strict=True))
+    for a in ALL_CODES:
+        assert [ALL_CODES[i] for i in tracker.TWIN_IDS[a]] == list(twin_group(a))
+        for b in ALL_CODES:
+            same = a == b or chaff_twins(a, b)
+            assert (groups[a] == groups[b]) == same, (a, b)
+            assert (capture_decider._equivalent(a) == capture_decider._equivalent(b)) == same

@@ -56,14 +56,18 @@ def test_the_summary_names_the_cards_after_the_deck_the_match_recorded(store, fe
 
 def test_the_recorded_names_outlive_the_camera_and_travel_with_an_export(store, ferme, client):
     match_id = _teshi_match(store, ferme.names_data())
+    between = client.get(f"/matches/{match_id}?lang=fr").get_data(as_text=True)
+    assert "Lierre lanterne orange (01-2)" in between  # the declared hand that ended round 1
     store.append(match_id, {"type": "round_started"})
     store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "01-1"})
+    store.append(match_id, {"type": "card_captured", "player": "Ben", "card": "02-1"})
     copy = store.import_match(store.export_match(match_id))
     for shown in (match_id, copy):  # no camera here: the match's own record names the cards
         page = client.get(f"/matches/{shown}/summary?lang=fr").get_data(as_text=True)
         assert "Grelinette (01-1)" in page
         board = client.get(f"/matches/{shown}?lang=fr").get_data(as_text=True)
         assert "Grelinette" in board
+        assert "du mois 01 (Grelinette (01-1))" in board  # a lone card of its month
     picker = client.get(f"/matches/{match_id}/picker?player=Aki&lang=fr").get_data(as_text=True)
     assert "Grelinette" in picker and "Lierre lanterne orange" in picker
 

@@ -313,6 +313,54 @@ def test_printable_summary_in_the_page_language(client, store, lang, words):
     assert "Round ledger" in english and "In progress: round 2 is next" in english
 
 
+@pytest.mark.parametrize(
+    ("lang", "words"),
+    [
+        (
+            "fr",
+            [
+                "Manche par manche",
+                "Manche 1",
+                "(Aki commence)",
+                "Faveur après la manche",
+                "2 manches jouées sur 3 au plus",
+                "Ben gagne avec 4 geishas et 12 points.",
+                "(déplacé)",
+                "Retour à la partie",
+                "Corrections pendant la partie\u00a0: 0",
+            ],
+        ),
+        (
+            "ja",
+            [
+                "各回の記録",
+                "第1回",
+                "（先手はAki）",
+                "回の後の好意",
+                "最大3回中2回終了",
+                "Benの勝ち（芸者4人と12点）。",
+                "（移動）",
+                "対局に戻る",
+            ],
+        ),
+    ],
+)
+def test_the_hanamikoji_printable_summary_in_the_page_language(client, store, lang, words):
+    match_id = store.create_hanamikoji_match(["Aki", "Ben"])
+    for counts in ("1,0,1,1,1,2,2:0,1,1,2,1,2,1", "2,1,1,1,1,1,1:0,1,1,2,2,2,0"):
+        store.append(match_id, {"type": "round_scored", "counts": counts})
+    page = client.get(f"/matches/{match_id}/summary?lang={lang}").get_data(as_text=True)
+    assert page_lang(page) == lang
+    text = visible_text(page)
+    for word in words:
+        assert word in text, word
+    assert english_leftovers(text, lang) == []
+    english = visible_text(
+        client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True)
+    )
+    assert "Favour after the round" in english and "2 rounds played of at most 3" in english
+
+
 def test_pages_vary_by_language_and_static_files_do_not(client):
     page = client.get("/")
     assert {"Accept-Language", "Cookie"} <= set(page.vary)

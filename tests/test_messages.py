@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
+from companion import CompanionError
 from companion.game import engine, hanamikoji
 from companion.game.messages import (
     SEPARATORS,
@@ -28,6 +29,21 @@ from companion.game.scoring import score_hand
 TRANSLATIONS = Path(__file__).parent.parent / "companion" / "web" / "translations"
 MATCHES = Path(__file__).parent / "matches"
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+# What a refusal quotes as the program reads it (an event type, a deck file's key, a path,
+# 'back') stays as it is in every language: quoted or bracketed, or written with _ . or / inside.
+CODE = re.compile(r"'[^']*'|(?<!\S)\.\w+|\[[^\]]*\]|\{[^}]*\}|\S*\w[_./]\w\S*|\b[A-Z]{4,}\b")
+DECK_KEYS = {"name", "title", "base", "cards", "names", "roles", "add_roles"}
+
+
+def code_words(message_id: str, english: str) -> set:
+    """The words of an English template that are code, not English."""
+    english = PLACEHOLDER.sub("", english)
+    words = {w for literal in CODE.findall(english) for w in re.findall(r"[A-Za-z]+", literal)}
+    if message_id.startswith(("refusal.deck", "refusal.match_deck")):
+        words |= {w for w in DECK_KEYS if re.search(rf"\b{w}\b", english)}
+    return words
 
 
 def catalog(lang: str) -> dict:
@@ -127,7 +143,7 @@ def test_every_message_is_said_in_the_language_with_sample_parameters(lang):
                 assert "%(" not in said, message_id
                 if lang == "ja":  # every Japanese sentence is written in Japanese
                     english_words = re.findall(r"[A-Za-z]{4,}", said)
-                    allowed = {"Koi", "Oya"}
+                    allowed = {"Koi", "Oya"} | code_words(message_id, template.english)
                     assert set(english_words) <= allowed, (message_id, said)
     finally:
         store.close()
@@ -308,3 +324,250 @@ def test_a_logged_round_without_its_oya_says_no_none():
     assert engine.RoundStarted().describe() == "Round started"
     assert engine.RoundStarted(oya="Aki").describe() == "Round started, Aki is Oya"
     assert engine.HandDeclared(player="Aki", kind="teshi").describe() == "Aki declared teshi"
+
+
+# -- refusals: the English sentence as before, a Message for the page --------------------------
+
+ROOT = Path(__file__).parent.parent
+GAME_ERRORS = {"IllegalEvent", "HanamikojiError", "CardError", "ScoringError"}
+REFUSING_SOURCES = [
+    *sorted((ROOT / "companion" / "game").glob("*.py")),
+    ROOT / "companion" / "detections.py",
+    ROOT / "companion" / "store.py",
+]
+
+
+def _game_error_raises():
+    """Every ``raise IllegalEvent(...)`` (HanamikojiError, CardError, ScoringError) in the
+    source: its place and its first argument, found by reading the code, not listed by hand."""
+    import ast
+
+    for path in REFUSING_SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if name in GAME_ERRORS:
+                    yield f"{path.name}:{node.lineno}", node.exc.args[0] if node.exc.args else None
+
+
+def test_every_game_error_is_raised_with_a_message():
+    import ast
+
+    raised = list(_game_error_raises())
+    assert len(raised) > 100
+    for place, argument in raised:
+        passed_on = isinstance(argument, ast.Attribute) and argument.attr == "sentence"
+        a_message = (
+            isinstance(argument, ast.Call)
+            and getattr(argument.func, "id", None) == "Message"
+            and isinstance(argument.args[0], ast.Constant | ast.Name)
+        )
+        assert passed_on or a_message, f"{place} raises a sentence that is not a Message"
+        if a_message and isinstance(argument.args[0], ast.Constant):
+            message_id = argument.args[0].value
+            assert TEMPLATES[message_id].kind == "refusal", (place, message_id)
+
+
+def test_every_refusal_template_is_raised_somewhere():
+    source = "\n".join(p.read_text(encoding="utf-8") for p in REFUSING_SOURCES)
+    unused = [
+        message_id
+        for message_id, template in TEMPLATES.items()
+        if template.kind in ("refusal", "field", "action") and f'"{message_id}"' not in source
+    ]
+    assert unused == []
+
+
+def _refused(apply, *args):
+    with pytest.raises(CompanionError) as refused:
+        apply(*args)
+    return refused.value
+
+
+def test_a_refusal_is_its_old_english_sentence_and_carries_its_message():
+    started = json.loads((MATCHES / "livret-6.json").read_text())["events"][0]
+    match = engine.replay([started])
+    capture = {"type": "card_captured", "player": "Aiko", "card": "01-1"}
+    cases = [
+        (
+            _refused(engine.apply, match, capture),
+            "No round is in progress: start round 1 before recording captures.",
+            "refusal.no_round",
+        ),
+        (
+            _refused(
+                engine.replay, [started, {"type": "round_started"}, {**capture, "player": "Zed"}]
+            ),
+            "Event 3 is refused: Unknown player 'Zed': the players are Aiko, Ben.",
+            "refusal.event_refused",
+        ),
+        (
+            _refused(engine.apply, match, {**capture, "player": ""}),
+            "The player must be a non-empty name, not ''.",
+            "refusal.name_empty",
+        ),
+        (
+            _refused(hanamikoji.apply, None, {"type": "hanamikoji_started", "players": ["a"]}),
+            "Hanamikoji is played by 2 players, not 1.",
+            "refusal.two_players",
+        ),
+        (
+            _refused(score_hand, RuleSet.load("livret"), ["01-1", "01-1"]),
+            "Card 01-1 is listed twice; each card exists once.",
+            "refusal.card_twice",
+        ),
+    ]
+    for error, english, message_id in cases:
+        assert str(error) == english
+        assert isinstance(error.sentence, Message) and error.sentence.id == message_id
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "Event 3 is refused: Unknown player 'Zed': the players are Aiko, Ben."),
+        (
+            "fr",
+            "L’événement 3 est refusé\u00a0: Joueur inconnu 'Zed'\u00a0: "
+            "les joueurs sont Aiko, Ben.",
+        ),
+        ("ja", "イベント3は受け付けられません：不明なプレイヤー'Zed'：プレイヤーはAiko、Benです。"),
+    ],
+)
+def test_a_refusal_is_said_in_the_page_language(lang, said):
+    from companion.store import MatchStore
+    from companion.web import create_app
+    from companion.web.i18n import say as page_say
+
+    started = json.loads((MATCHES / "livret-6.json").read_text())["events"][0]
+    bad = {"type": "card_captured", "player": "Zed", "card": "01-1"}
+    error = _refused(engine.replay, [started, {"type": "round_started"}, bad])
+    store = MatchStore.open(":memory:")
+    try:
+        with create_app(store, testing=True).test_request_context(f"/?lang={lang}"):
+            assert page_say(error.sentence) == said
+    finally:
+        store.close()
+
+
+def test_a_refusal_opens_with_a_capital_in_every_language_and_quotes_a_sentence_without_its_stop():
+    from companion.game.messages import say as said_with
+
+    french = {
+        "The %(what)s must be a non-empty name, not %(value)s.": "%(what)s doit être un nom non vide.",
+        "player name": "le nom du joueur",
+        "The match is over (%(outcome)s); nothing more can be recorded.": "Finie (%(outcome)s).",
+        "%(winner)s wins the match: %(table)s.": "%(winner)s gagne : %(table)s.",
+    }
+    error = _refused(engine.apply, None, {"type": "match_started", "players": [""]})
+    assert (
+        said_with(error.sentence, french.get, "fr") == "Le nom du joueur doit être un nom non vide."
+    )
+    over = Message(
+        "refusal.match_over",
+        outcome=Message("outcome.wins", winner="Aki", table="6").without_stop(),
+    )
+    assert over == "The match is over (Aki wins the match: 6); nothing more can be recorded."
+    assert said_with(over, french.get, "fr") == "Finie (Aki gagne : 6)."
+    assert pickle.loads(pickle.dumps(over)).params["outcome"].unstopped
+
+
+def _post(client, store, match_id, path="events", **fields):
+    import uuid
+
+    page = client.get("/").get_data(as_text=True)
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    data = {
+        "csrf_token": token,
+        "request_id": uuid.uuid4().hex,
+        "expected_seq": store.last_seq(match_id),
+        **fields,
+    }
+    return client.post(f"/matches/{match_id}/{path}", data=data, headers={"HX-Request": "true"})
+
+
+@pytest.mark.parametrize(
+    ("lang", "held", "no_round"),
+    [
+        (
+            "en",
+            "Aki already holds 01-1 (Crane and Sun) this round.",
+            "No round is in progress: start round 1 before recording captures.",
+        ),
+        (
+            "fr",
+            "Aki a déjà pris Grue et soleil (01-1) dans cette manche.",
+            "Aucune manche n’est en cours\u00a0: commencez la manche 1 avant de noter des prises.",
+        ),
+        (
+            "ja",
+            "Akiはこの回ですでに松に鶴（01-1）を取っています。",
+            "進行中の回がありません：取り札の記録の前に第1回を始めてください。",
+        ),
+    ],
+)
+def test_the_tablet_shows_a_refusal_in_its_language(client, store, lang, held, no_round):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client.get(f"/?lang={lang}")
+    capture = {"type": "card_captured", "player": "Aki", "card": "01-1"}
+    refused = _post(client, store, match_id, **capture)
+    assert refused.status_code == 400 and no_round in refused.get_data(as_text=True)
+    _post(client, store, match_id, type="round_started")
+    assert _post(client, store, match_id, **capture).status_code == 200
+    refused = _post(client, store, match_id, **capture)
+    assert refused.status_code == 400 and held in refused.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "Aki already has 1 items before Ayane."),
+        ("fr", "Aki a déjà 1 objets devant Ayane."),
+        ("ja", "AkiはすでにAyaneの前にアイテムを1枚置いています。"),
+    ],
+)
+def test_a_hanamikoji_refusal_in_the_page_language(client, store, lang, said):
+    match_id = store.create_hanamikoji_match(["Aki", "Ben"])
+    client.get(f"/?lang={lang}")
+    item = {"type": "items_set", "player": "A", "geisha": "ayane", "count": 1}
+    assert _post(client, store, match_id, "hanamikoji/events", **item).status_code == 200
+    refused = _post(client, store, match_id, "hanamikoji/events", **item)
+    assert refused.status_code == 400
+    assert said in refused.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "The match changed since this page was loaded; reload and try again."),
+        ("fr", "La partie a changé depuis le chargement de cette page\u00a0; rechargez-la"),
+        ("ja", "このページを開いた後に対局が変わりました。"),
+    ],
+)
+def test_a_stale_page_is_told_so_in_its_language(client, store, lang, said):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client.get(f"/?lang={lang}")
+    assert _post(client, store, match_id, type="round_started").status_code == 200
+    stale = _post(client, store, match_id, type="redeal", expected_seq=0)
+    assert stale.status_code == 409 and said in stale.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "both", "same"),
+    [
+        ("en", "give both names", "Two players have the same name; give each a different one."),
+        ("fr", "donnez les deux noms", "Deux joueurs ont le même nom"),
+        ("ja", "2人とも名前を入れてください", "同じ名前のプレイヤーがいます。"),
+    ],
+)
+def test_the_hanamikoji_form_refuses_in_the_page_language(client, store, lang, both, same):
+    client.get(f"/?lang={lang}")
+    page = client.get("/").get_data(as_text=True)
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    form = {"csrf_token": token, "rules": "hanamikoji", "player_1": "Aki", "first": "1"}
+    headers = {"HX-Request": "true"}
+    one_name = client.post("/matches", data={**form, "player_2": ""}, headers=headers)
+    assert one_name.status_code == 400 and both in one_name.get_data(as_text=True)
+    twice = client.post("/matches", data={**form, "player_2": "aki"}, headers=headers)
+    assert twice.status_code == 400 and same in twice.get_data(as_text=True)

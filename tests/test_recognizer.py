@@ -939,7 +939,8 @@ def test_chaff_groups():
     groups = chaff_group([class_id(c) for c in ["08-3", "08-4", "08-1", "12-2", "12-4", "11-4"]])
     assert groups[0] == groups[1]  # two susuki chaff are the same for scoring
     assert groups[0] != groups[2]
-    assert groups[3] == groups[4]  # paulownia chaff 12-2..12-4
+    assert groups[3] != groups[4]  # the banded paulownia chaff 12-2 is told apart
+    assert chaff_group([class_id("12-3")])[0] == groups[4]  # the two plain ones are not
     assert groups[5] == class_id("11-4")  # the lightning card is alone in its group
 
 

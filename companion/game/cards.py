@@ -21,6 +21,7 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 from companion import CompanionError
+from companion.game.messages import Listing, Message
 
 DECKS_DIR = Path(__file__).with_name("decks")
 
@@ -307,15 +308,13 @@ class Card:
 def normalize_code(code: str) -> str:
     """``'8-1'`` -> ``'08-1'``; raises CardError for anything that is not a card code."""
     if not isinstance(code, str):
-        raise CardError(f"A card code must be text like '08-1', not {code!r}.")
+        raise CardError(Message("refusal.code_not_text", value=repr(code)))
     m = _CODE_RE.match(code)
     if not m:
-        raise CardError(
-            f"Unknown card code {code!r}: expected MM-K, month 01-12 and card 1-4 (e.g. '08-1')."
-        )
+        raise CardError(Message("refusal.code_shape", value=repr(code)))
     month, index = int(m.group(1)), int(m.group(2))
     if not (1 <= month <= 12 and 1 <= index <= 4):
-        raise CardError(f"Unknown card code {code!r}: the month must be 01-12 and the card 1-4.")
+        raise CardError(Message("refusal.code_range", value=repr(code)))
     return f"{month:02d}-{index}"
 
 
@@ -374,7 +373,7 @@ class Deck:
 
     def __init__(self, name: str, cards: list[Card], title: str = ""):
         if len(cards) != 48 or len({c.code for c in cards}) != 48:
-            raise CardError(f"Deck {name!r} must define 48 distinct cards.")
+            raise CardError(Message("refusal.deck_48", deck=repr(name)))
         self.name = name
         self.title = title or name
         self.cards = sorted(cards)
@@ -401,7 +400,7 @@ class Deck:
         try:
             return self._by_code[normalize_code(code)]
         except KeyError:  # pragma: no cover - normalize_code already rejects these
-            raise CardError(f"Unknown card code {code!r}.") from None
+            raise CardError(Message("refusal.unknown_code", value=repr(code))) from None
 
     def parse(self, text: str) -> Card:
         if isinstance(text, Card):
@@ -410,20 +409,26 @@ class Deck:
             return self.card(text)
         folded = _fold(text) if isinstance(text, str) else ""
         if folded in self._by_name and self._by_name[folded] is None:
-            codes = ", ".join(
+            codes = Listing(
                 c.code
                 for c in self.cards
                 if folded in {_fold(k) for k in (*c.roles, *c.names.values())}
             )
             raise CardError(
-                f"{text!r} names several cards of deck {self.name!r} ({codes}): give one code."
+                Message(
+                    "refusal.several_cards", value=repr(text), deck=repr(self.name), codes=codes
+                )
             )
         card = self._by_name.get(folded)
         if card is None:
             example = self.cards[0].names.get("en", self.cards[0].code)
             raise CardError(
-                f"Unknown card {text!r}: use a code like '08-1' or a card name like {example!r} "
-                f"(deck {self.name!r})."
+                Message(
+                    "refusal.unknown_card",
+                    value=repr(text),
+                    example=repr(example),
+                    deck=repr(self.name),
+                )
             )
         return card
 
@@ -456,16 +461,14 @@ class Deck:
         """The deck ``names_data`` wrote (checked as a deck file is; only names, no ``base`` or
         roles: a recorded match never makes the program read a file); CardError otherwise."""
         if not isinstance(data, dict):
-            raise CardError("The match's deck must be a deck file's names (name, title, cards).")
+            raise CardError(Message("refusal.match_deck_names"))
         for key in data:
             if key not in ("name", "title", "cards"):
-                raise CardError(
-                    f"The match's deck has an unknown key {key!r}: it keeps names only."
-                )
+                raise CardError(Message("refusal.match_deck_key", key=repr(key)))
         cards = data.get("cards")
         for code, spec in cards.items() if isinstance(cards, dict) else ():
             if isinstance(spec, dict) and set(spec) - {"names"}:
-                raise CardError(f"The match's deck gives card {code!r} more than its names.")
+                raise CardError(Message("refusal.match_deck_card", code=repr(code)))
         return cls.from_dict(data, "of the match")
 
     def with_role(self, role: str) -> list[Card]:
@@ -486,29 +489,26 @@ class Deck:
                 return STANDARD_DECK
             path = DECKS_DIR / f"{text}.toml"
             if not path.is_file():
-                known = ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
-                raise CardError(f"No deck {text!r}: known decks are {known}, or give a .toml path.")
+                raise CardError(Message("refusal.no_deck", value=repr(text), known=_known_decks()))
         elif folder is not None:
             home = Path(folder).resolve()
             path = (home / text).resolve()
             if not path.is_relative_to(home) and not path.is_relative_to(DECKS_DIR.resolve()):
-                raise CardError(
-                    f"The deck file {text!r} is outside its own folder: name a built-in deck "
-                    "or a .toml file beside the file that names it."
-                )
+                raise CardError(Message("refusal.deck_outside", value=repr(text)))
         else:
             path = Path(text)
         if not path.exists():
-            known = ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
-            raise CardError(f"No deck {text!r}: known decks are {known}, or give a .toml path.")
+            raise CardError(Message("refusal.no_deck", value=repr(text), known=_known_decks()))
         key = path.resolve()
         if key in _chain:
-            raise CardError(f"The deck file {path.name} is based on itself (through its base).")
+            raise CardError(Message("refusal.deck_loop", name=path.name))
         try:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeError) as exc:
             reason = getattr(exc, "strerror", None) or "it is not UTF-8 text"
-            raise CardError(f"The deck file {path.name} cannot be read: {reason}.") from None
+            raise CardError(
+                Message("refusal.deck_unreadable", name=path.name, reason=reason)
+            ) from None
         data = parse_toml(source, f"the deck file {path.name}", CardError)
         return cls.from_dict(
             data, default_name=path.stem, folder=path.parent, _chain=(*_chain, key)
@@ -518,7 +518,7 @@ class Deck:
     def from_dict(
         cls, data: dict, default_name: str = "custom", *, folder=None, _chain: tuple = ()
     ) -> Deck:
-        where = f"The deck file {default_name}"
+        where = Message("phrase.deck_file", name=default_name)
         _check_deck_data(data, where)
         base = data.get("base", "standard")
         if base != "standard":
@@ -542,69 +542,133 @@ DECK_KEYS = ("name", "title", "base", "cards")
 CARD_KEYS = ("names", "roles", "add_roles")
 _LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z]{2,4})?")
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")
-FORMAT_HINT = "see companion/game/decks/ferme-florale.toml for the format"
+FORMAT_HINT = Message("phrase.deck_format")
 
 
-def _check_deck_data(data: dict, where: str) -> None:
+def _check_deck_data(data: dict, where: Message) -> None:
     """One sentence (a CardError) for the first mistake in a deck file's data, naming where it
     lies, as a rule file is checked: unknown keys, a card that is not a slot, names that are not
     text by language, roles that are not a list of role names."""
     for key in data:
         if key not in DECK_KEYS:
             raise CardError(
-                f"{where} has an unknown key {key!r}: a deck file has {', '.join(DECK_KEYS)} "
-                f"({FORMAT_HINT})."
+                Message(
+                    "refusal.deck_key",
+                    where=where,
+                    key=repr(key),
+                    keys=Listing(DECK_KEYS),
+                    hint=FORMAT_HINT,
+                )
             )
     for key in ("name", "title", "base"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
-            raise CardError(f"{where}: {key} must be a text, not {data[key]!r}.")
+            raise CardError(
+                Message("refusal.deck_text", where=where, key=key, value=repr(data[key]))
+            )
     cards = data.get("cards", {})
     if not isinstance(cards, dict):
-        raise CardError(f'{where}: cards must be tables like [cards."01-1"] ({FORMAT_HINT}).')
+        raise CardError(Message("refusal.deck_cards_tables", where=where, hint=FORMAT_HINT))
     seen: dict[str, str] = {}
     for code, spec in cards.items():
         try:
             slot = normalize_code(code)
         except CardError:
-            raise CardError(
-                f"{where}: {code!r} is not a card: slots run from 01-1 to 12-4 (month-card)."
-            ) from None
-        place = f'{where}, [cards."{code}"]'
+            raise CardError(Message("refusal.deck_slot", where=where, code=repr(code))) from None
+        place = Message("phrase.deck_card", where=where, code=code)
         if slot in seen:
-            raise CardError(f"{place} names the card {seen[slot]!r} names already.")
+            raise CardError(Message("refusal.deck_card_twice", where=place, code=repr(seen[slot])))
         seen[slot] = code
         if not isinstance(spec, dict):
-            raise CardError(f"{place} must be a table of names and roles ({FORMAT_HINT}).")
+            raise CardError(Message("refusal.deck_card_table", where=place, hint=FORMAT_HINT))
         for key in spec:
             if key not in CARD_KEYS:
                 raise CardError(
-                    f"{place} has an unknown key {key!r}: a card has {', '.join(CARD_KEYS)}."
+                    Message(
+                        "refusal.deck_card_key", where=place, key=repr(key), keys=Listing(CARD_KEYS)
+                    )
                 )
         names = spec.get("names", {})
         if not isinstance(names, dict):
-            raise CardError(f'{place}: names must be a table like {{ en = "Crane", fr = "Grue" }}.')
+            raise CardError(Message("refusal.deck_names_table", where=place))
         for language, text in names.items():
             if not _LANGUAGE.fullmatch(language):
                 raise CardError(
-                    f"{place}: {language!r} is not a language code like en, fr or ja."
+                    Message("refusal.deck_language", where=place, language=repr(language))
                 )
             if not isinstance(text, str) or not text.strip():
-                raise CardError(f"{place}: the {language} name must be a text, not {text!r}.")
+                raise CardError(
+                    Message(
+                        "refusal.deck_name_text", where=place, language=language, value=repr(text)
+                    )
+                )
         for key in ("roles", "add_roles"):
             if key not in spec:
                 continue
             roles = spec[key]
             if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-                raise CardError(f'{place}: {key} must be a list of role names like ["tool"].')
+                raise CardError(Message("refusal.deck_roles_list", where=place, key=key))
             for role in roles:
                 if not _ROLE.fullmatch(role):
-                    raise CardError(
-                        f"{place}: {role!r} is not a role name (lower-case letters, digits "
-                        "and _, starting with a letter)."
-                    )
+                    raise CardError(Message("refusal.deck_role", where=place, role=repr(role)))
+
+
+def _known_decks() -> str:
+    """The built-in decks' names, as a refusal lists them."""
+    return ", ".join(sorted(["standard", *(p.stem for p in DECKS_DIR.glob("*.toml"))]))
+
+
+def spoken_names(card: Card) -> dict:
+    """The card's name by language code as a sentence says it (``card_name_in``): in each
+    language its deck names it in, and in Japanese."""
+    languages = {*(getattr(card, "names", None) or {}), "ja"}
+    return {lang: card_name_in(card, lang) for lang in sorted(languages)}
 
 
 _BUILTIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _STANDARD_CARDS = _standard_cards()
 STANDARD_DECK = Deck("standard", _STANDARD_CARDS, "Standard Hanafuda (Nintendo design)")
 ALL_CODES = tuple(c.code for c in STANDARD_DECK)
+
+# Chaff whose face a camera tells from the month's other chaff at a glance in every deck, and
+# which rule sets may score on its own: the lightning (a red storm drawing; the gaji wild
+# card) and December's first chaff (a coloured band across its foot; a double chaff in Korean
+# hwatu). The other chaff of a month differ in a leaf or a printed word only (08-3 and 08-4;
+# 12-3 and 12-4).
+DISTINCT_CHAFF = frozenset({"11-4", "12-2"})
+
+
+def _twin_groups() -> dict[str, tuple[str, ...]]:
+    groups: dict[str, tuple[str, ...]] = {}
+    for card in STANDARD_DECK:
+        if card.category is Category.CHAFF and card.code not in DISTINCT_CHAFF:
+            groups[card.code] = tuple(
+                c.code
+                for c in STANDARD_DECK
+                if c.month == card.month
+                and c.category is Category.CHAFF
+                and c.code not in DISTINCT_CHAFF
+            )
+        else:
+            groups[card.code] = (card.code,)
+    return groups
+
+
+_TWIN_GROUPS = _twin_groups()
+
+
+def twin_group(code: str) -> tuple[str, ...]:
+    """The cards a camera cannot tell from ``code`` and scoring never tells apart, ``code``
+    included, in code order: the plain chaff of its month (``("08-3", "08-4")``), else ``code``
+    alone (a bright, an animal, a ribbon, or a chaff in ``DISTINCT_CHAFF``). The first code
+    stands for the group. Slots, not drawings: a re-skinned deck's names and roles change
+    nothing."""
+    try:
+        return _TWIN_GROUPS[code]
+    except KeyError:
+        return _TWIN_GROUPS[normalize_code(code)]
+
+
+def chaff_twins(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are two different cards of one twin group (``twin_group``): a
+    camera's commonest slip, and one no score depends on."""
+    return a != b and twin_group(a) == twin_group(b)

@@ -60,16 +60,19 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
-from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code
+from companion.game.cards import CODE_RE, Card, CardError, Category, normalize_code, spoken_names
 from companion.game.events import (
     EventLog,
     EventRecord,
+    GameState,
+    UndoEvent,
+    omitted_when_empty,
     remember,
     replay_log,
     required,
     undo,
 )
-from companion.game.messages import CardCode, Listing, Message
+from companion.game.messages import CardCode, Listing, Message, Named
 
 __all__ = [
     "IllegalEvent",
@@ -111,32 +114,53 @@ EVENT_TYPES: dict[str, type[Event]] = {}
 MAX_NAME_LENGTH = 40
 
 
-def _name(value, what: str) -> str:
+def _field(what: str | Message) -> Message:
+    """What a refusal names: a field's message id ("field.player_name") or its Message."""
+    return what if isinstance(what, Message) else Message(what)
+
+
+def _name(value, what: str | Message) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise IllegalEvent(f"The {what} must be a non-empty name, not {value!r}.")
+        raise IllegalEvent(Message("refusal.name_empty", what=_field(what), value=repr(value)))
     value = " ".join(value.split())
     if len(value) > MAX_NAME_LENGTH:
         raise IllegalEvent(
-            f"The {what} {value[:20]!r}... is longer than {MAX_NAME_LENGTH} characters."
+            Message(
+                "refusal.name_too_long",
+                what=_field(what),
+                value=repr(value[:20]),
+                most=MAX_NAME_LENGTH,
+            )
         )
     return value
 
 
 def _check_source(event) -> None:
     if event.source is not None:
-        object.__setattr__(event, "source", _name(event.source, f"{event.type} source"))
+        what = Message("field.event_source", event=event.type)
+        object.__setattr__(event, "source", _name(event.source, what))
 
 
-def _card_text(value, what: str = "card") -> str:
+def _card_text(value, what: str = "field.card") -> str:
     """A card code (normalized, ``8-1`` -> ``08-1``) or a card name resolved later by the deck."""
     if not isinstance(value, str) or not value.strip():
-        raise IllegalEvent(f"The {what} must be a card code like '08-1', not {value!r}.")
+        raise IllegalEvent(Message("refusal.card_code", what=_field(what), value=repr(value)))
     if CODE_RE.match(value):
         try:
             return normalize_code(value)
         except CardError as exc:
-            raise IllegalEvent(str(exc)) from None
+            raise IllegalEvent(exc.sentence) from None
     return value.strip()
+
+
+def _card_list(value, what: str, refusal: str) -> tuple:
+    """Cards given as a list, or as one text of codes separated by commas (a form's);
+    ``refusal``: the message id for anything else."""
+    if isinstance(value, str):
+        value = [c for c in value.split(",") if c.strip()]
+    if not isinstance(value, list | tuple):
+        raise IllegalEvent(Message(refusal))
+    return tuple(_card_text(c, what) for c in value)
 
 
 def _whole(value, what: str, low: int, high: int) -> int:
@@ -148,10 +172,13 @@ def _whole(value, what: str, low: int, high: int) -> int:
             value = int(text)
         else:
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
-            raise IllegalEvent(f"The {what} must be a whole number, not {shown}.")
+            raise IllegalEvent(Message("refusal.whole_number", what=_field(what), value=shown))
     if not low <= value <= high:
-        shown = str(value) if len(str(value)) <= 20 else f"a number of {len(str(value))} digits"
-        raise IllegalEvent(f"The {what} must be between {low} and {high}, not {shown}.")
+        digits = len(str(value))
+        shown = str(value) if digits <= 20 else Message("phrase.digits", n=digits)
+        raise IllegalEvent(
+            Message("refusal.between", what=_field(what), low=low, high=high, value=shown)
+        )
     return value
 
 
@@ -196,7 +223,7 @@ class Event(EventRecord):
 
     registry: ClassVar[dict[str, type]] = EVENT_TYPES
     error: ClassVar[type[CompanionError]] = IllegalEvent
-    noun: ClassVar[str] = "an event"
+    noun: ClassVar[tuple[str, str]] = ("phrase.an_event", "phrase.event")
 
     def describe(self, teams: dict | None = None) -> str:
         """What the event did, one line of the tablet's log: a Message (``teams``: the
@@ -219,7 +246,7 @@ class MatchStarted(Event):
     type: ClassVar[str] = "match_started"
     players: tuple = required(())
     rules: str = "livret"
-    rules_text: str = ""
+    rules_text: str = omitted_when_empty("")
     options: dict = field(default_factory=dict, hash=False)
     rounds: int | None = None
     oya: str | None = None
@@ -235,32 +262,34 @@ class MatchStarted(Event):
             try:
                 Deck.from_names_data(self.deck)
             except CardError as exc:
-                raise IllegalEvent(str(exc)) from None
+                raise IllegalEvent(exc.sentence) from None
         players = self.players
         if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise IllegalEvent("The players must be a list of names.")
-        players = tuple(_name(p, "player name") for p in players)
+            raise IllegalEvent(Message("refusal.players_list"))
+        players = tuple(_name(p, "field.player_name") for p in players)
         if len(set(players)) != len(players):
-            raise IllegalEvent("Two players have the same name.")
+            raise IllegalEvent(Message("refusal.same_name"))
         object.__setattr__(self, "players", players)
-        object.__setattr__(self, "rules", _name(self.rules, "rule set name"))
+        object.__setattr__(self, "rules", _name(self.rules, "field.rule_set_name"))
         if not isinstance(self.rules_text, str):
-            raise IllegalEvent("The rules text must be the rule file's TOML text.")
+            raise IllegalEvent(Message("refusal.rules_text"))
         if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
-            raise IllegalEvent("The options must map option names to on/off.")
+            raise IllegalEvent(Message("refusal.options_map"))
         object.__setattr__(self, "options", dict(sorted(self.options.items())))
         if self.rounds is not None:
-            object.__setattr__(self, "rounds", _whole(self.rounds, "number of rounds", 1, 48))
+            rounds = _whole(self.rounds, "field.number_of_rounds", 1, 48)
+            object.__setattr__(self, "rounds", rounds)
         if self.oya is not None:
-            object.__setattr__(self, "oya", _name(self.oya, "first Oya"))
+            object.__setattr__(self, "oya", _name(self.oya, "field.first_oya"))
         if self.teams is not None:
             if not isinstance(self.teams, dict):
-                raise IllegalEvent("The teams must map each team name to its members.")
+                raise IllegalEvent(Message("refusal.teams_map"))
             teams = {}
             for team, members in self.teams.items():
                 if isinstance(members, str) or not isinstance(members, list | tuple) or not members:
-                    raise IllegalEvent(f"Team {team!r} must list its members.")
-                teams[_name(team, "team name")] = tuple(_name(m, "member name") for m in members)
+                    raise IllegalEvent(Message("refusal.team_members", team=repr(team)))
+                names = tuple(_name(m, "field.member_name") for m in members)
+                teams[_name(team, "field.team_name")] = names
             object.__setattr__(self, "teams", teams)
 
     @classmethod
@@ -291,12 +320,6 @@ class MatchStarted(Event):
             deck=deck,
         )
 
-    def to_dict(self) -> dict:
-        data = super().to_dict()
-        if not self.rules_text:
-            data.pop("rules_text", None)
-        return data
-
     def describe(self, teams: dict | None = None) -> Message:
         players = list(self.players)
         if self.teams:  # named teams: the players are the team names, in seat order
@@ -317,30 +340,20 @@ class RoundStarted(Event):
     type: ClassVar[str] = "round_started"
     oya: str | None = None
     field_brights: int | None = None
-    field: tuple = ()
+    field: tuple = omitted_when_empty(())
     month: int | None = None  # the round's month (tsuki-fuda); default: round n is month n
 
     def __post_init__(self):
         if self.month is not None:
-            object.__setattr__(self, "month", _whole(self.month, "month of the round", 1, 12))
+            object.__setattr__(self, "month", _whole(self.month, "field.month", 1, 12))
         if self.oya is not None:
-            object.__setattr__(self, "oya", _name(self.oya, "Oya"))
+            object.__setattr__(self, "oya", _name(self.oya, "field.oya"))
         if self.field_brights is not None:
             object.__setattr__(
-                self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
+                self, "field_brights", _whole(self.field_brights, "field.field_brights", 0, 5)
             )
-        fld = self.field
-        if isinstance(fld, str):
-            fld = [c for c in fld.split(",") if c.strip()]
-        if not isinstance(fld, list | tuple):
-            raise IllegalEvent("The field must be a list of card codes.")
-        object.__setattr__(self, "field", tuple(_card_text(c, "field card") for c in fld))
-
-    def to_dict(self) -> dict:
-        data = super().to_dict()
-        if not self.field:
-            data.pop("field")
-        return data
+        cards = _card_list(self.field, "field.field_card", "refusal.field_list")
+        object.__setattr__(self, "field", cards)
 
     def describe(self, teams: dict | None = None) -> Message:
         if self.oya is None:  # a hand-written log: the rules name the Oya
@@ -355,17 +368,32 @@ class _PlayerEvent(Event):
     player: str = required()
 
     def __post_init__(self):
-        object.__setattr__(self, "player", _name(self.player, "player"))
+        object.__setattr__(self, "player", _name(self.player, "field.player"))
 
 
 @dataclass(frozen=True)
-class CardCaptured(_PlayerEvent):
+class _CardEvent(_PlayerEvent):
+    """An event about one of a player's captures; ``logged``: its log line's message id."""
+
+    logged: ClassVar[str] = ""
+    card: str = required()
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "card", _card_text(self.card))
+
+    def describe(self, teams: dict | None = None) -> Message:
+        return Message(self.logged, player=self.player, card=CardCode(self.card))
+
+
+@dataclass(frozen=True)
+class CardCaptured(_CardEvent):
     """A card taken into a player's captures. The camera adds what scoring ignores: ``source``
     ("camera"), ``confidence`` (0..1), ``check`` (true: the tablet asks "check this card") and
     ``alternatives`` (the next likeliest codes, offered first when correcting)."""
 
     type: ClassVar[str] = "card_captured"
-    card: str = required()
+    logged: ClassVar[str] = "event.card_captured"
     source: str | None = None
     confidence: float | None = None
     check: bool | None = None
@@ -373,54 +401,41 @@ class CardCaptured(_PlayerEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
         if self.source is not None:
-            object.__setattr__(self, "source", _name(self.source, "capture source"))
+            object.__setattr__(self, "source", _name(self.source, "field.capture_source"))
         if self.confidence is not None:
             value = self.confidence
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                raise IllegalEvent(f"The confidence must be a number from 0 to 1, not {value!r}.")
+                raise IllegalEvent(Message("refusal.confidence", value=repr(value)))
             object.__setattr__(self, "confidence", round(float(value), 4))
         if self.check is not None and not isinstance(self.check, bool):
-            raise IllegalEvent(f"The check flag must be true or false, not {self.check!r}.")
+            raise IllegalEvent(Message("refusal.check_flag", value=repr(self.check)))
         if self.alternatives is not None:
             alts = self.alternatives
             if isinstance(alts, str) or not isinstance(alts, list | tuple):
-                raise IllegalEvent("The alternatives must be a list of card codes.")
-            alts = tuple(_card_text(c, "alternative card") for c in alts)
+                raise IllegalEvent(Message("refusal.alternatives_list"))
+            alts = tuple(_card_text(c, "field.alternative_card") for c in alts)
             object.__setattr__(self, "alternatives", alts or None)
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.card_captured", player=self.player, card=CardCode(self.card))
 
 
 @dataclass(frozen=True)
-class CaptureChecked(_PlayerEvent):
+class CaptureChecked(_CardEvent):
     """A capture flagged for a check was looked at and is right as read."""
 
     type: ClassVar[str] = "capture_checked"
-    card: str = required()
-
-    def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.capture_checked", player=self.player, card=CardCode(self.card))
+    logged: ClassVar[str] = "event.capture_checked"
 
 
 @dataclass(frozen=True)
-class CaptureCorrected(_PlayerEvent):
+class CaptureCorrected(_CardEvent):
     """A misread capture: ``card`` was really ``new_card``."""
 
     type: ClassVar[str] = "capture_corrected"
-    card: str = required()
     new_card: str = required()
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
-        object.__setattr__(self, "new_card", _card_text(self.new_card, "new card"))
+        object.__setattr__(self, "new_card", _card_text(self.new_card, "field.new_card"))
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message(
@@ -432,50 +447,44 @@ class CaptureCorrected(_PlayerEvent):
 
 
 @dataclass(frozen=True)
-class CaptureRemoved(_PlayerEvent):
+class CaptureRemoved(_CardEvent):
+    """A capture taken back (read by mistake: the card is not the player's)."""
+
     type: ClassVar[str] = "capture_removed"
-    card: str = required()
-
-    def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "card", _card_text(self.card))
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.capture_removed", player=self.player, card=CardCode(self.card))
+    logged: ClassVar[str] = "event.capture_removed"
 
 
 @dataclass(frozen=True)
-class KoiCalled(_PlayerEvent):
-    """``source`` ("camera"): read from the table (play going on), not tapped."""
+class _CallEvent(_PlayerEvent):
+    """A Koi or a Stop; ``source`` ("camera"): read from the table, not tapped. ``logged``:
+    its log line's message ids, tapped and read."""
+
+    logged: ClassVar[tuple[str, str]] = ("", "")
+    source: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_source(self)
+
+    def describe(self, teams: dict | None = None) -> Message:
+        tapped, read = self.logged
+        return Message(read if self.source == "camera" else tapped, player=self.player)
+
+
+@dataclass(frozen=True)
+class KoiCalled(_CallEvent):
+    """A Koi call: play goes on (read from the table: play going on after a new yaku)."""
 
     type: ClassVar[str] = "koi_called"
-    source: str | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
-        _check_source(self)
-
-    def describe(self, teams: dict | None = None) -> Message:
-        if self.source == "camera":
-            return Message("event.koi_read", player=self.player)
-        return Message("event.koi_called", player=self.player)
+    logged: ClassVar[tuple[str, str]] = ("event.koi_called", "event.koi_read")
 
 
 @dataclass(frozen=True)
-class StopCalled(_PlayerEvent):
-    """``source`` ("camera"): read from the table (the cards being gathered), not tapped."""
+class StopCalled(_CallEvent):
+    """A Stop: the round ends (read from the table: the cards being gathered)."""
 
     type: ClassVar[str] = "stop_called"
-    source: str | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
-        _check_source(self)
-
-    def describe(self, teams: dict | None = None) -> Message:
-        if self.source == "camera":
-            return Message("event.stop_read", player=self.player)
-        return Message("event.stop_called", player=self.player)
+    logged: ClassVar[tuple[str, str]] = ("event.stop_called", "event.stop_read")
 
 
 @dataclass(frozen=True)
@@ -486,25 +495,15 @@ class HandDeclared(_PlayerEvent):
 
     type: ClassVar[str] = "hand_declared"
     kind: str = required()
-    cards: tuple = ()  # the dealt hand, optional: when given, it must qualify
+    cards: tuple = omitted_when_empty(())  # the dealt hand: when given, it must qualify
 
     def __post_init__(self):
         super().__post_init__()
         if not isinstance(self.kind, str) or not self.kind.strip():
-            raise IllegalEvent("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'.")
+            raise IllegalEvent(Message("refusal.hand_kind"))
         object.__setattr__(self, "kind", self.kind.strip().lower())
-        cards = self.cards
-        if isinstance(cards, str):
-            cards = [c for c in cards.split(",") if c.strip()]
-        if not isinstance(cards, list | tuple):
-            raise IllegalEvent("The declared hand must be a list of card codes.")
-        object.__setattr__(self, "cards", tuple(_card_text(c, "hand card") for c in cards))
-
-    def to_dict(self) -> dict:
-        data = super().to_dict()
-        if not self.cards:
-            data.pop("cards")
-        return data
+        cards = _card_list(self.cards, "field.hand_card", "refusal.declared_hand_list")
+        object.__setattr__(self, "cards", cards)
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message("event.hand_declared", player=self.player, kind=_hand_kind(self.kind))
@@ -516,7 +515,7 @@ class FieldBrightsSet(Event):
     count: int = required(0)
 
     def __post_init__(self):
-        object.__setattr__(self, "count", _whole(self.count, "number of field brights", 0, 5))
+        object.__setattr__(self, "count", _whole(self.count, "field.field_brights", 0, 5))
 
     def describe(self, teams: dict | None = None) -> Message:
         return Message("event.field_brights_set", count=self.count)
@@ -548,18 +547,21 @@ class RoundEntered(Event):
         if isinstance(winner, str) and not winner.strip():
             winner = None  # a form's "nobody": a draw
         if winner is not None:
-            object.__setattr__(self, "winner", _name(winner, "winner"))
+            object.__setattr__(self, "winner", _name(winner, "field.winner"))
         else:
             object.__setattr__(self, "winner", None)
         low = 1 if winner is not None else 0
         if winner is None and self.points not in (0, "0", None):
-            raise IllegalEvent("A drawn round scores no points: name its winner or enter 0.")
+            raise IllegalEvent(Message("refusal.drawn_round_points"))
         points = _whole(
-            0 if self.points is None else self.points, "round's points", low, MAX_ENTERED_POINTS
+            0 if self.points is None else self.points,
+            "field.round_points",
+            low,
+            MAX_ENTERED_POINTS,
         )
         object.__setattr__(self, "points", points)
         if self.oya is not None:
-            object.__setattr__(self, "oya", _name(self.oya, "Oya"))
+            object.__setattr__(self, "oya", _name(self.oya, "field.oya"))
 
     def to_dict(self) -> dict:
         data = super().to_dict()
@@ -594,11 +596,11 @@ class FieldDealt(Event):
 
     def __post_init__(self):
         if isinstance(self.field, str) or not isinstance(self.field, list | tuple):
-            raise IllegalEvent("The dealt field must be a list of card codes.")
+            raise IllegalEvent(Message("refusal.dealt_field_list"))
         object.__setattr__(self, "field", tuple(_card_text(c) for c in self.field))
         if self.field_brights is not None:
             object.__setattr__(
-                self, "field_brights", _whole(self.field_brights, "number of field brights", 0, 5)
+                self, "field_brights", _whole(self.field_brights, "field.field_brights", 0, 5)
             )
 
     def describe(self, teams: dict | None = None) -> Message:
@@ -606,11 +608,8 @@ class FieldDealt(Event):
 
 
 @dataclass(frozen=True)
-class Undo(Event):
-    type: ClassVar[str] = "undo"
-
-    def describe(self, teams: dict | None = None) -> Message:
-        return Message("event.undo")
+class Undo(UndoEvent, Event):
+    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -775,7 +774,7 @@ class MatchOutcome:
 # ---------------------------------------------------------------------------------------------
 
 
-class MatchState:
+class MatchState(GameState):
     """Everything the page and the summary show, as of the last event. Never mutate one:
     ``apply`` builds a new state and keeps the previous one (for ``undo``)."""
 
@@ -831,10 +830,6 @@ class MatchState:
         return self.rules is not None
 
     @property
-    def finished(self) -> bool:
-        return self.outcome is not None
-
-    @property
     def phase(self) -> str:
         """``not_started`` | ``in_round`` | ``between_rounds`` | ``finished``."""
         if not self.started:
@@ -886,8 +881,8 @@ class MatchState:
         folded = [n for n in self._members if n.casefold() == str(name).casefold()]
         if len(folded) == 1:
             return folded[0]
-        names = ", ".join(self._members) or "none yet"
-        raise IllegalEvent(f"Unknown player {name!r}: the players are {names}.")
+        names = Listing(self._members) if self._members else Message("phrase.none_yet")
+        raise IllegalEvent(Message("refusal.unknown_player", name=repr(name), names=names))
 
     def round_points(self, player: str) -> int:
         """What the player would score if he stopped now (yaku mode) or his card values."""
@@ -952,34 +947,30 @@ class MatchState:
         lines.extend(f"  warning: {w}" for w in self.warnings)
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.text
-
     def __repr__(self) -> str:
         return f"<MatchState {self.rules_name or '-'} round {self.round_number} {self.phase}>"
 
     # -- copying -----------------------------------------------------------------------------
 
+    COPIED = (
+        "koi",
+        "hands",
+        "card_values",
+        "totals",
+        "rounds_won",
+        "_baseline",
+        "_owner",
+        "_checks",
+        "_hand_keys",
+        "options",
+        "rounds",
+        "_pending",
+        "warnings",
+    )
+
     def _copy(self) -> MatchState:
-        new = MatchState.__new__(MatchState)
-        new.__dict__.update(self.__dict__)
-        new.captures = {p: list(cs) for p, cs in self.captures.items()}
-        for name in (
-            "koi",
-            "hands",
-            "card_values",
-            "totals",
-            "rounds_won",
-            "_baseline",
-            "_owner",
-            "_checks",
-            "_hand_keys",
-            "options",
-        ):
-            setattr(new, name, dict(getattr(self, name)))
-        new.rounds = list(self.rounds)
-        new._pending = list(self._pending)
-        new.warnings = list(self.warnings)
+        new = super()._copy()
+        new.captures = {p: list(cs) for p, cs in self.captures.items()}  # each player's list too
         return new
 
 
@@ -1001,13 +992,12 @@ def apply(state: MatchState | None, event: Event | dict) -> MatchState:
     if isinstance(event, Undo):
         return _undo(state)
     if not state.started and not isinstance(event, MatchStarted):
-        raise IllegalEvent("No match has started: the first event must be match_started.")
+        raise IllegalEvent(Message("refusal.no_match"))
     if state.started and isinstance(event, MatchStarted):
-        raise IllegalEvent("The match has already started; start a new match instead.")
+        raise IllegalEvent(Message("refusal.already_started"))
     if state.finished:
-        raise IllegalEvent(
-            f"The match is over ({state.outcome.text[:-1]}); nothing more can be recorded."
-        )
+        outcome = state.outcome.text.without_stop()
+        raise IllegalEvent(Message("refusal.match_over", outcome=outcome))
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
     remember(new, state, logged)
@@ -1025,7 +1015,7 @@ def replay(events) -> MatchState:
 
 def _undo(state: MatchState) -> MatchState:
     if not state.started:
-        raise IllegalEvent("Nothing to undo.")
+        raise IllegalEvent(Message("refusal.nothing_to_undo"))
     return undo(state, replay, IllegalEvent)
 
 
@@ -1037,14 +1027,14 @@ def _match_started(s: MatchState, e: MatchStarted):
     try:
         rules = _rules_for(e)
     except CompanionError as exc:
-        raise IllegalEvent(str(exc)) from None
+        raise IllegalEvent(exc.sentence) from None
     if e.deck is not None:
         from companion.game.cards import Deck
 
         s.deck_names = Deck.from_names_data(e.deck)
     sides = e.players
     if not sides:
-        raise IllegalEvent("A match needs players.")
+        raise IllegalEvent(Message("refusal.needs_players"))
     teams = e.teams
     if rules.match.teams and teams is None and len(sides) == 4:
         # "Les joueurs sont répartis en alternance d'équipe": seats 1 & 3 against 2 & 4.
@@ -1056,34 +1046,33 @@ def _match_started(s: MatchState, e: MatchStarted):
     members: dict[str, str] = {p: p for p in sides}
     if teams is not None:
         if not rules.match.teams:
-            raise IllegalEvent(
-                f"Rule set {rules.name!r} does not play in teams (turn the teams option on)."
-            )
+            raise IllegalEvent(Message("refusal.no_teams", rules=repr(rules.name)))
         if set(teams) != set(sides):
-            raise IllegalEvent("With teams, the players are the team names, each listed in teams.")
+            raise IllegalEvent(Message("refusal.teams_are_players"))
         if len(teams) < 2:
-            raise IllegalEvent("A match in teams needs at least two teams.")
+            raise IllegalEvent(Message("refusal.two_teams"))
         for team, team_members in teams.items():
             for m in team_members:
                 if m in members:
-                    raise IllegalEvent(f"{m!r} appears twice among the players and teams.")
+                    raise IllegalEvent(Message("refusal.twice_in_teams", name=repr(m)))
                 members[m] = team
     elif rules.match.teams:
-        raise IllegalEvent(
-            f"The teams option of {rules.name!r} is on: give 4 players (seats 1 & 3 against 2 & 4) "
-            "or list the teams."
-        )
+        raise IllegalEvent(Message("refusal.teams_option_on", rules=repr(rules.name)))
     people = len(members) - len(sides) if teams else len(sides)
     if people not in rules.players:
-        allowed = " or ".join(str(n) for n in rules.players)
-        raise IllegalEvent(f"Rule set {rules.name!r} is played by {allowed} players, not {people}.")
+        allowed = Listing(rules.players, " or ")
+        raise IllegalEvent(
+            Message("refusal.player_count", rules=repr(rules.name), allowed=allowed, n=people)
+        )
     rounds = e.rounds if e.rounds is not None else rules.default_rounds
     if rounds not in rules.rounds:
-        allowed = " or ".join(str(n) for n in rules.rounds)
-        raise IllegalEvent(f"Rule set {rules.name!r} plays {allowed} rounds, not {rounds}.")
+        allowed = Listing(rules.rounds, " or ")
+        raise IllegalEvent(
+            Message("refusal.round_count", rules=repr(rules.name), allowed=allowed, n=rounds)
+        )
     oya = sides[0] if e.oya is None else e.oya
     if oya not in members:
-        raise IllegalEvent(f"The first Oya {oya!r} is not one of the players.")
+        raise IllegalEvent(Message("refusal.first_oya", oya=repr(oya)))
     s.rules = rules
     s.rules_name = rules.name
     s.options = dict(rules.active_options)
@@ -1120,25 +1109,33 @@ def _rules_for(e: MatchStarted):
     return rules
 
 
-def _need_round(s: MatchState, what: str) -> None:
+# Changes to a round's captures: after the round, its last event is undone instead.
+_CHANGING_CAPTURES = {
+    "action.checking_captures",
+    "action.correcting_captures",
+    "action.removing_captures",
+}
+
+
+def _need_round(s: MatchState, action: str) -> None:
+    """Refuse ``action`` (its message id, "action.recording_captures") with no round under way."""
     if not s.round_in_progress:
-        if s.rounds and what.endswith("captures") and not what.startswith("recording"):
-            raise IllegalEvent(
-                f"Round {s.round_number} is over: undo its last event to change its captures."
-            )
+        if s.rounds and action in _CHANGING_CAPTURES:
+            raise IllegalEvent(Message("refusal.round_over", n=s.round_number))
         nxt = len(s.rounds) + 1
-        raise IllegalEvent(f"No round is in progress: start round {nxt} before {what}.")
+        raise IllegalEvent(Message("refusal.no_round", n=nxt, action=Message(action)))
 
 
 def _resolve_card(s: MatchState, text: str) -> Card:
     try:
         return s.rules.deck.parse(text)
     except CardError as exc:
-        raise IllegalEvent(str(exc)) from None
+        raise IllegalEvent(exc.sentence) from None
 
 
-def _card_label(s: MatchState, card: Card) -> str:
-    return f"{card.code} ({card.name})"
+def _card_label(s: MatchState, card: Card) -> Message:
+    """A card as a refusal names it: its code and its name (in the page's language there)."""
+    return Message("phrase.card_label", code=card.code, name=Named(card.name, spoken_names(card)))
 
 
 def _reset_round(s: MatchState) -> None:
@@ -1159,14 +1156,11 @@ def _reset_round(s: MatchState) -> None:
 
 def _round_started(s: MatchState, e: RoundStarted):
     if s.round_in_progress:
-        raise IllegalEvent(
-            f"Round {s.round_number} is still in progress: end it with a Stop, a dealt-hand "
-            "declaration or 'cards ran out' first."
-        )
+        raise IllegalEvent(Message("refusal.round_in_progress", n=s.round_number))
     oya = s.next_oya if e.oya is None else s.side_of(e.oya)
     field_cards = tuple(_resolve_card(s, c) for c in e.field)
     if len(set(field_cards)) != len(field_cards):
-        raise IllegalEvent("The same card is listed twice in the dealt field.")
+        raise IllegalEvent(Message("refusal.field_twice"))
     s.round_number = len(s.rounds) + 1
     s.round_in_progress = True
     s.oya = oya
@@ -1182,13 +1176,15 @@ def _round_started(s: MatchState, e: RoundStarted):
 
 
 def _card_captured(s: MatchState, e: CardCaptured):
-    _need_round(s, "recording captures")
+    _need_round(s, "action.recording_captures")
     side = s.side_of(e.player)
     card = _resolve_card(s, e.card)
     owner = s._owner.get(card.code)
     if owner is not None:
-        who = "already holds" if owner == side else f"cannot take it: {owner} already holds"
-        raise IllegalEvent(f"{side} {who} {_card_label(s, card)} this round.")
+        label = _card_label(s, card)
+        if owner == side:
+            raise IllegalEvent(Message("refusal.already_holds", side=side, card=label))
+        raise IllegalEvent(Message("refusal.held_by_other", side=side, owner=owner, card=label))
     s.captures[side].append(card)
     s._owner[card.code] = side
     alternatives = tuple(_resolve_card(s, c).code for c in e.alternatives or ())
@@ -1204,11 +1200,11 @@ def _card_captured(s: MatchState, e: CardCaptured):
 
 
 def _capture_checked(s: MatchState, e: CaptureChecked):
-    _need_round(s, "checking captures")
+    _need_round(s, "action.checking_captures")
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     if card.code not in s._checks:
-        raise IllegalEvent(f"{_card_label(s, card)} has no open check.")
+        raise IllegalEvent(Message("refusal.no_open_check", card=_card_label(s, card)))
     del s._checks[card.code]
     return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
 
@@ -1216,20 +1212,21 @@ def _capture_checked(s: MatchState, e: CaptureChecked):
 def _held_card(s: MatchState, side: str, text: str) -> Card:
     card = _resolve_card(s, text)
     if s._owner.get(card.code) != side:
-        raise IllegalEvent(f"{side} does not hold {_card_label(s, card)} this round.")
+        raise IllegalEvent(Message("refusal.does_not_hold", side=side, card=_card_label(s, card)))
     return card
 
 
 def _capture_corrected(s: MatchState, e: CaptureCorrected):
-    _need_round(s, "correcting captures")
+    _need_round(s, "action.correcting_captures")
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     new_card = _resolve_card(s, e.new_card)
     if new_card == card:
-        raise IllegalEvent(f"The correction of {card.code} names the same card.")
+        raise IllegalEvent(Message("refusal.same_correction", card=card.code))
     owner = s._owner.get(new_card.code)
     if owner is not None:
-        raise IllegalEvent(f"{owner} already holds {_card_label(s, new_card)} this round.")
+        label = _card_label(s, new_card)
+        raise IllegalEvent(Message("refusal.already_holds", side=owner, card=label))
     caps = s.captures[side]
     caps[caps.index(card)] = new_card
     s._checks.pop(card.code, None)  # a correction answers the check
@@ -1242,7 +1239,7 @@ def _capture_corrected(s: MatchState, e: CaptureCorrected):
 
 
 def _capture_removed(s: MatchState, e: CaptureRemoved):
-    _need_round(s, "removing captures")
+    _need_round(s, "action.removing_captures")
     side = s.side_of(e.player)
     card = _held_card(s, side, e.card)
     s.captures[side].remove(card)
@@ -1252,19 +1249,29 @@ def _capture_removed(s: MatchState, e: CaptureRemoved):
     return dataclasses.replace(e, player=s.canonical_name(e.player), card=card.code)
 
 
+# A Koi or Stop call: what refuses it under rules without yaku, what it is while no round is on.
+_CALLS = {
+    "koi": ("refusal.no_yaku_no_koi", "action.calling_koi"),
+    "stop": ("refusal.no_yaku_no_stop", "action.calling_stop"),
+}
+
+
 def _need_decision(s: MatchState, side: str, call: str) -> None:
+    """Refuse a Koi or Stop call (``call``: "koi" or "stop") that no new yaku asks for."""
+    no_yaku, action = _CALLS[call]
     if s.mode == "card_values":
-        raise IllegalEvent(f"Rule set {s.rules_name!r} has no yaku, so there is no {call} to call.")
-    _need_round(s, f"calling {call}")
+        raise IllegalEvent(Message(no_yaku, rules=repr(s.rules_name)))
+    _need_round(s, action)
     if side not in s._pending:
         if s._pending:
-            raise IllegalEvent(f"It is {s._pending[0]} who must choose Koi or Stop, not {side}.")
-        raise IllegalEvent(f"{side} has no new yaku, so there is no Koi or Stop to call.")
+            pending = s._pending[0]
+            raise IllegalEvent(Message("refusal.whose_decision", pending=pending, side=side))
+        raise IllegalEvent(Message("refusal.no_new_yaku", side=side))
 
 
 def _koi_called(s: MatchState, e: KoiCalled):
     side = s.side_of(e.player)
-    _need_decision(s, side, "Koi")
+    _need_decision(s, side, "koi")
     s.koi[side] += 1
     s._pending.remove(side)
     s.last_koi = side
@@ -1277,7 +1284,7 @@ def _koi_called(s: MatchState, e: KoiCalled):
 
 def _stop_called(s: MatchState, e: StopCalled):
     side = s.side_of(e.player)
-    _need_decision(s, side, "Stop")
+    _need_decision(s, side, "stop")
     hand = s.hands[side]
     yaku, points = _yaku_list(hand), hand.total
     if s.koi[side]:
@@ -1291,16 +1298,18 @@ def _stop_called(s: MatchState, e: StopCalled):
 
 
 def _hand_declared(s: MatchState, e: HandDeclared):
-    _need_round(s, "declaring a dealt hand")
+    _need_round(s, "action.declaring_hand")
     side = s.side_of(e.player)
     allowed = tuple(s.rules.round.instant_wins)
     if e.kind not in allowed:
-        names = ", ".join(allowed) or "none"
+        names = Listing(allowed) if allowed else Message("phrase.none")
         raise IllegalEvent(
-            f"Rule set {s.rules_name!r} has no {e.kind!r} declaration (instant wins: {names})."
+            Message(
+                "refusal.no_declaration", rules=repr(s.rules_name), kind=repr(e.kind), names=names
+            )
         )
     if s._owner:
-        raise IllegalEvent("A dealt hand is declared before the first capture of the round.")
+        raise IllegalEvent(Message("refusal.hand_after_capture"))
     cards = _declared_hand(s, e)
     points = s.rules.round.instant_win_points
     said = {"side": side, "kind": _hand_kind(e.kind), "what": _hand_what(e.kind)}
@@ -1319,44 +1328,42 @@ def _declared_hand(s: MatchState, e: HandDeclared) -> tuple:
     unless the rules require them (``round.hand_cards``)."""
     if not e.cards:
         if s.rules.round.hand_cards == "required":
-            raise IllegalEvent(
-                f"Rule set {s.rules_name!r} needs the cards of a declared hand, to check it."
-            )
+            raise IllegalEvent(Message("refusal.needs_hand_cards", rules=repr(s.rules_name)))
         return ()
     cards = tuple(_resolve_card(s, c) for c in e.cards)
     if len(set(cards)) != len(cards):
-        raise IllegalEvent("The same card is listed twice in the declared hand.")
+        raise IllegalEvent(Message("refusal.hand_twice"))
     people = sum(len(s.members(p)) for p in s.players)
     size = s.rules.game.deal.get(str(people), (8, 8))[0]
     if len(cards) > size:
-        raise IllegalEvent(f"A dealt hand holds {size} cards, not {len(cards)}.")
+        raise IllegalEvent(Message("refusal.hand_size", size=size, n=len(cards)))
     on_field = [c.code for c in cards if c in s.field]
     if on_field:
-        raise IllegalEvent(f"{on_field[0]} lies in the dealt field, not in a hand.")
+        raise IllegalEvent(Message("refusal.card_in_field", card=on_field[0]))
     months = Counter(c.month for c in cards)
     listed = " ".join(c.code for c in cards)
     if e.kind == "teshi" and max(months.values()) < 4:
-        raise IllegalEvent(f"The hand {listed} holds no 4 cards of one month: no teshi.")
+        raise IllegalEvent(Message("refusal.no_teshi", cards=listed))
     if e.kind == "kuttsuki" and sum(n // 2 for n in months.values()) < 4:
-        raise IllegalEvent(f"The hand {listed} holds fewer than 4 pairs: no kuttsuki.")
+        raise IllegalEvent(Message("refusal.no_kuttsuki", cards=listed))
     if e.kind == "dealt_yaku":
         from companion.game import scoring
 
         if not scoring.score_yaku(s.rules, cards, month=s.month).base:
-            raise IllegalEvent(f"The hand {listed} makes no yaku: no dealt_yaku.")
+            raise IllegalEvent(Message("refusal.no_dealt_yaku", cards=listed))
     return cards
 
 
 def _field_brights_set(s: MatchState, e: FieldBrightsSet):
-    _need_round(s, "setting the field brights")
+    _need_round(s, "action.setting_field_brights")
     s.field_brights = e.count
     _rescore(s)
 
 
 def _cards_ran_out(s: MatchState, e: CardsRanOut):
-    _need_round(s, "ending it")
+    _need_round(s, "action.ending_round")
     if s._pending:
-        raise IllegalEvent(f"{s._pending[0]} must choose Koi or Stop first.")
+        raise IllegalEvent(Message("refusal.choose_first", side=s._pending[0]))
     rules = s.rules
     if s.mode == "card_values":
         _finish_card_values_round(s)
@@ -1389,14 +1396,9 @@ def _cards_ran_out(s: MatchState, e: CardsRanOut):
 
 def _round_entered(s: MatchState, e: RoundEntered):
     if s.round_in_progress:
-        raise IllegalEvent(
-            f"Round {s.round_number} is under way: end or undo it before entering a round by hand."
-        )
+        raise IllegalEvent(Message("refusal.round_under_way", n=s.round_number))
     if s.mode == "card_values":
-        raise IllegalEvent(
-            f"Rule set {s.rules_name!r} scores every player's card values: play the round on "
-            "the tablet instead of entering a winner."
-        )
+        raise IllegalEvent(Message("refusal.card_values_entered", rules=repr(s.rules_name)))
     winner = None if e.winner is None else s.side_of(e.winner)
     oya = s.next_oya if e.oya is None else s.side_of(e.oya)
     s.round_number = len(s.rounds) + 1
@@ -1413,12 +1415,12 @@ def _round_entered(s: MatchState, e: RoundEntered):
 
 
 def _field_dealt(s: MatchState, e: FieldDealt):
-    _need_round(s, "reading the dealt field")
+    _need_round(s, "action.reading_field")
     if s._owner:
-        raise IllegalEvent("The dealt field is read before the round's first capture.")
+        raise IllegalEvent(Message("refusal.field_after_capture"))
     field_cards = tuple(_resolve_card(s, c) for c in e.field)
     if len(set(field_cards)) != len(field_cards):
-        raise IllegalEvent("The same card is listed twice in the dealt field.")
+        raise IllegalEvent(Message("refusal.field_twice"))
     s.field = field_cards
     if e.field_brights is not None:
         s.field_brights = e.field_brights
@@ -1429,7 +1431,7 @@ def _field_dealt(s: MatchState, e: FieldDealt):
 
 
 def _redeal(s: MatchState, e: Redeal):
-    _need_round(s, "dealing it again")
+    _need_round(s, "action.dealing_again")
     s.redeals += 1
     _reset_round(s)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from companion import CompanionError
+from companion.game.messages import Listing, Message
 
 
 def quoted(value, limit: int = 24) -> str:
@@ -32,14 +33,30 @@ def required(default=""):
     return field(default=default, metadata={"required": True})
 
 
+def omitted_when_empty(default):
+    """An optional field that the event's dict leaves out while it is empty."""
+    return field(default=default, metadata={"omitted_when_empty": True})
+
+
+class UndoEvent:
+    """Both games' ``undo``: takes back the latest effective event (a family's ``Undo`` is
+    ``UndoEvent`` and its own event base)."""
+
+    type: ClassVar[str] = "undo"
+
+    def describe(self, *context) -> Message:
+        return Message("event.undo")
+
+
 @dataclass(frozen=True)
 class EventRecord:
-    """Base of all events. A family's base sets ``registry``, ``error`` and ``noun``."""
+    """Base of all events. A family's base sets ``registry``, ``error`` and the ids of its
+    ``noun`` in a sentence, with and without its article ("an event", "event")."""
 
     type: ClassVar[str] = ""
     registry: ClassVar[dict[str, type]] = {}
     error: ClassVar[type[CompanionError]] = CompanionError
-    noun: ClassVar[str] = "an event"
+    noun: ClassVar[tuple[str, str]] = ("phrase.an_event", "phrase.event")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -50,7 +67,7 @@ class EventRecord:
         data: dict[str, Any] = {"type": self.type}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or (not value and f.metadata.get("omitted_when_empty")):
                 continue
             if isinstance(value, tuple):
                 value = list(value)
@@ -70,27 +87,38 @@ class EventRecord:
             return data
         if not isinstance(data, dict):
             raise cls.error(
-                f"{cls.noun[0].upper()}{cls.noun[1:]} must be an object with a 'type', "
-                f"not {type(data).__name__}."
+                Message(
+                    "refusal.not_an_object",
+                    noun=Message(cls.noun[0]).with_capital(),
+                    type=type(data).__name__,
+                )
             )
         etype = data.get("type")
         kind = cls.registry.get(etype) if isinstance(etype, str) else None
         if kind is None:
-            what = cls.noun.split(" ", 1)[1]  # "an event" -> "event"
             raise cls.error(
-                f"Unknown {what} type {etype!r}: expected one of {', '.join(cls.registry)}."
+                Message(
+                    "refusal.unknown_type",
+                    noun=Message(cls.noun[1]),
+                    type=repr(etype),
+                    types=Listing(cls.registry),
+                )
             )
         names = [f.name for f in dataclasses.fields(kind)]
         unknown = sorted(set(data) - {"type", *names})
         if unknown:
             raise cls.error(
-                f"Unknown field {unknown[0]!r} for {etype}: expected "
-                f"{', '.join(names) if names else 'no fields'}."
+                Message(
+                    "refusal.unknown_field",
+                    field=repr(unknown[0]),
+                    type=etype,
+                    fields=Listing(names) if names else Message("phrase.no_fields"),
+                )
             )
         needed = [f.name for f in dataclasses.fields(kind) if f.metadata.get("required")]
         missing = [n for n in needed if n not in data]
         if missing:
-            raise cls.error(f"A {etype} event needs a {missing[0]!r} field.")
+            raise cls.error(Message("refusal.missing_field", type=etype, field=repr(missing[0])))
         return kind(**{n: data[n] for n in names if n in data})
 
     @classmethod
@@ -98,13 +126,37 @@ class EventRecord:
         try:
             data = json.loads(text)
         except (TypeError, ValueError):
-            raise cls.error("The event is not valid JSON.") from None
+            raise cls.error(Message("refusal.not_json")) from None
         return cls.from_dict(data)
 
 
 # ---------------------------------------------------------------------------------------------
 # A state's history: its effective events and, for undo, the states before it
 # ---------------------------------------------------------------------------------------------
+
+
+class GameState:
+    """What both games' states share: a state is never changed once built (``apply`` changes
+    a ``_copy``), prints as its ``text`` and is finished once it has an ``outcome``. A game
+    names in ``COPIED`` the lists and dicts an event may change in place; ``_copy`` copies
+    those, and shares every other value."""
+
+    COPIED: ClassVar[tuple[str, ...]] = ()
+    outcome = None
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _copy(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name in self.COPIED:
+            setattr(new, name, getattr(self, name).copy())
+        return new
 
 
 class EventLog(Sequence):
@@ -169,7 +221,7 @@ def remember(new, previous, logged) -> None:
 def undo(state, replay: Callable, error: type[CompanionError]):
     """The state before ``state``'s latest effective event (never before the first)."""
     if len(state.log) <= 1:
-        raise error("Nothing to undo.")
+        raise error(Message("refusal.nothing_to_undo"))
     if state._previous is not None:
         return state._previous
     return replay(state.log[:-1])  # past the kept snapshots: replayed
@@ -182,5 +234,5 @@ def replay_log(events, apply: Callable, error: type[CompanionError]):
         try:
             state = apply(state, event)
         except error as exc:
-            raise error(f"Event {n} is refused: {exc}") from None
+            raise error(Message("refusal.event_refused", n=n, reason=exc.sentence)) from None
     return state

@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from companion import CompanionError
-from companion.game.events import EventLog, EventRecord, remember, replay_log, required, undo
+from companion.game.events import (
+    EventLog,
+    EventRecord,
+    GameState,
+    UndoEvent,
+    remember,
+    replay_log,
+    required,
+    undo,
+)
 from companion.game.messages import Listing, Message
 
 __all__ = [
@@ -61,10 +70,7 @@ ITEMS_PER_PLAYER = 8
 MAX_ROUNDS = 3
 GEISHAS_TO_WIN = 4
 POINTS_TO_WIN = 11
-EIGHT_ITEMS = (
-    "each player has 8 at a round's end (1 secret, 2 from his own gift, 2 from his own "
-    "exchange, 1 from the opponent's gift, 2 from the opponent's exchange)"
-)
+EIGHT_ITEMS = Message("phrase.eight_items")  # how many items a player has at a round's end
 
 
 class HanamikojiError(CompanionError):
@@ -116,8 +122,8 @@ def geisha_index(text) -> int:
     for i, g in enumerate(GEISHAS):
         if word in (g.id, g.name.casefold(), g.item):
             return i
-    names = ", ".join(g.name for g in GEISHAS)
-    raise HanamikojiError(f"There is no geisha {_shown(text)}: the geishas are {names}.")
+    names = Listing(g.name for g in GEISHAS)
+    raise HanamikojiError(Message("refusal.no_geisha", value=_shown(text), names=names))
 
 
 def _shown(value) -> str:
@@ -131,7 +137,10 @@ def other(side: str) -> str:
 
 
 def _upper_first(text: str) -> str:
-    """``text`` opening a sentence (``str.capitalize`` would lower the rest of a name)."""
+    """``text`` opening a sentence (``str.capitalize`` would lower the rest of a name); a
+    Message opens with a capital in every language."""
+    if isinstance(text, Message):
+        return text.with_capital()
     return text[:1].upper() + text[1:]
 
 
@@ -154,13 +163,12 @@ def _count(value, geisha: Geisha, who: str) -> int:
         text = str(value).strip()
         if not (text.isascii() and text.isdigit() and len(text) <= 9):
             raise HanamikojiError(
-                f"The count {_shown(text)} before {geisha.name} ({who}) is not a whole number "
-                "from 0."
+                Message("refusal.count_not_whole", value=_shown(text), geisha=geisha.name, who=who)
             )
         number = int(text)
     if number < 0:
         raise HanamikojiError(
-            f"The count {number} before {geisha.name} ({who}) is not a whole number from 0."
+            Message("refusal.count_not_whole", value=number, geisha=geisha.name, who=who)
         )
     return number
 
@@ -181,10 +189,7 @@ class RoundCounts:
         text = str(text).strip()
         halves = text.split(":")
         if len(halves) != 2:
-            raise HanamikojiError(
-                f"A round is given as A1,...,A7:B1,...,B7 (player A's items before the 7 "
-                f"geishas, a colon, then player B's), not {text!r}."
-            )
+            raise HanamikojiError(Message("refusal.round_format", value=repr(text)))
         return cls.of(*(h.split(",") for h in halves), names=names)
 
     @classmethod
@@ -194,9 +199,13 @@ class RoundCounts:
             values = list(values)
             if len(values) != len(GEISHAS):
                 raise HanamikojiError(
-                    f"{_upper_first(_who(side, names))}'s side lists {len(values)} counts, but "
-                    f"there are {len(GEISHAS)} geishas "
-                    f"({', '.join(g.name for g in GEISHAS)})."
+                    Message(
+                        "refusal.side_counts",
+                        who=_upper_first(_who(side, names)),
+                        n=len(values),
+                        geishas=len(GEISHAS),
+                        names=Listing(g.name for g in GEISHAS),
+                    )
                 )
             who = _who(side, names)
             sides.append(tuple(_count(v, g, who) for v, g in zip(values, GEISHAS, strict=True)))
@@ -211,9 +220,7 @@ class RoundCounts:
             return cls.of(value["A"], value["B"], names=names)
         if isinstance(value, str):
             return cls.parse(value, names=names)
-        raise HanamikojiError(
-            "The counts are given as A1,...,A7:B1,...,B7 or as lists for A and B."
-        )
+        raise HanamikojiError(Message("refusal.counts_format"))
 
     def side(self, side: str) -> tuple:
         return self.a if side == "A" else self.b
@@ -233,14 +240,25 @@ class RoundCounts:
                 n = self.side(side)[i]
                 if n > g.value:
                     raise HanamikojiError(
-                        f"{_upper_first(_who(side, names))} has {n} items before {g.name}, "
-                        f"but she has only {g.value} item cards."
+                        Message(
+                            "refusal.too_many_items",
+                            who=_upper_first(_who(side, names)),
+                            n=n,
+                            geisha=g.name,
+                            most=g.value,
+                        )
                     )
             both = self.a[i] + self.b[i]
             if both > g.value:
                 raise HanamikojiError(
-                    f"{_upper_first(_who('A', names))} and {_who('B', names)} have {both} items "
-                    f"before {g.name} together, but she has only {g.value} item cards."
+                    Message(
+                        "refusal.too_many_together",
+                        a=_upper_first(_who("A", names)),
+                        b=_who("B", names),
+                        n=both,
+                        geisha=g.name,
+                        most=g.value,
+                    )
                 )
 
     def check(self, names: dict | None = None) -> None:
@@ -248,8 +266,11 @@ class RoundCounts:
         self.check_geishas(names)
         wrong = [s for s in SIDES if self.total(s) != ITEMS_PER_PLAYER]
         if wrong:
-            told = " and ".join(f"{_who(s, names)} {self.total(s)}" for s in wrong)
-            raise HanamikojiError(f"Items in front of the geishas: {told}, but {EIGHT_ITEMS}.")
+            told = Listing(
+                (Message("phrase.items_of", who=_who(s, names), n=self.total(s)) for s in wrong),
+                " and ",
+            )
+            raise HanamikojiError(Message("refusal.items_total", told=told, rule=EIGHT_ITEMS))
 
     @property
     def text(self) -> str:
@@ -423,11 +444,14 @@ MAX_NAME_LENGTH = 40
 
 
 def _name(value, what: str) -> str:
+    """A player's name, single-spaced; ``what``: the message id of what it names."""
     if not isinstance(value, str) or not value.strip():
-        raise HanamikojiError(f"The {what} must be a non-empty name, not {value!r}.")
+        raise HanamikojiError(Message("refusal.name_empty", what=Message(what), value=repr(value)))
     value = " ".join(value.split())
     if len(value) > MAX_NAME_LENGTH:
-        raise HanamikojiError(f"The {what} must be at most {MAX_NAME_LENGTH} characters.")
+        raise HanamikojiError(
+            Message("refusal.name_at_most", what=Message(what), most=MAX_NAME_LENGTH)
+        )
     return value
 
 
@@ -438,7 +462,7 @@ class Event(EventRecord):
 
     registry: ClassVar[dict[str, type]] = EVENT_TYPES
     error: ClassVar[type[CompanionError]] = HanamikojiError
-    noun: ClassVar[str] = "a Hanamikoji event"
+    noun: ClassVar[tuple[str, str]] = ("phrase.a_hanamikoji_event", "phrase.hanamikoji_event")
 
     def describe(self, names: dict | None = None) -> str:
         return self.type.replace("_", " ")
@@ -458,17 +482,17 @@ class HanamikojiStarted(Event):
     def __post_init__(self):
         players = self.players
         if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise HanamikojiError("The players must be a list of two names.")
-        players = tuple(_name(p, "player name") for p in players)
+            raise HanamikojiError(Message("refusal.two_names"))
+        players = tuple(_name(p, "field.player_name") for p in players)
         if len(players) != 2:
-            raise HanamikojiError(f"Hanamikoji is played by 2 players, not {len(players)}.")
+            raise HanamikojiError(Message("refusal.two_players", n=len(players)))
         if players[0].casefold() == players[1].casefold():
-            raise HanamikojiError("Two players have the same name.")
-        first = _name(self.first, "first player")
+            raise HanamikojiError(Message("refusal.same_name"))
+        first = _name(self.first, "field.first_player")
         if first not in SIDES:
             folded = [p.casefold() for p in players]
             if first.casefold() not in folded:
-                raise HanamikojiError(f"The first player {first!r} is not one of the players.")
+                raise HanamikojiError(Message("refusal.first_player", name=repr(first)))
             first = SIDES[folded.index(first.casefold())]
         object.__setattr__(self, "players", players)
         object.__setattr__(self, "first", first)
@@ -489,7 +513,7 @@ class ItemsSet(Event):
     count: int = required(0)
 
     def __post_init__(self):
-        object.__setattr__(self, "player", _name(self.player, "player"))
+        object.__setattr__(self, "player", _name(self.player, "field.player"))
         object.__setattr__(self, "geisha", GEISHAS[geisha_index(self.geisha)].id)
         object.__setattr__(
             self, "count", _count(self.count, GEISHAS[geisha_index(self.geisha)], self.player)
@@ -521,11 +545,8 @@ class RoundScored(Event):
 
 
 @dataclass(frozen=True)
-class Undo(Event):
-    type: ClassVar[str] = "undo"
-
-    def describe(self, names: dict | None = None) -> Message:
-        return Message("event.undo")
+class Undo(UndoEvent, Event):
+    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,7 +554,7 @@ class Undo(Event):
 # ---------------------------------------------------------------------------------------------
 
 
-class HanamikojiState:
+class HanamikojiState(GameState):
     """A match as of its last event. Never mutated: ``apply`` returns a new one."""
 
     game = "hanamikoji"
@@ -556,10 +577,6 @@ class HanamikojiState:
     @property
     def started(self) -> bool:
         return bool(self.names)
-
-    @property
-    def finished(self) -> bool:
-        return self.outcome is not None
 
     @property
     def phase(self) -> str:
@@ -616,8 +633,8 @@ class HanamikojiState:
         for side, player in self.names.items():
             if player.casefold() == text.casefold():
                 return side
-        names = ", ".join(self.players) or "none yet"
-        raise HanamikojiError(f"Unknown player {name!r}: the players are {names}.")
+        names = Listing(self.players) if self.players else Message("phrase.none_yet")
+        raise HanamikojiError(Message("refusal.unknown_player", name=repr(name), names=names))
 
     def contract_dict(self) -> dict:
         """The command's JSON: ``rounds``, ``winner``, ``decided_after_round``."""
@@ -666,19 +683,10 @@ class HanamikojiState:
             )
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.text
-
     def __repr__(self) -> str:
         return f"<HanamikojiState round {self.round_number} {self.phase}>"
 
-    def _copy(self) -> HanamikojiState:
-        new = HanamikojiState.__new__(HanamikojiState)
-        new.__dict__.update(self.__dict__)
-        new.names = dict(self.names)
-        new.rounds = list(self.rounds)
-        new.warnings = list(self.warnings)
-        return new
+    COPIED = ("names", "rounds", "warnings")
 
 
 def round_lines(r: RoundResult, names: dict) -> list[str]:
@@ -717,19 +725,20 @@ def apply(state: HanamikojiState | None, event) -> HanamikojiState:
     if isinstance(event, Undo):
         return undo(state, replay, HanamikojiError)
     if not state.started and not isinstance(event, HanamikojiStarted):
-        raise HanamikojiError("No match has started: the first event must be hanamikoji_started.")
+        raise HanamikojiError(Message("refusal.no_hanamikoji_match"))
     if state.started and isinstance(event, HanamikojiStarted):
-        raise HanamikojiError("The match has already started; start a new match instead.")
+        raise HanamikojiError(Message("refusal.already_started"))
     if state.finished and isinstance(event, ItemsSet | RoundScored):
         number = len(state.rounds) + 1
         if number > MAX_ROUNDS:
-            raise HanamikojiError(
-                f"Hanamikoji has {MAX_ROUNDS} rounds at most: there is no round {number}, "
-                f"even when both players meet a condition in round {MAX_ROUNDS}."
-            )
+            raise HanamikojiError(Message("refusal.max_rounds", most=MAX_ROUNDS, n=number))
         raise HanamikojiError(
-            f"The match was decided after round {state.decided_after_round} "
-            f"({state.outcome.text(state.names)[:-1]}): round {number} cannot be recorded."
+            Message(
+                "refusal.decided",
+                n=state.decided_after_round,
+                outcome=state.outcome.text(state.names).without_stop(),
+                next=number,
+            )
         )
     new = state._copy()
     logged = _HANDLERS[event.type](new, event) or event
@@ -762,13 +771,12 @@ def _items_set(s: HanamikojiState, e: ItemsSet):
     g = GEISHAS[i]
     who = s.names[side]
     if s.counts.side(side)[i] == e.count:
-        raise HanamikojiError(f"{who} already has {e.count} items before {g.name}.")
+        raise HanamikojiError(Message("refusal.already_has", who=who, n=e.count, geisha=g.name))
     counts = s.counts.with_count(side, i, e.count)
     counts.check_geishas(s.names)
     if counts.total(side) > ITEMS_PER_PLAYER:
         raise HanamikojiError(
-            f"{who} would have {counts.total(side)} items in front of the geishas, but "
-            f"{EIGHT_ITEMS}."
+            Message("refusal.would_have", who=who, n=counts.total(side), rule=EIGHT_ITEMS)
         )
     s.counts = counts
     return dataclasses.replace(e, player=side)

@@ -240,9 +240,13 @@ _template(
 )
 _template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
 # what the table showed against a tap (or again after an undo): shown, never recorded
-_template("camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal")
 _template(
-    "camera.table_shows_stop", N_("The table shows Stop for %(player)s: tap Koi or Stop."), "proposal"
+    "camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal"
+)
+_template(
+    "camera.table_shows_stop",
+    N_("The table shows Stop for %(player)s: tap Koi or Stop."),
+    "proposal",
 )
 _template(
     "camera.laid_after_stop",
@@ -255,8 +259,358 @@ _template(
     "proposal",
 )
 
+
+# -- refusals: why an event, a card or a count is refused (IllegalEvent, HanamikojiError,
+# CardError, ScoringError). Their English is the error's one sentence, which the CLI prints and
+# scripts match; the page says them in its language. Kind "refusal" (a whole sentence),
+# "field" (what a refusal names), "action" (what needs a round under way), "phrase" (a part).
+def _refusal(message_id: str, english: str) -> None:
+    _template(message_id, english, "refusal")
+
+
+# What a refusal names: fields of events, in the middle of a sentence.
+_template("field.player_name", N_("player name"), "field")
+_template("field.player", N_("player"), "field")
+_template("field.first_player", N_("first player"), "field")
+_template("field.rule_set_name", N_("rule set name"), "field")
+_template("field.number_of_rounds", N_("number of rounds"), "field")
+_template("field.first_oya", N_("first Oya"), "field")
+_template("field.oya", N_("Oya"), "field")
+_template("field.team_name", N_("team name"), "field")
+_template("field.member_name", N_("member name"), "field")
+_template("field.month", N_("month of the round"), "field")
+_template("field.field_brights", N_("number of field brights"), "field")
+_template("field.card", N_("card"), "field")
+_template("field.field_card", N_("field card"), "field")
+_template("field.alternative_card", N_("alternative card"), "field")
+_template("field.new_card", N_("new card"), "field")
+_template("field.hand_card", N_("hand card"), "field")
+_template("field.capture_source", N_("capture source"), "field")
+_template("field.event_source", N_("%(event)s source"), "field")
+_template("field.winner", N_("winner"), "field")
+_template("field.round_points", N_("round's points"), "field")
+_template("field.title", N_("title"), "field")
+# What cannot be done while no round is under way ("start round 2 before ...").
+_template("action.recording_captures", N_("recording captures"), "action")
+_template("action.checking_captures", N_("checking captures"), "action")
+_template("action.correcting_captures", N_("correcting captures"), "action")
+_template("action.removing_captures", N_("removing captures"), "action")
+_template("action.calling_koi", N_("calling Koi"), "action")
+_template("action.calling_stop", N_("calling Stop"), "action")
+_template("action.declaring_hand", N_("declaring a dealt hand"), "action")
+_template("action.setting_field_brights", N_("setting the field brights"), "action")
+_template("action.ending_round", N_("ending it"), "action")
+_template("action.reading_field", N_("reading the dealt field"), "action")
+_template("action.dealing_again", N_("dealing it again"), "action")
+# Parts of refusals
+_template("phrase.none_yet", N_("none yet"), "phrase")
+_template("phrase.none", N_("none"), "phrase")
+_template("phrase.no_fields", N_("no fields"), "phrase")
+_template("phrase.digits", N_("a number of %(n)s digits"), "phrase")
+_template("phrase.an_event", N_("an event"), "phrase")
+_template("phrase.a_hanamikoji_event", N_("a Hanamikoji event"), "phrase")
+_template("phrase.event", N_("event"), "phrase")
+_template("phrase.hanamikoji_event", N_("Hanamikoji event"), "phrase")
+_template("phrase.card_label", N_("%(code)s (%(name)s)"), "phrase")
+_template("phrase.deck_file", N_("The deck file %(name)s"), "phrase")
+_template("phrase.deck_card", N_('%(where)s, [cards."%(code)s"]'), "phrase")
+_template("phrase.items_of", N_("%(who)s %(n)s"), "phrase")
+_template(
+    "phrase.eight_items",
+    N_(
+        "each player has 8 at a round's end (1 secret, 2 from his own gift, 2 from his own "
+        "exchange, 1 from the opponent's gift, 2 from the opponent's exchange)"
+    ),
+    "phrase",
+)
+
+# Events as data (both games)
+_refusal("refusal.not_an_object", N_("%(noun)s must be an object with a 'type', not %(type)s."))
+_refusal("refusal.unknown_type", N_("Unknown %(noun)s type %(type)s: expected one of %(types)s."))
+_refusal("refusal.unknown_field", N_("Unknown field %(field)s for %(type)s: expected %(fields)s."))
+_refusal("refusal.missing_field", N_("A %(type)s event needs a %(field)s field."))
+_refusal("refusal.not_json", N_("The event is not valid JSON."))
+_refusal("refusal.event_refused", N_("Event %(n)s is refused: %(reason)s"))
+_refusal("refusal.nothing_to_undo", N_("Nothing to undo."))
+_refusal("refusal.name_empty", N_("The %(what)s must be a non-empty name, not %(value)s."))
+_refusal(
+    "refusal.name_too_long", N_("The %(what)s %(value)s... is longer than %(most)s characters.")
+)
+_refusal("refusal.name_at_most", N_("The %(what)s must be at most %(most)s characters."))
+_refusal("refusal.card_code", N_("The %(what)s must be a card code like '08-1', not %(value)s."))
+_refusal("refusal.whole_number", N_("The %(what)s must be a whole number, not %(value)s."))
+_refusal("refusal.between", N_("The %(what)s must be between %(low)s and %(high)s, not %(value)s."))
+_refusal("refusal.players_list", N_("The players must be a list of names."))
+_refusal("refusal.same_name", N_("Two players have the same name."))
+_refusal("refusal.unknown_player", N_("Unknown player %(name)s: the players are %(names)s."))
+_refusal("refusal.already_started", N_("The match has already started; start a new match instead."))
+# Koi-Koi events and the engine (companion.game.engine)
+_refusal("refusal.rules_text", N_("The rules text must be the rule file's TOML text."))
+_refusal("refusal.options_map", N_("The options must map option names to on/off."))
+_refusal("refusal.teams_map", N_("The teams must map each team name to its members."))
+_refusal("refusal.team_members", N_("Team %(team)s must list its members."))
+_refusal("refusal.field_list", N_("The field must be a list of card codes."))
+_refusal("refusal.confidence", N_("The confidence must be a number from 0 to 1, not %(value)s."))
+_refusal("refusal.check_flag", N_("The check flag must be true or false, not %(value)s."))
+_refusal("refusal.alternatives_list", N_("The alternatives must be a list of card codes."))
+_refusal("refusal.hand_kind", N_("A hand declaration needs a kind such as 'teshi' or 'kuttsuki'."))
+_refusal("refusal.declared_hand_list", N_("The declared hand must be a list of card codes."))
+_refusal(
+    "refusal.drawn_round_points", N_("A drawn round scores no points: name its winner or enter 0.")
+)
+_refusal("refusal.dealt_field_list", N_("The dealt field must be a list of card codes."))
+_refusal("refusal.no_match", N_("No match has started: the first event must be match_started."))
+_refusal("refusal.match_over", N_("The match is over (%(outcome)s); nothing more can be recorded."))
+_refusal("refusal.needs_players", N_("A match needs players."))
+_refusal(
+    "refusal.no_teams",
+    N_("Rule set %(rules)s does not play in teams (turn the teams option on)."),
+)
+_refusal(
+    "refusal.teams_are_players",
+    N_("With teams, the players are the team names, each listed in teams."),
+)
+_refusal("refusal.two_teams", N_("A match in teams needs at least two teams."))
+_refusal("refusal.twice_in_teams", N_("%(name)s appears twice among the players and teams."))
+_refusal(
+    "refusal.teams_option_on",
+    N_(
+        "The teams option of %(rules)s is on: give 4 players (seats 1 & 3 against 2 & 4) "
+        "or list the teams."
+    ),
+)
+_refusal(
+    "refusal.player_count", N_("Rule set %(rules)s is played by %(allowed)s players, not %(n)s.")
+)
+_refusal("refusal.round_count", N_("Rule set %(rules)s plays %(allowed)s rounds, not %(n)s."))
+_refusal("refusal.first_oya", N_("The first Oya %(oya)s is not one of the players."))
+_refusal(
+    "refusal.round_over", N_("Round %(n)s is over: undo its last event to change its captures.")
+)
+_refusal("refusal.no_round", N_("No round is in progress: start round %(n)s before %(action)s."))
+_refusal(
+    "refusal.round_in_progress",
+    N_(
+        "Round %(n)s is still in progress: end it with a Stop, a dealt-hand declaration or "
+        "'cards ran out' first."
+    ),
+)
+_refusal("refusal.field_twice", N_("The same card is listed twice in the dealt field."))
+_refusal("refusal.already_holds", N_("%(side)s already holds %(card)s this round."))
+_refusal(
+    "refusal.held_by_other",
+    N_("%(side)s cannot take it: %(owner)s already holds %(card)s this round."),
+)
+_refusal("refusal.no_open_check", N_("%(card)s has no open check."))
+_refusal("refusal.does_not_hold", N_("%(side)s does not hold %(card)s this round."))
+_refusal("refusal.same_correction", N_("The correction of %(card)s names the same card."))
+_refusal(
+    "refusal.no_yaku_no_koi", N_("Rule set %(rules)s has no yaku, so there is no Koi to call.")
+)
+_refusal(
+    "refusal.no_yaku_no_stop", N_("Rule set %(rules)s has no yaku, so there is no Stop to call.")
+)
+_refusal(
+    "refusal.whose_decision", N_("It is %(pending)s who must choose Koi or Stop, not %(side)s.")
+)
+_refusal("refusal.no_new_yaku", N_("%(side)s has no new yaku, so there is no Koi or Stop to call."))
+_refusal(
+    "refusal.no_declaration",
+    N_("Rule set %(rules)s has no %(kind)s declaration (instant wins: %(names)s)."),
+)
+_refusal(
+    "refusal.hand_after_capture",
+    N_("A dealt hand is declared before the first capture of the round."),
+)
+_refusal(
+    "refusal.needs_hand_cards",
+    N_("Rule set %(rules)s needs the cards of a declared hand, to check it."),
+)
+_refusal("refusal.hand_twice", N_("The same card is listed twice in the declared hand."))
+_refusal("refusal.hand_size", N_("A dealt hand holds %(size)s cards, not %(n)s."))
+_refusal("refusal.card_in_field", N_("%(card)s lies in the dealt field, not in a hand."))
+_refusal("refusal.no_teshi", N_("The hand %(cards)s holds no 4 cards of one month: no teshi."))
+_refusal("refusal.no_kuttsuki", N_("The hand %(cards)s holds fewer than 4 pairs: no kuttsuki."))
+_refusal("refusal.no_dealt_yaku", N_("The hand %(cards)s makes no yaku: no dealt_yaku."))
+_refusal("refusal.choose_first", N_("%(side)s must choose Koi or Stop first."))
+_refusal(
+    "refusal.round_under_way",
+    N_("Round %(n)s is under way: end or undo it before entering a round by hand."),
+)
+_refusal(
+    "refusal.card_values_entered",
+    N_(
+        "Rule set %(rules)s scores every player's card values: play the round on the tablet "
+        "instead of entering a winner."
+    ),
+)
+_refusal(
+    "refusal.field_after_capture", N_("The dealt field is read before the round's first capture.")
+)
+# Cards and decks (companion.game.cards)
+_refusal("refusal.code_not_text", N_("A card code must be text like '08-1', not %(value)s."))
+_refusal(
+    "refusal.code_shape",
+    N_("Unknown card code %(value)s: expected MM-K, month 01-12 and card 1-4 (e.g. '08-1')."),
+)
+_refusal(
+    "refusal.code_range",
+    N_("Unknown card code %(value)s: the month must be 01-12 and the card 1-4."),
+)
+_refusal("refusal.unknown_code", N_("Unknown card code %(value)s."))
+_refusal("refusal.deck_48", N_("Deck %(deck)s must define 48 distinct cards."))
+_refusal(
+    "refusal.several_cards",
+    N_("%(value)s names several cards of deck %(deck)s (%(codes)s): give one code."),
+)
+_refusal(
+    "refusal.unknown_card",
+    N_(
+        "Unknown card %(value)s: use a code like '08-1' or a card name like %(example)s (deck %(deck)s)."
+    ),
+)
+_refusal(
+    "refusal.no_deck", N_("No deck %(value)s: known decks are %(known)s, or give a .toml path.")
+)
+_refusal(
+    "refusal.deck_outside",
+    N_(
+        "The deck file %(value)s is outside its own folder: name a built-in deck or a .toml "
+        "file beside the file that names it."
+    ),
+)
+_refusal("refusal.deck_loop", N_("The deck file %(name)s is based on itself (through its base)."))
+_refusal("refusal.deck_unreadable", N_("The deck file %(name)s cannot be read: %(reason)s."))
+_refusal(
+    "refusal.deck_key",
+    N_("%(where)s has an unknown key %(key)s: a deck file has %(keys)s (%(hint)s)."),
+)
+_refusal("refusal.deck_text", N_("%(where)s: %(key)s must be a text, not %(value)s."))
+_refusal(
+    "refusal.deck_cards_tables",
+    N_('%(where)s: cards must be tables like [cards."01-1"] (%(hint)s).'),
+)
+_refusal(
+    "refusal.deck_slot",
+    N_("%(where)s: %(code)s is not a card: slots run from 01-1 to 12-4 (month-card)."),
+)
+_refusal("refusal.deck_card_twice", N_("%(where)s names the card %(code)s names already."))
+_refusal("refusal.deck_card_table", N_("%(where)s must be a table of names and roles (%(hint)s)."))
+_refusal("refusal.deck_card_key", N_("%(where)s has an unknown key %(key)s: a card has %(keys)s."))
+_refusal(
+    "refusal.deck_names_table",
+    N_('%(where)s: names must be a table like { en = "Crane", fr = "Grue" }.'),
+)
+_refusal(
+    "refusal.deck_language", N_("%(where)s: %(language)s is not a language code like en, fr or ja.")
+)
+_refusal(
+    "refusal.deck_name_text", N_("%(where)s: the %(language)s name must be a text, not %(value)s.")
+)
+_refusal(
+    "refusal.deck_roles_list", N_('%(where)s: %(key)s must be a list of role names like ["tool"].')
+)
+_refusal(
+    "refusal.deck_role",
+    N_(
+        "%(where)s: %(role)s is not a role name (lower-case letters, digits and _, starting "
+        "with a letter)."
+    ),
+)
+_refusal(
+    "refusal.match_deck_names",
+    N_("The match's deck must be a deck file's names (name, title, cards)."),
+)
+_refusal(
+    "refusal.match_deck_key",
+    N_("The match's deck has an unknown key %(key)s: it keeps names only."),
+)
+_refusal("refusal.match_deck_card", N_("The match's deck gives card %(code)s more than its names."))
+# The match store (companion.store): what the tablet's requests can meet
+_refusal("refusal.stale", N_("The match changed since this page was loaded; reload and try again."))
+_refusal("refusal.no_such_match", N_("There is no match %(n)s in this database."))
+_refusal("refusal.no_matches", N_("There are no matches in this database yet."))
+_refusal(
+    "refusal.control_characters",
+    N_("A %(what)s cannot hold control characters such as %(char)s: %(text)s is refused."),
+)
+_refusal("refusal.title_length", N_("The title must be at most %(most)s characters."))
+_template(
+    "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"
+)
+_refusal(
+    "refusal.card_class",
+    N_("Unknown card class %(value)s: expected MM-K (01-1 to 12-4) or 'back'."),
+)
+# Scoring (companion.game.scoring)
+_refusal("refusal.card_twice", N_("Card %(card)s is listed twice; each card exists once."))
+_refusal("refusal.month", N_("The month must be a whole number from 1 to 12, not %(value)s."))
+_refusal(
+    "refusal.count_at_least_0", N_("%(label)s must be a whole number of at least 0, not %(value)s.")
+)
+_refusal(
+    "refusal.field_brights_most",
+    N_("field_brights is %(n)s, but a deck has only %(most)s brights."),
+)
+# Hanamikoji (companion.game.hanamikoji)
+_refusal("refusal.no_geisha", N_("There is no geisha %(value)s: the geishas are %(names)s."))
+_refusal(
+    "refusal.count_not_whole",
+    N_("The count %(value)s before %(geisha)s (%(who)s) is not a whole number from 0."),
+)
+_refusal(
+    "refusal.round_format",
+    N_(
+        "A round is given as A1,...,A7:B1,...,B7 (player A's items before the 7 geishas, a "
+        "colon, then player B's), not %(value)s."
+    ),
+)
+_refusal(
+    "refusal.side_counts",
+    N_("%(who)s's side lists %(n)s counts, but there are %(geishas)s geishas (%(names)s)."),
+)
+_refusal(
+    "refusal.counts_format",
+    N_("The counts are given as A1,...,A7:B1,...,B7 or as lists for A and B."),
+)
+_refusal(
+    "refusal.too_many_items",
+    N_("%(who)s has %(n)s items before %(geisha)s, but she has only %(most)s item cards."),
+)
+_refusal(
+    "refusal.too_many_together",
+    N_(
+        "%(a)s and %(b)s have %(n)s items before %(geisha)s together, but she has only "
+        "%(most)s item cards."
+    ),
+)
+_refusal("refusal.items_total", N_("Items in front of the geishas: %(told)s, but %(rule)s."))
+_refusal("refusal.two_names", N_("The players must be a list of two names."))
+_refusal("refusal.two_players", N_("Hanamikoji is played by 2 players, not %(n)s."))
+_refusal("refusal.first_player", N_("The first player %(name)s is not one of the players."))
+_refusal(
+    "refusal.no_hanamikoji_match",
+    N_("No match has started: the first event must be hanamikoji_started."),
+)
+_refusal(
+    "refusal.max_rounds",
+    N_(
+        "Hanamikoji has %(most)s rounds at most: there is no round %(n)s, even when both "
+        "players meet a condition in round %(most)s."
+    ),
+)
+_refusal(
+    "refusal.decided",
+    N_("The match was decided after round %(n)s (%(outcome)s): round %(next)s cannot be recorded."),
+)
+_refusal("refusal.already_has", N_("%(who)s already has %(n)s items before %(geisha)s."))
+_refusal(
+    "refusal.would_have",
+    N_("%(who)s would have %(n)s items in front of the geishas, but %(rule)s."),
+)
+
 # The separators of a Listing, said in the page's language too.
-SEPARATORS = (N_(", "), N_(" and "), N_(" vs "))
+SEPARATORS = (N_(", "), N_(" and "), N_(" vs "), N_(" or "))
 
 
 class _Text(str):
@@ -276,6 +630,7 @@ class Message(_Text):
     id: str
     params: Mapping
     capitalized: bool
+    unstopped: bool
 
     def __new__(cls, message_id: str, /, **params) -> Message:
         try:
@@ -287,6 +642,7 @@ class Message(_Text):
         self.id = message_id
         self.params = MappingProxyType(dict(params))
         self.capitalized = False
+        self.unstopped = False
         return self
 
     @property
@@ -303,24 +659,38 @@ class Message(_Text):
         opening it), in every language."""
         if self[:1] == self[:1].upper():
             return self
-        return _rebuild(self.id, dict(self.params), True)
+        return _rebuild(self.id, dict(self.params), True, self.unstopped)
+
+    def without_stop(self) -> Message:
+        """The same sentence without its final full stop (quoted inside another one), in
+        every language."""
+        return _rebuild(self.id, dict(self.params), self.capitalized, True)
 
     def __repr__(self) -> str:
         args = "".join(f", {k}={v!r}" for k, v in self.params.items())
         return f"Message({self.id!r}{args})"
 
     def __reduce__(self):
-        return (_rebuild, (self.id, dict(self.params), self.capitalized))
+        return (_rebuild, (self.id, dict(self.params), self.capitalized, self.unstopped))
 
 
-def _rebuild(message_id: str, params: dict, capitalized: bool = False) -> Message:
+_STOPS = (".", "。")
+
+
+def _rebuild(
+    message_id: str, params: dict, capitalized: bool = False, unstopped: bool = False
+) -> Message:
     message = Message(message_id, **params)
+    if not (capitalized or unstopped):
+        return message
+    text = str(message)
     if capitalized:
-        text = str(message)
-        capital = str.__new__(Message, text[:1].upper() + text[1:])
-        capital.__dict__.update(message.__dict__, capitalized=True)
-        return capital
-    return message
+        text = text[:1].upper() + text[1:]
+    if unstopped and text.endswith(_STOPS):
+        text = text[:-1]
+    changed = str.__new__(Message, text)
+    changed.__dict__.update(message.__dict__, capitalized=capitalized, unstopped=unstopped)
+    return changed
 
 
 class Listing(_Text):
@@ -381,7 +751,13 @@ def say(value, translate=None, lang: str = "en", name_card=None) -> str:
         params = {k: say(v, translate, lang, name_card) for k, v in value.params.items()}
         template = translate(value.template) if translate else value.template
         text = template % params if params else template
-        return text[:1].upper() + text[1:] if value.capitalized else text
+        # A refusal is a sentence: it opens with a capital where its English does (a name
+        # said first in English may come after a lower-case word in another language).
+        if value.capitalized or (value.kind == "refusal" and value[:1].isupper()):
+            text = text[:1].upper() + text[1:]
+        if value.unstopped and text.endswith(_STOPS):
+            text = text[:-1]
+        return text
     if isinstance(value, Listing):
         sep = translate(value.sep) if translate and value.sep in SEPARATORS else value.sep
         return sep.join(say(item, translate, lang, name_card) for item in value.items)

@@ -92,7 +92,7 @@ def _check_cards(rules: RuleSet, cards) -> list[Card]:
     for c in cards:
         card = rules.deck.parse(c)  # accepts Card, code or name; uses the rule set's deck
         if card.code in seen:
-            raise ScoringError(f"Card {card.code} is listed twice; each card exists once.")
+            raise ScoringError(Message("refusal.card_twice", card=card.code))
         seen.add(card.code)
         out.append(card)
     return sorted(out)
@@ -102,7 +102,7 @@ def _check_month(month) -> None:
     if month is not None and (
         isinstance(month, bool) or not isinstance(month, int) or not 1 <= month <= 12
     ):
-        raise ScoringError(f"The month must be a whole number from 1 to 12, not {month!r}.")
+        raise ScoringError(Message("refusal.month", value=repr(month)))
 
 
 def _yaku_in_play(rules: RuleSet, cards: list[Card], koi_own: int, month) -> list[YakuSpec]:
@@ -201,10 +201,10 @@ def score_hand(
         ("field_brights", field_brights),
     ):
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ScoringError(f"{label} must be a whole number of at least 0, not {n!r}.")
+            raise ScoringError(Message("refusal.count_at_least_0", label=label, value=repr(n)))
     if field_brights > MAX_FIELD_BRIGHTS:
         raise ScoringError(
-            f"field_brights is {field_brights}, but a deck has only {MAX_FIELD_BRIGHTS} brights."
+            Message("refusal.field_brights_most", n=field_brights, most=MAX_FIELD_BRIGHTS)
         )
     report = score_yaku(rules, cards, koi_own=koi_own, month=month)
     if rules.mode == "card_values":

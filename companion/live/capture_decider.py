@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from companion import CompanionError
-from companion.game.cards import Card, Category
+from companion.game.cards import twin_group
 from companion.game.engine import (
     CardCaptured,
     CardsRanOut,
@@ -348,12 +348,8 @@ def _month(code: str) -> int:
 
 
 def _equivalent(code: str) -> tuple:
-    """Codes scoring never tells apart share a key: the plain chaff of one month (not the
-    lightning 11-4 nor the coloured 12-2 chaff, which some rule sets score)."""
-    card = Card.from_code(code)
-    if card.category is Category.CHAFF and code not in ("11-4", "12-2"):
-        return (card.month, "chaff")
-    return (code,)
+    """Codes scoring never tells apart share a key: their twin group (``cards.twin_group``)."""
+    return twin_group(code)
 
 
 def pairs_up(codes) -> bool:

@@ -32,9 +32,10 @@ import cv2
 import numpy as np
 
 from companion.detections import Detections
+from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
 from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision
-from companion.live.tracker import TableState, TableTracker, twins
+from companion.live.tracker import TableState, TableTracker
 from companion.live.zones import CAPTURES, Zones
 
 MOTION_SIZE = (160, 90)
@@ -413,7 +414,7 @@ class LivePipeline:
                     looks_like = {code, *self._read_as.get(code, ())}
 
                     def same(c, looks_like=looks_like):
-                        return any(c == k or twins(c, k) for k in looks_like)
+                        return any(c == k or chaff_twins(c, k) for k in looks_like)
 
                     p = sum(q for c, q in a.candidates if same(c))
                     if same(a.candidates[0][0]) or p >= RECOGNISED:

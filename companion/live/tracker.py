@@ -38,7 +38,7 @@ from companion.detections import (
     polygon_area,
     quad_iou,
 )
-from companion.game.cards import ALL_CODES, Card, Category
+from companion.game.cards import ALL_CODES, chaff_twins, twin_group
 from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)
@@ -380,7 +380,7 @@ class TableTracker:
                 continue
             if top in taken or cards.confidence[i] < ON_TOP_CONFIDENCE:
                 continue
-            if twins(top, below.registered):
+            if chaff_twins(top, below.registered):
                 continue  # the classifier's commonest slip on the card itself
             over = next(
                 (
@@ -619,21 +619,7 @@ def _gone(track: Track, looks: int) -> bool:
     return not any(list(track.hits)[-looks:])
 
 
-def twins(a: str, b: str) -> bool:
-    """Plain chaff of one month: cards scoring never tells apart, and the classifier often
-    does not either (the lightning 11-4 and the coloured 12-2 are not twins)."""
-    special = ("11-4", "12-2")
-    return (
-        a[:2] == b[:2]
-        and a not in special
-        and b not in special
-        and _CHAFF.get(a, False)
-        and _CHAFF.get(b, False)
-    )
-
-
-_CHAFF = {c: Card.from_code(c).category is Category.CHAFF for c in ALL_CODES}
-TWIN_IDS = {a: [CODE_IDS[b] for b in ALL_CODES if a == b or twins(a, b)] for a in ALL_CODES}
+TWIN_IDS = {a: [CODE_IDS[b] for b in twin_group(a)] for a in ALL_CODES}
 
 
 def _disturbed(track: Track, moving, width: int, height: int, motion: float) -> bool:

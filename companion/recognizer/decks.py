@@ -563,8 +563,10 @@ class DeckNamer:
     Each face-up detection's crop (cut upright by its quad) is embedded; a card's score is the
     classifier's log-probability (its confidence and alternatives) plus ``SIMILARITY_WEIGHT``
     times the crop's nearest similarity to that card's references; the best card names it, its
-    confidence the scores' softmax. Backs stay backs; cards the deck has no image of keep the
-    classifier's name."""
+    confidence the scores' softmax. Cards the deck has no image of keep the classifier's name.
+    Backs: a deck taught its own back calls ``back`` what lies near that back and nothing else
+    (``_with_own_back``); without one, the classifier's backs stay backs (but for the plain-
+    middle test of a design of its own)."""
 
     def __init__(self, deck: UserDeck, settings: Settings, embedder=None):
         self.deck = deck

@@ -90,6 +90,7 @@ def write_month_photos(out_dir, deck: str, seed: int = 0, **options) -> Path:
         scene = render_month_photo(seed * 100 + month, deck, month, **options)
         write_image(str(out / f"{month:02d}.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
     if synth.back_file(synth.resolve_deck_dir(deck)) is not None:
-        scene = render_month_photo(seed * 100 + 13, deck, 1, cards=1, back=True, **options)
+        one_back = {**options, "cards": 1, "back": True}
+        scene = render_month_photo(seed * 100 + 13, deck, 1, **one_back)
         write_image(str(out / "back.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
     return out

@@ -8,7 +8,6 @@ inlined ``summary.css`` as Koi-Koi), PDF and JSON.
 
 from __future__ import annotations
 
-import datetime
 import json
 from dataclasses import asdict, dataclass, field
 
@@ -77,17 +76,11 @@ class HanamikojiSummary:
         tail = [self.outcome, f"Corrections made during the match: {self.corrections}"]
         return "\n".join([*head, "", *self.text_lines, "", *tail]) + "\n"
 
-    def render_html(self, *, back_url: str | None = None) -> str:
-        from markupsafe import Markup
-
-        template = printable.environment().get_template(TEMPLATE_NAME)
-        return template.render(
-            s=self,
-            css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
-            colours=printable.PLAYER_COLOURS,
-            back_url=back_url,
-            started=printable.date_text(self.created_at) if self.created_at else "",
-            printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    def render_html(self, *, back_url: str | None = None, lang: str = "en") -> str:
+        """The printable page (as Koi-Koi's: ``companion.summaries.koikoi.render_html``), its
+        words in ``lang`` (en, fr, ja)."""
+        return printable.render_page(
+            TEMPLATE_NAME, self, lang=lang, back_url=back_url, totals=self.points
         )
 
     def render_pdf(self, *, use_chromium: bool = True, timeout: float = 60) -> bytes:

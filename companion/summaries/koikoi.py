@@ -11,7 +11,6 @@ what the tablet's summary page serves. PDF: headless Chromium's print of that HT
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import asdict, dataclass, field
 
 from companion import CompanionError
@@ -365,19 +364,15 @@ def render_html(summary: MatchSummary, *, back_url: str | None = None, lang: str
     from markupsafe import Markup
 
     if not isinstance(summary, MatchSummary):  # another game's summary renders itself
-        return summary.render_html(back_url=back_url)
-    lang = lang if lang in printable.SUMMARY_LANGUAGES else "en"
-    template = printable.environment(lang).get_template(TEMPLATE_NAME)
-    return template.render(
+        return summary.render_html(back_url=back_url, lang=lang)
+    return printable.render_page(
+        TEMPLATE_NAME,
+        summary,
         lang=lang,
-        s=summary,
-        css=Markup(printable.CSS_PATH.read_text(encoding="utf-8")),
-        chart=Markup(chart_svg(summary)),
-        colours=PLAYER_COLOURS,
         back_url=back_url,
+        totals=summary.totals,
+        chart=Markup(chart_svg(summary)),
         name_card=summary.card_namer(lang),
-        started=printable.date_text(summary.created_at) if summary.created_at else "",
-        printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
 

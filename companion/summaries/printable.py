@@ -61,6 +61,7 @@ def environment(lang: str = "en"):
         "messages", str(WEB_DIR / "translations"), [lang], fallback=True
     )
     env.install_gettext_translations(translations, newstyle=True)
+
     # The engine's sentences and the rule files' names, said in the same language; the cards
     # in them by the page's ``name_card`` (code -> words) where it gives one.
     @jinja2.pass_context
@@ -70,6 +71,30 @@ def environment(lang: str = "en"):
 
     env.filters["say"] = say_filter
     return env
+
+
+def render_page(template_name: str, summary, *, lang: str, back_url: str | None, **context) -> str:
+    """A game's printable summary page (its template extends ``_summary_page.html``): a
+    standalone HTML document, CSS inlined, its words in ``lang`` (en, fr, ja; English for any
+    other). ``back_url``: a link back to the match, on screen only; ``context``: what the
+    game's template needs besides (``totals``, the number in each player's box)."""
+    from markupsafe import Markup
+
+    lang = lang if lang in SUMMARY_LANGUAGES else "en"
+    return (
+        environment(lang)
+        .get_template(template_name)
+        .render(
+            lang=lang,
+            s=summary,
+            css=Markup(CSS_PATH.read_text(encoding="utf-8")),
+            colours=PLAYER_COLOURS,
+            back_url=back_url,
+            started=date_text(summary.created_at) if summary.created_at else "",
+            printed=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            **context,
+        )
+    )
 
 
 def find_chromium() -> str | None:

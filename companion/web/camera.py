@@ -197,7 +197,7 @@ def demo_camera():
     except WebError:
         raise
     except CompanionError as exc:
-        raise WebError(str(exc), 503) from None
+        raise WebError(exc.sentence, 503) from None
     return redirect(url_for("match.page", match_id=match_id), 303)
 
 
@@ -411,7 +411,7 @@ def zones_from_form(zones, form):
         try:
             zones = zones.with_polygon(name, polygon)
         except CompanionError as exc:  # ZoneError: one sentence already
-            raise WebError(str(exc), 400) from None
+            raise WebError(exc.sentence, 400) from None
     return zones
 
 

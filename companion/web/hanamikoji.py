@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
@@ -57,14 +58,14 @@ def create(form):
     """Start a Hanamikoji match from the new-match form and go to its page."""
     names = _names(form)
     if not all(names):
-        raise WebError("Hanamikoji is played by 2 players: give both names.", 400)
+        raise WebError(_("Hanamikoji is played by 2 players: give both names."), 400)
     if any(len(n) > MAX_NAME_LENGTH for n in names):
-        raise WebError(f"A player name can be at most {MAX_NAME_LENGTH} characters.", 400)
+        raise WebError(_("A player name can be at most %(n)d characters.", n=MAX_NAME_LENGTH), 400)
     if names[0].casefold() == names[1].casefold():
-        raise WebError("Two players have the same name; give each a different one.", 400)
+        raise WebError(_("Two players have the same name; give each a different one."), 400)
     first = (form.get("first") or form.get("oya") or "1").strip()
     if first not in ("1", "2"):
-        raise WebError("Choose which player starts round 1.", 400)
+        raise WebError(_("Choose which player starts round 1."), 400)
     title = " ".join((form.get("title") or "").split())[:80] or None
     match_id = store().create_hanamikoji_match(names, first=SIDES[int(first) - 1], title=title)
     target = url_for("hanamikoji.page", match_id=match_id)
@@ -125,7 +126,7 @@ def board_context(match_id: int) -> dict:
     st = store()
     info = st.get_match(match_id)
     if info.game != registry.HANAMIKOJI.name:
-        raise WebError(f"Match {match_id} is not a Hanamikoji match.", 404)
+        raise WebError(_("Match %(n)s is not a Hanamikoji match.", n=match_id), 404)
     stored = st.events(match_id)
     state = st.state(match_id)
     names = state.names
@@ -182,25 +183,27 @@ def board(match_id: int):
 def _int_field(form, name: str, what: str) -> int:
     raw = (form.get(name) or "").strip()
     if not raw:
-        raise WebError(f"The request is missing {what} ({name}).", 400)
+        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name), 400)
     number = whole_number(raw)  # ASCII digits only: "٣" or 5,000 digits are refused
     if number is None:
-        raise WebError(f"{what.capitalize()} ({name}) must be a whole number.", 400)
+        said = _("%(what)s (%(name)s) must be a whole number.", what=what, name=name)
+        raise WebError(said.capitalize(), 400)
     return number
 
 
 def event_from_form(form) -> dict:
     kind = (form.get("type") or "").strip()
     if kind not in EVENT_TYPES:
-        raise WebError(f"{kind or 'Nothing'!r} is not something this page can record.", 400)
+        said = _("%(kind)r is not something this page can record.", kind=kind or "Nothing")
+        raise WebError(said, 400)
     event: dict = {"type": kind}
     if kind == "items_set":
         player = (form.get("player") or "").strip()
         if player not in SIDES:
-            raise WebError("The request does not say which side (player A or B).", 400)
+            raise WebError(_("The request does not say which side (player A or B)."), 400)
         event["player"] = player
         event["geisha"] = (form.get("geisha") or "").strip()
-        event["count"] = _int_field(form, "count", "the number of items")
+        event["count"] = _int_field(form, "count", _("the number of items"))
     return event
 
 
@@ -208,12 +211,12 @@ def event_from_form(form) -> dict:
 def record(match_id: int):
     st = store()
     if st.game(match_id) != registry.HANAMIKOJI.name:
-        raise WebError(f"Match {match_id} is not a Hanamikoji match.", 404)
+        raise WebError(_("Match %(n)s is not a Hanamikoji match.", n=match_id), 404)
     form = request.form
-    expected_seq = _int_field(form, "expected_seq", "the last event the page saw")
+    expected_seq = _int_field(form, "expected_seq", _("the last event the page saw"))
     request_id = (form.get("request_id") or "").strip()
     if not request_id:
-        raise WebError("The request has no request id (request_id); reload the page.", 400)
+        raise WebError(_("The request has no request id (request_id); reload the page."), 400)
     event = Event.from_dict(event_from_form(form))
     st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
     from companion.web.live import notify

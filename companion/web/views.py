@@ -85,7 +85,8 @@ def error_response(message: str, status: int):
 def init_app(app) -> None:
     @app.errorhandler(CompanionError)
     def companion_error(exc):
-        return error_response(str(exc), _status_for(exc))
+        # The game's refusals are Messages: said in the page's language (text as it is).
+        return error_response(say(exc.sentence), _status_for(exc))
 
     @app.before_request
     def refuse_other_host_names():
