@@ -19,6 +19,7 @@ its French and Japanese translation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -856,6 +857,19 @@ class CardCode(_Text):
         return (CardCode, (str(self),))
 
 
+_OPENING_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _opens_with_a_phrase(message: Message, template: str) -> bool:
+    """Whether a refusal, a sentence opening with a capital in English, opens in ``template``
+    (its translation) with a phrase of the engine's ("le nom du joueur"), which then takes
+    the capital; a name or a code opening it stays as it is written."""
+    if message.kind != "refusal" or not message[:1].isupper():
+        return False
+    opening = _OPENING_PLACEHOLDER.match(template)
+    return opening is not None and isinstance(message.params.get(opening.group(1)), Message)
+
+
 def say(value, translate=None, lang: str = "en", name_card=None) -> str:
     """``value`` in a language: a Message by its template as ``translate`` gives it (a msgid
     to its translation: a catalog's gettext) filled with its parameters, each said first; a
@@ -865,9 +879,7 @@ def say(value, translate=None, lang: str = "en", name_card=None) -> str:
         params = {k: say(v, translate, lang, name_card) for k, v in value.params.items()}
         template = translate(value.template) if translate else value.template
         text = template % params if params else template
-        # A refusal is a sentence: it opens with a capital where its English does (a name
-        # said first in English may come after a lower-case word in another language).
-        if value.capitalized or (value.kind == "refusal" and value[:1].isupper()):
+        if value.capitalized or _opens_with_a_phrase(value, template):
             text = text[:1].upper() + text[1:]
         if value.unstopped and text.endswith(_STOPS):
             text = text[:-1]
