@@ -166,6 +166,7 @@ def create_app(
         matches,
         security,
         tally_stream,
+        teach,
     )
 
     # Match ids are ASCII digits only: ``\d`` would also take "٤" (match 4) or "²".
@@ -181,6 +182,7 @@ def create_app(
     app.register_blueprint(camera.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(hanamikoji.bp)
+    app.register_blueprint(teach.bp)
     app.context_processor(_template_globals)
     return app
 
