@@ -472,6 +472,11 @@ def test_a_refusal_opens_with_a_capital_in_every_language_and_quotes_a_sentence_
     assert over == "The match is over (Aki wins the match: 6); nothing more can be recorded."
     assert said_with(over, french.get, "fr") == "Finie (Aki gagne : 6)."
     assert pickle.loads(pickle.dumps(over)).params["outcome"].unstopped
+    # A code or a name opening the translation stays as it is written.
+    unknown = _refused(engine.apply, None, {"type": "capture_corrected", "seq": 1})
+    japanese = {"Unknown field %(field)s for %(type)s: expected %(fields)s.": "%(type)sに不明な欄"}
+    said = said_with(unknown.sentence, lambda text: japanese.get(text, text), "ja")
+    assert said == "capture_correctedに不明な欄"
 
 
 @pytest.mark.parametrize(
