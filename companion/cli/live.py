@@ -216,6 +216,7 @@ def run_command(
     join_code = web.new_join_code() if lan else None
     public_url = f"http://{web.url_host(web.lan_address(host))}:{port}" if lan else None
     app = web.create_app(store, live=session, join_code=join_code, public_url=public_url)
+    app.config["DECKS_DIR"] = decks_dir  # where the tablet's "Teach a deck" page keeps decks
 
     def on_ready(server):
         shown_host = web.lan_address(host) if lan else host

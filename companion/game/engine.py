@@ -65,6 +65,7 @@ from companion.game.events import (
     EventLog,
     EventRecord,
     GameState,
+    Printed,
     UndoEvent,
     omitted_when_empty,
     remember,
@@ -373,9 +374,9 @@ class _PlayerEvent(Event):
 
 @dataclass(frozen=True)
 class _CardEvent(_PlayerEvent):
-    """An event about one of a player's captures; ``logged``: its log line's message id."""
+    """An event about one of a player's captures; its log line is the template named after
+    its type ("event.capture_checked")."""
 
-    logged: ClassVar[str] = ""
     card: str = required()
 
     def __post_init__(self):
@@ -383,7 +384,7 @@ class _CardEvent(_PlayerEvent):
         object.__setattr__(self, "card", _card_text(self.card))
 
     def describe(self, teams: dict | None = None) -> Message:
-        return Message(self.logged, player=self.player, card=CardCode(self.card))
+        return Message(f"event.{self.type}", player=self.player, card=CardCode(self.card))
 
 
 @dataclass(frozen=True)
@@ -393,7 +394,6 @@ class CardCaptured(_CardEvent):
     ``alternatives`` (the next likeliest codes, offered first when correcting)."""
 
     type: ClassVar[str] = "card_captured"
-    logged: ClassVar[str] = "event.card_captured"
     source: str | None = None
     confidence: float | None = None
     check: bool | None = None
@@ -423,7 +423,6 @@ class CaptureChecked(_CardEvent):
     """A capture flagged for a check was looked at and is right as read."""
 
     type: ClassVar[str] = "capture_checked"
-    logged: ClassVar[str] = "event.capture_checked"
 
 
 @dataclass(frozen=True)
@@ -451,7 +450,6 @@ class CaptureRemoved(_CardEvent):
     """A capture taken back (read by mistake: the card is not the player's)."""
 
     type: ClassVar[str] = "capture_removed"
-    logged: ClassVar[str] = "event.capture_removed"
 
 
 @dataclass(frozen=True)
@@ -635,7 +633,7 @@ def _signed(n: int) -> str:
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(Printed):
     """A player formed a yaku (or raised one): Koi or Stop? ``hand`` is the score that made it."""
 
     player: str
@@ -647,9 +645,6 @@ class Decision:
         names = ", ".join(f"{y.name} {y.points}" for y in self.hand.yaku)
         return f"{self.player} has {names} ({self.hand.total} points now): Koi or Stop?"
 
-    def __str__(self) -> str:
-        return self.text
-
     def to_dict(self) -> dict:
         return {
             "player": self.player,
@@ -660,7 +655,7 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class RoundResult:
+class RoundResult(Printed):
     """How one round ended. ``winner`` is None for a draw; ``points`` is what each player
     writes down for the round (negative for the loser of a zero-sum round)."""
 
@@ -689,9 +684,6 @@ class RoundResult:
         pts = ", ".join(f"{p} {_signed(n)}" for p, n in self.points.items())
         return f"{label}: {self.reason} [{pts}]"
 
-    def __str__(self) -> str:
-        return self.text
-
     def to_dict(self) -> dict:
         return {
             "number": self.number,
@@ -712,7 +704,7 @@ class RoundResult:
 
 
 @dataclass(frozen=True)
-class MatchOutcome:
+class MatchOutcome(Printed):
     """The end of a match: ``winners`` (several only on a tie the rules do not break)."""
 
     winners: tuple
@@ -750,9 +742,6 @@ class MatchOutcome:
         if self.by == "rounds_won":
             return (self.rounds_won[player], self.totals[player])
         return (self.totals[player],)
-
-    def __str__(self) -> str:
-        return self.text
 
     def to_dict(self) -> dict:
         return {
@@ -1154,23 +1143,33 @@ def _reset_round(s: MatchState) -> None:
     _rescore(s)
 
 
+def _dealt_field(s: MatchState, e: RoundStarted | FieldDealt) -> tuple:
+    """The event's dealt field as cards of the match's deck; refused when a card is twice."""
+    cards = tuple(_resolve_card(s, c) for c in e.field)
+    if len(set(cards)) != len(cards):
+        raise IllegalEvent(Message("refusal.field_twice"))
+    return cards
+
+
+def _lay_field(s: MatchState, cards: tuple, field_brights: int | None) -> None:
+    """The dealt field on the table, with its brights (counted unless the event says)."""
+    s.field = cards
+    if field_brights is None:
+        field_brights = sum(1 for c in cards if c.category is Category.BRIGHT)
+    s.field_brights = field_brights
+
+
 def _round_started(s: MatchState, e: RoundStarted):
     if s.round_in_progress:
         raise IllegalEvent(Message("refusal.round_in_progress", n=s.round_number))
     oya = s.next_oya if e.oya is None else s.side_of(e.oya)
-    field_cards = tuple(_resolve_card(s, c) for c in e.field)
-    if len(set(field_cards)) != len(field_cards):
-        raise IllegalEvent(Message("refusal.field_twice"))
+    field_cards = _dealt_field(s, e)
     s.round_number = len(s.rounds) + 1
     s.round_in_progress = True
     s.oya = oya
     _reset_round(s)
     s.month = e.month if e.month is not None else (s.round_number - 1) % 12 + 1
-    s.field = field_cards
-    if e.field_brights is not None:
-        s.field_brights = e.field_brights
-    else:
-        s.field_brights = sum(1 for c in field_cards if c.category is Category.BRIGHT)
+    _lay_field(s, field_cards, e.field_brights)
     _rescore(s)
     return dataclasses.replace(e, oya=oya, field=tuple(c.code for c in field_cards))
 
@@ -1302,7 +1301,7 @@ def _hand_declared(s: MatchState, e: HandDeclared):
     side = s.side_of(e.player)
     allowed = tuple(s.rules.round.instant_wins)
     if e.kind not in allowed:
-        names = Listing(allowed) if allowed else Message("phrase.none")
+        names = Listing(map(_hand_kind, allowed)) if allowed else Message("phrase.none")
         raise IllegalEvent(
             Message(
                 "refusal.no_declaration", rules=repr(s.rules_name), kind=repr(e.kind), names=names
@@ -1418,14 +1417,8 @@ def _field_dealt(s: MatchState, e: FieldDealt):
     _need_round(s, "action.reading_field")
     if s._owner:
         raise IllegalEvent(Message("refusal.field_after_capture"))
-    field_cards = tuple(_resolve_card(s, c) for c in e.field)
-    if len(set(field_cards)) != len(field_cards):
-        raise IllegalEvent(Message("refusal.field_twice"))
-    s.field = field_cards
-    if e.field_brights is not None:
-        s.field_brights = e.field_brights
-    else:
-        s.field_brights = sum(1 for c in field_cards if c.category is Category.BRIGHT)
+    field_cards = _dealt_field(s, e)
+    _lay_field(s, field_cards, e.field_brights)
     _rescore(s)
     return dataclasses.replace(e, field=tuple(c.code for c in field_cards))
 

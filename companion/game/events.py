@@ -135,7 +135,14 @@ class EventRecord:
 # ---------------------------------------------------------------------------------------------
 
 
-class GameState:
+class Printed:
+    """A value that prints as its ``text`` (a state, a round's result, an outcome)."""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class GameState(Printed):
     """What both games' states share: a state is never changed once built (``apply`` changes
     a ``_copy``), prints as its ``text`` and is finished once it has an ``outcome``. A game
     names in ``COPIED`` the lists and dicts an event may change in place; ``_copy`` copies
@@ -147,9 +154,6 @@ class GameState:
     @property
     def finished(self) -> bool:
         return self.outcome is not None
-
-    def __str__(self) -> str:
-        return self.text
 
     def _copy(self):
         new = type(self).__new__(type(self))

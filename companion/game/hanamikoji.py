@@ -37,6 +37,7 @@ from companion.game.events import (
     EventLog,
     EventRecord,
     GameState,
+    Printed,
     UndoEvent,
     remember,
     replay_log,
@@ -174,7 +175,7 @@ def _count(value, geisha: Geisha, who: str) -> int:
 
 
 @dataclass(frozen=True)
-class RoundCounts:
+class RoundCounts(Printed):
     """The items each player has in front of each geisha (seed order) at a round's end.
 
     Text form, as the command takes it: ``A1,...,A7:B1,...,B7``; ``RoundCounts.parse(c.text)
@@ -275,9 +276,6 @@ class RoundCounts:
     @property
     def text(self) -> str:
         return ",".join(map(str, self.a)) + ":" + ",".join(map(str, self.b))
-
-    def __str__(self) -> str:
-        return self.text
 
     def to_dict(self) -> dict:
         return {"A": list(self.a), "B": list(self.b)}

@@ -27,6 +27,7 @@ import numpy as np
 from companion import CompanionError
 from companion.detections import BACK_ID, CLASSES, Detections
 from companion.game.cards import ALL_CODES
+from companion.game.messages import CardCode, Message
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 from companion.recognizer.nets import MODELS_DIR, open_session
 from companion.recognizer.settings import Settings
@@ -428,8 +429,7 @@ def check_back(back: np.ndarray, embeddings: np.ndarray, class_ids: np.ndarray, 
     if float(np.median(margin)) > BACK_IS_A_FACE_MARGIN:
         nearest = np.bincount(class_ids[to_faces.argmax(axis=1)]).argmax()
         raise DeckError(
-            f"{what} shows the face of {CLASSES[nearest]}, not the deck's back: photograph "
-            "one card lying face down."
+            Message("photo.back_is_a_face", name=what, code=CardCode(CLASSES[nearest]))
         )
 
 
@@ -589,9 +589,23 @@ class DeckNamer:
         # the names the players' deck gives its slots (the tablet and detect show them)
         self.names = deck.names_deck()
 
+    def similarity(self, crops: np.ndarray) -> np.ndarray:
+        """How near each crop (N, H, W, 3, cut as the detector cuts a card) lies to the deck's
+        nearest reference of any card, or of its back where it was shown one (cosine
+        similarity of the descriptors)."""
+        if len(crops) == 0:
+            return np.zeros(0, np.float32)
+        feats = describe(self.session, crops, self.deck.descriptor)
+        nearest = (feats @ self.deck.embeddings.T).max(axis=1)
+        if self.deck.back_embeddings is not None:
+            nearest = np.maximum(nearest, (feats @ self.deck.back_embeddings.T).max(axis=1))
+        return nearest
+
     def _describe(self, bgr: np.ndarray, det: Detections, rows: np.ndarray) -> np.ndarray:
         matrices = crop_matrices(quads_to_rboxes(det.quads[rows]), self.settings)
-        return describe(self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor)
+        return describe(
+            self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor
+        )
 
     def _nearest_by_card(self, feats: np.ndarray) -> np.ndarray:
         """Each crop's similarity to each card's nearest reference: (crops, cards)."""
@@ -683,10 +697,31 @@ class DeckNamer:
 
 
 RESCUE_BELOW = 0.6  # a deck whose references the classifier names less sure than this is rescued
-RESCUE_MAX_NONE = 0.3  # a crop the classifier finds this unlike "not a card" is a card...
-RESCUE_SIZE = (0.7, 1.4)  # ... where its long side is this near the found cards' median
-RESCUE_ASPECT = (1.3, 2.1)  # ... and its long over short side this near a card's
-RESCUE_NEW_IOU = 0.3  # a rescued card overlaps every card found by less than this
+# a candidate the classifier finds less likely "not a card" than this may be a card (the
+# decoder's own bar, ``acceptance.max_none``: lower loses cards of fanned rows, higher adds
+# crops of the table and of two cards at once)...
+RESCUE_MAX_NONE = 0.5
+# ... where its long side is this near the found cards' median (a table seen 45 degrees from
+# above shows its near cards up to 1.5 times as long as its far ones; wider lets in crops of
+# a card box or of two cards at once)
+RESCUE_SIZE = (0.55, 1.6)
+# ... and its long over short side this near a card's (1.64 seen straight on; a table seen
+# 45 degrees from above shortens one side by up to 0.7)
+RESCUE_ASPECT = (1.1, 2.4)
+# ... overlapping every card found by less than this: the cards of a fanned capture row
+# overlap their neighbours by up to about 0.4 (the rescued cards among themselves: 0.3)
+RESCUE_NEW_IOU = 0.4
+RESCUE_APART_IOU = 0.3
+# ... and lying at least this near one of the deck's references (cosine similarity of the
+# descriptors), or as near as the deck's crops of one card lie to each other where that is
+# more (``UserDeck.accept_similarity``, 0.63 for decks taught from photos): crops of the table,
+# of two cards at once or of a hidden card's sliver lie at 0.5-0.6
+RESCUE_MIN_SIMILARITY = 0.6
+# ... and its outline on the frame's edges: at least two of its sides run along an edge for
+# this share of their length (``rectangles.side_support``). Crops of a hand, a shadow or the
+# table that the deck's flat grounds resemble have none; a card covered in a fanned row still
+# shows its cut edge on two or three sides
+RESCUE_MIN_SIDE_SUPPORT = 0.3
 
 
 def rescue_cards(
@@ -702,7 +737,11 @@ def rescue_cards(
     ``RESCUE_BELOW``) the classifier outlines its cards and knows they are cards (its "none"
     stays low) but names none of them surely, so the decoder drops them. A candidate that is
     card-shaped, of the found cards' size, apart from them and not "none" becomes a card,
-    named by the deck (``namer``). Candidates: every crop the decode looked at
+    named by the deck (``namer``), where its crop also lies as near one of the deck's own
+    references as the deck's crops of one card lie to each other (``DeckNamer.similarity``
+    against ``UserDeck.accept_similarity``): the taught deck, not the classifier, says that
+    a crop shows one whole card, and where two of its sides run along edges of the picture
+    (``rectangles.side_support``): a card's cut edge, not a hand or the table. Candidates: every crop the decode looked at
     (``DecodeTrace.looks``) and the rectangles found by shape (``rectangles.find_cards``)."""
     from companion.detections import iou_matrix
     from companion.recognizer.distance import long_sides
@@ -728,14 +767,24 @@ def rescue_cards(
         return det
     crops = crop_cards(image, crop_matrices(rboxes, settings), settings)
     probs = classifier.run(None, {"crop": net_input(classifier, crops)})[0]
-    card_like = 1.0 - probs[:, NONE_ID]
     sure = probs[:, NONE_ID] < RESCUE_MAX_NONE
-    quads, rboxes, card_like = quads[sure], rboxes[sure], card_like[sure]
+    quads, rboxes, crops = quads[sure], rboxes[sure], crops[sure]
     if len(quads) == 0:
         return det
-    order = np.argsort(-card_like, kind="stable")
-    quads, rboxes, card_like = quads[order], rboxes[order], card_like[order]
-    chosen = spaced(np.column_stack([rboxes[:, :4], card_like]), 0.5)
+    # the deck's own references say which crops show one of its cards, whole and centred
+    nearest = namer.similarity(crops)
+    known = nearest >= max(RESCUE_MIN_SIMILARITY, namer.deck.accept_similarity)
+    if known.any():
+        from companion.recognizer.rectangles import side_support
+
+        sides = np.sort(side_support(image, quads[known]), axis=1)
+        known[known] = sides[:, -2] >= RESCUE_MIN_SIDE_SUPPORT
+    quads, rboxes, nearest = quads[known], rboxes[known], nearest[known]
+    if len(quads) == 0:
+        return det
+    order = np.argsort(-nearest, kind="stable")
+    quads, rboxes, nearest = quads[order], rboxes[order], nearest[order]
+    chosen = spaced(np.column_stack([rboxes[:, :4], nearest]), 0.5)
     quads = quads[chosen]
     # one rescued card per place, none on another rescued card
     if len(quads) > 1:
@@ -743,7 +792,7 @@ def rescue_cards(
         alone = np.ones(len(quads), bool)
         for i in range(len(quads)):
             if alone[i]:
-                alone[i + 1 :] &= ious[i, i + 1 :] < RESCUE_NEW_IOU
+                alone[i + 1 :] &= ious[i, i + 1 :] < RESCUE_APART_IOU
         quads = quads[alone]
     k = det.alt_ids.shape[1] if det.alt_ids.ndim == 2 else 0
     found = Detections(

@@ -503,7 +503,7 @@ def evaluate(
                     confused[(lab.card, CLASSES[pred])] += 1
                 if lab.card == BACK:
                     backs_to_find += 1
-                    backs_named += exact
+                    backs_named += int(exact)
                 elif found and CLASSES[pred] == BACK:
                     faces_called_back += 1
                 total.add(found, exact, chaff_eq)

@@ -315,6 +315,52 @@ def _join_parts(kept: list, prob: np.ndarray, min_score: float) -> list:
     return sorted(kept, key=lambda t: -t[0])
 
 
+SIDE_POINTS = 24  # points looked at along each side of a quad (10-90 % of its length)
+SIDE_REACH = 3  # ... each this far (px) either way across the side: a quad is a little off
+# ... where the colour steps across the side by this much (Lab units) there is an edge: the
+# grain of a table or a card's flat ground step by a few units, a card's cut edge by 15-100
+SIDE_STEP = 10.0
+
+
+def side_support(bgr: np.ndarray, quads: np.ndarray) -> np.ndarray:
+    """How much of each side of each quad (N,4,2) runs along an edge of the frame's picture:
+    (N,4), the share of ``SIDE_POINTS`` points along the side where the colour steps across
+    it by ``SIDE_STEP``. A card lying on the table shows its cut edge on every side not
+    covered (a fanned row's card at least on three); a hand, a shadow or a patch of the table
+    outlined by a loose quad shows none along most of its sides."""
+    quads = np.asarray(quads, np.float32).reshape(-1, 4, 2)
+    out = np.zeros((len(quads), 4), np.float32)
+    if len(quads) == 0:
+        return out
+    h, w = bgr.shape[:2]
+    lo = np.maximum(np.floor(quads.reshape(-1, 2).min(0)).astype(int) - SIDE_REACH - 2, 0)
+    hi = np.minimum(np.ceil(quads.reshape(-1, 2).max(0)).astype(int) + SIDE_REACH + 3, [w, h])
+    if (hi <= lo + 2).any():
+        return out
+    lab = cv2.cvtColor(bgr[lo[1] : hi[1], lo[0] : hi[0]], cv2.COLOR_BGR2Lab).astype(np.float32)
+    # Sobel's 3x3 kernel weighs a step of one unit as 8 (4 along x, 2 for the two pixels)
+    gx = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 1, 0, ksize=3) for k in range(3)]) / 8
+    gy = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 0, 1, ksize=3) for k in range(3)]) / 8
+    rh, rw = gx.shape[1:]
+    along = np.linspace(0.1, 0.9, SIDE_POINTS)[:, None]
+    offsets = np.arange(-SIDE_REACH, SIDE_REACH + 1)[:, None, None]
+    for i, quad in enumerate(quads - lo.astype(np.float32)):
+        for side in range(4):
+            a, b = quad[side], quad[(side + 1) % 4]
+            d = b - a
+            normal = np.array([-d[1], d[0]]) / (np.linalg.norm(d) + 1e-6)
+            points = a + along * d  # (P, 2)
+            seen = points[None] + offsets * normal  # (reach, P, 2)
+            x = np.round(seen[..., 0]).astype(int)
+            y = np.round(seen[..., 1]).astype(int)
+            inside = (x >= 0) & (x < rw) & (y >= 0) & (y < rh)
+            x, y = np.clip(x, 0, rw - 1), np.clip(y, 0, rh - 1)
+            across = gx[:, y, x] * normal[0] + gy[:, y, x] * normal[1]  # (3, reach, P)
+            step = np.sqrt((across**2).sum(axis=0)) * inside
+            out[i, side] = float((step.max(axis=0) >= SIDE_STEP).mean())
+    return out
+
+
 def rectify(bgr: np.ndarray, quad: np.ndarray, height: int = 256) -> np.ndarray:
     """The card inside ``quad`` (TL, TR, BR, BL) seen straight on, ``height`` px tall."""
     width = round(height / CARD_ASPECT)

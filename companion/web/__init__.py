@@ -191,7 +191,7 @@ def create_app(
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import auth, camera, hanamikoji, i18n, limits, match, matches, views
+    from companion.web import auth, camera, hanamikoji, i18n, limits, match, matches, teach, views
     from companion.web import live as live_updates  # ``live`` here is the camera session
 
     # Match ids are ASCII digits only: ``\d`` would also take "٤" (match 4) or "²".
@@ -206,6 +206,7 @@ def create_app(
     app.register_blueprint(camera.bp)
     app.register_blueprint(auth.bp)
     app.register_blueprint(hanamikoji.bp)
+    app.register_blueprint(teach.bp)
     return app
 
 
