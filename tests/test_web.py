@@ -1068,10 +1068,10 @@ def test_a_long_matchs_board_is_the_same_with_its_parts_kept(app, store):
 
 
 def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch, store, match_id):
-    from companion.web import tally_stream
+    from companion.web import seq_watcher
 
-    monkeypatch.setattr(tally_stream, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
-    watcher = tally_stream.SeqWatcher(store)
+    monkeypatch.setattr(seq_watcher, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
+    watcher = seq_watcher.SeqWatcher(store)
     assert watcher.follow(match_id) == 1
     try:
         store.append(match_id, {"type": "round_started"})
@@ -1082,12 +1082,12 @@ def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch,
 
 
 def test_an_append_from_another_connection_is_seen_by_the_fallback_look(tmp_path):
-    from companion.web import tally_stream
+    from companion.web import seq_watcher
 
     mine = MatchStore.open(tmp_path / "m.db")
     match_id = mine.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
     other = MatchStore.open(tmp_path / "m.db")  # as another process writes: no listener here
-    watcher = tally_stream.SeqWatcher(mine)
+    watcher = seq_watcher.SeqWatcher(mine)
     watcher.follow(match_id)
     try:
         other.append(match_id, {"type": "round_started"})
