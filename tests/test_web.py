@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import re
 import threading
@@ -11,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from web_support import csrf, message
 
 from companion import CompanionError
 from companion.store import MatchStore, StoreError
@@ -36,17 +36,6 @@ def app(store):
 @pytest.fixture
 def client(app):
     return app.test_client()
-
-
-def csrf(client) -> str:
-    page = client.get("/").get_data(as_text=True)
-    # Every page carries the session's token for htmx in the body's hx-headers.
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
-@pytest.fixture
-def match_id(store):
-    return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
 
 
 class Poster:
@@ -75,12 +64,6 @@ def post(client, store, match_id):
 
 def types(store, match_id) -> list[str]:
     return [s.event.type for s in store.events(match_id)]
-
-
-def message(response) -> str:
-    text = response.get_data(as_text=True)
-    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
-    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
 
 
 # ---------------------------------------------------------------------------------------------
