@@ -183,8 +183,8 @@ class TrackerSettings:
     )
     carried_away_looks: int = _tuning(
         20,
-        "looks after which an unregistered card never seen is gone even with a hand over the "
-        "table: fewer drops cards a long-lingering arm covers",
+        "an unregistered card unseen for more looks than this is gone even with a hand over "
+        "the table (carried away): fewer drops cards a long-lingering arm covers",
         low=1,
     )
     # -- a hand over the table -----------------------------------------------------------------
