@@ -17,7 +17,8 @@ from companion.recognizer.decks import UserDeck, list_decks
 from companion.simulator import synth
 from companion.simulator.teaching import render_month_photo, write_month_photos
 from companion.store import MatchStore
-from companion.web import create_app, serve
+from companion.web import create_app
+from companion.web.serving import serve
 
 pytestmark = pytest.mark.browser
 

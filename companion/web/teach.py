@@ -51,8 +51,9 @@ from flask import (
 from flask_babel import gettext as _
 
 from companion import CompanionError
+from companion.web.errors import WebError
 from companion.web.i18n import card_name, say
-from companion.web.views import WebError, is_htmx
+from companion.web.pages import is_htmx
 
 bp = Blueprint("teach", __name__, url_prefix="/decks")
 
