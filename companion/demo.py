@@ -153,8 +153,8 @@ def run_demo(
     """Serve the tablet page on a fresh database while the scripted match is played into it
     (``camera``: while the camera demo plays simulated rounds through the real pipeline).
     Runs until interrupted (or until ``ready``'s caller shuts the server down)."""
-    from companion import web
     from companion.store import MatchStore
+    from companion.web import create_app, serving
 
     if not 0 <= pace <= MAX_PACE:  # also refuses nan; inf would overflow Event.wait
         raise CompanionError(f"The pace must be a number of seconds from 0 to {MAX_PACE:g}.")
@@ -169,7 +169,7 @@ def run_demo(
         echo(f"Port {port} is busy; using a free one instead.")
         port = 0
     store = MatchStore.open(db)
-    app = web.create_app(store)
+    app = create_app(store)
     camera_demo = CameraDemo(app, store, detector=detector, echo=echo)
     app.config["DEMO_CAMERA"] = camera_demo.start
     match_id = camera_demo.start() if camera else start_match(store, script)
@@ -215,7 +215,7 @@ def run_demo(
 
     previous = _stop_on_sigterm()
     try:
-        web.serve(app, host, port, ready=on_ready)
+        serving.serve(app, host, port, ready=on_ready)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -31,7 +31,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: this checkout's 
     sys.path.insert(0, str(ROOT))
 
 from companion.store import MatchStore  # noqa: E402
-from companion.web import create_app, serve  # noqa: E402
+from companion.web import create_app  # noqa: E402
+from companion.web.serving import serve  # noqa: E402
 
 JOIN_CODE = "3141592653"
 
@@ -735,7 +736,8 @@ IMPORT_SERVER = """
 import sys
 sys.path.insert(0, {root!r})
 from companion.store import MatchStore
-from companion.web import create_app, serve
+from companion.web import create_app
+from companion.web.serving import serve
 store = MatchStore.open({db!r})
 serve(create_app(store), "127.0.0.1", 0, ready=lambda s: print(s.server_port, flush=True))
 """

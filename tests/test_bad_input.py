@@ -490,7 +490,7 @@ def test_names_with_control_characters_stored_before_are_printed_safely(tmp_path
 def test_serve_uses_a_production_server_that_drops_idle_connections(store):
     import threading
 
-    from companion.web import serve
+    from companion.web.serving import serve
 
     app = create_app(store)
     servers = []
@@ -538,7 +538,7 @@ def test_serve_keeps_the_loopback_host_check(store):
     import http.client
     import threading
 
-    from companion.web import serve
+    from companion.web.serving import serve
 
     app = create_app(store)
     servers = []

@@ -31,7 +31,8 @@ from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from companion.store import MatchStore  # noqa: E402
-from companion.web import create_app, serve  # noqa: E402
+from companion.web import create_app  # noqa: E402
+from companion.web.serving import serve  # noqa: E402
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from test_camera_web import FakeLive
 
 from companion.live.zones import Zones, default_zones
 from companion.store import MatchStore
-from companion.web import create_app, serve
+from companion.web import create_app
+from companion.web.serving import serve
 
 pytestmark = pytest.mark.browser
 

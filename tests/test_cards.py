@@ -206,9 +206,11 @@ def test_chaff_twins_are_the_plain_chaff_of_one_month():
 def test_every_user_of_the_twin_rule_agrees_with_the_cards_module():
     """The recognizer's evaluation, the tracker and the capture decider group the 48 codes
     exactly as ``twin_group`` does (they once held three copies that disagreed on 12-2)."""
+    import numpy as np
+
     from companion.detections import chaff_group, class_id
     from companion.game.cards import ALL_CODES, chaff_twins, twin_group
-    from companion.live import capture_decider, tracker
+    from companion.live import capture_decider, pipeline, tracker
 
     ids = [class_id(c) for c in ALL_CODES]
     groups = dict(zip(ALL_CODES, chaff_group(ids).tolist(), strict=True))
@@ -217,4 +219,7 @@ def test_every_user_of_the_twin_rule_agrees_with_the_cards_module():
         for b in ALL_CODES:
             same = a == b or chaff_twins(a, b)
             assert (groups[a] == groups[b]) == same, (a, b)
-            assert (capture_decider._equivalent(a) == capture_decider._equivalent(b)) == same
+            # the decider counts a reading's twins with it
+            arrival = tracker.Arrival(1, "A", ((a, 0.5), (b, 0.5)), 0, np.zeros((4, 2)))
+            assert capture_decider.surely(arrival) == (1.0 if same else 0.5), (a, b)
+    assert tracker.chaff_twins is chaff_twins and pipeline.chaff_twins is chaff_twins

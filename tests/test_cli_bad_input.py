@@ -388,9 +388,9 @@ def files(tmp_path_factory):
 @pytest.fixture
 def no_serving(monkeypatch):
     """``serve``, ``demo`` and ``run`` bind their socket, then return at once."""
-    from companion import web
+    from companion.web import serving
 
-    monkeypatch.setattr(web.Server, "serve_forever", lambda self, poll_interval=0.2: None)
+    monkeypatch.setattr(serving.Server, "serve_forever", lambda self, poll_interval=0.2: None)
 
 
 def test_every_command_has_a_battery():

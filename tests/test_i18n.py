@@ -30,7 +30,8 @@ def page_lang(page: str) -> str:
     return re.search(r'<html lang="([^"]+)"', page).group(1)
 
 
-def post_event(client, store, match_id, **fields):
+def post_event(client, store, match_id, path="events", **fields):
+    """A form the tablet sends to the match's ``path`` (its events, or hanamikoji/events)."""
     page = client.get("/").get_data(as_text=True)
     token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
     data = {
@@ -39,7 +40,19 @@ def post_event(client, store, match_id, **fields):
         "expected_seq": store.last_seq(match_id),
         **fields,
     }
-    return client.post(f"/matches/{match_id}/events", data=data, headers=HX)
+    return client.post(f"/matches/{match_id}/{path}", data=data, headers=HX)
+
+
+def summary_says(client, match_id, lang: str, words) -> str:
+    """Check the printable summary in ``lang``: its ``words`` shown, no English left; return
+    the English page's text."""
+    page = client.get(f"/matches/{match_id}/summary?lang={lang}").get_data(as_text=True)
+    assert page_lang(page) == lang
+    text = visible_text(page)
+    for word in words:
+        assert word in text, word
+    assert english_leftovers(text, lang) == []
+    return visible_text(client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True))
 
 
 @pytest.fixture
@@ -248,7 +261,9 @@ def test_the_engine_sentences_in_the_page_language(client, store):
     post_event(client, store, match_id, type="card_captured", player="Ben", card="02-3")
     post_event(client, store, match_id, type="card_captured", player="Aki", card="12-1")
     english = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
-    assert "Ben holds 1 card(s) of month 02 (Plum Chaff 1 (02-3)): captures come in pairs" in english
+    assert (
+        "Ben holds 1 card(s) of month 02 (Plum Chaff 1 (02-3)): captures come in pairs" in english
+    )
     ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
     assert "Benの02月の札が1枚（梅のカス1 (02-3)）：札は2枚ずつ取るので" in ja
     post_event(client, store, match_id, type="stop_called", player="Aki")
@@ -301,15 +316,7 @@ def test_printable_summary_in_the_page_language(client, store, lang, words):
     for card in ("01-1", "03-1", "08-1"):
         post_event(client, store, match_id, type="card_captured", player="Aki", card=card)
     post_event(client, store, match_id, type="stop_called", player="Aki")
-    page = client.get(f"/matches/{match_id}/summary?lang={lang}").get_data(as_text=True)
-    assert page_lang(page) == lang
-    text = visible_text(page)
-    for word in words:
-        assert word in text, word
-    assert english_leftovers(text, lang) == []
-    english = visible_text(
-        client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True)
-    )
+    english = summary_says(client, match_id, lang, words)
     assert "Round ledger" in english and "In progress: round 2 is next" in english
 
 
@@ -349,15 +356,7 @@ def test_the_hanamikoji_printable_summary_in_the_page_language(client, store, la
     match_id = store.create_hanamikoji_match(["Aki", "Ben"])
     for counts in ("1,0,1,1,1,2,2:0,1,1,2,1,2,1", "2,1,1,1,1,1,1:0,1,1,2,2,2,0"):
         store.append(match_id, {"type": "round_scored", "counts": counts})
-    page = client.get(f"/matches/{match_id}/summary?lang={lang}").get_data(as_text=True)
-    assert page_lang(page) == lang
-    text = visible_text(page)
-    for word in words:
-        assert word in text, word
-    assert english_leftovers(text, lang) == []
-    english = visible_text(
-        client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True)
-    )
+    english = summary_says(client, match_id, lang, words)
     assert "Favour after the round" in english and "2 rounds played of at most 3" in english
 
 

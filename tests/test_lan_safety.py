@@ -22,7 +22,8 @@ import pytest
 
 from companion import CompanionError
 from companion.store import MatchStore, StoreError
-from companion.web import create_app, serve
+from companion.web import create_app
+from companion.web.serving import serve
 
 HX = {"HX-Request": "true"}
 

@@ -109,10 +109,10 @@ def dealt_scene():
 
 def test_a_card_counts_in_a_zone_once_seen_in_most_of_the_window():
     scene = dealt_scene()
-    assert scene.run(2).field == []
+    assert scene.run(2).field == ()
     state = scene.run(3)
     assert sorted(state.field) == sorted(DEAL)
-    assert state.arrivals == {"A": [], "B": []}
+    assert state.arrivals == {"A": (), "B": ()}
 
 
 def test_a_field_card_misread_now_and_then_keeps_its_fused_name():
@@ -136,10 +136,10 @@ def test_a_hand_crossing_the_table_adds_and_removes_nothing():
     during = scene.run(4, hide=DEAL[:4], motion=0.08, extra=blur)
     assert sorted(during.field) == sorted(before.field)
     assert during.hand_present
-    assert during.arrivals == {"A": [], "B": []}
+    assert during.arrivals == {"A": (), "B": ()}
     after = scene.run(6)
     assert sorted(after.field) == sorted(DEAL)
-    assert not after.hand_present and after.arrivals == {"A": [], "B": []}
+    assert not after.hand_present and after.arrivals == {"A": (), "B": ()}
 
 
 def test_many_steady_cards_vanishing_at_once_count_as_a_hand_even_without_motion():
@@ -167,9 +167,9 @@ def test_a_fanned_capture_row_grows_and_covered_cards_stay():
     scene.put("02-3", 330, 630)
     scene.put("02-1", 360, 660)
     state = scene.run(6)
-    assert state.captures["A"] == ["01-1", "01-3"]
+    assert state.captures["A"] == ("01-1", "01-3")
     assert sorted(a.candidates[0][0] for a in state.arrivals["A"]) == ["02-1", "02-3"]
-    assert state.arrivals["B"] == []
+    assert state.arrivals["B"] == ()
 
 
 def test_face_down_cards_are_backs_and_never_arrive():
@@ -177,7 +177,7 @@ def test_face_down_cards_are_backs_and_never_arrive():
     backs = [look("back", 1180, 360 + 4 * i, 0.9) for i in range(3)] + [look("back", 600, 650, 0.9)]
     state = scene.run(6, extra=backs)
     assert state.backs == 4
-    assert state.arrivals == {"A": [], "B": []}
+    assert state.arrivals == {"A": (), "B": ()}
 
 
 def test_a_card_seen_in_two_places_at_once_is_named_once():

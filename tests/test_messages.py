@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
+from test_i18n import post_event
 
 from companion import CompanionError
 from companion.game import engine, hanamikoji
@@ -471,20 +472,11 @@ def test_a_refusal_opens_with_a_capital_in_every_language_and_quotes_a_sentence_
     assert over == "The match is over (Aki wins the match: 6); nothing more can be recorded."
     assert said_with(over, french.get, "fr") == "Finie (Aki gagne : 6)."
     assert pickle.loads(pickle.dumps(over)).params["outcome"].unstopped
-
-
-def _post(client, store, match_id, path="events", **fields):
-    import uuid
-
-    page = client.get("/").get_data(as_text=True)
-    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-    data = {
-        "csrf_token": token,
-        "request_id": uuid.uuid4().hex,
-        "expected_seq": store.last_seq(match_id),
-        **fields,
-    }
-    return client.post(f"/matches/{match_id}/{path}", data=data, headers={"HX-Request": "true"})
+    # A code or a name opening the translation stays as it is written.
+    unknown = _refused(engine.apply, None, {"type": "capture_corrected", "seq": 1})
+    japanese = {"Unknown field %(field)s for %(type)s: expected %(fields)s.": "%(type)sに不明な欄"}
+    said = said_with(unknown.sentence, lambda text: japanese.get(text, text), "ja")
+    assert said == "capture_correctedに不明な欄"
 
 
 @pytest.mark.parametrize(
@@ -511,11 +503,11 @@ def test_the_tablet_shows_a_refusal_in_its_language(client, store, lang, held, n
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     client.get(f"/?lang={lang}")
     capture = {"type": "card_captured", "player": "Aki", "card": "01-1"}
-    refused = _post(client, store, match_id, **capture)
+    refused = post_event(client, store, match_id, **capture)
     assert refused.status_code == 400 and no_round in refused.get_data(as_text=True)
-    _post(client, store, match_id, type="round_started")
-    assert _post(client, store, match_id, **capture).status_code == 200
-    refused = _post(client, store, match_id, **capture)
+    post_event(client, store, match_id, type="round_started")
+    assert post_event(client, store, match_id, **capture).status_code == 200
+    refused = post_event(client, store, match_id, **capture)
     assert refused.status_code == 400 and held in refused.get_data(as_text=True)
 
 
@@ -531,8 +523,8 @@ def test_a_hanamikoji_refusal_in_the_page_language(client, store, lang, said):
     match_id = store.create_hanamikoji_match(["Aki", "Ben"])
     client.get(f"/?lang={lang}")
     item = {"type": "items_set", "player": "A", "geisha": "ayane", "count": 1}
-    assert _post(client, store, match_id, "hanamikoji/events", **item).status_code == 200
-    refused = _post(client, store, match_id, "hanamikoji/events", **item)
+    assert post_event(client, store, match_id, "hanamikoji/events", **item).status_code == 200
+    refused = post_event(client, store, match_id, "hanamikoji/events", **item)
     assert refused.status_code == 400
     assert said in refused.get_data(as_text=True)
 
@@ -548,8 +540,8 @@ def test_a_hanamikoji_refusal_in_the_page_language(client, store, lang, said):
 def test_a_stale_page_is_told_so_in_its_language(client, store, lang, said):
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     client.get(f"/?lang={lang}")
-    assert _post(client, store, match_id, type="round_started").status_code == 200
-    stale = _post(client, store, match_id, type="redeal", expected_seq=0)
+    assert post_event(client, store, match_id, type="round_started").status_code == 200
+    stale = post_event(client, store, match_id, type="redeal", expected_seq=0)
     assert stale.status_code == 409 and said in stale.get_data(as_text=True)
 
 

@@ -47,9 +47,9 @@ def run_here(tmp_path, monkeypatch):
     db = tmp_path / "run.db"
     answers = []
 
-    import companion.web as web
+    from companion.web import serving
 
-    real_serve = web.serve
+    real_serve = serving.serve
 
     def serve_once(app, host, port, *, ready=None, **kwargs):
         def on_ready(server):
@@ -65,7 +65,7 @@ def run_here(tmp_path, monkeypatch):
 
         real_serve(app, host, 0, ready=on_ready, **kwargs)
 
-    monkeypatch.setattr(web, "serve", serve_once)
+    monkeypatch.setattr(serving, "serve", serve_once)
 
     def invoke(*args):
         return CliRunner().invoke(main, ["run", "--images", str(images), "--db", str(db), *args])
@@ -99,7 +99,7 @@ def test_run_starts_the_match_named_on_the_command_line(run_here):
 
 def test_run_defaults_are_the_layouts_seats_and_the_presets_rounds(run_here):
     from companion.game.rules import RuleSet
-    from companion.web import views
+    from companion.web import event_log
 
     invoke, db, _ = run_here
     result = invoke()
@@ -108,16 +108,16 @@ def test_run_defaults_are_the_layouts_seats_and_the_presets_rounds(run_here):
     assert f"Started match 1 (livret, {rounds} rounds, players A, B; A is Oya)." in result.output
     assert "None" not in result.output
     with MatchStore.open(db) as store:
-        history = " ".join(str(line) for line in _history(views, store))
+        history = " ".join(str(line) for line in _history(event_log, store))
     assert f"{rounds} rounds, A is Oya" in history and "None" not in history
 
 
-def _history(views, store):
+def _history(event_log, store):
     from companion.web import create_app
 
     app = create_app(store, testing=True)
     with app.test_request_context("/"):
-        return [line.text for line in views.log_lines(store.events(1))]
+        return [line.text for line in event_log.log_lines(store.events(1))]
 
 
 def test_run_with_a_three_seat_layout_names_its_seats(run_here):

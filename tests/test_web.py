@@ -14,7 +14,10 @@ import pytest
 
 from companion import CompanionError
 from companion.store import MatchStore, StoreError
-from companion.web import create_app, is_loopback, new_join_code, serve
+from companion.web import create_app
+from companion.web.auth import new_join_code
+from companion.web.hosts import is_loopback
+from companion.web.serving import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 HX = {"HX-Request": "true"}
@@ -839,7 +842,7 @@ def test_serve_on_a_port_in_use_is_one_sentence(store):
 
 
 def test_loopback_server_refuses_other_host_names(store, monkeypatch):
-    from companion import web
+    from companion.web import serving
 
     app = create_app(store, testing=True)
 
@@ -852,7 +855,7 @@ def test_loopback_server_refuses_other_host_names(store, monkeypatch):
         def serve_forever(self, poll_interval=0.5):
             pass
 
-    monkeypatch.setattr(web, "Server", Server)
+    monkeypatch.setattr(serving, "Server", Server)
     serve(app, "127.0.0.1", 0)  # returns at once: the fake server serves nothing
     client = app.test_client()
     for host in ["127.0.0.1:5000", "localhost:5000", "[::1]:5000"]:
@@ -1065,10 +1068,10 @@ def test_a_long_matchs_board_is_the_same_with_its_parts_kept(app, store):
 
 
 def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch, store, match_id):
-    from companion.web import live
+    from companion.web import tally_stream
 
-    monkeypatch.setattr(live, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
-    watcher = live.SeqWatcher(store)
+    monkeypatch.setattr(tally_stream, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
+    watcher = tally_stream.SeqWatcher(store)
     assert watcher.follow(match_id) == 1
     try:
         store.append(match_id, {"type": "round_started"})
@@ -1079,12 +1082,12 @@ def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch,
 
 
 def test_an_append_from_another_connection_is_seen_by_the_fallback_look(tmp_path):
-    from companion.web import live
+    from companion.web import tally_stream
 
     mine = MatchStore.open(tmp_path / "m.db")
     match_id = mine.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
     other = MatchStore.open(tmp_path / "m.db")  # as another process writes: no listener here
-    watcher = live.SeqWatcher(mine)
+    watcher = tally_stream.SeqWatcher(mine)
     watcher.follow(match_id)
     try:
         other.append(match_id, {"type": "round_started"})
@@ -1155,7 +1158,7 @@ def test_pages_load_nothing_from_elsewhere(client, match_id):
 
 def test_card_tiles_tell_the_48_cards_apart():
     from companion.game.cards import STANDARD_DECK
-    from companion.web.views import tile
+    from companion.web.tiles import tile
 
     tiles = [tile(c) for c in STANDARD_DECK]
     looks = {(t.month, t.category, t.ribbon, t.label, t.icon) for t in tiles}
@@ -1174,7 +1177,8 @@ def test_card_tiles_tell_the_48_cards_apart():
 def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from companion import cli, web
+    from companion import cli
+    from companion.web import serving
 
     seen = {}
 
@@ -1186,7 +1190,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
 
         ready(Server())
 
-    monkeypatch.setattr(web, "serve", fake_serve)
+    monkeypatch.setattr(serving, "serve", fake_serve)
     result = CliRunner().invoke(
         cli.main, ["serve", "--db", str(tmp_path / "t.db"), "--host", "0.0.0.0", "--port", "5123"]
     )
@@ -1200,7 +1204,8 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
 def test_serve_command_on_localhost_needs_no_code(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from companion import cli, web
+    from companion import cli
+    from companion.web import serving
 
     seen = {}
 
@@ -1212,7 +1217,7 @@ def test_serve_command_on_localhost_needs_no_code(monkeypatch, tmp_path):
 
         ready(Server())
 
-    monkeypatch.setattr(web, "serve", fake_serve)
+    monkeypatch.setattr(serving, "serve", fake_serve)
     result = CliRunner().invoke(cli.main, ["serve", "--db", str(tmp_path / "t.db")])
     assert result.exit_code == 0
     assert "http://127.0.0.1:5000/" in result.output and "Join code" not in result.output

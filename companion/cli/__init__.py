@@ -565,26 +565,26 @@ def bench_live_command(
 @friendly_errors
 def serve_command(db, host, port, read_only):
     """Serve the tablet page (scorekeeping with or without a camera)."""
-    from companion import web
+    from companion.web import auth, create_app, hosts, serving
 
-    lan = not web.is_loopback(host)
-    join_code = web.new_join_code() if lan and not read_only else None
-    public_url = f"http://{web.url_host(web.lan_address(host))}:{port}" if lan else None
-    app = web.create_app(db, join_code=join_code, read_only=read_only, public_url=public_url)
+    lan = not hosts.is_loopback(host)
+    join_code = auth.new_join_code() if lan and not read_only else None
+    public_url = f"http://{hosts.url_host(hosts.lan_address(host))}:{port}" if lan else None
+    app = create_app(db, join_code=join_code, read_only=read_only, public_url=public_url)
 
     def on_ready(server):
-        shown_host = web.lan_address(host) if lan else host
-        url = f"http://{web.url_host(shown_host)}:{server.server_port}/"
+        shown_host = hosts.lan_address(host) if lan else host
+        url = f"http://{hosts.url_host(shown_host)}:{server.server_port}/"
         click.echo(f"Hanafuda Companion: open {url}  (Ctrl+C to stop)")
         if join_code:
             join_url = f"{url}join?code={join_code}"
             click.echo(f"Join code: {join_code}  (needed before a tablet can change anything)")
-            click.echo(web.qr_text(join_url))
+            click.echo(auth.qr_text(join_url))
             click.echo(f"Scan to join: {join_url}")
         elif read_only:
             click.echo("Read-only: nobody can change anything on this server.")
 
-    web.serve(app, host, port, ready=on_ready)
+    serving.serve(app, host, port, ready=on_ready)
 
 
 # Each area with commands of its own keeps them in a module of this package, registered on

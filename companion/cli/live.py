@@ -152,10 +152,10 @@ def run_command(
     decks_dir,
 ):
     """The camera pipeline and the tablet page together: the camera keeps the score."""
-    from companion import web
     from companion.live.session import LiveSession
     from companion.live.sources import open_source
     from companion.store import MatchStore
+    from companion.web import auth, create_app, hosts, serving
 
     given = [s for s in (camera, video, images, url) if s is not None]
     if len(given) > 1:
@@ -212,15 +212,16 @@ def run_command(
         zones_path=zones_path or default_zones_path(),
         log=click.echo,
     )
-    lan = not web.is_loopback(host)
-    join_code = web.new_join_code() if lan else None
-    public_url = f"http://{web.url_host(web.lan_address(host))}:{port}" if lan else None
-    app = web.create_app(store, live=session, join_code=join_code, public_url=public_url)
+    lan = not hosts.is_loopback(host)
+    join_code = auth.new_join_code() if lan else None
+    public_url = f"http://{hosts.url_host(hosts.lan_address(host))}:{port}" if lan else None
+    app = create_app(store, live=session, join_code=join_code, public_url=public_url)
+    app.config["DECKS_DIR"] = decks_dir  # where the tablet's "Teach a deck" page keeps decks
 
     def on_ready(server):
-        shown_host = web.lan_address(host) if lan else host
+        shown_host = hosts.lan_address(host) if lan else host
         click.echo(
-            f"Hanafuda Companion: open http://{web.url_host(shown_host)}:{server.server_port}/"
+            f"Hanafuda Companion: open http://{hosts.url_host(shown_host)}:{server.server_port}/"
         )
         click.echo(f"Camera: {source.describe()}  (Ctrl+C to stop)")
         if join_code:
@@ -228,7 +229,7 @@ def run_command(
 
     session.start()
     try:
-        web.serve(app, host, port, ready=on_ready)
+        serving.serve(app, host, port, ready=on_ready)
     finally:
         session.stop()
 

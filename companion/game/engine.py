@@ -1301,7 +1301,7 @@ def _hand_declared(s: MatchState, e: HandDeclared):
     side = s.side_of(e.player)
     allowed = tuple(s.rules.round.instant_wins)
     if e.kind not in allowed:
-        names = Listing(allowed) if allowed else Message("phrase.none")
+        names = Listing(map(_hand_kind, allowed)) if allowed else Message("phrase.none")
         raise IllegalEvent(
             Message(
                 "refusal.no_declaration", rules=repr(s.rules_name), kind=repr(e.kind), names=names

@@ -19,6 +19,7 @@ its French and Japanese translation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -222,6 +223,120 @@ _template(
     "hanamikoji.in_progress",
     N_("In progress: round %(n)s of at most %(most)s, %(starts)s starts."),
     "progress",
+)
+
+# -- teaching a deck from photos (companion.recognizer.photos): what to fix in one photo ------
+# %(name)s is the photo's file name, %(month)s the month's name (a Named), %(n)s a count
+_template(
+    "photo.unreadable",
+    N_("%(name)s is not an image that can be read: save it as JPEG or PNG."),
+    "photo",
+)
+_template(
+    "photo.blurred",
+    N_("%(name)s is blurred: hold the phone still and let it focus on the cards."),
+    "photo",
+)
+_template(
+    "photo.too_many",
+    N_(
+        "%(name)s shows %(n)s cards, not four: lay only %(month)s's four cards on a plain "
+        "table, apart from each other and anything card-shaped."
+    ),
+    "photo",
+)
+_template(
+    "photo.cut_and_counted",
+    N_(
+        "%(name)s shows %(n)s whole cards: a card is cut by the photo's edge; step back so "
+        "that all four of %(month)s's cards are inside the photo."
+    ),
+    "photo",
+)
+_template(
+    "photo.too_few_one",
+    N_(
+        "%(name)s shows 1 card, not four: lay %(month)s's four cards face up, a finger's "
+        "width apart, on a table of another colour than the cards' edges."
+    ),
+    "photo",
+)
+_template(
+    "photo.too_few",
+    N_(
+        "%(name)s shows %(n)s cards, not four: lay %(month)s's four cards face up, a finger's "
+        "width apart, on a table of another colour than the cards' edges."
+    ),
+    "photo",
+)
+_template(
+    "photo.cut",
+    N_(
+        "%(name)s: a card is cut by the photo's edge; step back so that all four of "
+        "%(month)s's cards are inside the photo."
+    ),
+    "photo",
+)
+_template(
+    "photo.too_small",
+    N_(
+        "%(name)s: the cards are too small (%(px)s px long, at least %(need)s needed); come "
+        "closer, or take the photo at a higher resolution."
+    ),
+    "photo",
+)
+
+# the photo of the deck's back: one card lying face down
+_template(
+    "photo.back_unreadable",
+    N_("%(name)s (the back) is not an image that can be read: save it as JPEG or PNG."),
+    "photo",
+)
+_template(
+    "photo.back_cut",
+    N_(
+        "%(name)s (the back): the card is cut by the photo's edge; step back so that the whole "
+        "card is inside the photo."
+    ),
+    "photo",
+)
+_template(
+    "photo.back_blurred",
+    N_("%(name)s (the back) is blurred: hold the phone still and let it focus."),
+    "photo",
+)
+_template(
+    "photo.back_cards",
+    N_(
+        "%(name)s (the back) shows %(n)s cards, not one: lay one card of the deck face down, "
+        "alone on a table of another colour than its edge."
+    ),
+    "photo",
+)
+_template(
+    "photo.back_no_card",
+    N_(
+        "%(name)s (the back) shows no card: lay one card of the deck face down, alone on a "
+        "table of another colour than its edge."
+    ),
+    "photo",
+)
+_template(
+    "photo.back_too_small",
+    N_(
+        "%(name)s (the back): the card is too small (%(px)s px long, at least %(need)s "
+        "needed); come closer."
+    ),
+    "photo",
+)
+
+_template(
+    "photo.back_is_a_face",
+    N_(
+        "%(name)s shows the face of %(code)s, not the deck's back: photograph one card lying "
+        "face down."
+    ),
+    "photo",
 )
 
 # -- the camera's sentences (companion.live: the session's state, the decider's proposals) -----
@@ -742,6 +857,19 @@ class CardCode(_Text):
         return (CardCode, (str(self),))
 
 
+_OPENING_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _opens_with_a_phrase(message: Message, template: str) -> bool:
+    """Whether a refusal, a sentence opening with a capital in English, opens in ``template``
+    (its translation) with a phrase of the engine's ("le nom du joueur"), which then takes
+    the capital; a name or a code opening it stays as it is written."""
+    if message.kind != "refusal" or not message[:1].isupper():
+        return False
+    opening = _OPENING_PLACEHOLDER.match(template)
+    return opening is not None and isinstance(message.params.get(opening.group(1)), Message)
+
+
 def say(value, translate=None, lang: str = "en", name_card=None) -> str:
     """``value`` in a language: a Message by its template as ``translate`` gives it (a msgid
     to its translation: a catalog's gettext) filled with its parameters, each said first; a
@@ -751,9 +879,7 @@ def say(value, translate=None, lang: str = "en", name_card=None) -> str:
         params = {k: say(v, translate, lang, name_card) for k, v in value.params.items()}
         template = translate(value.template) if translate else value.template
         text = template % params if params else template
-        # A refusal is a sentence: it opens with a capital where its English does (a name
-        # said first in English may come after a lower-case word in another language).
-        if value.capitalized or (value.kind == "refusal" and value[:1].isupper()):
+        if value.capitalized or _opens_with_a_phrase(value, template):
             text = text[:1].upper() + text[1:]
         if value.unstopped and text.endswith(_STOPS):
             text = text[:-1]

@@ -347,11 +347,6 @@ def _month(code: str) -> int:
     return int(code[:2])
 
 
-def _equivalent(code: str) -> tuple:
-    """Codes scoring never tells apart share a key: their twin group (``cards.twin_group``)."""
-    return twin_group(code)
-
-
 def pairs_up(codes) -> bool:
     """Whether a group of captured cards can be whole captures: each month two or four."""
     return all(n in (2, 4) for n in Counter(_month(c) for c in codes).values())
@@ -430,9 +425,9 @@ def resolve_group(
             for c, p in a.candidates
             if c not in owned and c not in others
         }
-        key = _equivalent(code)
+        twins = twin_group(code)
         total = sum(weights.values()) or 1.0
-        confidence = min(1.0, sum(w for c, w in weights.items() if _equivalent(c) == key) / total)
+        confidence = min(1.0, sum(w for c, w in weights.items() if c in twins) / total)
         also = tuple(c for c, _ in a.candidates if c != code and c not in owned)
         alternatives = also[: settings.alternatives]
         unpaired = partners and Counter(_month(c) for c in [*mates, code])[_month(code)] % 2 == 1
@@ -455,8 +450,8 @@ def _waiting(held) -> list:
 def surely(arrival: Arrival) -> float:
     """The probability of an arrival's likeliest reading (chaff of one month counted as one)."""
     code = arrival.candidates[0][0]
-    key = _equivalent(code)
-    return sum(p for c, p in arrival.candidates if _equivalent(c) == key)
+    twins = twin_group(code)
+    return sum(p for c, p in arrival.candidates if c in twins)
 
 
 class CaptureDecider:

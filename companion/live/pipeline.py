@@ -26,7 +26,7 @@ the round and a removed one is never brought back.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -35,7 +35,7 @@ from companion.detections import Detections
 from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
 from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision
-from companion.live.tracker import TableState, TableTracker
+from companion.live.tracker import TableState, TableTracker, TrackerSettings, TrackState
 from companion.live.zones import CAPTURES, Zones
 
 MOTION_SIZE = (160, 90)
@@ -85,7 +85,7 @@ class LivePipeline:
         match_id: int | None,
         seats: dict | None = None,
         *,
-        window: int = 5,
+        tracker_settings: TrackerSettings | None = None,
         refresh: float = REFRESH,
         look_every: float = LOOK_EVERY,
         decider_settings: DeciderSettings | None = None,
@@ -95,7 +95,8 @@ class LivePipeline:
         self.store = store
         self.match_id = match_id
         self._seats = seats
-        self.tracker = TableTracker(zones, window=window)
+        self.tracker_settings = tracker_settings or TrackerSettings()
+        self.tracker = TableTracker(zones, self.tracker_settings)
         self.decider_settings = decider_settings or DeciderSettings()
         self.decider = CaptureDecider(self.decider_settings)
         self.refresh = refresh
@@ -193,12 +194,10 @@ class LivePipeline:
     def _still_settling(self) -> bool:
         """Whether an unregistered card lies (or is coming to rest) in a capture area."""
         return any(
-            t.registered is None
-            and not t.stale
-            and not t.ignored
+            t.state.open
             and t.zone is not None
             and t.zone.startswith(CAPTURES)
-            and self.tracker._updates - t.last_seen <= 2
+            and self.tracker.updates - t.last_seen <= 2
             for t in self.tracker.tracks.values()
         )
 
@@ -238,13 +237,10 @@ class LivePipeline:
 
     def _still_settling_unsteady(self) -> bool:
         return any(
-            t.registered is None
-            and not t.stale
-            and not t.ignored
-            and t.steady_since is None
+            t.state is TrackState.ARRIVING
             and t.zone is not None
             and t.zone.startswith(CAPTURES)
-            and self.tracker._updates - t.last_seen <= 2
+            and self.tracker.updates - t.last_seen <= 2
             for t in self.tracker.tracks.values()
         )
 
@@ -363,10 +359,14 @@ class LivePipeline:
             self._watch_from = None
             return
         tracks = self.tracker.tracks.values()
-        if any(t.stale or (t.zone or "").startswith(CAPTURES) for t in tracks):
+        if any(t.state.ended or (t.zone or "").startswith(CAPTURES) for t in tracks):
             self.tracker.end_round()
-            self.table.stale = sum(1 for t in tracks if t.stale)
-            self.table.field, self.table.arrivals = [], {s: [] for s in self.table.arrivals}
+            self.table = replace(
+                self.table,
+                stale=sum(1 for t in tracks if t.state.ended),
+                field=(),
+                arrivals={s: () for s in self.table.arrivals},
+            )
         if self.table.hand_present:
             self._watch_from = now
         elif now - self._watch_from >= RESUME_WATCH:
@@ -428,7 +428,8 @@ class LivePipeline:
                 adopted.add(track)
                 placed.add(code)
             if adopted:
-                self.table.arrivals[seat] = [a for a in arrivals if a.track not in adopted]
+                left = tuple(a for a in arrivals if a.track not in adopted)
+                self.table = replace(self.table, arrivals={**self.table.arrivals, seat: left})
 
     @property
     def proposal(self):

@@ -8,7 +8,7 @@ vote of top-1 guesses), and only then are codes handed out, one physical card pe
 
 What the game guarantees, the tracker keeps:
 - A card counts in a zone once seen there in most of the last ``window`` looks at a still
-  position (``steady``).
+  position (``steady_looks``).
 - A capture area only grows during a round: a registered capture is never dropped when it
   vanishes (the next card of its fanned row covers it); its code is fixed when it is
   registered (fully visible, on top) and only a tablet correction changes it.
@@ -17,18 +17,29 @@ What the game guarantees, the tracker keeps:
 - Face-down cards (the draw pile, a hand laid on the table) are counted as backs, never
   tracked as cards, so they never become captures.
 
+A track's life is one ``TrackState``, changed only by the track's transition methods, each
+refusing a move its phase does not allow (``IllegalTransition``)::
+
+    ARRIVING <-> SETTLED -> RECORDED -> REMOVED
+    any of them -> ENDED when the round ends (a removed capture: ENDED_REMOVED)
+
 Registration (which steady arrival becomes which capture) is the ``CaptureDecider``'s call
 (``companion/live/capture_decider.py``); the tracker only offers arrivals and remembers decisions.
+Every threshold, wait and count it decides by is a field of ``TrackerSettings``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import math
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import numpy as np
 
+from companion import CompanionError
 from companion.detections import (
     BACK,
     BACK_ID,
@@ -43,37 +54,311 @@ from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)
 CODE_IDS = {code: i for i, code in enumerate(ALL_CODES)}
-FLOOR = 1e-4  # the least probability one look gives a class: one bad look never rules it out
-SAME_CARD_IOU = 0.55  # a fanned row's next card overlaps the one below by about 0.5
-SAME_NAME_DISTANCE = 0.45  # same top class: same card if the centres are this close (card heights)
-MOVED = 0.2  # a track whose centre moves this far (card heights) is in a hand, not lying
-HAND_MOTION = 0.02  # fraction of the frame moving at once that means a hand or an arm
-VANISHED_AT_ONCE = 3  # steady cards missing from one look at once: something covers them
-COVERED_AT_MOST = 2.0  # seconds: cards missing longer than this were taken away
-CLEARED_AFTER = 1.0  # seconds without a sight of the ended round's cards: they were cleared
-IN_SIGHT = 2.0  # seconds: a card seen this recently when the round ends is in sight
-DOUBTFUL_BELOW = 0.8
-AGREE = 0.02  # least chance that a look and a track name the same card, to be joined
-OVERLAP = 0.6  # an arrival overlapping a registered capture this much may be a misread of it
-CONTAINED = 0.75  # share of a smaller look lying within a capture: a part of it (fanned: 0.5)
-SMALLER = 0.8  # a look this much smaller than a card (by area) shows only a part of one
-ON_TOP_CONFIDENCE = 0.3  # a capture's look naming another card this surely: a card on top?
-# seconds a card lies still before it is steady (besides being seen in most looks): a card
-# held a moment just above its place, or a camera with more frames a second, settles no
-# sooner; longer would delay every capture as much
-AT_REST = 0.2
-# a card not yet steady whose centre strays this far (card heights, about 5 mm) from
-# where it came to rest is still in a hand: its rest starts again. Lower would catch a
-# steadier hand but let a detector's jitter on a lying card hold it back
-STILL = 0.1
-# a registered capture missing from a look is the card found this near (card heights) under
-# its own name: a card that shifted as it was let go, or reappears from under a hand
-SHIFTED = 1.0
+# Frame times are sums of steps (0.1 + 0.1 + ...) and fall short by a hair: a wait compared
+# with them is shortened by this much, so that "two looks later" means two looks.
+_CLOCK_SLACK = 1e-6
+
+
+def _tuning(default, why: str, *, low: float = 0.0, high: float | None = None):
+    """A setting of the tracker: its default, its trade-off in one line, the range it may take."""
+    return dataclasses.field(default=default, metadata={"why": why, "low": low, "high": high})
+
+
+@dataclass(frozen=True)
+class TrackerSettings:
+    """The tracker's tuning: every threshold, wait and count it follows cards by, each with what
+    moving it trades (``TrackerSettings.describe()`` lists them). Distances are in card heights,
+    seconds are the frames' own clock, looks are the detector's looks. A value out of range is
+    refused."""
+
+    # -- naming a card ------------------------------------------------------------------------
+    window: int = _tuning(
+        5,
+        "looks a track's name is fused over (and steadiness counted in): more outlasts a run of "
+        "misreads, less follows a card's true name sooner after one",
+        low=1,
+    )
+    steady_looks: int = _tuning(
+        3,
+        "looks of the last window a card must be seen in to settle (at most window): more holds "
+        "back a card glimpsed through glare, fewer settles a card passing by",
+        low=1,
+    )
+    look_floor: float = _tuning(
+        1e-4,
+        "the least probability one look gives any code: lower lets one bad look rule a card's "
+        "name out, higher lets a track's name turn more slowly on clear looks",
+        high=0.02,
+    )
+    names_tried: int = _tuning(
+        6,
+        "a track's likeliest codes tried, in order, when codes are handed out (one card per "
+        "code): more names a card by a far-fetched code rather than leaving it unnamed",
+        low=1,
+    )
+    doubtful_below: float = _tuning(
+        0.8,
+        "a field card named with less probability than this is listed as doubtful: higher "
+        "lists more cards, lower hides more misreads",
+        high=1.0,
+    )
+    doubtful_alternatives: int = _tuning(
+        3, "readings listed for a doubtful field card: more shows unlikelier ones too", low=1
+    )
+    arrival_candidates: int = _tuning(
+        5,
+        "readings an arrival offers the decider, likeliest first: fewer hides a card's true "
+        "name from the pair rule when the looks ranked it low",
+        low=1,
+    )
+    # -- following a card from look to look ---------------------------------------------------
+    same_card_iou: float = _tuning(
+        0.55,
+        "a look overlapping a track this much (IoU) is the same card: lower takes the next card"
+        " of a fanned row (overlapping about 0.5) for the one below, higher loses cards nudged",
+        high=1.0,
+    )
+    same_name_distance: float = _tuning(
+        0.45,
+        "card heights within which a look with a track's name is that card: more follows a "
+        "card moved further, but may take a neighbour's look",
+    )
+    shifted_reach: float = _tuning(
+        1.0,
+        "card heights within which a registered capture missing from the last look is found "
+        "again under its name (shifted as it was let go, nudged under a hand): more risks "
+        "taking another card of the same name for it",
+    )
+    agree: float = _tuning(
+        0.02,
+        "least chance that a look and a track name the same card for the look to join it: "
+        "higher splits a card misread once into two tracks, lower lets a card laid on another "
+        "join the one below",
+        high=1.0,
+    )
+    agreeing_looks: int = _tuning(
+        3,
+        "looks a track needs before its name can refuse a look: fewer lets a newborn track's "
+        "first misread refuse the card's true looks",
+        low=1,
+    )
+    same_name_bonus: float = _tuning(
+        0.5,
+        "what naming a track's card adds to a look's claim on it (against overlap): more "
+        "prefers the named look over the overlapping one",
+    )
+    distance_penalty: float = _tuning(
+        0.1,
+        "what each card height of distance takes off a look's claim on a track: more prefers "
+        "the nearest look over the best overlapping one",
+    )
+    # -- lying still ----------------------------------------------------------------------------
+    moved: float = _tuning(
+        0.2,
+        "card heights a track's centre moves from where it came to rest for it to be carried "
+        "(in a hand: its looks start again): less restarts cards a detector's jitter moves",
+    )
+    at_rest: float = _tuning(
+        0.2,
+        "seconds a card lies still before it is steady (besides being seen in most looks): a "
+        "card held a moment just above its place, or a faster camera, settles no sooner; "
+        "longer delays every capture as much",
+    )
+    still: float = _tuning(
+        0.1,
+        "card heights (about 5 mm) a card not yet steady may stray from where it came to rest "
+        "and still be resting: lower catches a steadier hand, but lets a detector's jitter on "
+        "a lying card hold it back",
+    )
+    disturbed_margin: float = _tuning(
+        0.1,
+        "share of a card's box added around it where motion counts as moving over it: more "
+        "holds a card back for a hand moving beside it",
+    )
+    capture_patience: int = _tuning(
+        8,
+        "looks an unregistered card in a capture area may be missed before it is gone (it "
+        "cannot leave the area, only be covered): more keeps a card taken back longer",
+        low=1,
+    )
+    carried_away_looks: int = _tuning(
+        20,
+        "looks after which an unregistered card never seen is gone even with a hand over the "
+        "table: fewer drops cards a long-lingering arm covers",
+        low=1,
+    )
+    # -- a hand over the table -----------------------------------------------------------------
+    hand_motion: float = _tuning(
+        0.02,
+        "share of the frame moving at once that means a hand or an arm: lower takes a "
+        "flicker or a shadow for a hand (freezing the table), higher misses a small hand",
+        high=1.0,
+    )
+    hand_lingers: int = _tuning(
+        1,
+        "looks after the last sign of a hand during which it still counts as present (it is "
+        "only just leaving): more freezes the table longer after every turn",
+    )
+    vanished_at_once: int = _tuning(
+        3,
+        "steady cards missing from one look at once that mean something covers them: fewer "
+        "takes two cards picked up together for a hand",
+        low=1,
+    )
+    covered_at_most: float = _tuning(
+        2.0,
+        "seconds after which cards missing together were taken away (a gathered field), not "
+        "covered by a hand: more freezes the table longer when cards go",
+    )
+    # -- captures --------------------------------------------------------------------------------
+    on_top_confidence: float = _tuning(
+        0.3,
+        "a capture's look naming another free card at least this surely also feeds a track of "
+        "its own over the capture (the next card of a fanned row): lower makes cards of "
+        "misreads",
+        high=1.0,
+    )
+    overlap: float = _tuning(
+        0.6,
+        "an arrival overlapping a registered capture this much (IoU) may be a misread of it "
+        "(the decider asks more of it): lower suspects more cards laid over captures",
+        high=1.0,
+    )
+    contained: float = _tuning(
+        0.75,
+        "share of a smaller track lying within a capture for it to be a look at part of that "
+        "card, not a card (a fanned card lies half outside): lower drops real cards",
+        high=1.0,
+    )
+    smaller: float = _tuning(
+        0.8,
+        "a track this much smaller than a capture (by area) may show only part of it: higher "
+        "takes a whole card over a capture for a part of it",
+        high=1.0,
+    )
+    # -- the end of a round ----------------------------------------------------------------------
+    in_sight: float = _tuning(
+        2.0,
+        "seconds: a card seen this recently when the round ends is in sight, and tells when "
+        "the table is cleared (the others, deep in a fanned row, go with them)",
+    )
+    cleared_after: float = _tuning(
+        1.0,
+        "seconds without a sight of the ended round's cards in sight before they were cleared "
+        "away: less clears a table a hand only covers",
+    )
+    cleared_share: float = _tuning(
+        0.2,
+        "the ended round's cards are cleared once no more than this share of those in sight is "
+        "still seen (a card left lying does not hold the next round up): less waits for the "
+        "last cards",
+        high=1.0,
+    )
+    cleared_missed_looks: int = _tuning(
+        3,
+        "looks an ended round's card in sight must be missed to count as taken away when the "
+        "table's clearing is judged: fewer clears a table a hand briefly covers",
+        low=1,
+    )
+    left_missed_looks: int = _tuning(
+        2,
+        "looks after which an ended round's card in sight, missed, is taken away and never "
+        "followed again (a card dealt at its place is a new one): more takes a new card for "
+        "an old one",
+        low=1,
+    )
+    # -- what the table shows ------------------------------------------------------------------
+    backs_looks: int = _tuning(
+        3,
+        "looks over which the most backs seen are counted (a hand hides the pile now and "
+        "then): more keeps a pile taken away counted longer",
+        low=1,
+    )
+    in_sight_looks: int = _tuning(
+        2,
+        "a card seen in the last this many looks is in sight (a gathered table shows few): "
+        "more counts cards just taken away",
+        low=1,
+    )
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            whole = isinstance(f.default, int)
+            low, high = f.metadata["low"], f.metadata["high"]
+            number = isinstance(value, int) if whole else isinstance(value, int | float)
+            if (
+                isinstance(value, bool)
+                or not number
+                or not (low <= value and (high is None or value <= high))
+                or (not whole and not math.isfinite(value))
+            ):
+                kind = "a whole number" if whole else "a number"
+                bound = f"from {low} to {high}" if high is not None else f"of {low} or more"
+                raise CompanionError(
+                    f"The tracker's {f.name} must be {kind} {bound}, not {value!r}."
+                )
+        if self.steady_looks > self.window:
+            raise CompanionError(
+                f"The tracker's steady_looks must be at most its window ({self.window}), "
+                f"not {self.steady_looks}."
+            )
+
+    @property
+    def field_patience(self) -> int:
+        """Looks a field card may be missed before it is gone: once missed this many of the
+        last ``window``, it can no longer be seen in ``steady_looks`` of them."""
+        return self.window - self.steady_looks + 1
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Each setting's name -> what moving it trades, one line."""
+        return {f.name: f.metadata["why"] for f in fields(cls)}
+
+
+DEFAULT_SETTINGS = TrackerSettings()
+
+
+class IllegalTransition(RuntimeError):
+    """A track asked to move to a phase its own does not lead to (a bug, not a user's doing)."""
+
+
+class TrackState(enum.Enum):
+    """The phases of a track's life."""
+
+    ARRIVING = "arriving"  # seen, not yet lying still: in a hand, or just laid
+    SETTLED = "settled"  # lies still: a field card, or an arrival offered to the decider
+    RECORDED = "recorded"  # a registered capture: its code fixed (only the tablet renames it)
+    REMOVED = "removed"  # a capture removed or undone on the tablet: never followed or offered
+    ENDED = "ended"  # lay there when the round ended: waits to be cleared away
+    ENDED_REMOVED = "ended_removed"  # a removed capture when the round ended: waits likewise
+
+    @property
+    def open(self) -> bool:
+        """A card of this round not (yet) a capture."""
+        return self in (TrackState.ARRIVING, TrackState.SETTLED)
+
+    @property
+    def captured(self) -> bool:
+        """Registered as a capture this round (kept or removed since): its code is taken."""
+        return self in (TrackState.RECORDED, TrackState.REMOVED)
+
+    @property
+    def ended(self) -> bool:
+        """A card of the ended round."""
+        return self in (TrackState.ENDED, TrackState.ENDED_REMOVED)
+
+    @property
+    def removed(self) -> bool:
+        """Removed on the tablet: no look is matched to it again."""
+        return self in (TrackState.REMOVED, TrackState.ENDED_REMOVED)
 
 
 @dataclass
 class Track:
-    """One physical card followed over frames."""
+    """One physical card followed over frames. Its phase is ``state``; the transition methods
+    (``settle``, ``unsettle``, ``record``, ``rename``, ``remove``, ``end``) are the only way to
+    change it."""
 
     id: int
     quad: np.ndarray
@@ -86,21 +371,67 @@ class Track:
     last_seen_frame: int = 0
     last_seen_time: float = 0.0
     born_time: float = 0.0
-    stale: bool = False  # lay on the table when the round ended: waits to be cleared away
-    over: int | None = None  # the registered capture it was found on (a card on top of it)
-    in_sight: bool = False  # stale and seen when the round ended
-    steady_since: int | None = None  # frame index
+    state: TrackState = TrackState.ARRIVING
+    # when it last settled (frame index, seconds); kept once recorded or ended (None: it was
+    # still arriving)
+    steady_since: int | None = None
     steady_time: float = 0.0
+    recorded_code: str | None = None  # RECORDED and REMOVED: the code it was registered as
+    seat: str | None = None  # RECORDED and REMOVED: whose capture
+    in_sight: bool = False  # ENDED and ENDED_REMOVED: seen shortly before the round ended
+    over: int | None = None  # the registered capture it was found on (a card on top of it)
     rest: np.ndarray | None = None  # centre where it lies still since ``rest_time``
     rest_time: float = 0.0
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
-    registered: str | None = None  # code, once a capture
-    seat: str | None = None
-    pinned: bool = False  # corrected on the tablet: the code is the player's
-    ignored: bool = False  # removed on the tablet: never offered again
     code: str | None = None  # the code handed out this update
+
+    # -- transitions -------------------------------------------------------------------------
+
+    def _leave(self, *allowed: TrackState, to: TrackState) -> None:
+        if self.state not in allowed:
+            raise IllegalTransition(
+                f"Track {self.id} cannot go from {self.state.value} to {to.value}."
+            )
+        self.state = to
+
+    def settle(self, frame_index: int, time: float) -> None:
+        """ARRIVING -> SETTLED: it lies still, seen in most looks."""
+        self._leave(TrackState.ARRIVING, to=TrackState.SETTLED)
+        self.steady_since, self.steady_time = frame_index, time
+
+    def unsettle(self) -> None:
+        """SETTLED -> ARRIVING: carried, stirred or seen too seldom before it was decided."""
+        self._leave(TrackState.SETTLED, to=TrackState.ARRIVING)
+        self.steady_since = None
+
+    def record(self, seat: str, code: str) -> None:
+        """SETTLED -> RECORDED: registered as ``seat``'s capture of ``code``."""
+        self._leave(TrackState.SETTLED, to=TrackState.RECORDED)
+        self.recorded_code, self.seat = code, seat
+
+    def rename(self, code: str) -> None:
+        """RECORDED -> RECORDED: a tablet correction; the code is the player's from now on."""
+        self._leave(TrackState.RECORDED, to=TrackState.RECORDED)
+        self.recorded_code = code
+
+    def remove(self) -> None:
+        """RECORDED -> REMOVED: removed or undone on the tablet, never offered again."""
+        self._leave(TrackState.RECORDED, to=TrackState.REMOVED)
+
+    def end(self, in_sight: bool) -> None:
+        """Any phase -> ENDED (a removed capture: ENDED_REMOVED): the round ended with the card
+        lying there; ``in_sight``: seen shortly before (it tells when the table is cleared). A
+        round may end again while it waits: it stays ended, its sight judged anew."""
+        if self.state.removed:
+            self._leave(TrackState.REMOVED, TrackState.ENDED_REMOVED, to=TrackState.ENDED_REMOVED)
+        else:
+            self._leave(*TrackState, to=TrackState.ENDED)
+        self.recorded_code = None
+        self.in_sight = in_sight
+
+    # -- geometry and name ----------------------------------------------------------------------
 
     @property
     def center(self) -> np.ndarray:
@@ -126,45 +457,59 @@ class Arrival:
 
     track: int
     seat: str
-    candidates: tuple  # ((code, probability), ...) likeliest first
+    candidates: tuple[tuple[str, float], ...]  # (code, probability), likeliest first
     steady_since: int  # frame index
-    quad: np.ndarray = dataclasses.field(compare=False, repr=False)
+    quad: np.ndarray = dataclasses.field(compare=False, repr=False)  # corners in pixels
     quiet_since: int = 0  # frame index since which nothing moved over it
     overlaps: bool = False  # lies largely over a registered capture (or a look of it)
     steady_time: float = 0.0  # seconds
     quiet_time: float = 0.0  # time of the first look with nothing moving over it (seconds)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TableState:
-    """The table as it stands after a frame (see docs/LIVE.md)."""
+    """The table as it stands after a look: a snapshot (see docs/LIVE.md). Sequences are
+    tuples (lists given are stored as tuples); a changed table is a new one
+    (``dataclasses.replace``). Seats are the layout's labels (A, B, C)."""
 
-    frame: int = 0
-    time: float = 0.0
-    field: list = dataclasses.field(default_factory=list)
-    # seat -> codes, in the order they settled
-    captures: dict = dataclasses.field(default_factory=dict)
-    steady_since: dict = dataclasses.field(default_factory=dict)  # code -> frame index
-    doubtful: dict = dataclasses.field(default_factory=dict)  # code -> [(code, probability)]
-    backs: int = 0
-    hand_present: bool = False
-    arrivals: dict = dataclasses.field(default_factory=dict)  # seat -> [Arrival]
-    field_left: dict = dataclasses.field(default_factory=dict)  # code -> frame it left the field
+    frame: int = 0  # frame index of the look
+    time: float = 0.0  # seconds, the frames' clock
+    # codes of the steady field cards
+    field: tuple[str, ...] = ()
+    # seat -> codes of its registered captures, in registration order
+    captures: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # code -> frame index it settled at (field cards and arrivals)
+    steady_since: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # field code -> its likeliest readings (code, probability), when read doubtfully
+    doubtful: Mapping[str, tuple[tuple[str, float], ...]] = dataclasses.field(default_factory=dict)
+    backs: int = 0  # face-down cards: the most seen in the last few looks
+    hand_present: bool = False  # a hand or an arm over the table: nothing added or removed
+    # seat -> steady unregistered cards in its capture area, for the decider
+    arrivals: Mapping[str, tuple[Arrival, ...]] = dataclasses.field(default_factory=dict)
+    # code -> frame index it left the field (steady there, then gone), this round
+    field_left: Mapping[str, int] = dataclasses.field(default_factory=dict)
     cleared: bool = False  # the ended round's cards were cleared away (this look)
     stale: int = 0  # cards of the ended round still on the table
     captures_unseen: float = float("inf")  # seconds since a registered capture was seen
     fresh_field: int = 0  # steady field cards first seen after the captures were last seen
-    quads: dict = dataclasses.field(default_factory=dict)  # code -> quad (pixels), cards in view
+    # code -> quad (4x2, pixels) of the captures and steady field cards
+    quads: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
     hand_since: int | None = None  # frame index the hand was last seen (None: never)
-    # face-up cards seen in the last two looks: all of them (stale ones too), and the
+    # face-up cards in sight (seen in the last looks): all of them (ended ones too), and the
     # registered captures among them, per seat (a gathered table shows few)
     cards_in_sight: int = 0
-    captures_in_sight: dict = dataclasses.field(default_factory=dict)
+    captures_in_sight: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "field", tuple(self.field))
+        for name in ("captures", "arrivals", "doubtful"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, {k: tuple(v) for k, v in value.items()})
 
 
-def look_vector(det: Detections, i: int) -> np.ndarray:
+def look_vector(det: Detections, i: int, floor: float = DEFAULT_SETTINGS.look_floor) -> np.ndarray:
     """One detection's log-probabilities over the 48 codes: its top class and alternatives,
-    the rest of the mass spread evenly over the others, floored at ``FLOOR``."""
+    the rest of the mass spread evenly over the others, floored at ``floor``."""
     p = np.zeros(N_CODES, np.float64)
     mass = 0.0
     cid = int(det.class_ids[i])
@@ -179,21 +524,20 @@ def look_vector(det: Detections, i: int) -> np.ndarray:
     empty = p == 0
     if empty.any():
         p[empty] = rest / empty.sum()
-    return np.log(np.maximum(p, FLOOR))
+    return np.log(np.maximum(p, floor))
 
 
 class TableTracker:
     """``tracker.update(detections, frame) -> TableState``; see the module docstring."""
 
-    def __init__(self, zones: Zones, window: int = 5, steady: int = 3):
+    def __init__(self, zones: Zones, settings: TrackerSettings = DEFAULT_SETTINGS):
         self.zones = zones
-        self.window = window
-        self.steady_looks = min(steady, window)
+        self.settings = settings
         self.tracks: dict[int, Track] = {}
         self._next_id = 1
         self._updates = 0
-        self._order: list[int] = []  # registered track ids, in registration order
-        self._backs: deque = deque(maxlen=3)
+        self._order: list[int] = []  # recorded track ids, in registration order
+        self._backs: deque = deque(maxlen=settings.backs_looks)
         self._hand_frame: int | None = None
         self._hand_until = -1  # update number until which the hand counts as present
         self._occluded_since: float | None = None
@@ -201,19 +545,23 @@ class TableTracker:
         self._captures_seen = -1.0  # time a registered capture was last seen
         self.state = TableState()
 
+    @property
+    def updates(self) -> int:
+        """Looks folded in so far."""
+        return self._updates
+
     # -- the tablet and the decider ----------------------------------------------------------
 
     def register(self, track_id: int, seat: str, code: str) -> None:
-        track = self.tracks[track_id]
-        track.registered, track.seat = code, seat
+        self.tracks[track_id].record(seat, code)
         self._order.append(track_id)
 
     def registered(self) -> dict[str, Track]:
-        """code -> track, of the registered captures still counted."""
+        """code -> track, of the recorded captures (in registration order)."""
         return {
-            self.tracks[t].registered: self.tracks[t]
+            self.tracks[t].recorded_code: self.tracks[t]
             for t in self._order
-            if t in self.tracks and not self.tracks[t].ignored
+            if t in self.tracks and self.tracks[t].state is TrackState.RECORDED
         }
 
     def rename(self, code: str, new_code: str) -> bool:
@@ -222,7 +570,7 @@ class TableTracker:
         track = self.registered().get(code)
         if track is None:
             return False
-        track.registered, track.pinned = new_code, True
+        track.rename(new_code)
         return True
 
     def forget(self, code: str) -> bool:
@@ -230,7 +578,7 @@ class TableTracker:
         track = self.registered().get(code)
         if track is None:
             return False
-        track.ignored = True
+        track.remove()
         return True
 
     def adopt(self, track_id: int, seat: str, code: str) -> None:
@@ -248,15 +596,13 @@ class TableTracker:
         """The round ended: the cards lying there are the old round's (but those first seen
         after its captures were last seen: a new deal already), to be cleared away before the
         next round counts."""
-        none_captured = not any(t.registered for t in self.tracks.values())
+        none_captured = not any(t.state.captured for t in self.tracks.values())
         now = self.state.time
         for track in self.tracks.values():
-            if none_captured or track.registered or track.born_time <= self._captures_seen:
-                track.stale = True
-                track.registered = None
+            if none_captured or track.state.captured or track.born_time <= self._captures_seen:
                 # the cards in sight now tell when the table is cleared; the covered ones
                 # (deep in a fanned row) go with them
-                track.in_sight = now - track.last_seen_time <= IN_SIGHT
+                track.end(in_sight=now - track.last_seen_time <= self.settings.in_sight)
         self._order.clear()
         self._field_left.clear()
         self._captures_seen = -1.0
@@ -269,6 +615,7 @@ class TableTracker:
         previous look (a hand or an arm moves much of it); ``moving``: where, as a boolean
         picture of any size covering the frame. A card something moved over does not settle
         (without ``moving``, any big motion counts as moving over every card)."""
+        s = self.settings
         self._updates += 1
         u = self._updates
         width, height = _frame_size(frame)
@@ -285,10 +632,11 @@ class TableTracker:
             self._occluded_since = None
         elif self._occluded_since is None:
             self._occluded_since = frame.time
-        elif frame.time - self._occluded_since > COVERED_AT_MOST:
+        elif frame.time - self._occluded_since > s.covered_at_most:
             occluded = False
-        if motion >= HAND_MOTION or occluded:
-            self._hand_until = u + 1  # and the next look too: the hand is only just leaving
+        if motion >= s.hand_motion or occluded:
+            # and the next looks too: the hand is only just leaving
+            self._hand_until = u + s.hand_lingers
             self._hand_frame = frame.index
         hand = u <= self._hand_until
         for i in range(len(cards)):
@@ -297,66 +645,80 @@ class TableTracker:
         for track in self.tracks.values():
             c = track.center
             track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
-            if _disturbed(track, moving, width, height, motion):
+            if self._disturbed(track, moving, width, height, motion):
                 track.disturbed = u
                 track.quiet_since = frame.index + 1
                 track.quiet_time = float("inf")
             elif track.quiet_time == float("inf"):
                 track.quiet_time = frame.time
         self._settle(u, frame.index, frame.time, hand, occluded)
-        cleared = self._clear_stale(frame.time)
-        self.state = self._table_state(frame, hand)
-        self.state.cleared = cleared
+        cleared = self._clear_ended(frame.time)
+        self.state = self._table_state(frame, hand, cleared)
         return self.state
 
-    def _clear_stale(self, now: float) -> bool:
-        """Drop the ended round's cards once (nearly) none has been seen for
-        ``CLEARED_AFTER`` (a card left lying does not hold the next round up)."""
-        stale = [t for t in self.tracks.values() if t.stale]
-        watched = [t for t in stale if t.in_sight]
+    def _clear_ended(self, now: float) -> bool:
+        """Drop the ended round's cards once (nearly) none of those in sight has been seen for
+        ``cleared_after`` (a card left lying does not hold the next round up)."""
+        s = self.settings
+        ended = [t for t in self.tracks.values() if t.state.ended]
+        watched = [t for t in ended if t.in_sight]
         seen = sum(
-            1 for t in watched if not _gone(t, 3) or now - t.last_seen_time < CLEARED_AFTER
+            1
+            for t in watched
+            if not _gone(t, s.cleared_missed_looks) or now - t.last_seen_time < s.cleared_after
         )
-        if not stale or seen > len(watched) // 5:
+        if not ended or seen > len(watched) * s.cleared_share:
             return False
-        for t in stale:
+        for t in ended:
             del self.tracks[t.id]
         return True
 
     def _associate(self, cards: Detections, u: int, frame) -> dict[int, int]:
         """Match detections to tracks (track id -> detection index), most overlapping first."""
+        s = self.settings
         # a card of the ended round, once gone a moment, does not come back: a card dealt
         # at its place is a new one
-        ids = [t for t, tr in self.tracks.items() if not tr.ignored and not _gone(tr, 2)]
+        ids = [
+            t
+            for t, tr in self.tracks.items()
+            if not tr.state.removed and not _gone(tr, s.left_missed_looks)
+        ]
         matched: dict[int, int] = {}
         if not ids or not len(cards):
             return matched
         tquads = np.stack([self.tracks[t].quad for t in ids])
         iou = iou_matrix(cards.quads, tquads)
         centers = cards.quads.mean(axis=1)
-        looks = np.exp(np.stack([look_vector(cards, i) for i in range(len(cards))]))
+        looks = np.exp(np.stack([look_vector(cards, i, s.look_floor) for i in range(len(cards))]))
         pairs = []
         for j, t in enumerate(ids):
             track = self.tracks[t]
-            name = track.registered or track.code
+            recorded = track.state is TrackState.RECORDED
+            name = track.recorded_code if recorded else track.code
             dist = np.linalg.norm(centers - track.center, axis=1) / track.height
             # a card does not take a look that names another card outright: a card laid on
             # it (the next of a fanned row, often found with a quad between the two)
             agree = None
-            if track.registered is not None:
+            if recorded:
                 # a look naming its chaff twin is the same card misread, not one laid on it
-                agree = looks[:, TWIN_IDS[track.registered]].sum(axis=1)
-            elif len(track.looks) >= 3:
+                agree = looks[:, TWIN_IDS[track.recorded_code]].sum(axis=1)
+            elif len(track.looks) >= s.agreeing_looks:
                 agree = looks @ track.posterior()
             # a registered card missing since the last look: it shifted as it was let go, or
             # shows again from under a hand, a little away from where it was registered
-            reach = SHIFTED if track.registered and track.last_seen < u - 1 else SAME_NAME_DISTANCE
+            missing = recorded and track.last_seen < u - 1
+            reach = s.shifted_reach if missing else s.same_name_distance
             for i in range(len(cards)):
                 same = name is not None and CLASSES[cards.class_ids[i]] == name
-                if agree is not None and agree[i] < AGREE:
+                if agree is not None and agree[i] < s.agree:
                     continue
-                if iou[i, j] >= SAME_CARD_IOU or (same and dist[i] < reach):
-                    pairs.append((iou[i, j] + (0.5 if same else 0.0) - 0.1 * dist[i], i, t))
+                if iou[i, j] >= s.same_card_iou or (same and dist[i] < reach):
+                    score = (
+                        iou[i, j]
+                        + (s.same_name_bonus if same else 0.0)
+                        - s.distance_penalty * dist[i]
+                    )
+                    pairs.append((score, i, t))
         used: set[int] = set()
         for _, i, t in sorted(pairs, reverse=True):
             if i in used or t in matched:
@@ -369,25 +731,23 @@ class TableTracker:
 
     def _cards_on_top(self, cards: Detections, matched: dict, u: int, frame) -> None:
         """A card laid on a capture, half over it (the next of a fanned row), is often found
-        as one detection with the two cards as its top classes. When a registered capture's
+        as one detection with the two cards as its top classes. When a recorded capture's
         look names another free card first, that look also goes to a track of its own over
         it, which settles like any card (the decider then asks more of it)."""
-        taken = {t.registered for t in self.tracks.values() if t.registered}
+        taken = {t.recorded_code for t in self.tracks.values() if t.state.captured}
         for t, i in list(matched.items()):
             below = self.tracks[t]
             top = CLASSES[cards.class_ids[i]]
-            if below.registered is None or top == below.registered or top == BACK:
+            if below.state is not TrackState.RECORDED or top == below.recorded_code:
                 continue
-            if top in taken or cards.confidence[i] < ON_TOP_CONFIDENCE:
+            if top == BACK or top in taken:
                 continue
-            if chaff_twins(top, below.registered):
+            if cards.confidence[i] < self.settings.on_top_confidence:
+                continue
+            if chaff_twins(top, below.recorded_code):
                 continue  # the classifier's commonest slip on the card itself
             over = next(
-                (
-                    o
-                    for o in self.tracks.values()
-                    if o.over == below.id and o.registered is None and not o.stale
-                ),
+                (o for o in self.tracks.values() if o.over == below.id and o.state.open),
                 None,
             )
             if over is None:
@@ -399,36 +759,39 @@ class TableTracker:
             matched[over.id] = i
 
     def _observe(self, track: Track, cards: Detections, i: int, u: int, frame):
+        s = self.settings
         quad = cards.quads[i].astype(np.float32)
         frame_index = frame.index
         track.last_seen_time = frame.time
-        if track.registered is not None:
+        if track.state is TrackState.RECORDED:
             self._captures_seen = frame.time
-            if track.last_seen < u - 1 and quad_iou(track.quad, quad) < SAME_CARD_IOU:
+            if track.last_seen < u - 1 and quad_iou(track.quad, quad) < s.same_card_iou:
                 track.quad = quad  # found again away from where it was: it lies here now
-        elif not track.stale:
+        elif track.state.open:
             moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
             centre = quad.mean(axis=0)
-            if moved > MOVED:  # carried: it has not come to rest yet
+            if moved > s.moved:  # carried: it has not come to rest yet
                 track.anchor = centre
-                track.steady_since = None
+                if track.state is TrackState.SETTLED:
+                    track.unsettle()
                 track.hits.clear()
                 track.looks.clear()
             # a capture-area card is not counted until it lies: one that stirs, steady or
             # not, is still in a hand (a field card once steady stays so: it is not decided)
-            watched = track.steady_since is None or (
+            watched = track.state is TrackState.ARRIVING or (
                 track.zone is not None and track.zone.startswith(CAPTURES)
             )
             if track.rest is None or (
-                watched and np.linalg.norm(centre - track.rest) / track.height > STILL
+                watched and np.linalg.norm(centre - track.rest) / track.height > s.still
             ):
                 track.rest, track.rest_time = centre, frame.time  # still held: rest anew
-            track.looks.append(look_vector(cards, i))
+            track.looks.append(look_vector(cards, i, s.look_floor))
             track.quad = quad
         track.last_seen = u
         track.last_seen_frame = frame_index
 
     def _new_track(self, cards: Detections, i: int, u: int, frame) -> None:
+        s = self.settings
         quad = cards.quads[i].astype(np.float32)
         frame_index = frame.index
         track = Track(
@@ -437,8 +800,9 @@ class TableTracker:
             zone=None,
             born=u,
             anchor=quad.mean(axis=0),
-            looks=deque([look_vector(cards, i)], maxlen=self.window),
-            hits=deque([True], maxlen=2 * self.window),
+            looks=deque([look_vector(cards, i, s.look_floor)], maxlen=s.window),
+            # the settling rule counts sightings over twice the window (``_settle``)
+            hits=deque([True], maxlen=2 * s.window),
             last_seen=u,
             last_seen_frame=frame_index,
             last_seen_time=frame.time,
@@ -451,131 +815,133 @@ class TableTracker:
         self._next_id += 1
 
     def _occluded(self, matched: dict[int, int]) -> bool:
-        """Several steady cards missing from this look at once: a hand over them."""
+        """Several steady cards missing from this look at once: a hand over them. The ended
+        round's cards that had settled count too (a hand gathering them covers them)."""
         missing = sum(
             1
             for t in self.tracks.values()
-            if t.steady_since is not None and t.registered is None and t.id not in matched
+            if (t.state is TrackState.SETTLED or (t.state.ended and t.steady_since is not None))
+            and t.id not in matched
         )
-        return missing >= VANISHED_AT_ONCE
+        return missing >= self.settings.vanished_at_once
 
     def _settle(self, u: int, frame_index: int, now: float, hand: bool, covered: bool) -> None:
         """Steadiness (nothing moving over the card, nothing covering several cards), and
-        which unregistered tracks are gone (never while a hand is over the table)."""
+        which open tracks are gone (never while a hand is over the table)."""
+        s = self.settings
         gone = []
         for track in self.tracks.values():
-            if track.registered is not None or track.stale:
+            if not track.state.open:
                 continue
             hits = list(track.hits)
-            seen = sum(hits[-self.window :])
+            seen = sum(hits[-s.window :])
             # a card seen now and then only (an edge of the frame, glare) settles over twice
             # the window, as long as nothing moves over it
-            often = seen >= self.steady_looks or sum(hits) >= self.window
+            often = seen >= s.steady_looks or sum(hits) >= s.window
             quiet = track.disturbed < u and not covered
             in_captures = bool(track.zone and track.zone.startswith(CAPTURES))
             # a card in a capture area cannot leave it: it is only missed for longer
-            patience = 2 * self.window - 2 if in_captures else self.window - self.steady_looks + 1
-            at_rest = now - track.rest_time >= AT_REST - 1e-6
+            patience = s.capture_patience if in_captures else s.field_patience
+            at_rest = now - track.rest_time >= s.at_rest - _CLOCK_SLACK
+            settled = track.state is TrackState.SETTLED
             if often and track.last_seen == u and quiet and at_rest:
-                if track.steady_since is None:
-                    track.steady_since = frame_index
-                    track.steady_time = now
+                if not settled:
+                    track.settle(frame_index, now)
             elif u - track.last_seen >= patience and not hand:
-                if track.steady_since is not None and track.zone == FIELD and track.code:
+                if settled and track.zone == FIELD and track.code:
                     self._field_left[track.code] = frame_index
                 gone.append(track.id)
-            elif track.steady_since is not None and not often and not in_captures and not hand:
-                track.steady_since = None
-            elif not at_rest and not track.registered:
-                track.steady_since = None  # stirred before it was decided: still in a hand
-            if u - track.last_seen > 4 * self.window:
+            elif settled and not often and not in_captures and not hand:
+                track.unsettle()
+            elif settled and not at_rest:
+                track.unsettle()  # stirred before it was decided: still in a hand
+            if u - track.last_seen > s.carried_away_looks:
                 gone.append(track.id)  # long unseen, hand or not: a card carried away
         for t in set(gone):
             del self.tracks[t]
 
     def _names(self) -> None:
         """Hand out codes: one physical card per code, most confident first; codes held by
-        registered captures are taken."""
-        taken = {t.registered for t in self.tracks.values() if t.registered and not t.ignored}
-        open_tracks = [
-            t
-            for t in self.tracks.values()
-            if t.registered is None and not t.ignored and not t.stale
-        ]
+        recorded captures are taken."""
+        taken = {t.recorded_code for t in self.tracks.values() if t.state is TrackState.RECORDED}
+        open_tracks = [t for t in self.tracks.values() if t.state.open]
         posts = {t.id: t.posterior() for t in open_tracks}
         for t in open_tracks:
             t.code = None
         # steady cards choose first, then the surest
         order = sorted(
-            open_tracks, key=lambda t: (t.steady_since is None, -float(posts[t.id].max()))
+            open_tracks,
+            key=lambda t: (t.state is not TrackState.SETTLED, -float(posts[t.id].max())),
         )
         for t in order:
             p = posts[t.id]
-            for cid in np.argsort(-p)[:6]:
+            for cid in np.argsort(-p)[: self.settings.names_tried]:
                 code = ALL_CODES[cid]
                 if code not in taken:
                     t.code = code
                     taken.add(code)
                     break
 
+    def _recorded_quads(self) -> list[np.ndarray]:
+        return [t.quad for t in self.tracks.values() if t.state is TrackState.RECORDED]
+
     def _over_capture(self, track: Track) -> bool:
-        held = [t.quad for t in self.tracks.values() if t.registered and not t.ignored]
+        held = self._recorded_quads()
         if not held:
             return False
-        return bool(iou_matrix(track.quad[None], np.stack(held)).max() >= OVERLAP)
+        return bool(iou_matrix(track.quad[None], np.stack(held)).max() >= self.settings.overlap)
 
     def _fragment(self, track: Track) -> bool:
-        """Whether the track lies almost wholly within a registered capture while much
+        """Whether the track lies almost wholly within a recorded capture while much
         smaller than it: a look at part of that card (the edge between two cards of a line, a
         hill or a sky read as a chaff), not a card of its own. A card laid over a capture is
         a whole card: fanned, half of it lies outside; stacked, it overlaps it all."""
+        s = self.settings
         own = polygon_area(track.quad)
         if own <= 0:
             return False
-        for t in self.tracks.values():
-            if not t.registered or t.ignored:
-                continue
-            area = polygon_area(t.quad)
-            r = quad_iou(track.quad, t.quad)
-            if r <= 0 or own > SMALLER * area:
+        for quad in self._recorded_quads():
+            area = polygon_area(quad)
+            r = quad_iou(track.quad, quad)
+            if r <= 0 or own > s.smaller * area:
                 continue
             inter = r * (own + area) / (1 + r)
-            if inter / own >= CONTAINED:
+            if inter / own >= s.contained:
                 return True
         return False
 
-    def candidates(self, track: Track, k: int = 5) -> tuple:
+    def candidates(self, track: Track, k: int | None = None) -> tuple[tuple[str, float], ...]:
+        """The track's ``k`` likeliest codes (``arrival_candidates`` by default) with their
+        probabilities, likeliest first."""
         p = track.posterior()
-        top = np.argsort(-p)[:k]
+        top = np.argsort(-p)[: k or self.settings.arrival_candidates]
         return tuple((ALL_CODES[c], float(p[c])) for c in top)
 
-    def _table_state(self, frame, hand: bool) -> TableState:
+    def _table_state(self, frame, hand: bool, cleared: bool) -> TableState:
+        s = self.settings
         self._names()
-        st = TableState(frame=frame.index, time=frame.time, hand_present=hand)
-        st.backs = max(self._backs) if self._backs else 0
-        st.hand_since = self._hand_frame
-        st.captures = {seat: [] for seat in self.zones.players}
+        captures: dict[str, list] = {seat: [] for seat in self.zones.players}
+        quads: dict[str, np.ndarray] = {}
         for code, track in self.registered().items():
-            st.captures.setdefault(track.seat, []).append(code)
-            st.quads[code] = track.quad
-        st.arrivals = {seat: [] for seat in self.zones.players}
+            captures.setdefault(track.seat, []).append(code)
+            quads[code] = track.quad
+        field_cards: list[str] = []
+        steady_since: dict[str, int] = {}
+        doubtful: dict[str, tuple] = {}
+        arrivals: dict[str, list] = {seat: [] for seat in self.zones.players}
         for track in self.tracks.values():
-            if track.stale:
-                st.stale += 1
-            if track.registered is not None or track.ignored or track.steady_since is None:
-                continue
-            if track.stale:
+            if track.state is not TrackState.SETTLED:
                 continue
             if track.zone == FIELD and track.code:
-                st.field.append(track.code)
-                st.steady_since[track.code] = track.steady_since
-                st.quads[track.code] = track.quad
+                field_cards.append(track.code)
+                steady_since[track.code] = track.steady_since
+                quads[track.code] = track.quad
                 p = track.posterior()
-                if p.max() < DOUBTFUL_BELOW:
-                    st.doubtful[track.code] = list(self.candidates(track, 3))
+                if p.max() < s.doubtful_below:
+                    doubtful[track.code] = self.candidates(track, s.doubtful_alternatives)
             elif track.zone and track.zone.startswith(CAPTURES) and not self._fragment(track):
                 seat = self.zones[track.zone].player
-                st.arrivals.setdefault(seat, []).append(
+                arrivals.setdefault(seat, []).append(
                     Arrival(
                         track.id,
                         seat,
@@ -589,50 +955,70 @@ class TableTracker:
                     )
                 )
                 if track.code:
-                    st.steady_since[track.code] = track.steady_since
-        st.field_left = dict(self._field_left)
-        recent = [t for t in self.tracks.values() if not t.ignored and self._updates - t.last_seen <= 1]
-        st.cards_in_sight = len(recent)
-        st.captures_in_sight = {seat: 0 for seat in self.zones.players}
+                    steady_since[track.code] = track.steady_since
+        recent = [
+            t
+            for t in self.tracks.values()
+            if not t.state.removed and self._updates - t.last_seen < s.in_sight_looks
+        ]
+        captures_in_sight = {seat: 0 for seat in self.zones.players}
         for t in recent:
-            if t.registered is not None:
-                st.captures_in_sight[t.seat] = st.captures_in_sight.get(t.seat, 0) + 1
+            if t.state is TrackState.RECORDED:
+                captures_in_sight[t.seat] = captures_in_sight.get(t.seat, 0) + 1
+        captures_unseen, fresh_field = float("inf"), 0
         if self._captures_seen >= 0:
-            st.captures_unseen = frame.time - self._captures_seen
-            st.fresh_field = sum(
+            captures_unseen = frame.time - self._captures_seen
+            fresh_field = sum(
                 1
                 for t in self.tracks.values()
                 if t.zone == FIELD
-                and t.steady_since is not None
-                and not t.stale
-                and t.registered is None
+                and t.state is TrackState.SETTLED
                 and t.born_time > self._captures_seen
             )
-        return st
+        return TableState(
+            frame=frame.index,
+            time=frame.time,
+            field=field_cards,
+            captures=captures,
+            steady_since=steady_since,
+            doubtful=doubtful,
+            backs=max(self._backs) if self._backs else 0,
+            hand_present=hand,
+            arrivals=arrivals,
+            field_left=dict(self._field_left),
+            cleared=cleared,
+            stale=sum(1 for t in self.tracks.values() if t.state.ended),
+            captures_unseen=captures_unseen,
+            fresh_field=fresh_field,
+            quads=quads,
+            hand_since=self._hand_frame,
+            cards_in_sight=len(recent),
+            captures_in_sight=captures_in_sight,
+        )
+
+    def _disturbed(self, track: Track, moving, width: int, height: int, motion: float) -> bool:
+        """Whether something moved over the track's card (its box grown by
+        ``disturbed_margin``)."""
+        if moving is None:
+            return motion >= self.settings.hand_motion
+        mh, mw = moving.shape[:2]
+        lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
+        pad = (hi - lo) * self.settings.disturbed_margin
+        x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
+        x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
+        return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
 
 
 def _gone(track: Track, looks: int) -> bool:
     """A card of the ended round, in sight when it ended, missed in the last ``looks``
     looks: taken away (a card dealt at its place later is a new one)."""
-    if not (track.stale and track.in_sight) or len(track.hits) < looks:
+    if not (track.state.ended and track.in_sight) or len(track.hits) < looks:
         return False
     return not any(list(track.hits)[-looks:])
 
 
 TWIN_IDS = {a: [CODE_IDS[b] for b in twin_group(a)] for a in ALL_CODES}
-
-
-def _disturbed(track: Track, moving, width: int, height: int, motion: float) -> bool:
-    """Whether something moved over the track's card (its box grown by a tenth)."""
-    if moving is None:
-        return motion >= HAND_MOTION
-    mh, mw = moving.shape[:2]
-    lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
-    pad = (hi - lo) * 0.1
-    x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
-    x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
-    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
-    return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
 
 
 def _frame_size(frame) -> tuple[int, int]:

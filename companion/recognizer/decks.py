@@ -27,6 +27,7 @@ import numpy as np
 from companion import CompanionError
 from companion.detections import BACK_ID, CLASSES, Detections
 from companion.game.cards import ALL_CODES
+from companion.game.messages import CardCode, Message
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 from companion.recognizer.nets import MODELS_DIR, open_session
 from companion.recognizer.settings import Settings
@@ -447,8 +448,7 @@ def check_back(back: np.ndarray, embeddings: np.ndarray, class_ids: np.ndarray, 
     if float(np.median(margin)) > BACK_IS_A_FACE_MARGIN:
         nearest = np.bincount(class_ids[to_faces.argmax(axis=1)]).argmax()
         raise DeckError(
-            f"{what} shows the face of {CLASSES[nearest]}, not the deck's back: photograph "
-            "one card lying face down."
+            Message("photo.back_is_a_face", name=what, code=CardCode(CLASSES[nearest]))
         )
 
 

@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 
 from companion.detections import CLASSES
+from companion.game.messages import Message, Named
 from companion.recognizer.decks import (
     EMBEDDER,
     IMAGE_SUFFIXES,
@@ -62,6 +63,24 @@ MONTH_NAMES = (
 )  # fmt: skip
 
 
+# a month's name in the page's languages (the sentences name it: "March's four cards")
+MONTH_TRANSLATIONS = {
+    "fr": (
+        "janvier", "février", "mars", "avril", "mai", "juin",
+        "juillet", "août", "septembre", "octobre", "novembre", "décembre",
+    ),
+    "ja": tuple(f"{m}月" for m in range(1, 13)),
+}  # fmt: skip
+
+
+def month_named(month: int) -> Named:
+    """A month's name (English, with its French and Japanese) for a photo's sentence."""
+    return Named(
+        MONTH_NAMES[month - 1],
+        {lang: names[month - 1] for lang, names in MONTH_TRANSLATIONS.items()},
+    )
+
+
 class PhotoError(DeckError):
     """Photos that cannot teach a deck: ``problems`` holds one sentence per photo to fix."""
 
@@ -84,7 +103,7 @@ class MonthPhoto:
     image: np.ndarray | None = None
     quads: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 2), np.float32))
     faces: list = field(default_factory=list)
-    problem: str = ""
+    problem: str = ""  # a Message (photo.*): English as text, said again by the page
 
 
 def photo_files(folder: str | Path) -> dict[int, Path]:
@@ -139,10 +158,13 @@ def read_month_photo(path: Path, month: int) -> MonthPhoto:
     data = np.fromfile(str(path), np.uint8)
     image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if image is None:
-        photo.problem = f"{name} is not an image that can be read: save it as JPEG or PNG."
+        photo.problem = Message("photo.unreadable", name=name)
         return photo
     photo.image = image
     h, w = image.shape[:2]
+    if min(h, w) < MIN_CARD_PX:  # no card of MIN_CARD_PX fits (and too few pixels to look in)
+        photo.problem = Message("photo.too_small", name=name, px=min(h, w), need=MIN_CARD_PX)
+        return photo
     found = find_cards(image)
     quads = found.quads
     margin = EDGE_MARGIN * min(h, w)
@@ -152,48 +174,34 @@ def read_month_photo(path: Path, month: int) -> MonthPhoto:
         if (q[:, 0] < margin).any() or (q[:, 1] < margin).any()
         or (q[:, 0] > w - 1 - margin).any() or (q[:, 1] > h - 1 - margin).any()
     ]  # fmt: skip
-    month_name = MONTH_NAMES[month - 1]
+    month_name = month_named(month)
     if len(quads) != CARDS_PER_PHOTO:
         if _blurred_photo(image):
-            photo.problem = (
-                f"{name} is blurred: hold the phone still and let it focus on the cards."
-            )
+            photo.problem = Message("photo.blurred", name=name)
         elif len(quads) > CARDS_PER_PHOTO:
-            photo.problem = (
-                f"{name} shows {len(quads)} cards, not four: lay only {month_name}'s four "
-                "cards on a plain table, apart from each other and anything card-shaped."
-            )
+            photo.problem = Message("photo.too_many", name=name, n=len(quads), month=month_name)
         elif cut or _touches_edge(image):
-            photo.problem = (
-                f"{name} shows {len(quads)} whole cards: a card is cut by the photo's edge; "
-                f"step back so that all four of {month_name}'s cards are inside the photo."
+            photo.problem = Message(
+                "photo.cut_and_counted", name=name, n=len(quads), month=month_name
             )
+        elif len(quads) == 1:
+            photo.problem = Message("photo.too_few_one", name=name, month=month_name)
         else:
-            photo.problem = (
-                f"{name} shows {len(quads)} card{'s' if len(quads) != 1 else ''}, not four: "
-                f"lay {month_name}'s four cards face up, a finger's width apart, on a table "
-                "of another colour than the cards' edges."
-            )
+            photo.problem = Message("photo.too_few", name=name, n=len(quads), month=month_name)
         return photo
     if cut:
-        photo.problem = (
-            f"{name}: a card is cut by the photo's edge; step back so that all four of "
-            f"{month_name}'s cards are inside the photo."
-        )
+        photo.problem = Message("photo.cut", name=name, month=month_name)
         return photo
     smallest = min(_long_side(q) for q in quads)
     if smallest < MIN_CARD_PX:
-        photo.problem = (
-            f"{name}: the cards are too small ({smallest:.0f} px long, at least {MIN_CARD_PX} "
-            "needed); come closer, or take the photo at a higher resolution."
-        )
+        photo.problem = Message("photo.too_small", name=name, px=round(smallest), need=MIN_CARD_PX)
         return photo
     quads = quads[slot_order(quads)]
     faces = [
         rectify(image, q, min(FACE_HEIGHT, max(MIN_CARD_PX, round(_long_side(q))))) for q in quads
     ]
     if float(np.median([sharpness(f) for f in faces])) < MIN_SHARPNESS:
-        photo.problem = f"{name} is blurred: hold the phone still and let it focus on the cards."
+        photo.problem = Message("photo.blurred", name=name)
         return photo
     photo.quads = quads
     photo.faces = [rectify(image, q, FACE_HEIGHT) for q in quads]
@@ -246,7 +254,7 @@ class BackPicture:
 
 def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
     """Read a photo of one card of the deck lying face down: (the back, "") or (None, one
-    sentence saying what to fix)."""
+    sentence saying what to fix, a Message)."""
     path = Path(path)
     name = path.name
     try:
@@ -255,8 +263,10 @@ def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
         data = np.zeros(0, np.uint8)
     image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if image is None:
-        return None, f"{name} (the back) is not an image that can be read: save it as JPEG or PNG."
+        return None, Message("photo.back_unreadable", name=name)
     h, w = image.shape[:2]
+    if min(h, w) < MIN_CARD_PX:  # no card of MIN_CARD_PX fits
+        return None, Message("photo.back_too_small", name=name, px=min(h, w), need=MIN_CARD_PX)
     quads = find_cards(image).quads
     margin = EDGE_MARGIN * min(h, w)
     inside = [
@@ -267,22 +277,16 @@ def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
     ]  # fmt: skip
     if len(quads) != 1 or len(inside) != 1:
         if len(quads) == 1 or (not quads.size and _touches_edge(image)):
-            return None, (
-                f"{name} (the back): the card is cut by the photo's edge; step back so that "
-                "the whole card is inside the photo."
-            )
+            return None, Message("photo.back_cut", name=name)
         if _blurred_photo(image) and not len(quads):
-            return None, f"{name} (the back) is blurred: hold the phone still and let it focus."
-        shows = f"{len(quads)} cards, not one" if len(quads) else "no card"
-        return None, (
-            f"{name} (the back) shows {shows}: lay one card of the deck face down, alone on a "
-            "table of another colour than its edge."
-        )
+            return None, Message("photo.back_blurred", name=name)
+        if len(quads):
+            return None, Message("photo.back_cards", name=name, n=len(quads))
+        return None, Message("photo.back_no_card", name=name)
     quad = quads[0]
     if _long_side(quad) < MIN_CARD_PX:
-        return None, (
-            f"{name} (the back): the card is too small ({_long_side(quad):.0f} px long, at "
-            f"least {MIN_CARD_PX} needed); come closer."
+        return None, Message(
+            "photo.back_too_small", name=name, px=round(_long_side(quad)), need=MIN_CARD_PX
         )
     return BackPicture(name, rectify(image, quad, FACE_HEIGHT), image, quad), ""
 

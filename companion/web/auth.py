@@ -12,7 +12,8 @@ import time
 from flask import Blueprint, current_app, redirect, request, session, url_for
 from flask_babel import gettext as _
 
-from companion.web.views import WebError, render
+from companion.web.errors import WebError
+from companion.web.pages import render
 
 bp = Blueprint("auth", __name__)
 
@@ -211,3 +212,23 @@ def join_qr_svg(url: str) -> str | None:
     except ImportError:  # pragma: no cover - segno is a dependency
         return None
     return segno.make(url, error="m").svg_inline(scale=6, dark="#000", light="#fff", border=2)
+
+
+JOIN_CODE_DIGITS = 10  # the QR code carries it; typed by hand it is read in groups of 3-3-4
+
+
+def new_join_code() -> str:
+    """A random code of ``JOIN_CODE_DIGITS`` digits, leading zeros kept: at the server's bound
+    on guesses (``companion.web.auth``) finding it takes decades, not minutes."""
+    return f"{secrets.randbelow(10**JOIN_CODE_DIGITS):0{JOIN_CODE_DIGITS}d}"
+
+
+def qr_text(data: str) -> str:
+    """``data`` as a QR code drawn with block characters for a terminal."""
+    import io
+
+    import segno
+
+    out = io.StringIO()
+    segno.make(data, error="m").terminal(out=out, compact=True, border=2)
+    return out.getvalue()

@@ -25,8 +25,8 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.web.errors import WebError
 from companion.web.i18n import say
-from companion.web.views import WebError
 
 bp = Blueprint("camera", __name__)
 

@@ -24,7 +24,9 @@ from flask_babel import gettext as _
 
 from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
-from companion.web.views import WebError, is_htmx, render, store, whole_number
+from companion.web.errors import WebError
+from companion.web.forms import whole_number
+from companion.web.pages import is_htmx, render, store
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
 
@@ -219,7 +221,7 @@ def record(match_id: int):
         raise WebError(_("The request has no request id (request_id); reload the page."), 400)
     event = Event.from_dict(event_from_form(form))
     st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.live import notify
+    from companion.web.tally_stream import notify
 
     notify()
     if is_htmx():

@@ -6,7 +6,8 @@ when the headers end, and the app (``init_app``) checks it again for any other W
 chunked body, whose length is not declared, is cut off as soon as it passes the limit.
 
 The limits are small on purpose: a form of the page is a few hundred bytes; an exported match
-is about 150 bytes an event, so ``IMPORT_MAX_BYTES`` holds a match of some 25,000 events. A larger
+is about 150 bytes an event, so ``IMPORT_MAX_BYTES`` holds a match of some 25,000 events; a
+teaching photo (``PHOTO_MAX_BYTES``) is one phone photo, sent alone. A larger
 limit lets a stranger on the LAN make the server write that much to its temporary folder (often
 on the database's disk) for each request.
 """
@@ -23,14 +24,23 @@ FORM_MAX_BYTES = 64 * 1024  # every form and query of the page
 IMPORT_MAX_BYTES = 4 * 1024 * 1024  # an exported match (the file alone)
 IMPORT_PATH = "/matches/import"
 MULTIPART_OVERHEAD = 16 * 1024  # the form's boundaries and fields around the uploaded file
+# One month's photo for teaching a deck (``companion.web.teach``): a phone's JPEG of 12 to 50
+# megapixels is 3 to 15 MB. More lets a stranger make the server write more for each request.
+PHOTO_MAX_BYTES = 16 * 1024 * 1024
+PHOTO_PATH = "/decks/teach/photo"
+# POST routes taking more than a form, and how much (their file and the form around it)
+UPLOAD_LIMITS = {
+    IMPORT_PATH: IMPORT_MAX_BYTES + MULTIPART_OVERHEAD,
+    PHOTO_PATH: PHOTO_MAX_BYTES + MULTIPART_OVERHEAD,
+}
 # The server's own ceiling: no route takes more (waitress's ``max_request_body_size``).
-SERVER_MAX_BYTES = IMPORT_MAX_BYTES + MULTIPART_OVERHEAD
+SERVER_MAX_BYTES = max(UPLOAD_LIMITS.values())
 
 
 def body_limit(method: str, path: str) -> int:
     """The largest body a request for ``path`` may carry, in bytes."""
-    if method == "POST" and path.rstrip("/") == IMPORT_PATH:
-        return SERVER_MAX_BYTES
+    if method == "POST":
+        return UPLOAD_LIMITS.get(path.rstrip("/"), FORM_MAX_BYTES)
     return FORM_MAX_BYTES
 
 

@@ -300,8 +300,8 @@ def run_live_bench(
     ``same_process``: run the followers as threads of this process instead of a child
     process (their work then competes with the server's for Python's interpreter lock).
     ``board_in_event``, ``long_match``, ``probe_pages``: see the module docstring."""
-    from companion import web
     from companion.store import MatchStore
+    from companion.web import create_app, serving
 
     if not 1 <= clients <= MAX_CLIENTS:
         raise CompanionError(f"The number of clients must be between 1 and {MAX_CLIENTS}.")
@@ -327,7 +327,7 @@ def run_live_bench(
         state = store.state(match_id)
         taken = [card.code for cards in state.captures.values() for card in cards]
         players = list(state.players)
-        app = web.create_app(store)
+        app = create_app(store)
         writer = MatchStore.open(Path(tmp) / "bench.db") if external_writer else store
         bound = threading.Event()
         servers = []
@@ -337,7 +337,7 @@ def run_live_bench(
             bound.set()
 
         threading.Thread(
-            target=web.serve, args=(app, "127.0.0.1", 0), kwargs={"ready": on_ready}, daemon=True
+            target=serving.serve, args=(app, "127.0.0.1", 0), kwargs={"ready": on_ready}, daemon=True
         ).start()
         if not bound.wait(10):
             raise CompanionError("The benchmark server did not start within 10 seconds.")

@@ -36,9 +36,11 @@ from companion.game import engine, registry
 from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
-from companion.web import views
+from companion.web import chart, event_log, tiles
+from companion.web.errors import WebError
+from companion.web.forms import new_request_id, whole_number
 from companion.web.i18n import language
-from companion.web.views import WebError, is_htmx, new_request_id, render, store
+from companion.web.pages import is_htmx, render, store
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
@@ -95,7 +97,7 @@ def board_context(match_id: int) -> dict:
                 "is_oya": name == state.oya,
                 "pending": name == pending,
                 "total": state.totals.get(name, 0),
-                "groups": views.by_category(captures, deck),
+                "groups": tiles.by_category(captures, deck),
                 "count": len(captures),
                 "hand": state.hands.get(name),
                 "koi": state.koi.get(name, 0),
@@ -131,8 +133,8 @@ def board_context(match_id: int) -> dict:
         "round_open": _round_open(state),
         "outcome": state.outcome,
         "rounds": state.rounds,
-        "chart": views.chart(list(state.players), state.rounds),
-        "log": views.log_lines(stored, deck, teams, worded=_log_words(info)),
+        "chart": chart.chart(list(state.players), state.rounds),
+        "log": event_log.log_lines(stored, deck, teams, worded=_log_words(info)),
         "warnings": _settled_warnings(state, stored),
         "card_values_mode": state.mode == "card_values",
         "next_round": len(state.rounds) + 1,
@@ -320,7 +322,7 @@ def _log_html(match_id: int, lines) -> Markup:
 
     return Markup("").join(
         _kept(cache, (match_id, line.seq, line.undone, line.text, lang), lambda line=line: item(line))
-        for line in lines[: views.LOG_LINES_SHOWN]
+        for line in lines[: event_log.LOG_LINES_SHOWN]
     )
 
 
@@ -354,7 +356,7 @@ def picker(match_id: int):
         for c in ctx["state"].captures.get(p, []):
             owner[c.code] = p
     if card is not None:
-        card = views.tile(card, deck)  # CardError -> 400
+        card = tiles.tile(card, deck)  # CardError -> 400
         if owner.get(card.code) != side:
             raise WebError(
                 _(
@@ -373,7 +375,7 @@ def picker(match_id: int):
         card=card if declare is None else None,
         declare=declare,
         owner=owner,
-        months=views.months(deck),
+        months=tiles.months(deck),
         **ctx,
     )
 
@@ -382,7 +384,7 @@ def _int_field(form, name: str, what: str) -> int:
     raw = form.get(name)
     if raw is None or str(raw).strip() == "":
         raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name))
-    number = views.whole_number(raw)
+    number = whole_number(raw)
     if number is None:
         raise WebError(
             _("%(what)s (%(name)s) must be a whole number.", what=what, name=name).capitalize()
@@ -457,7 +459,7 @@ def record(match_id: int):
     else:
         event = engine.Event.from_dict(fields)  # IllegalEvent: 400
         st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.live import notify
+    from companion.web.tally_stream import notify
 
     notify()
     if is_htmx():  # the new board (rendered once for its seq), and the picker closed

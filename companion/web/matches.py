@@ -9,7 +9,10 @@ from flask_babel import gettext as _
 
 from companion import CompanionError
 from companion.game import registry
-from companion.web.views import WebError, is_htmx, render, store, team_label, whole_number
+from companion.web.errors import WebError
+from companion.web.event_log import team_label
+from companion.web.forms import whole_number
+from companion.web.pages import is_htmx, render, store
 
 bp = Blueprint("matches", __name__)
 

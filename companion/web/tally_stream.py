@@ -1,4 +1,5 @@
-"""Live updates: Server-Sent Events and a long-poll (documented in ``companion/web/__init__``).
+"""The tally's live updates: Server-Sent Events and a long-poll (the routes are documented in
+``companion/web/__init__``).
 
 Each app has one watcher holding the last seq of the matches being followed. An append made
 through the app's store (the event endpoint, the camera loop, ``demo``'s script in this process)
@@ -18,7 +19,9 @@ from collections import Counter
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 
-from companion.web.views import WebError, store, whole_number
+from companion.web.errors import WebError
+from companion.web.forms import whole_number
+from companion.web.pages import store
 
 bp = Blueprint("live", __name__, url_prefix="/matches/<int:match_id>")
 

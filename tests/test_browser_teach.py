@@ -1,0 +1,119 @@
+"""The "Teach a deck" page in headless Chromium: twelve photos picked at once each go to their
+month and come back with their four cards outlined and named, a month taken again with three
+cards gets its sentence, and the deck is taught and listed. Photos are rendered at test time
+from ../shared/decks into a temporary folder (never committed)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import cv2
+import pytest
+from test_browser import Page, browser, shot  # noqa: F401 - browser is a fixture; skips as it does
+
+from companion.recognizer import DEFAULT_MODEL
+from companion.recognizer.decks import UserDeck, list_decks
+from companion.simulator import synth
+from companion.simulator.teaching import render_month_photo, write_month_photos
+from companion.store import MatchStore
+from companion.web import create_app
+from companion.web.serving import serve
+
+pytestmark = pytest.mark.browser
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+SOURCE_DECK = "traditional-ngs"
+SIZE = {"width": 1000, "height": 750}  # small photos: quick to render, send and check
+
+
+def _have_deck() -> bool:
+    try:
+        synth.resolve_deck_dir(SOURCE_DECK)
+    except synth.SynthError:
+        return False
+    return True
+
+
+if not _have_deck() or not DEFAULT_MODEL.is_file():
+    pytest.skip("no ../shared/decks or no committed model", allow_module_level=True)
+
+
+@pytest.fixture
+def teach_server(tmp_path):
+    """A threaded server on 127.0.0.1 keeping decks under tmp_path; yields (base_url, decks)."""
+    store = MatchStore.open(tmp_path / "browser.db")
+    app = create_app(store)
+    decks = tmp_path / "decks"
+    app.config["DECKS_DIR"] = str(decks)
+    servers = []
+    thread = threading.Thread(
+        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not servers and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert servers, "the server did not start"
+    yield f"http://127.0.0.1:{servers[0].server_port}", decks
+    servers[0].shutdown()
+    thread.join(timeout=5)
+    store.close()
+
+
+def good_months(driver) -> int:
+    return len(driver.find_elements(By.CSS_SELECTOR, ".month-slot[data-state=good]"))
+
+
+def test_twelve_photos_picked_at_once_teach_a_deck(teach_server, browser, tmp_path):  # noqa: F811
+    base, decks = teach_server
+    photos = write_month_photos(tmp_path / "photos", SOURCE_DECK, seed=5, **SIZE)
+    three = tmp_path / "three.jpg"
+    cv2.imwrite(str(three), render_month_photo(9, SOURCE_DECK, 3, cards=3, **SIZE).image)
+    page = Page(browser)
+
+    browser.get(f"{base}/")
+    page.click("#teach-link")
+    page.wait.until(lambda d: d.find_elements(By.ID, "teach-panel"))
+    assert browser.find_element(By.ID, "teach-button").get_attribute("disabled") is not None
+
+    # The twelve photos picked at once: each goes to its month and comes back checked.
+    picker = browser.find_element(By.ID, "teach-many")
+    picker.send_keys("\n".join(str(photos / f"{m:02d}.jpg") for m in range(1, 13)))
+    WebDriverWait(browser, 60).until(lambda d: good_months(d) == 12)
+    for month in range(1, 13):
+        slot = f"#month-{month}"
+        assert len(browser.find_elements(By.CSS_SELECTOR, f"{slot} polygon.card-outline")) == 4
+        names = browser.find_elements(By.CSS_SELECTOR, f"{slot} .card-names li")
+        assert [n.get_attribute("data-code") for n in names] == [
+            f"{month:02d}-{k}" for k in range(1, 5)
+        ]
+    assert "Crane" in page.text("#month-1 .card-names")
+    page.wait.until(lambda d: page.text("#teach-count") == "12 of 12 photos show their four cards")
+
+    # March taken again with three cards: the page says what to fix, in that month's place,
+    # and the deck cannot be taught until it is taken once more.
+    march = "#month-3 input[type=file]"
+    browser.find_element(By.CSS_SELECTOR, march).send_keys(str(three))
+    page.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#month-3[data-state=bad]"))
+    assert "shows 3 cards, not four" in page.text("#month-3 .teach-problem")
+    assert browser.find_element(By.ID, "teach-button").get_attribute("disabled") is not None
+    browser.find_element(By.CSS_SELECTOR, march).send_keys(str(photos / "03.jpg"))
+    page.wait.until(lambda d: good_months(d) == 12)
+    shot(browser, "40-teach-a-deck")
+
+    browser.find_element(By.ID, "deck-name").send_keys("my-deck")
+    page.click("#teach-button")
+    WebDriverWait(browser, 150).until(lambda d: d.find_elements(By.ID, "teach-done"))
+    assert browser.find_elements(By.CSS_SELECTOR, '#taught-decks li[data-deck="my-deck"]')
+    assert list_decks(decks) == ["my-deck"]
+    assert len(UserDeck.load("my-deck", decks).codes) == 48
+    problems = [
+        e["message"]
+        for e in browser.get_log("browser")
+        if ("Content Security Policy" in e["message"] or e["level"] == "SEVERE")
+        and "favicon" not in e["message"]
+    ]
+    assert problems == []

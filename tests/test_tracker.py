@@ -1,0 +1,198 @@
+"""The tracker's parts on their own: a track's phases, the settings, the table snapshot."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from companion import CompanionError
+from companion.detections import Detections, class_id
+from companion.live import tracker as tracker_module
+from companion.live.tracker import (
+    IllegalTransition,
+    TableState,
+    TableTracker,
+    Track,
+    TrackerSettings,
+    TrackState,
+)
+from companion.live.zones import default_zones
+
+ZONES = default_zones(2)
+W, H = 1280, 720
+
+
+def new_track() -> Track:
+    quad = np.array([[0, 0], [62, 0], [62, 100], [0, 100]], np.float32)
+    return Track(1, quad, None, 1, quad.mean(axis=0), deque(maxlen=5), deque(maxlen=10))
+
+
+# -- a track's life ---------------------------------------------------------------------------
+
+
+def test_a_track_lives_through_its_phases_in_order():
+    track = new_track()
+    assert track.state is TrackState.ARRIVING
+    track.settle(3, 0.3)
+    assert track.state is TrackState.SETTLED and track.steady_since == 3
+    track.unsettle()  # stirred before it was decided
+    assert track.state is TrackState.ARRIVING and track.steady_since is None
+    track.settle(5, 0.5)
+    track.record("A", "08-3")
+    assert track.state is TrackState.RECORDED and (track.seat, track.recorded_code) == ("A", "08-3")
+    track.rename("08-4")
+    assert track.state is TrackState.RECORDED and track.recorded_code == "08-4"
+    track.remove()
+    assert track.state is TrackState.REMOVED and track.state.removed and track.state.captured
+    track.end(in_sight=True)
+    assert track.state is TrackState.ENDED_REMOVED and track.recorded_code is None
+    track.end(in_sight=False)  # the round ended again while it waits: it stays removed
+    assert track.state is TrackState.ENDED_REMOVED and not track.in_sight
+
+
+@pytest.mark.parametrize(
+    "path, move",
+    [
+        ((), lambda t: t.record("A", "01-1")),  # a card still arriving is not a capture
+        ((), lambda t: t.unsettle()),
+        (("settle",), lambda t: t.settle(4, 0.4)),
+        (("settle",), lambda t: t.remove()),  # only a capture is removed
+        (("settle",), lambda t: t.rename("01-3")),
+        (("settle", "record"), lambda t: t.settle(4, 0.4)),
+        (("settle", "record"), lambda t: t.unsettle()),  # a capture's code is fixed
+        (("settle", "record", "remove"), lambda t: t.record("A", "01-1")),
+        (("end",), lambda t: t.settle(4, 0.4)),  # an ended round's card never settles again
+        (("end",), lambda t: t.remove()),
+    ],
+)
+def test_a_track_refuses_a_move_its_phase_does_not_lead_to(path, move):
+    track = new_track()
+    steps = {
+        "settle": lambda t: t.settle(2, 0.2),
+        "record": lambda t: t.record("A", "01-1"),
+        "remove": lambda t: t.remove(),
+        "end": lambda t: t.end(in_sight=True),
+    }
+    for step in path:
+        steps[step](track)
+    before = track.state
+    with pytest.raises(IllegalTransition):
+        move(track)
+    assert track.state is before
+
+
+def test_the_tracker_registers_and_forgets_through_the_transitions():
+    tracker = TableTracker(ZONES)
+    track = new_track()
+    tracker.tracks[track.id] = track
+    with pytest.raises(IllegalTransition):  # not steady yet
+        tracker.register(track.id, "A", "01-1")
+    track.settle(1, 0.1)
+    tracker.register(track.id, "A", "01-1")
+    assert tracker.registered() == {"01-1": track}
+    assert tracker.rename("01-1", "01-2") and tracker.registered() == {"01-2": track}
+    assert tracker.forget("01-2") and tracker.registered() == {}
+    assert track.state is TrackState.REMOVED
+    tracker.end_round()
+    assert track.state is TrackState.ENDED_REMOVED
+
+
+# -- settings -------------------------------------------------------------------------------------
+
+
+def test_every_tracker_setting_says_what_moving_it_trades_in_one_line():
+    described = TrackerSettings.describe()
+    assert list(described) == [f.name for f in dataclasses.fields(TrackerSettings)]
+    for name, why in described.items():
+        assert len(why) >= 40 and "\n" not in why, name
+    # and the settings are the tracker's: each one is read by the module
+    source = inspect.getsource(tracker_module)
+    for name in described:
+        assert f"s.{name}" in source or f"settings.{name}" in source, name
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"window": 0},
+        {"steady_looks": 6},  # more than the window
+        {"same_card_iou": 1.5},
+        {"agree": -0.1},
+        {"at_rest": float("nan")},
+        {"vanished_at_once": 2.5},
+        {"hand_lingers": True},
+        {"cleared_share": "a fifth"},
+    ],
+)
+def test_a_tracker_setting_out_of_range_is_refused_in_one_sentence(change):
+    with pytest.raises(CompanionError) as refused:
+        TrackerSettings(**change)
+    message = str(refused.value)
+    assert message.startswith("The tracker's ") and message.count(". ") == 0
+    assert message.endswith(".")
+
+
+def test_the_tracker_decides_by_its_settings():
+    """A card seen once settles at once when the settings ask one still look of it."""
+
+    def field_after(settings: TrackerSettings | None, looks: int) -> tuple:
+        tracker = TableTracker(ZONES) if settings is None else TableTracker(ZONES, settings)
+        quad = [[460, 375], [516, 375], [516, 465], [460, 465]]
+        det = Detections(
+            quads=np.array([quad], np.float32),
+            class_ids=np.array([class_id("08-1")]),
+            confidence=np.array([0.95], np.float32),
+        )
+        state = None
+        for i in range(looks):
+            state = tracker.update(det, FakeFrame(i, i / 10))
+        return state.field
+
+    assert field_after(None, 1) == () and field_after(None, 3) == ("08-1",)
+    assert field_after(TrackerSettings(steady_looks=1, at_rest=0.0), 1) == ("08-1",)
+
+
+def test_no_tuning_number_is_left_inline_in_the_tracker():
+    """Numbers in the tracker's code (outside TrackerSettings) are 0, 1, 2 (counts, "twice
+    the window") or indices, never a threshold."""
+    tree = ast.parse(inspect.getsource(tracker_module))
+    inline = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "TrackerSettings":
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign) and "_CLOCK_SLACK" in ast.unparse(node):
+            continue
+        # a subscript's index (a quad's corner q[3]) is no tuning
+        indices = {id(sub.slice) for sub in ast.walk(node) if isinstance(sub, ast.Subscript)}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and type(sub.value) in (int, float):
+                if sub.value not in (0, 1, 2) and id(sub) not in indices:
+                    inline.append((sub.lineno, sub.value))
+    assert inline == []
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeFrame:
+    index: int
+    time: float
+    image: np.ndarray | None = None
+    size: tuple = (W, H)
+
+
+def test_the_table_state_is_a_snapshot():
+    table = TableState(field=["01-1"], captures={"A": ["08-1"]}, arrivals={"A": [], "B": []})
+    assert table.field == ("01-1",) and table.captures == {"A": ("08-1",)}
+    assert table.arrivals == {"A": (), "B": ()}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        table.field = ()
+    changed = dataclasses.replace(table, field=())
+    assert changed.field == () and table.field == ("01-1",)
