@@ -69,6 +69,18 @@ live session the pages say "no camera" and the picture endpoints answer 404::
                                         page, the live view beside the tally; 503 with one
                                         sentence without card images to film; 404 elsewhere
 
+Teaching a deck (``companion.web.teach``: the twelve month photos, checked one by one, then the
+deck kept where ``companion deck add`` keeps it)::
+
+    GET  /decks/teach                   the taught decks, and the months' photos sent so far
+    POST /decks/teach/photo             month=1..12|back, photo=<JPEG or PNG>: that place's photo,
+                                        checked; answers its place (cards outlined and named, or
+                                        the sentence saying what to fix)
+    POST /decks/teach/names             names=<deck file>: the deck's own names (forget=1: none)
+    POST /decks/teach/save              name=NAME: teach and keep the deck (4xx, nothing kept,
+                                        while a photo is missing or will not do)
+    POST /decks/<name>/remove           delete a taught deck
+
 A flagged capture shows on the board as "check this card": ``capture_checked`` (POST
 ``/matches/<id>/events``, player + card) confirms it, ``capture_corrected`` corrects it.
 
@@ -78,12 +90,12 @@ saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). Wit
 set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
 ``read_only=True`` nothing can be changed at all. Join codes are judged a few a second for the
 whole server, whatever the address (``companion.web.auth``). A body over its route's limit
-(64 KB, an import 4 MB) is refused with 413 before it is read (``companion.web.limits``).
+(64 KB, an import 4 MB, a teaching photo 16 MB) is refused with 413 before it is read (``companion.web.limits``).
 ``serve`` on a loopback address also refuses
 requests made under any other host name (DNS rebinding).
 
 The modules: one blueprint per area (``matches``, ``match``, ``hanamikoji``, ``camera``,
-``tally_stream``, ``auth``), what views share (``pages``: store and rendering; ``forms``: reading
+``tally_stream``, ``auth``, ``teach``), what views share (``pages``: store and rendering; ``forms``: reading
 fields; ``errors``: the one-sentence 4xx; ``tiles``, ``event_log``, ``chart``: what the match
 page draws), what guards every request (``security``, ``limits``, ``auth``), serving it
 (``server``: waitress; ``hosts``: addresses). This module is the app factory alone.
