@@ -21,12 +21,18 @@ def store():
 
 
 @pytest.fixture
-def client(store):
-    """The tablet app over ``store``, as a Flask test client (a test module may serve it with
-    a camera instead by defining its own ``client``)."""
+def app(store):
+    """The tablet app over ``store``, for tests (a test module may build its own ``app``)."""
     from companion.web import create_app
 
-    return create_app(store, testing=True).test_client()
+    return create_app(store, testing=True)
+
+
+@pytest.fixture
+def client(app):
+    """``app``'s Flask test client (a test module may serve it with a camera instead by
+    defining its own ``client``)."""
+    return app.test_client()
 
 
 @pytest.fixture
@@ -53,3 +59,23 @@ def serve_app():
     for served, app in reversed(running):
         served.__exit__(None, None, None)
         app.extensions["companion_store"].close()
+
+
+@pytest.fixture
+def browser():
+    """A headless Chromium (``browser_support``; the test skips without one)."""
+    from browser_support import close_browser, open_browser
+
+    driver = open_browser()
+    yield driver
+    close_browser(driver)
+
+
+@pytest.fixture
+def live(tmp_path, serve_app):
+    """The tablet app served on 127.0.0.1 over a database file; (base_url, store)."""
+    from companion.store import MatchStore
+    from companion.web import create_app
+
+    store = MatchStore.open(tmp_path / "browser.db")
+    return serve_app(create_app(store)).base_url, store

@@ -9,7 +9,7 @@ import re
 import cv2
 import numpy as np
 import pytest
-from test_browser import Page, browser, shot  # noqa: F401 - browser is a fixture; skips as it does
+from browser_support import Page, shot  # noqa: E402 - skips this module as it does
 from test_camera_web import FakeLive
 
 from companion.live.zones import Zones, default_zones
@@ -79,7 +79,7 @@ def console_problems(driver, allowed=()) -> list[str]:
     ]
 
 
-def test_live_view_follows_the_camera(camera_server, browser):  # noqa: F811
+def test_live_view_follows_the_camera(camera_server, browser):
     base, store, camera = camera_server
     camera.match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     page = Page(browser)
@@ -111,7 +111,7 @@ def test_live_view_follows_the_camera(camera_server, browser):  # noqa: F811
     assert console_problems(browser) == []
 
 
-def test_live_view_without_a_frame_yet(camera_server, browser):  # noqa: F811
+def test_live_view_without_a_frame_yet(camera_server, browser):
     base, store, camera = camera_server
     camera.has_frames = False
     camera.camera = "connecting"
@@ -129,7 +129,7 @@ def corner(driver, zone: str, index: int):
     return driver.find_element(By.CSS_SELECTOR, f'.handle[data-zone="{zone}"][data-index="{index}"]')
 
 
-def test_calibration_by_dragging_corners(camera_server, browser):  # noqa: F811
+def test_calibration_by_dragging_corners(camera_server, browser):
     base, store, camera = camera_server
     page = Page(browser)
     browser.get(f"{base}/calibrate")
@@ -183,7 +183,7 @@ def test_calibration_by_dragging_corners(camera_server, browser):  # noqa: F811
     assert console_problems(browser) == []
 
 
-def test_check_this_card_on_the_match_page(camera_server, browser):  # noqa: F811
+def test_check_this_card_on_the_match_page(camera_server, browser):
     base, store, camera = camera_server
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     store.append(match_id, {"type": "round_started"})
@@ -241,7 +241,7 @@ def rectangles_apart(rects) -> bool:
     )
 
 
-def test_the_live_view_names_each_card_in_the_pages_language(tmp_path, browser, serve_app):  # noqa: F811
+def test_the_live_view_names_each_card_in_the_pages_language(tmp_path, browser, serve_app):
     from companion.game.cards import STANDARD_DECK
 
     store = MatchStore.open(tmp_path / "browser.db")
@@ -277,7 +277,7 @@ def test_the_live_view_names_each_card_in_the_pages_language(tmp_path, browser, 
     assert console_problems(browser) == []
 
 
-def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_server, browser):  # noqa: F811
+def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_server, browser):
     base, store, camera = camera_server
     browser.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride",
@@ -304,7 +304,7 @@ def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_path, browser, serve_app):  # noqa: F811
+def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_path, browser, serve_app):
     """A real LiveSession on a camera that never opens, its clock in the test's hands: the
     match page's camera link says "connecting", then names the camera and what to check."""
     from companion.detections import Detections

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import cv2
 import pytest
-from test_browser import Page, browser, shot  # noqa: F401 - browser is a fixture; skips as it does
+from browser_support import Page, shot  # noqa: E402 - skips this module as it does
 
 from companion.recognizer import DEFAULT_MODEL
 from companion.recognizer.decks import UserDeck, list_decks
@@ -51,7 +51,7 @@ def good_months(driver) -> int:
     return len(driver.find_elements(By.CSS_SELECTOR, ".month-slot[data-state=good]"))
 
 
-def test_twelve_photos_picked_at_once_teach_a_deck(teach_server, browser, tmp_path):  # noqa: F811
+def test_twelve_photos_picked_at_once_teach_a_deck(teach_server, browser, tmp_path):
     base, decks = teach_server
     photos = write_month_photos(tmp_path / "photos", SOURCE_DECK, seed=5, **SIZE)
     three = tmp_path / "three.jpg"

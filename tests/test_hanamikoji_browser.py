@@ -7,15 +7,15 @@ import pytest
 pytestmark = pytest.mark.browser
 
 # Skips this module too when chromium, chromedriver or selenium is missing.
+from browser_support import Page, shot  # noqa: E402 - skips this module as it does
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
-from test_browser import Page, browser, live, shot  # noqa: E402,F401
 
 from companion.game.hanamikoji import GEISHAS, RoundCounts  # noqa: E402
 
 
-def test_a_hanamikoji_round_on_the_tablet(live, browser):  # noqa: F811
+def test_a_hanamikoji_round_on_the_tablet(live, browser):
     base, store = live
     page = Page(browser)
     browser.get(base + "/")

@@ -28,16 +28,6 @@ HX = {"HX-Request": "true"}
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def app(store):
-    return create_app(store, testing=True)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
 class Poster:
     """Posts change forms the way the page does (CSRF, expected seq, fresh request id)."""
 

@@ -7,13 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from companion.web import create_app
 from companion.web.errors import WebError
-
-
-@pytest.fixture
-def app(store):
-    return create_app(store, testing=True)
 
 
 @pytest.mark.parametrize(

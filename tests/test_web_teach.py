@@ -61,11 +61,6 @@ def app(store, tmp_path):
     return app
 
 
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
 def send(client, token, month, data: bytes, filename="photo.jpg", lang=None):
     from io import BytesIO
 
