@@ -269,7 +269,7 @@ def test_cards_of_a_design_of_its_own_are_found_where_the_classifier_is_unsure(p
     from companion.recognizer.evaluation import MUST_FIND_VISIBLE, match_detections
 
     deck = add_deck("own", procedural, procedural.parent / "decks", views=6)
-    assert deck.descriptor == "embedding+pixels" and deck.sureness < 0.6
+    assert deck.descriptor == "embedding+even-pixels" and deck.sureness < 0.6
     recognizer = Recognizer.load().with_deck(deck)
     counts = {True: [0, 0], False: [0, 0]}  # rescue: (found, false cards)
     for index in range(3):

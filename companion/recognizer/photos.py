@@ -35,6 +35,7 @@ from companion.recognizer.decks import (
     classifier_view,
     default_decks_dir,
     describe,
+    full_deck_descriptor,
     model_settings,
     own_card_similarity,
     store_names,
@@ -374,12 +375,13 @@ def teach_from_photos(
             ids += [CLASSES.index(code)] * len(made)
     crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
-    embeddings = describe(session, crops).astype(np.float32)
     agreement, sureness = classifier_view(crops, ids)
+    descriptor = full_deck_descriptor(sureness)
+    embeddings = describe(session, crops, descriptor).astype(np.float32)
     back_embeddings = None
     if back is not None:
         back_embeddings = back_references(
-            session, settings, rng, back.face, "embedding+pixels", back.crops(settings, rng)
+            session, settings, rng, back.face, descriptor, back.crops(settings, rng)
         )
         check_back(back_embeddings, embeddings, ids, back.name)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
@@ -394,7 +396,7 @@ def teach_from_photos(
         str(Path(photo_dir).resolve()),
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
-        descriptor="embedding+pixels",
+        descriptor=descriptor,
         agreement=agreement,
         sureness=sureness,
         back_embeddings=back_embeddings,
