@@ -28,7 +28,7 @@ from companion import CompanionError
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg
 from companion.web.i18n import say
-from companion.web.pages import is_htmx
+from companion.web.pages import go_to
 
 bp = Blueprint("camera", __name__)
 
@@ -256,12 +256,7 @@ def use_deck():
             raise WebError(_("There is no taught deck named %(name)s.", name=name[:40]), 404)
         deck = UserDeck.load(name, where)  # a deck that cannot be read: its one sentence
     session.use_deck(deck)
-    target = url_for("camera.view")
-    if is_htmx():
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = target
-        return resp
-    return redirect(target, 303)
+    return go_to(url_for("camera.view"))
 
 
 @bp.get("/demo/camera")
