@@ -1,6 +1,7 @@
 """Shared by every test: a bug in a command is a traceback that fails the test, not the
-command line's last-resort sentence (``companion.cli.CompanionGroup.invoke``); the match store
-and the app's test client most tests start from."""
+command line's last-resort sentence (``companion.cli.CompanionGroup.invoke``); the match store,
+the app's test client and a Koi-Koi match most tests start from; an app served for real (the
+browser tests). Helpers the web tests call are in ``web_support.py``."""
 
 import os
 
@@ -26,3 +27,29 @@ def client(store):
     from companion.web import create_app
 
     return create_app(store, testing=True).test_client()
+
+
+@pytest.fixture
+def match_id(store):
+    """A new Koi-Koi match in ``store``: Aki and Ben, livret rules, 6 rounds, Aki is Oya."""
+    return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+
+
+@pytest.fixture
+def serve_app():
+    """Serves an app for real on a free loopback port: ``serve_app(app)`` starts it and gives
+    its ``ServedApp`` (``base_url``, ``port``). After the test each server is stopped, then
+    its app's store closed (the server is the store's last user)."""
+    from web_support import ServedApp
+
+    running = []
+
+    def start(app, **serve_options):
+        served = ServedApp(app, **serve_options)
+        running.append((served.__enter__(), app))
+        return served
+
+    yield start
+    for served, app in reversed(running):
+        served.__exit__(None, None, None)
+        app.extensions["companion_store"].close()

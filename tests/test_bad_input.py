@@ -3,7 +3,6 @@ code 2 with one sentence, and changes nothing."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from web_support import csrf, message
 
 from companion import CompanionError
 from companion.cli import main
@@ -23,22 +23,6 @@ from companion.web import create_app
 
 HX = {"HX-Request": "true"}
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def match_id(store):
-    return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
-
-
-def csrf(client) -> str:
-    page = client.get("/").get_data(as_text=True)
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
-def message(response) -> str:
-    text = response.get_data(as_text=True)
-    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
-    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
 
 
 def one_sentence(result) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -32,27 +31,13 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from companion.store import MatchStore  # noqa: E402
 from companion.web import create_app  # noqa: E402
-from companion.web.serving import serve  # noqa: E402
 
 
 @pytest.fixture
-def live(tmp_path):
-    """A threaded server on 127.0.0.1 over a database file; yields (base_url, store)."""
+def live(tmp_path, serve_app):
+    """The app served on 127.0.0.1 over a database file; yields (base_url, store)."""
     store = MatchStore.open(tmp_path / "browser.db")
-    app = create_app(store)
-    servers = []
-    thread = threading.Thread(
-        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not servers and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert servers, "the server did not start"
-    yield f"http://127.0.0.1:{servers[0].server_port}", store
-    servers[0].shutdown()
-    thread.join(timeout=5)
-    store.close()
+    return serve_app(create_app(store)).base_url, store
 
 
 @pytest.fixture
@@ -106,7 +91,7 @@ class Page:
                 self.wait.until(EC.element_to_be_clickable(locator)).click()
                 return
             except StaleElementReferenceException:
-                time.sleep(0.05)
+                continue  # found again: the wait gives the new board's button once it is there
         raise AssertionError(f"{locator} kept going stale")
 
     def click(self, css: str) -> None:

@@ -5,8 +5,6 @@ doubtful capture is confirmed in one tap. A fake LiveSession serves generated fr
 from __future__ import annotations
 
 import re
-import threading
-import time
 
 import cv2
 import numpy as np
@@ -17,7 +15,6 @@ from test_camera_web import FakeLive
 from companion.live.zones import Zones, default_zones
 from companion.store import MatchStore
 from companion.web import create_app
-from companion.web.serving import serve
 
 pytestmark = pytest.mark.browser
 
@@ -58,24 +55,11 @@ class TableCamera(FakeLive):
 
 
 @pytest.fixture
-def camera_server(tmp_path):
-    """A threaded server on 127.0.0.1 with a fake camera; yields (base_url, store, camera)."""
+def camera_server(tmp_path, serve_app):
+    """The app served on 127.0.0.1 with a fake camera; yields (base_url, store, camera)."""
     store = MatchStore.open(tmp_path / "browser.db")
     camera = TableCamera(tmp_path / "zones.toml")
-    app = create_app(store, live=camera)
-    servers = []
-    thread = threading.Thread(
-        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not servers and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert servers, "the server did not start"
-    yield f"http://127.0.0.1:{servers[0].server_port}", store, camera
-    servers[0].shutdown()
-    thread.join(timeout=5)
-    store.close()
+    return serve_app(create_app(store, live=camera)).base_url, store, camera
 
 
 def image_loaded(driver, css: str) -> bool:
@@ -257,51 +241,40 @@ def rectangles_apart(rects) -> bool:
     )
 
 
-def test_the_live_view_names_each_card_in_the_pages_language(tmp_path, browser):  # noqa: F811
+def test_the_live_view_names_each_card_in_the_pages_language(tmp_path, browser, serve_app):  # noqa: F811
     from companion.game.cards import STANDARD_DECK
 
     store = MatchStore.open(tmp_path / "browser.db")
     camera = NamingCamera(tmp_path / "zones.toml")
-    app = create_app(store, live=camera)
-    servers = []
-    thread = threading.Thread(
-        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
-    )
-    thread.start()
+    base = serve_app(create_app(store, live=camera)).base_url
     page = Page(browser)
-    page.wait.until(lambda d: servers)
-    try:
-        browser.get(f"http://127.0.0.1:{servers[0].server_port}/live?lang=fr")
-        page.wait.until(lambda d: image_loaded(d, "#live-frame"))
-        cards = tight_table_cards()
-        page.wait.until(
-            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#frame-labels .tag.card")) == len(cards)
-        )
-        tags = browser.execute_script(
-            "return Array.from(document.querySelectorAll('#frame-labels .tag')).map(function (t) {"
-            " var r = t.getBoundingClientRect();"
-            " return {text: t.textContent, zone: !!t.dataset.zone, left: r.left, right: r.right,"
-            " top: r.top, bottom: r.bottom}; });"
-        )
-        names = sorted(t["text"] for t in tags if not t["zone"])
-        expected = sorted(
-            "Face cachée" if c["code"] == "back" else STANDARD_DECK.card(c["code"]).names["fr"]
-            for c in cards
-        )
-        assert names == expected  # every card by its French name: no codes, no confidences
-        assert not any(re.search(r"\d\d-\d|0\.\d", t["text"]) for t in tags)
-        zones = sorted(t["text"] for t in tags if t["zone"])
-        assert zones == ["Pioche", "Prises A", "Prises B", "Tapis"]
-        assert rectangles_apart(tags)  # no name covers another
-        frame = browser.find_element(By.ID, "live-frame").rect
-        for tag in tags:  # all of them over the picture
-            assert frame["x"] - 1 <= tag["left"] and tag["right"] <= frame["x"] + frame["width"] + 1
-        shot(browser, "23-live-view-named-fr")
-        assert console_problems(browser) == []
-    finally:
-        servers[0].shutdown()
-        thread.join(timeout=5)
-        store.close()
+    browser.get(f"{base}/live?lang=fr")
+    page.wait.until(lambda d: image_loaded(d, "#live-frame"))
+    cards = tight_table_cards()
+    page.wait.until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#frame-labels .tag.card")) == len(cards)
+    )
+    tags = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#frame-labels .tag')).map(function (t) {"
+        " var r = t.getBoundingClientRect();"
+        " return {text: t.textContent, zone: !!t.dataset.zone, left: r.left, right: r.right,"
+        " top: r.top, bottom: r.bottom}; });"
+    )
+    names = sorted(t["text"] for t in tags if not t["zone"])
+    expected = sorted(
+        "Face cachée" if c["code"] == "back" else STANDARD_DECK.card(c["code"]).names["fr"]
+        for c in cards
+    )
+    assert names == expected  # every card by its French name: no codes, no confidences
+    assert not any(re.search(r"\d\d-\d|0\.\d", t["text"]) for t in tags)
+    zones = sorted(t["text"] for t in tags if t["zone"])
+    assert zones == ["Pioche", "Prises A", "Prises B", "Tapis"]
+    assert rectangles_apart(tags)  # no name covers another
+    frame = browser.find_element(By.ID, "live-frame").rect
+    for tag in tags:  # all of them over the picture
+        assert frame["x"] - 1 <= tag["left"] and tag["right"] <= frame["x"] + frame["width"] + 1
+    shot(browser, "23-live-view-named-fr")
+    assert console_problems(browser) == []
 
 
 def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_server, browser):  # noqa: F811
@@ -331,7 +304,7 @@ def test_the_calibration_save_button_shows_without_scrolling_at_1024x768(camera_
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_path, browser):  # noqa: F811
+def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_path, browser, serve_app):  # noqa: F811
     """A real LiveSession on a camera that never opens, its clock in the test's hands: the
     match page's camera link says "connecting", then names the camera and what to check."""
     from companion.detections import Detections
@@ -355,26 +328,14 @@ def test_the_match_page_says_which_camera_sends_nothing_after_five_seconds(tmp_p
     source = LiveSource(0, opener=lambda target: Absent(), clock=lambda: now[0])
     session = LiveSession(source, NoCards(), store, clock=lambda: now[0], log=lambda line: None)
     session.step()
-    app = create_app(store, live=session)
-    servers = []
-    thread = threading.Thread(
-        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
-    )
-    thread.start()
+    base = serve_app(create_app(store, live=session)).base_url
     page = Page(browser)
-    try:
-        page.wait.until(lambda d: servers)
-        browser.get(f"http://127.0.0.1:{servers[0].server_port}/matches/{match_id}")
-        alert = (By.CSS_SELECTOR, "#camera-link .cam-alert")
-        page.wait.until(lambda d: "Connecting" in d.find_element(*alert).text)
-        now[0] += NO_PICTURE_AFTER
-        session.step()
-        page.wait.until(lambda d: "No picture from camera 0" in d.find_element(*alert).text)
-        assert browser.find_element(*alert).is_displayed()
-        assert "plugged in" in browser.find_element(*alert).text
-        shot(browser, "23-camera-absent")
-    finally:
-        if servers:
-            servers[0].shutdown()
-        thread.join(timeout=5)
-        store.close()
+    browser.get(f"{base}/matches/{match_id}")
+    alert = (By.CSS_SELECTOR, "#camera-link .cam-alert")
+    page.wait.until(lambda d: "Connecting" in d.find_element(*alert).text)
+    now[0] += NO_PICTURE_AFTER
+    session.step()
+    page.wait.until(lambda d: "No picture from camera 0" in d.find_element(*alert).text)
+    assert browser.find_element(*alert).is_displayed()
+    assert "plugged in" in browser.find_element(*alert).text
+    shot(browser, "23-camera-absent")

@@ -5,9 +5,6 @@ from ../shared/decks into a temporary folder (never committed)."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import cv2
 import pytest
 from test_browser import Page, browser, shot  # noqa: F401 - browser is a fixture; skips as it does
@@ -18,7 +15,6 @@ from companion.simulator import synth
 from companion.simulator.teaching import render_month_photo, write_month_photos
 from companion.store import MatchStore
 from companion.web import create_app
-from companion.web.serving import serve
 
 pytestmark = pytest.mark.browser
 
@@ -42,25 +38,13 @@ if not _have_deck() or not DEFAULT_MODEL.is_file():
 
 
 @pytest.fixture
-def teach_server(tmp_path):
-    """A threaded server on 127.0.0.1 keeping decks under tmp_path; yields (base_url, decks)."""
+def teach_server(tmp_path, serve_app):
+    """The app served on 127.0.0.1 keeping decks under tmp_path; yields (base_url, decks)."""
     store = MatchStore.open(tmp_path / "browser.db")
     app = create_app(store)
     decks = tmp_path / "decks"
     app.config["DECKS_DIR"] = str(decks)
-    servers = []
-    thread = threading.Thread(
-        target=serve, args=(app, "127.0.0.1", 0), kwargs={"ready": servers.append}, daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not servers and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert servers, "the server did not start"
-    yield f"http://127.0.0.1:{servers[0].server_port}", decks
-    servers[0].shutdown()
-    thread.join(timeout=5)
-    store.close()
+    return serve_app(app).base_url, decks
 
 
 def good_months(driver) -> int:

@@ -12,6 +12,7 @@ import uuid
 import cv2
 import numpy as np
 import pytest
+from web_support import csrf, message
 
 from companion.live.zones import Zones, default_zones
 from companion.web import create_app
@@ -94,19 +95,6 @@ def client(store, fake):
 def bare(store):
     """The app served without a camera."""
     return create_app(store, testing=True).test_client()
-
-
-def csrf(client) -> str:
-    page = client.get("/").get_data(as_text=True)
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
-def message(response) -> str:
-    import html
-
-    text = response.get_data(as_text=True)
-    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
-    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ the tablet page."""
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import uuid
 from pathlib import Path
@@ -15,6 +14,7 @@ import sqlite_utils
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from web_support import csrf
 
 from companion import CompanionError
 from companion.cli import main
@@ -502,18 +502,13 @@ def test_summary_of_a_hanamikoji_match(store):
 # ---------------------------------------------------------------------------------------------
 
 
-def _csrf(client) -> str:
-    page = client.get("/").get_data(as_text=True)
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
 def test_the_new_match_form_offers_hanamikoji(client, store):
     page = client.get("/").get_data(as_text=True)
     assert '<option value="hanamikoji">' in page
     options = client.get("/new/options?rules=hanamikoji&player_1=Aki", headers=HX)
     assert 'name="first"' in options.get_data(as_text=True)
     assert 'value="Aki"' in options.get_data(as_text=True)
-    token = _csrf(client)
+    token = csrf(client)
     form = {
         "csrf_token": token,
         "rules": "hanamikoji",
@@ -537,7 +532,7 @@ def test_the_new_match_form_offers_hanamikoji(client, store):
 
 def test_a_round_on_the_tablet(client, store):
     match = store.create_hanamikoji_match(["Aki", "Ben"])
-    token = _csrf(client)
+    token = csrf(client)
 
     def post(**fields):
         data = {

@@ -13,17 +13,16 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from web_support import ServedApp, csrf, message
 
 from companion import CompanionError
 from companion.store import MatchStore, StoreError
 from companion.web import create_app
-from companion.web.serving import serve
 
 HX = {"HX-Request": "true"}
 
@@ -33,45 +32,12 @@ HX = {"HX-Request": "true"}
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def match_id(store):
-    return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
-
-
-def csrf(client) -> str:
-    page = client.get("/").get_data(as_text=True)
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
-def message(response) -> str:
-    text = response.get_data(as_text=True)
-    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
-    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
-
-
-class Running:
-    """The app under the real server (waitress) on a free loopback port."""
+class Running(ServedApp):
+    """The app under the real server (waitress) on a free loopback port, idle connections
+    dropped after 5 s."""
 
     def __init__(self, app):
-        self.servers = []
-        self.thread = threading.Thread(
-            target=serve,
-            args=(app, "127.0.0.1", 0),
-            kwargs={"ready": self.servers.append, "channel_timeout": 5},
-            daemon=True,
-        )
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.servers and time.monotonic() < deadline:
-            time.sleep(0.01)
-        self.port = self.servers[0].server_port
-        return self
-
-    def __exit__(self, *exc):
-        self.servers[0].shutdown()
-        self.thread.join(timeout=5)
+        super().__init__(app, channel_timeout=5)
 
     def raw(self, head: bytes, body: bytes = b"", timeout: float = 5.0) -> tuple[bytes, int]:
         """Send ``head`` then ``body`` in pieces until the server answers; (answer, body

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import re
 import threading
@@ -11,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from web_support import csrf, message
 
 from companion import CompanionError
 from companion.store import MatchStore, StoreError
@@ -36,17 +36,6 @@ def app(store):
 @pytest.fixture
 def client(app):
     return app.test_client()
-
-
-def csrf(client) -> str:
-    page = client.get("/").get_data(as_text=True)
-    # Every page carries the session's token for htmx in the body's hx-headers.
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
-@pytest.fixture
-def match_id(store):
-    return store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
 
 
 class Poster:
@@ -75,12 +64,6 @@ def post(client, store, match_id):
 
 def types(store, match_id) -> list[str]:
     return [s.event.type for s in store.events(match_id)]
-
-
-def message(response) -> str:
-    text = response.get_data(as_text=True)
-    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
-    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1068,10 +1051,10 @@ def test_a_long_matchs_board_is_the_same_with_its_parts_kept(app, store):
 
 
 def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch, store, match_id):
-    from companion.web import tally_stream
+    from companion.web import seq_watcher
 
-    monkeypatch.setattr(tally_stream, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
-    watcher = tally_stream.SeqWatcher(store)
+    monkeypatch.setattr(seq_watcher, "CHECK_INTERVAL", 30.0)  # the fallback look would come too late
+    watcher = seq_watcher.SeqWatcher(store)
     assert watcher.follow(match_id) == 1
     try:
         store.append(match_id, {"type": "round_started"})
@@ -1082,12 +1065,12 @@ def test_an_append_through_the_store_wakes_followers_without_a_look(monkeypatch,
 
 
 def test_an_append_from_another_connection_is_seen_by_the_fallback_look(tmp_path):
-    from companion.web import tally_stream
+    from companion.web import seq_watcher
 
     mine = MatchStore.open(tmp_path / "m.db")
     match_id = mine.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
     other = MatchStore.open(tmp_path / "m.db")  # as another process writes: no listener here
-    watcher = tally_stream.SeqWatcher(mine)
+    watcher = seq_watcher.SeqWatcher(mine)
     watcher.follow(match_id)
     try:
         other.append(match_id, {"type": "round_started"})

@@ -15,6 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from web_support import csrf, message
 
 from companion.recognizer import DEFAULT_MODEL
 from companion.recognizer.decks import UserDeck, list_decks
@@ -63,17 +64,6 @@ def app(store, tmp_path):
 @pytest.fixture
 def client(app):
     return app.test_client()
-
-
-def csrf(client) -> str:
-    page = client.get("/decks/teach").get_data(as_text=True)
-    return re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
-
-
-def message(response) -> str:
-    text = response.get_data(as_text=True)
-    found = re.search(r"<strong>(.*?)</strong>|<h1>(.*?)</h1>", text, re.S)
-    return html.unescape((found.group(1) or found.group(2)).strip() if found else text)
 
 
 def send(client, token, month, data: bytes, filename="photo.jpg", lang=None):

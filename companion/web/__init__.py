@@ -90,15 +90,16 @@ saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). Wit
 set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
 ``read_only=True`` nothing can be changed at all. Join codes are judged a few a second for the
 whole server, whatever the address (``companion.web.auth``). A body over its route's limit
-(64 KB, an import 4 MB, a teaching photo 16 MB) is refused with 413 before it is read (``companion.web.limits``).
-``serve`` on a loopback address also refuses
-requests made under any other host name (DNS rebinding).
+(64 KB, an import 4 MB, a teaching photo 16 MB) is refused with 413 before it is read
+(``companion.web.limits``). ``serve`` on a loopback address also refuses requests made under
+any other host name (DNS rebinding).
 
 The modules: one blueprint per area (``matches``, ``match``, ``hanamikoji``, ``camera``,
-``tally_stream``, ``auth``, ``teach``), what views share (``pages``: store and rendering; ``forms``: reading
-fields; ``errors``: the one-sentence 4xx; ``tiles``, ``event_log``, ``chart``: what the match
-page draws), what guards every request (``security``, ``limits``, ``auth``), serving it
-(``server``: waitress; ``hosts``: addresses). This module is the app factory alone.
+``teach``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); what views share
+(``pages``: the store, rendering, ``go_to``; ``forms``: reading fields; ``errors``: the
+one-sentence 4xx; ``tiles``, ``event_log``, ``chart``: what the match page draws); what guards
+every request (``security``, ``limits``, ``auth``); serving it (``serving``: waitress;
+``hosts``: addresses). This module is the app factory alone.
 """
 
 from __future__ import annotations

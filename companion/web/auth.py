@@ -4,7 +4,6 @@ read-only mode. Checked for every POST before any view runs."""
 from __future__ import annotations
 
 import hmac
-import re
 import secrets
 import threading
 import time
@@ -13,7 +12,7 @@ from flask import Blueprint, current_app, redirect, request, session, url_for
 from flask_babel import gettext as _
 
 from companion.web.errors import WebError
-from companion.web.pages import render
+from companion.web.pages import go_to, own_page, render
 
 bp = Blueprint("auth", __name__)
 
@@ -114,18 +113,6 @@ def init_app(app) -> None:
         return None
 
 
-# A path of this site: one slash, then printable ASCII with no backslash. Browsers drop tabs
-# and newlines and read a backslash as a slash, so "/\t/evil" or "/\\evil" would leave the site.
-_OWN_PAGE = re.compile(r"/(?![/\\])[!-\[\]-~]*")
-
-
-def own_page(target: str | None) -> str | None:
-    """``target`` if it is a page of this site (a path), else None: never another host."""
-    if not target or not _OWN_PAGE.fullmatch(target):
-        return None
-    return target
-
-
 def _recent_failures(addr: str) -> int:
     now = time.monotonic()
     with _failed_lock:
@@ -198,11 +185,7 @@ def join():
             403,
         )
     session["joined"] = code
-    if request.headers.get("HX-Request") == "true":
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = next_url
-        return resp
-    return redirect(next_url, 303)
+    return go_to(next_url)
 
 
 def join_qr_svg(url: str) -> str | None:

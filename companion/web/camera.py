@@ -26,6 +26,7 @@ from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
 from companion.web.errors import WebError
+from companion.web.forms import seconds_arg
 from companion.web.i18n import say
 
 bp = Blueprint("camera", __name__)
@@ -263,28 +264,13 @@ def cards():
     )
 
 
-def _seconds_arg(name: str, default: float, most: float) -> float:
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
-            raise ValueError(raw)
-        value = float(raw)
-    except ValueError:
-        raise WebError(f"{name} must be a number of seconds.", 400) from None
-    if not (math.isfinite(value) and 0 <= value <= most):
-        raise WebError(f"{name} must be between 0 and {most:g} seconds.", 400)
-    return value
-
-
 @bp.get("/live/stream.mjpg")
 def stream():
     """The annotated frames as MJPEG (``multipart/x-mixed-replace``), each new frame once;
     the stream closes itself after ``?max_seconds=`` (default 300) so that a forgotten tab
     does not hold a server thread for ever (an ``<img>`` simply shows the last frame)."""
     session = _require_pictures()
-    max_seconds = _seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
+    max_seconds = seconds_arg("max_seconds", DEFAULT_STREAM_SECONDS, MAX_STREAM_SECONDS)
     plain = request.args.get("plain") in ("1", "true", "yes")
 
     def frame_number():

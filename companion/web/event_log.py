@@ -26,13 +26,9 @@ class LogLine:
 LOG_LINES_SHOWN = 60
 
 
-def log_lines(
-    stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN, worded=None
-) -> list[LogLine]:
-    """The newest ``limit`` lines of the log, newest first; events taken back by an ``undo``
-    are marked. Only those lines are worded: a long match costs no more to show.
-    ``worded``: a dict keeping each event's words by (seq, language) between calls (for one
-    match: the same deck and teams)."""
+def taken_back(stored_events, start: str = "match_started") -> set[int]:
+    """The seqs of the events an ``undo`` took back (each undo takes back the last event still
+    in effect; the match's ``start`` event cannot be taken back)."""
     undone: set[int] = set()
     live: list[int] = []  # seqs of effective events, in order
     for stored in stored_events:
@@ -40,8 +36,19 @@ def log_lines(
         if kind == "undo":
             if live:
                 undone.add(live.pop())
-        elif kind != "match_started":
+        elif kind != start:
             live.append(stored.seq)
+    return undone
+
+
+def log_lines(
+    stored_events, deck=None, teams=None, limit=LOG_LINES_SHOWN, worded=None
+) -> list[LogLine]:
+    """The newest ``limit`` lines of the log, newest first; events taken back by an ``undo``
+    are marked. Only those lines are worded: a long match costs no more to show.
+    ``worded``: a dict keeping each event's words by (seq, language) between calls (for one
+    match: the same deck and teams)."""
+    undone = taken_back(stored_events)
     newest = stored_events[::-1][:limit] if limit is not None else stored_events[::-1]
     lang = language() if worded is not None else None
     return [

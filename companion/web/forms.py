@@ -1,9 +1,14 @@
 """What a request's fields and arguments are read as: whole numbers written in ASCII digits,
-and the fresh id each change button carries."""
+a number of seconds; and the fresh id each change button carries."""
 
 from __future__ import annotations
 
+import math
 import uuid
+
+from flask import request
+
+from companion.web.errors import WebError
 
 
 def whole_number(text, digits: int = 9) -> int | None:
@@ -19,3 +24,20 @@ def whole_number(text, digits: int = 9) -> int | None:
 def new_request_id() -> str:
     """A fresh id for one change button: sending the same button twice records one event."""
     return uuid.uuid4().hex
+
+
+def seconds_arg(name: str, default: float, most: float) -> float:
+    """The query argument ``name`` as a number of seconds from 0 to ``most`` (``default``
+    when it is absent or empty); anything else is a 400 with one sentence."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        if not raw.isascii():  # float() reads "٣" as 3: a number is ASCII digits here
+            raise ValueError(raw)
+        value = float(raw)
+    except ValueError:
+        raise WebError(f"{name} must be a number of seconds.", 400) from None
+    if not (math.isfinite(value) and 0 <= value <= most):
+        raise WebError(f"{name} must be between 0 and {most:g} seconds.", 400)
+    return value

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
 from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
 from companion.web.errors import WebError
+from companion.web.event_log import LogLine, taken_back
 from companion.web.forms import whole_number
-from companion.web.pages import is_htmx, render, store
+from companion.web.pages import go_to, is_htmx, render, store
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
 
@@ -70,12 +71,7 @@ def create(form):
         raise WebError(_("Choose which player starts round 1."), 400)
     title = " ".join((form.get("title") or "").split())[:80] or None
     match_id = store().create_hanamikoji_match(names, first=SIDES[int(first) - 1], title=title)
-    target = url_for("hanamikoji.page", match_id=match_id)
-    if is_htmx():
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = target
-        return resp
-    return redirect(target, 303)
+    return go_to(url_for("hanamikoji.page", match_id=match_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,24 +89,8 @@ class Cell:
     can_remove: bool
 
 
-@dataclass(frozen=True)
-class LogLine:
-    seq: int
-    time: str
-    text: str
-    undone: bool
-    kind: str
-
-
 def _log(stored, names) -> list[LogLine]:
-    undone: set[int] = set()
-    live: list[int] = []
-    for s in stored:
-        if s.event.type == "undo":
-            if live:
-                undone.add(live.pop())
-        elif s.event.type != "hanamikoji_started":
-            live.append(s.seq)
+    undone = taken_back(stored, start="hanamikoji_started")
     lines = [
         LogLine(
             s.seq,
@@ -221,7 +201,7 @@ def record(match_id: int):
         raise WebError(_("The request has no request id (request_id); reload the page."), 400)
     event = Event.from_dict(event_from_form(form))
     st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.tally_stream import notify
+    from companion.web.seq_watcher import notify
 
     notify()
     if is_htmx():

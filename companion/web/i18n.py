@@ -39,7 +39,7 @@ def language() -> str:
 def switch_url(lang: str) -> str:
     """This page in ``lang``: the same address and query, ``lang`` replaced. A page answering
     a POST (an error page) switches on the match list instead."""
-    from companion.web.auth import own_page
+    from companion.web.pages import own_page
 
     # Only a page of this site that exists is repeated: an error page for an address such as
     # "/\\evil.example/" (a browser reads the backslash as a slash: another host) or one with

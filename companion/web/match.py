@@ -459,7 +459,7 @@ def record(match_id: int):
     else:
         event = engine.Event.from_dict(fields)  # IllegalEvent: 400
         st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.tally_stream import notify
+    from companion.web.seq_watcher import notify
 
     notify()
     if is_htmx():  # the new board (rendered once for its seq), and the picker closed

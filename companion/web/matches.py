@@ -12,7 +12,7 @@ from companion.game import registry
 from companion.web.errors import WebError
 from companion.web.event_log import team_label
 from companion.web.forms import whole_number
-from companion.web.pages import is_htmx, render, store
+from companion.web.pages import go_to, render, store
 
 bp = Blueprint("matches", __name__)
 
@@ -260,11 +260,7 @@ def create():
         deck=_taught_deck(),
     )
     target = url_for("match.page", match_id=match_id)
-    if is_htmx():
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = target
-        return resp
-    return redirect(target, 303)
+    return go_to(target)
 
 
 # -- keeping matches: rename, delete, export, import ----------------------------------------
@@ -272,11 +268,7 @@ def create():
 
 def _back_to_the_list():
     target = url_for("matches.index")
-    if is_htmx():
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = target
-        return resp
-    return redirect(target, 303)
+    return go_to(target)
 
 
 @bp.post("/matches/<int:match_id>/rename")

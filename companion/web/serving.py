@@ -146,9 +146,7 @@ class Server:
         server = self._server
         try:
             while not self._stop.is_set():
-                server.asyncore.loop(
-                    timeout=poll_interval, map=server._map, use_poll=True, count=1
-                )
+                server.asyncore.loop(timeout=poll_interval, map=server._map, use_poll=True, count=1)
         finally:
             import logging
 

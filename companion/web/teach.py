@@ -53,7 +53,7 @@ from flask_babel import gettext as _
 from companion import CompanionError
 from companion.web.errors import WebError
 from companion.web.i18n import card_name, say
-from companion.web.pages import is_htmx
+from companion.web.pages import go_to, is_htmx
 
 bp = Blueprint("teach", __name__, url_prefix="/decks")
 
@@ -411,11 +411,7 @@ def _page(**extra):
 def _back_to_page(fragment: str | None = None, **context):
     if is_htmx() and fragment:
         return render_template(fragment, **context)
-    if is_htmx():
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = url_for("teach.page")
-        return resp
-    return redirect(url_for("teach.page"), 303)
+    return go_to(url_for("teach.page"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -591,11 +587,7 @@ def save():
         _teaching.release()
     _forget_pending()
     target = url_for("teach.page", taught=deck.name)
-    if is_htmx():
-        resp = current_app.response_class("", 204)
-        resp.headers["HX-Redirect"] = target
-        return resp
-    return redirect(target, 303)
+    return go_to(target)
 
 
 def _remove_partial(folder: Path, existed: bool) -> None:

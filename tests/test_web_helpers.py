@@ -1,0 +1,81 @@
+"""The helpers every blueprint shares, each in one place: reading seconds from a query,
+going to a page after a form, which events an undo took back."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from companion.web import create_app
+from companion.web.errors import WebError
+
+
+@pytest.fixture
+def app(store):
+    return create_app(store, testing=True)
+
+
+@pytest.mark.parametrize(
+    "query, expected", [("", 7.0), ("?t=", 7.0), ("?t=0", 0.0), ("?t=2.5", 2.5), ("?t=60", 60.0)]
+)
+def test_seconds_arg_reads_a_number_of_seconds_or_the_default(app, query, expected):
+    from companion.web.forms import seconds_arg
+
+    with app.test_request_context(f"/{query}"):
+        assert seconds_arg("t", 7.0, 60) == expected
+
+
+@pytest.mark.parametrize(
+    "raw, sentence",
+    [
+        ("abc", "t must be a number of seconds."),
+        ("%D9%A3", "t must be a number of seconds."),  # "٣": float() would read 3
+        ("nan", "t must be between 0 and 60 seconds."),
+        ("inf", "t must be between 0 and 60 seconds."),
+        ("-1", "t must be between 0 and 60 seconds."),
+        ("60.5", "t must be between 0 and 60 seconds."),
+        ("1e9", "t must be between 0 and 60 seconds."),
+    ],
+)
+def test_seconds_arg_refuses_what_is_not_seconds_in_range(app, raw, sentence):
+    from companion.web.forms import seconds_arg
+
+    with app.test_request_context(f"/?t={raw}"), pytest.raises(WebError) as refused:
+        seconds_arg("t", 7.0, 60)
+    assert refused.value.status == 400 and str(refused.value) == sentence
+
+
+def test_the_streams_read_their_seconds_with_the_one_helper(client, store):
+    from companion.web import camera, forms, tally_stream
+
+    assert camera.seconds_arg is forms.seconds_arg is tally_stream.seconds_arg
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    for bad in ("nan", "inf", "-0.5", "61"):
+        assert client.get(f"/matches/{match_id}/seq?after=0&timeout={bad}").status_code == 400
+    for bad in ("nan", "inf", "-0.5", "3601"):
+        assert client.get(f"/matches/{match_id}/live?max_seconds={bad}").status_code == 400
+
+
+def test_go_to_sends_htmx_an_hx_redirect_and_a_form_a_see_other(app):
+    from companion.web.pages import go_to
+
+    with app.test_request_context("/", headers={"HX-Request": "true"}):
+        answer = go_to("/matches/3")
+        assert (answer.status_code, answer.headers["HX-Redirect"]) == (204, "/matches/3")
+    with app.test_request_context("/"):
+        answer = go_to("/matches/3")
+        assert (answer.status_code, answer.headers["Location"]) == (303, "/matches/3")
+
+
+def _stored(*types: str):
+    return [SimpleNamespace(seq=n, event=SimpleNamespace(type=t)) for n, t in enumerate(types, 1)]
+
+
+def test_taken_back_marks_what_each_undo_took_back_never_the_start():
+    from companion.web.event_log import taken_back
+
+    log = _stored("match_started", "round_started", "card_captured", "undo", "undo", "undo")
+    assert taken_back(log) == {2, 3}  # the third undo finds nothing left but the start
+    hanamikoji = _stored("hanamikoji_started", "items_set", "undo", "items_set")
+    assert taken_back(hanamikoji, start="hanamikoji_started") == {2}
