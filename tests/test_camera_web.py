@@ -622,3 +622,12 @@ def test_no_deal_button_while_the_camera_deals(client, fake, store):
     fake.camera, fake.match_id = "live", match_id + 1  # the camera follows another match
     board = client.get(f"/matches/{match_id}").get_data(as_text=True)
     assert "The camera opens" not in board and "Deal round 1" in board
+
+
+def test_a_camera_that_cannot_change_its_deck_offers_no_choice(client):
+    page = client.get("/live?lang=en").get_data(as_text=True)
+    assert 'id="camera-deck"' not in page
+    token = re.search(r'"X-CSRF-Token": "([^"]+)"', page).group(1)
+    answer = client.post("/live/deck?lang=en", data={"csrf_token": token, "deck": ""})
+    assert answer.status_code == 404
+    assert "reads with the deck it was started with" in answer.get_data(as_text=True)

@@ -6,6 +6,7 @@ sees them (``app.extensions["companion_live"]``; the contract is in docs/LIVE.md
     session.status()          # camera state, fps, frames, match id, a message
     session.latest_jpeg()     # the last frame, cards outlined and named, zones drawn
     session.crop_jpeg("Aki", "08-3")
+    session.use_deck(UserDeck.load("ferme"))  # read the next frames with a taught deck
     session.stop()
 
 The session follows ``match_id`` when given, else the most recent unfinished match of the
@@ -94,6 +95,13 @@ class LiveSession:
         self.pipeline = LivePipeline(detector, zones, store, match_id)
         self.realtime = realtime  # a recording plays at its own pace (as a camera would)
         self._lock = threading.Lock()
+        # Held while the pipeline reads a frame: a change of deck waits for the frame in hand,
+        # so that no frame is named half by one deck and half by another.
+        self._reading = threading.Lock()
+        # Whether the tablet has changed the deck the camera reads with since the start: from
+        # then on, a match that recorded no deck is shown with the standard names, not the
+        # camera's (it was not started with the camera's present deck).
+        self.deck_switched = False
         self._frame = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -120,6 +128,24 @@ class LiveSession:
         with self._lock:
             self.pipeline.zones = zones
             self.pipeline.tracker.zones = zones
+
+    @property
+    def deck_name(self) -> str | None:
+        """The name of the taught deck the camera reads with (``run --deck``, or chosen on the
+        tablet since), None for the standard names."""
+        namer = getattr(self.detector, "namer", None)
+        return None if namer is None else namer.deck.name
+
+    def use_deck(self, deck) -> None:
+        """Read the camera with a taught deck (a ``recognizer.decks.UserDeck``), or with the
+        standard names (None), from the next frame on. The deck's namer is built first, while
+        frames go on; it replaces the one in use between two frames. The tracker and the
+        matches keep the ``MM-K`` codes, so nothing already seen is read again; a new match
+        records this deck's names."""
+        namer = self.detector.namer_for(deck)
+        with self._reading:
+            self.detector.namer = namer
+            self.deck_switched = True
 
     def absent(self) -> bool:
         """Whether the source has sent no picture for ``NO_PICTURE_AFTER`` seconds while it
@@ -294,7 +320,8 @@ class LiveSession:
         self._watch_source(frame is not None)
         if frame is None:
             return False
-        self.pipeline.process(frame)
+        with self._reading:
+            self.pipeline.process(frame)
         with self._lock:
             self._frame = frame
         self._times.append(self._clock())

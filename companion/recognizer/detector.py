@@ -94,10 +94,20 @@ class Recognizer:
         """This recognizer naming the cards of a deck the player added (a ``decks.UserDeck``,
         or None for the classifier's own names): each face-up card is named after the deck's
         card whose images its crop lies nearest (``decks.DeckNamer``)."""
+        self.namer = self.namer_for(deck)
+        return self
+
+    def namer_for(self, deck):
+        """The naming stage ``with_deck(deck)`` would use (None for the classifier's names),
+        built without touching this recognizer: a running camera builds the next deck's
+        namer beside the frames it reads, then swaps it in between two frames. The embedder's
+        session is shared with the namer in use, when there is one."""
         from companion.recognizer.decks import DeckNamer
 
-        self.namer = None if deck is None else DeckNamer(deck, self.settings)
-        return self
+        if deck is None:
+            return None
+        embedder = getattr(self.namer, "session", None)
+        return DeckNamer(deck, self.settings, embedder=embedder)
 
     def detect(self, bgr: np.ndarray) -> Detections:
         """All face-up cards and backs in a BGR frame (any size); empty for a blank frame."""

@@ -28,6 +28,7 @@ from companion import CompanionError
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg
 from companion.web.i18n import say
+from companion.web.pages import is_htmx
 
 bp = Blueprint("camera", __name__)
 
@@ -152,6 +153,8 @@ def camera_for_templates():
     present = live_session() is not None
     return {
         "camera_present": present,
+        # whether the tablet may change the deck the camera reads with (``POST /live/deck``)
+        "camera_decks": present and hasattr(live_session(), "use_deck"),
         "live_beside_match": current_app.config.get("LIVE_BESIDE") if present else None,
         "demo_camera": current_app.config.get("DEMO_CAMERA") is not None,
     }
@@ -183,7 +186,82 @@ def view():
         "live.html",
         status=status,
         match_url=url_for("match.page", match_id=match_id) if match_id else None,
+        **deck_choice(match_id),
     )
+
+
+def _deck_title(names) -> str:
+    return _("the standard names") if names is None else names.title
+
+
+def deck_choice(match_id) -> dict:
+    """What the live page shows of the deck the camera reads with: the taught decks to choose
+    from (``deck list``), the one in use ("" for the standard names), and, when the match in
+    progress keeps other names than the camera's deck (it recorded its deck when it started),
+    one sentence saying so."""
+    from companion.recognizer.decks import list_decks
+    from companion.web.match import camera_names_for_unrecorded, taught_names
+    from companion.web.pages import store
+    from companion.web.teach import decks_dir
+
+    session = live_session()
+    if session is None:
+        return {"decks": [], "camera_deck": "", "match_deck_note": None}
+    try:
+        decks = list_decks(decks_dir())
+    except CompanionError:
+        decks = []
+    note = None
+    camera_names = taught_names()
+    if match_id is not None:
+        try:
+            state = store().state(match_id)
+        except CompanionError:
+            state = None
+        if state is not None and hasattr(state, "deck_names"):  # a Koi-Koi-family match
+            kept = state.deck_names
+            if kept is None:
+                kept = camera_names_for_unrecorded()
+            if (kept.name if kept else None) != (camera_names.name if camera_names else None):
+                note = _(
+                    "Match %(n)s keeps the names of the deck it was started with (%(kept)s); "
+                    "the camera reads with %(camera)s, which a new match will use.",
+                    n=match_id,
+                    kept=_deck_title(kept),
+                    camera=_deck_title(camera_names),
+                )
+    return {
+        "decks": decks,
+        "camera_deck": getattr(session, "deck_name", None) or "",
+        "match_deck_note": note,
+    }
+
+
+@bp.post("/live/deck")
+def use_deck():
+    """deck=NAME: the camera reads with that taught deck from its next frame (its names on the
+    live view, and in a match started afterwards); deck="" for the standard names. A name
+    that is not a taught deck is one sentence (404), and nothing changes."""
+    from companion.recognizer.decks import UserDeck, list_decks
+    from companion.web.teach import decks_dir
+
+    session = _require_live()
+    if not hasattr(session, "use_deck"):
+        raise WebError(_("This camera reads with the deck it was started with."), 404)
+    name = (request.form.get("deck") or "").strip()
+    deck = None
+    if name:
+        where = decks_dir()
+        if name not in list_decks(where):
+            raise WebError(_("There is no taught deck named %(name)s.", name=name[:40]), 404)
+        deck = UserDeck.load(name, where)  # a deck that cannot be read: its one sentence
+    session.use_deck(deck)
+    target = url_for("camera.view")
+    if is_htmx():
+        resp = current_app.response_class("", 204)
+        resp.headers["HX-Redirect"] = target
+        return resp
+    return redirect(target, 303)
 
 
 @bp.get("/demo/camera")

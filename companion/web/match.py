@@ -65,6 +65,16 @@ def taught_names() -> Deck | None:
     return getattr(namer, "names", None)
 
 
+def camera_names_for_unrecorded() -> Deck | None:
+    """The names a match that recorded no deck is shown with: those of the camera's deck
+    while it reads with the deck it was started with, the standard ones (None) once the
+    tablet has changed it (such a match was not started with the deck it reads with now)."""
+    live = current_app.extensions.get("companion_live")
+    if getattr(live, "deck_switched", False):
+        return None
+    return taught_names()
+
+
 def shown_deck(state: MatchState) -> Deck:
     """The rules' deck under the names of the deck the match was played with (recorded when
     it started: ``run --deck``, or a new match while the camera is taught a deck), else of
@@ -72,7 +82,7 @@ def shown_deck(state: MatchState) -> Deck:
     score the same slots."""
     if state.deck_names is not None:
         return state.shown_deck
-    names = taught_names()
+    names = camera_names_for_unrecorded()
     return state.rules.deck if names is None else state.rules.deck.renamed_by(names)
 
 
