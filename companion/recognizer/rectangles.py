@@ -330,23 +330,24 @@ def side_support(bgr: np.ndarray, quads: np.ndarray) -> np.ndarray:
     outlined by a loose quad shows none along most of its sides."""
     quads = np.asarray(quads, np.float32).reshape(-1, 4, 2)
     out = np.zeros((len(quads), 4), np.float32)
-    if len(quads) == 0:
-        return out
     h, w = bgr.shape[:2]
-    lo = np.maximum(np.floor(quads.reshape(-1, 2).min(0)).astype(int) - SIDE_REACH - 2, 0)
-    hi = np.minimum(np.ceil(quads.reshape(-1, 2).max(0)).astype(int) + SIDE_REACH + 3, [w, h])
-    if (hi <= lo + 2).any():
-        return out
-    lab = cv2.cvtColor(bgr[lo[1] : hi[1], lo[0] : hi[0]], cv2.COLOR_BGR2Lab).astype(np.float32)
-    # Sobel's 3x3 kernel weighs a step of one unit as 8 (4 along x, 2 for the two pixels)
-    gx = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 1, 0, ksize=3) for k in range(3)]) / 8
-    gy = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 0, 1, ksize=3) for k in range(3)]) / 8
-    rh, rw = gx.shape[1:]
     along = np.linspace(0.1, 0.9, SIDE_POINTS)[:, None]
     offsets = np.arange(-SIDE_REACH, SIDE_REACH + 1)[:, None, None]
-    for i, quad in enumerate(quads - lo.astype(np.float32)):
+    for i, quad in enumerate(quads):
+        # each quad's own neighbourhood only: the frame's colour steps cost more than the quads
+        lo = np.maximum(np.floor(quad.min(0)).astype(int) - SIDE_REACH - 2, 0)
+        hi = np.minimum(np.ceil(quad.max(0)).astype(int) + SIDE_REACH + 3, [w, h])
+        if (hi <= lo + 2).any():
+            continue
+        lab = cv2.cvtColor(bgr[lo[1] : hi[1], lo[0] : hi[0]], cv2.COLOR_BGR2Lab)
+        lab = lab.astype(np.float32)
+        # Sobel's 3x3 kernel weighs a step of one unit as 8 (4 along x, 2 for the two pixels)
+        gx = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 1, 0, ksize=3) for k in range(3)]) / 8
+        gy = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 0, 1, ksize=3) for k in range(3)]) / 8
+        rh, rw = gx.shape[1:]
+        local = quad - lo.astype(np.float32)
         for side in range(4):
-            a, b = quad[side], quad[(side + 1) % 4]
+            a, b = local[side], local[(side + 1) % 4]
             d = b - a
             normal = np.array([-d[1], d[0]]) / (np.linalg.norm(d) + 1e-6)
             points = a + along * d  # (P, 2)
