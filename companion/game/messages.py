@@ -375,6 +375,44 @@ _template(
 )
 
 
+# -- the camera's zones (companion.live.zones, companion.live.layout): a calibration refused --
+# %(zone)s is the zone's name as the layout writes it, quoted ('field', 'captures_A')
+_template(
+    "zone.too_many_corners",
+    N_("Zone %(zone)s has %(n)s corners; a zone has at most %(most)s."),
+    "zone",
+)
+_template(
+    "zone.crosses_itself",
+    N_("Zone %(zone)s crosses itself: drag its corners into a plain outline."),
+    "zone",
+)
+_template(
+    "zone.too_small",
+    N_(
+        "Zone %(zone)s covers %(share)s of the picture: too small to hold a card (at least "
+        "%(least)s); drag its corners apart."
+    ),
+    "zone",
+)
+_template(
+    "zone.field_too_few_cards",
+    N_(
+        "The camera sees %(n)s face-up card(s): deal the field (%(least)s or more cards) and "
+        "try again."
+    ),
+    "zone",
+)
+_template(
+    "zone.field_no_room",
+    N_(
+        "The dealt field leaves no room for the capture areas above and below it: move the "
+        "camera up or drag the corners instead."
+    ),
+    "zone",
+)
+
+
 # -- refusals: why an event, a card or a count is refused (IllegalEvent, HanamikojiError,
 # CardError, ScoringError). Their English is the error's one sentence, which the CLI prints and
 # scripts match; the page says them in its language. Kind "refusal" (a whole sentence),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from companion.game.messages import Message
 from companion.live.zones import CAPTURES, DRAW_PILE, FIELD, SEATS, Zone, ZoneError, Zones
 
 MIN_FIELD_CARDS = 4
@@ -39,10 +40,7 @@ def zones_from_field(boxes, players: int = 2) -> Zones:
         raise ZoneError("A card box is four numbers: x0, y0, x1, y1.") from None
     cards = [c for c in cards if len(c) == 4 and c[2] > c[0] and c[3] > c[1]]
     if len(cards) < MIN_FIELD_CARDS:
-        raise ZoneError(
-            f"The camera sees {len(cards)} face-up card(s): deal the field "
-            f"({MIN_FIELD_CARDS} or more cards) and try again."
-        )
+        raise ZoneError(Message("zone.field_too_few_cards", n=len(cards), least=MIN_FIELD_CARDS))
     width = median(c[2] - c[0] for c in cards)
     height = median(c[3] - c[1] for c in cards)
     margin = 0.5 * max(width, height)
@@ -52,10 +50,7 @@ def zones_from_field(boxes, players: int = 2) -> Zones:
     fy1 = max(c[3] for c in cards) + margin
     fy0, fy1 = max(fy0, EDGE), min(fy1, 1 - EDGE)
     if fy0 - GAP < height or 1 - (fy1 + GAP) < height:
-        raise ZoneError(
-            "The dealt field leaves no room for the capture areas above and below it: "
-            "move the camera up or drag the corners instead."
-        )
+        raise ZoneError(Message("zone.field_no_room"))
     zones = [Zone(FIELD, _rect(fx0, fy0, fx1, fy1))]
     pile_w, pile_h = 1.6 * width, 1.6 * height
     cy = (fy0 + fy1) / 2

@@ -31,6 +31,7 @@ import numpy as np
 
 from companion import CompanionError
 from companion.game.cards import parse_toml
+from companion.game.messages import Message
 
 FIELD = "field"
 DRAW_PILE = "draw_pile"
@@ -249,7 +250,9 @@ def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
     if len(pts) < 3:
         raise ZoneError(f"Zone {name!r}: a polygon needs at least 3 corners.")
     if len(pts) > MAX_CORNERS:
-        raise ZoneError(f"Zone {name!r} has {len(pts)} corners; a zone has at most {MAX_CORNERS}.")
+        raise ZoneError(
+            Message("zone.too_many_corners", zone=repr(name), n=len(pts), most=MAX_CORNERS)
+        )
     for x, y in pts:
         if not (math.isfinite(x) and math.isfinite(y)) or not (
             -0.01 <= x <= 1.01 and -0.01 <= y <= 1.01
@@ -259,11 +262,15 @@ def _polygon(points, name: str) -> tuple[tuple[float, float], ...]:
             )
     # Corners all on one line first: their edges overlap, which is no crossing but no area.
     if not _all_aligned(pts) and crosses_itself(pts):
-        raise ZoneError(f"Zone {name!r} crosses itself: drag its corners into a plain outline.")
+        raise ZoneError(Message("zone.crosses_itself", zone=repr(name)))
     if polygon_area(pts) < MIN_AREA:
         raise ZoneError(
-            f"Zone {name!r} covers {polygon_area(pts):.2%} of the picture: too small to hold a "
-            f"card (at least {MIN_AREA:.1%}); drag its corners apart."
+            Message(
+                "zone.too_small",
+                zone=repr(name),
+                share=f"{polygon_area(pts):.2%}",
+                least=f"{MIN_AREA:.1%}",
+            )
         )
     return pts
 

@@ -501,13 +501,48 @@ def add_deck(
         made = card_views(_face(path), settings, rng, views)
         crops.append(made)
         ids += [CLASSES.index(code)] * len(made)
+    return store_deck(
+        name,
+        crops,
+        ids,
+        session,
+        settings,
+        rng,
+        back=back,
+        definition=definition,
+        names_file=names_file,
+        decks_dir=decks_dir,
+        source=image_dir,
+        start=start,
+    )
+
+
+def store_deck(
+    name: str,
+    crops: list[np.ndarray],
+    ids: list[int],
+    session,
+    settings: Settings,
+    rng: np.random.Generator,
+    *,
+    back,
+    definition: str,
+    names_file,
+    decks_dir,
+    source,
+    start: float,
+) -> UserDeck:
+    """Deck ``name`` made from its cards' crops (``ids``: each crop's class), whether they came
+    from scans or from photos: the classifier's view of them, their descriptors, the back's
+    references (refused when the back looks like one of the faces), the names file kept with
+    the deck; stored in ``decks_dir`` and returned."""
     crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
     agreement, sureness = classifier_view(crops, ids)
     # a partial deck renames only crops as near its references as they lie to each other
     # (accept_similarity): the embedding alone keeps that bar where it was measured
     descriptor = "embedding"
-    if len(files) == len(ALL_CODES):
+    if len(set(ids.tolist())) == len(ALL_CODES):
         descriptor = full_deck_descriptor(sureness)
     embeddings = describe(session, crops, descriptor).astype(np.float32)
     back_embeddings = None
@@ -524,7 +559,7 @@ def add_deck(
         str(definition),
         embeddings,
         ids,
-        str(Path(image_dir).resolve()),
+        str(Path(source).resolve()),
         time.perf_counter() - start,
         own_card_similarity(embeddings, ids),
         descriptor=descriptor,

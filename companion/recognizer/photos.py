@@ -28,17 +28,10 @@ from companion.recognizer.decks import (
     DeckError,
     UserDeck,
     back_image,
-    back_references,
     card_views,
-    check_back,
     check_deck_name,
-    classifier_view,
-    default_decks_dir,
-    describe,
-    full_deck_descriptor,
     model_settings,
-    own_card_similarity,
-    store_names,
+    store_deck,
 )
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 from companion.recognizer.nets import open_session
@@ -373,33 +366,17 @@ def teach_from_photos(
             )
             crops.append(made)
             ids += [CLASSES.index(code)] * len(made)
-    crops = np.concatenate(crops)
-    ids = np.array(ids, np.int64)
-    agreement, sureness = classifier_view(crops, ids)
-    descriptor = full_deck_descriptor(sureness)
-    embeddings = describe(session, crops, descriptor).astype(np.float32)
-    back_embeddings = None
-    if back is not None:
-        back_embeddings = back_references(
-            session, settings, rng, back.face, descriptor, back.crops(settings, rng)
-        )
-        check_back(back_embeddings, embeddings, ids, back.name)
-    decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
-    stored_definition = definition
-    if names_file is not None:
-        stored_definition = store_names(decks_dir / name, names_file)
-    deck = UserDeck(
+    return store_deck(
         name,
-        stored_definition,
-        embeddings,
+        crops,
         ids,
-        str(Path(photo_dir).resolve()),
-        time.perf_counter() - start,
-        own_card_similarity(embeddings, ids),
-        descriptor=descriptor,
-        agreement=agreement,
-        sureness=sureness,
-        back_embeddings=back_embeddings,
+        session,
+        settings,
+        rng,
+        back=back,
+        definition=definition,
+        names_file=names_file,
+        decks_dir=decks_dir,
+        source=photo_dir,
+        start=start,
     )
-    deck.save(decks_dir)
-    return deck

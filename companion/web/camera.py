@@ -392,14 +392,21 @@ def crop():
     session = _require_pictures()
     player = (request.args.get("player") or "").strip()
     if not player:
-        raise WebError("Say whose capture to show (player).", 400)
+        raise WebError(_("Say whose capture to show (player)."), 400)
     code = (request.args.get("card") or "").strip()
     if not code:
-        raise WebError("Say which card to show (card=MM-K).", 400)
+        raise WebError(_("Say which card to show (card=MM-K)."), 400)
     code = STANDARD_DECK.card(code).code  # CardError (400) for an unknown code
     data = session.crop_jpeg(player, code)
     if not data:
-        raise WebError(f"The camera kept no picture of {code} captured by {player}.", 404)
+        raise WebError(
+            _(
+                "The camera kept no picture of %(card)s captured by %(player)s.",
+                card=code,
+                player=player,
+            ),
+            404,
+        )
     response = Response(data, mimetype="image/jpeg")
     response.headers["Cache-Control"] = "private, max-age=60"
     return response
@@ -432,7 +439,7 @@ def parse_polygon(text: str, label: str) -> list[list[float]]:
     """``x,y x,y x,y ...`` (normalised) -> corners; WebError with one sentence otherwise."""
     pairs = str(text).replace(";", " ").split()
     if len(pairs) < 3:
-        raise WebError(f"{label} needs at least 3 corners.", 400)
+        raise WebError(_("%(zone)s needs at least 3 corners.", zone=label), 400)
     corners = []
     for pair in pairs:
         parts = pair.split(",")
@@ -440,11 +447,20 @@ def parse_polygon(text: str, label: str) -> list[list[float]]:
             x, y = (float(v) for v in parts)
         except ValueError:
             raise WebError(
-                f"{label}: a corner is written x,y with two numbers, not {pair[:40]!r}.", 400
+                _(
+                    "%(zone)s: a corner is written x,y with two numbers, not %(pair)s.",
+                    zone=label,
+                    pair=repr(pair[:40]),
+                ),
+                400,
             ) from None
         if not (math.isfinite(x) and math.isfinite(y) and 0 <= x <= 1 and 0 <= y <= 1):
             raise WebError(
-                f"{label}: corners are fractions of the picture from 0 to 1, not {pair[:40]}.",
+                _(
+                    "%(zone)s: corners are fractions of the picture from 0 to 1, not %(pair)s.",
+                    zone=label,
+                    pair=pair[:40],
+                ),
                 400,
             )
         corners.append([x, y])
@@ -457,12 +473,15 @@ def zones_from_form(zones, form):
     known = {z.name for z in zones}
     sent = {k[len("zone_") :]: v for k, v in form.items() if k.startswith("zone_")}
     if not sent:
-        raise WebError("The form sent no zone corners (zone_<name> fields).", 400)
+        raise WebError(_("The form sent no zone corners (zone_<name> fields)."), 400)
     unknown = sorted(set(sent) - known)
     if unknown:
         raise WebError(
-            f"There is no zone {unknown[0][:40]!r} in this layout: "
-            f"expected {', '.join(sorted(known))}.",
+            _(
+                "There is no zone %(zone)s in this layout: expected %(zones)s.",
+                zone=repr(unknown[0][:40]),
+                zones=", ".join(sorted(known)),
+            ),
             400,
         )
     polygons = {name: parse_polygon(text, zone_label(name)) for name, text in sent.items()}
@@ -487,11 +506,11 @@ def proposed_layout(session, zones):
 
     field_boxes = getattr(session, "field_boxes", None)
     if field_boxes is None:
-        return zones, "This camera cannot propose zones; drag the corners instead."
+        return zones, _("This camera cannot propose zones; drag the corners instead.")
     try:
         proposed = zones_from_field(field_boxes(), max(2, min(3, len(zones.players))))
-    except CompanionError as exc:
-        return zones, str(exc)
+    except CompanionError as exc:  # ZoneError: its sentence in the page's language
+        return zones, say(exc.sentence)
     return proposed, None
 
 

@@ -7,6 +7,7 @@ import math
 import uuid
 
 from flask import request
+from flask_babel import gettext as _
 
 from companion.web.errors import WebError
 
@@ -37,7 +38,9 @@ def seconds_arg(name: str, default: float, most: float) -> float:
             raise ValueError(raw)
         value = float(raw)
     except ValueError:
-        raise WebError(f"{name} must be a number of seconds.", 400) from None
+        raise WebError(_("%(name)s must be a number of seconds.", name=name), 400) from None
     if not (math.isfinite(value) and 0 <= value <= most):
-        raise WebError(f"{name} must be between 0 and {most:g} seconds.", 400)
+        raise WebError(
+            _("%(name)s must be between 0 and %(most)s seconds.", name=name, most=f"{most:g}"), 400
+        )
     return value

@@ -175,9 +175,10 @@ def _int_field(form, name: str, what: str) -> int:
 
 def event_from_form(form) -> dict:
     kind = (form.get("type") or "").strip()
+    if not kind:
+        raise WebError(_("The request does not say what happened (type)."), 400)
     if kind not in EVENT_TYPES:
-        said = _("%(kind)r is not something this page can record.", kind=kind or "Nothing")
-        raise WebError(said, 400)
+        raise WebError(_("%(kind)r is not something this page can record.", kind=kind), 400)
     event: dict = {"type": kind}
     if kind == "items_set":
         player = (form.get("player") or "").strip()

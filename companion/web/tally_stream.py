@@ -12,6 +12,7 @@ import threading
 import time
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+from flask_babel import gettext as _
 
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg, whole_number
@@ -104,7 +105,7 @@ def seq(match_id: int):
     else:
         after_seq = whole_number(after, digits=18)  # ASCII digits only: not "٣"
         if after_seq is None:
-            raise WebError("after must be an event number.", 400)
+            raise WebError(_("%(name)s must be an event number.", name="after"), 400)
         timeout = seconds_arg("timeout", 20, MAX_POLL_SECONDS)
         w = watcher()
         current = w.follow(match_id)

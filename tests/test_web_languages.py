@@ -1,0 +1,213 @@
+"""What a French or Japanese tablet page can show when it refuses a request: every sentence in
+the page's language, none left in English. The refusals are found by reading the web package
+(every ``WebError(...)``), then the routes that can give them are asked with ``?lang=fr`` and
+``?lang=ja``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from test_camera_web import DealtCamera, FakeLive
+from web_support import csrf, message
+
+from companion.web import create_app
+
+WEB = Path(__file__).parent.parent / "companion" / "web"
+
+# Words that only an English sentence holds (a French one can share "zone", "image"...).
+ENGLISH = re.compile(
+    r"\b(the|must|needs?|is|are|of|with|between|number|seconds|which|whose|show|corners?|"
+    r"picture|drag|layout|kept|sent|cannot|camera|field|card|cards|deal|try|again|too|small|"
+    r"crosses|sees)\b",
+    re.I,
+)
+
+
+def _said_at_request_time(arg, assigned: dict) -> bool:
+    """Whether the first argument of a WebError is a sentence said in the page's language."""
+    if isinstance(arg, ast.Call):
+        func = arg.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name in ("_", "gettext", "say"):
+            return True
+        if name == "capitalize":  # _("...").capitalize()
+            return _said_at_request_time(func.value, assigned)
+        # str(NO_CAMERA): a lazy_gettext constant, said when the request makes it a str
+        if name == "str" and isinstance(arg.args[0], ast.Name):
+            return assigned.get(arg.args[0].id) == "_l"
+        return False
+    if isinstance(arg, ast.Attribute) and arg.attr == "sentence":
+        return True  # a CompanionError's Message: the error handler says it
+    if isinstance(arg, ast.Name):
+        return assigned.get(arg.id) in ("_", "gettext")
+    return False
+
+
+def _web_errors():
+    """Every ``WebError(...)`` of the web package: its place and whether its sentence is said
+    in the page's language; found by reading the code, not listed by hand."""
+    for path in sorted(WEB.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assigned = {}
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+            ):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        assigned[target.id] = node.value.func.id
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "WebError"
+            ):
+                yield f"{path.name}:{node.lineno}", _said_at_request_time(node.args[0], assigned)
+
+
+def test_every_web_refusal_is_said_in_the_page_language():
+    found = list(_web_errors())
+    assert len(found) > 60
+    english = [place for place, said in found if not said]
+    assert english == [], f"sentences left in English: {english}"
+
+
+# What a refusal quotes as the program reads it stays as it is: a query argument ("after",
+# "(card=MM-K)"), a quoted value, a name with _ in it (max_seconds, captures_A); and the
+# players' names.
+CODE = re.compile(
+    r"'[^']*'|[(（][A-Za-z_]+(?:=[\w-]+)?[)）]|[A-Za-z]+_[A-Za-z<>]+"
+    r"|(?<![A-Za-z])(?:after|timeout|field|Aki|Ben)(?![A-Za-z])"  # names: an argument, a zone, a player
+)
+
+
+def _in_english(text: str) -> list[str]:
+    return ENGLISH.findall(CODE.sub("", text))
+
+
+def _check_said(response, lang: str, status: int, english: str) -> None:
+    assert response.status_code == status, response.get_data(as_text=True)[:300]
+    said = message(response)
+    assert said and said != english
+    assert _in_english(said) == [], (lang, said)
+    if lang == "ja":  # only codes (a query argument, a zone's name, a card's) stay in Latin letters
+        assert re.findall(r"[A-Za-z]{3,}", CODE.sub("", said)) == [], said
+
+
+LANGS = ["fr", "ja"]
+
+
+@pytest.fixture
+def fake(tmp_path):
+    return FakeLive(tmp_path / "zones.toml")
+
+
+@pytest.fixture
+def client(store, fake):
+    return create_app(store, testing=True, live=fake).test_client()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(
+    ("url", "status", "english"),
+    [
+        ("/live/stream.mjpg?max_seconds=x", 400, "max_seconds must be a number of seconds."),
+        (
+            "/live/stream.mjpg?max_seconds=7200",
+            400,
+            "max_seconds must be between 0 and 3600 seconds.",
+        ),
+        ("/live/crop?card=03-1", 400, "Say whose capture to show (player)."),
+        ("/live/crop?player=Aki", 400, "Say which card to show (card=MM-K)."),
+        (
+            "/live/crop?player=Ben&card=03-1",
+            404,
+            "The camera kept no picture of 03-1 captured by Ben.",
+        ),
+        ("/matches/{m}/seq?after=x", 400, "after must be an event number."),
+        ("/matches/{m}/seq?after=0&timeout=99", 400, "timeout must be between 0 and 60 seconds."),
+        (
+            "/matches/{m}/live?max_seconds=-1",
+            400,
+            "max_seconds must be between 0 and 3600 seconds.",
+        ),
+    ],
+)
+def test_camera_and_live_api_refusals_in_the_page_language(
+    client, store, lang, url, status, english
+):
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    url = url.format(m=match_id)
+    assert message(client.get(url)) == english  # the English page as it always was
+    _check_said(client.get(f"{url}&lang={lang}"), lang, status, english)
+
+
+CROSSED = "0.1,0.1 0.9,0.9 0.9,0.1 0.1,0.9"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(
+    ("fields", "english"),
+    [
+        ({}, "The form sent no zone corners (zone_<name> fields)."),
+        ({"zone_field": "0.1,0.1 0.9,0.1"}, "Field needs at least 3 corners."),
+        (
+            {"zone_field": "0.1,0.1 0.9,0.1 a,b"},
+            "Field: a corner is written x,y with two numbers, not 'a,b'.",
+        ),
+        (
+            {"zone_field": "0.1,0.1 0.9,0.1 1.2,0.5"},
+            "Field: corners are fractions of the picture from 0 to 1, not 1.2,0.5.",
+        ),
+        (
+            {"zone_kitchen": "0.1,0.1 0.9,0.1 0.5,0.5"},
+            "There is no zone 'kitchen' in this layout: expected captures_A, captures_B, "
+            "draw_pile, field.",
+        ),
+        (
+            {"zone_field": CROSSED},
+            "Zone 'field' crosses itself: drag its corners into a plain outline.",
+        ),
+        (
+            {"zone_field": "0.1,0.1 0.12,0.1 0.1,0.12"},
+            "Zone 'field' covers 0.02% of the picture: too small to hold a card (at least "
+            "0.2%); drag its corners apart.",
+        ),
+        (
+            {"zone_field": " ".join(f"{0.5 + 0.4 * i / 40:.3f},0.{i % 2 + 1}" for i in range(40))},
+            "Zone 'field' has 40 corners; a zone has at most 32.",
+        ),
+    ],
+)
+def test_a_refused_calibration_in_the_page_language(client, fake, lang, fields, english):
+    token = csrf(client)
+    refused = client.post("/calibrate", data={"csrf_token": token, **fields})
+    assert message(refused) == english
+    said = client.post(f"/calibrate?lang={lang}", data={"csrf_token": token, **fields})
+    _check_said(said, lang, 400, english)
+    assert not fake.zone_file.exists()
+
+
+@pytest.mark.parametrize(
+    ("lang", "cannot", "sees"),
+    [
+        ("en", "This camera cannot propose zones", "The camera sees 2 face-up card(s)"),
+        ("fr", "Cette caméra ne peut pas proposer de zones", "La caméra voit 2 carte(s)"),
+        ("ja", "このカメラは領域を提案できません", "カメラに見える表向きの札は2枚です"),
+    ],
+)
+def test_a_layout_that_cannot_be_proposed_is_said_in_the_page_language(
+    client, store, tmp_path, lang, cannot, sees
+):
+    page = client.get(f"/calibrate?propose=1&lang={lang}").get_data(as_text=True)
+    assert cannot in page
+    camera = DealtCamera(tmp_path / "zones.toml")
+    camera.boxes = [(0.2, 0.4, 0.25, 0.52), (0.3, 0.4, 0.35, 0.52)]
+    dealt = create_app(store, testing=True, live=camera).test_client()
+    page = dealt.get(f"/calibrate?propose=1&lang={lang}").get_data(as_text=True)
+    assert sees in page
