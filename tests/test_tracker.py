@@ -91,16 +91,36 @@ def test_the_tracker_registers_and_forgets_through_the_transitions():
     tracker = TableTracker(ZONES)
     track = new_track()
     tracker.tracks[track.id] = track
-    with pytest.raises(IllegalTransition):  # not steady yet
-        tracker.register(track.id, "A", "01-1")
+    assert not tracker.register(track.id, "A", "01-1")  # not steady yet
+    assert track.state is TrackState.ARRIVING and tracker.registered() == {}
     track.settle(1, 0.1)
-    tracker.register(track.id, "A", "01-1")
+    assert tracker.register(track.id, "A", "01-1")
     assert tracker.registered() == {"01-1": track}
     assert tracker.rename("01-1", "01-2") and tracker.registered() == {"01-2": track}
     assert tracker.forget("01-2") and tracker.registered() == {}
     assert track.state is TrackState.REMOVED
     tracker.end_round()
     assert track.state is TrackState.ENDED_REMOVED
+
+
+def test_registering_a_card_no_longer_of_this_round_changes_nothing():
+    # the round ended (and the next began) between the capture's decision and its registering
+    tracker = TableTracker(ZONES)
+    track = new_track()
+    tracker.tracks[track.id] = track
+    track.settle(1, 0.1)
+    tracker.end_round()
+    assert not tracker.register(track.id, "A", "01-1")
+    assert track.state is TrackState.ENDED and track.recorded_code is None
+    assert tracker.registered() == {}
+    # its track gone (the table cleared, another match): nothing to register
+    tracker.reset_round()
+    assert not tracker.register(track.id, "A", "01-1") and not tracker.adopt(7, "B", "02-1")
+    # a card settled later is registered once, in its own place
+    later = new_track()
+    tracker.tracks[later.id] = later
+    later.settle(5, 0.5)
+    assert tracker.register(later.id, "B", "03-1") and list(tracker.registered()) == ["03-1"]
 
 
 # -- settings -------------------------------------------------------------------------------------

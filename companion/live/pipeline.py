@@ -328,7 +328,9 @@ class LivePipeline:
             appended.append(stored)
             reading = decision.reading
             if reading is not None:
+                # False when its card is no longer this round's: the event stays stored
                 self.tracker.register(reading.track, reading.seat, reading.code)
+                track = self.tracker.tracks.get(reading.track)
                 self.captures.append(
                     CaptureRecord(
                         player=decision.event.player,
@@ -339,7 +341,7 @@ class LivePipeline:
                         event_time=frame.time,
                         check=reading.check,
                         round=state.round_number,
-                        crop=_crop(frame.image, self.tracker.tracks[reading.track].quad),
+                        crop=None if track is None else _crop(frame.image, track.quad),
                     )
                 )
         return appended

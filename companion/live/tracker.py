@@ -529,9 +529,18 @@ class TableTracker:
 
     # -- the tablet and the decider ----------------------------------------------------------
 
-    def register(self, track_id: int, seat: str, code: str) -> None:
-        self.tracks[track_id].record(seat, code)
+    def register(self, track_id: int, seat: str, code: str) -> bool:
+        """Record the settled card ``track_id`` as ``seat``'s capture of ``code``. False, and
+        nothing changed, when the card is no longer a settled one of this round (the round
+        ended, or the next began, between the decision and now; or its track is gone): the
+        capture already stored stays, and an ended round's card is never recorded into the
+        new one."""
+        track = self.tracks.get(track_id)
+        if track is None or track.state is not TrackState.SETTLED:
+            return False
+        track.record(seat, code)
         self._order.append(track_id)
+        return True
 
     def registered(self) -> dict[str, Track]:
         """code -> track, of the recorded captures (in registration order)."""
@@ -558,9 +567,10 @@ class TableTracker:
         track.remove()
         return True
 
-    def adopt(self, track_id: int, seat: str, code: str) -> None:
-        """Register a card the tablet already recorded (typed by hand): no event needed."""
-        self.register(track_id, seat, code)
+    def adopt(self, track_id: int, seat: str, code: str) -> bool:
+        """Register a card the tablet already recorded (typed by hand): no event needed. False
+        as ``register``."""
+        return self.register(track_id, seat, code)
 
     def reset_round(self) -> None:
         """Everything forgotten (a redeal, another match)."""
