@@ -277,3 +277,27 @@ def test_a_refused_import_is_said_in_the_page_language(store, lang, case):
 
     assert message(send()) == english
     _check_said(send(f"?lang={lang}"), lang, 400, english)
+
+
+# -- the store's refusals of a tablet's request -------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_stores_refusals_in_the_page_language(store, lang):
+    from test_i18n import post_event
+
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client = create_app(store, testing=True).test_client()
+    english = "The request id must be 1 to 200 characters long."
+    long_id = {"type": "round_started", "request_id": "x" * 201}
+    assert message(post_event(client, store, match_id, **long_id)) == english
+    huge = "/matches/99999999999999999999"
+    assert message(client.get(huge)) == "There is no match 99999999999999999999 in this database."
+    _check_said(
+        client.get(f"{huge}?lang={lang}"),
+        lang,
+        404,
+        "There is no match 99999999999999999999 in this database.",
+    )
+    # the page's language, kept in its cookie since the request above
+    _check_said(post_event(client, store, match_id, **long_id), lang, 400, english)

@@ -692,6 +692,13 @@ _refusal(
     "refusal.control_characters",
     N_("A %(what)s cannot hold control characters such as %(char)s: %(text)s is refused."),
 )
+_refusal("refusal.request_id_length", N_("The request id must be 1 to %(most)s characters long."))
+_refusal("refusal.expected_seq", N_("The expected event number must be a whole number."))
+_refusal(
+    "refusal.started_once", N_("A match can only be started once; create a new match instead.")
+)
+_refusal("refusal.nothing_to_record", N_("There is nothing to record."))
+_refusal("refusal.not_a_match_number", N_("%(value)s is not a match number."))
 _refusal("refusal.title_length", N_("The title must be at most %(most)s characters."))
 _template(
     "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"
