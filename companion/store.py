@@ -600,13 +600,14 @@ class MatchStore:
         the title and names are checked as the new-match form's are. A damaged, edited or
         oversized file is refused with one sentence and nothing is written."""
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-            raise CompanionError("This is not a match exported by Hanafuda Companion.")
+            raise CompanionError(Message("refusal.export_not_ours"))
         if data.get("version") != EXPORT_VERSION:
             shown = data.get("version")
             shown = shown if isinstance(shown, int | float | str) else type(shown).__name__
             raise CompanionError(
-                f"This export is version {str(shown)[:20]!r}; this program reads "
-                f"version {EXPORT_VERSION}."
+                Message(
+                    "refusal.export_version", version=repr(str(shown)[:20]), reads=EXPORT_VERSION
+                )
             )
         game, info, rows = data.get("game"), data.get("match"), data.get("events")
         if (
@@ -615,35 +616,38 @@ class MatchStore:
             or not isinstance(info, dict)
             or not isinstance(rows, list)
         ):
-            raise CompanionError("The export lacks its game, its match or its events.")
+            raise CompanionError(Message("refusal.export_incomplete"))
         if len(rows) > MAX_IMPORT_EVENTS:
             raise CompanionError(
-                f"The export holds {len(rows)} events; a match has at most {MAX_IMPORT_EVENTS}."
+                Message("refusal.export_too_many", n=len(rows), most=MAX_IMPORT_EVENTS)
             )
         if _depth(data) > MAX_EXPORT_DEPTH:
-            raise CompanionError("The export nests its data too deeply to be a match export.")
+            raise CompanionError(Message("refusal.export_too_deep"))
         engine = registry.game(game).engine
         events, times, ids = [], [], []
         try:
             for n, row in enumerate(rows, 1):
                 if not isinstance(row, dict) or row.get("seq") != n:
-                    raise CompanionError(f"The export's event {n} is missing or out of order.")
+                    raise CompanionError(Message("refusal.export_event_order", n=n))
                 events.append(engine.Event.from_dict(row.get("event")))  # IllegalEvent
                 times.append(_timestamp(row.get("created_at")))
                 rid = row.get("request_id")
                 ids.append(None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH])
             if not events:
-                raise CompanionError("The export holds no event.")
+                raise CompanionError(Message("refusal.export_no_event"))
             started = engine.apply(None, events[0])  # the set-up, checked as a new match's
             for name in _listed_names(started):
                 _check_printable(name, "field.player_name")
             state = engine.replay(events)
         except RecursionError:  # a rule text or a value nested beyond what a program writes
-            raise CompanionError("The export's rules or events are too deeply nested.") from None
+            raise CompanionError(Message("refusal.export_nested")) from None
         except (OverflowError, ValueError, TypeError) as exc:
-            raise CompanionError(
-                f"The export holds a value no match has ({_short(exc)})."
-            ) from None
+            # the refusal met inside (the engine's, a rule file's) said in the page's language
+            # where the short English one is the whole of it
+            detail = _short(exc)
+            if isinstance(exc, CompanionError) and str(exc.sentence) == detail:
+                detail = exc.sentence
+            raise CompanionError(Message("refusal.export_value", detail=detail)) from None
         title = _title(info.get("title") if isinstance(info.get("title"), str) else None)
         listing = _listing(game, started)
         fields = [

@@ -86,6 +86,10 @@ def english_leftovers(text: str, lang: str) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["fr", "ja"])
 def test_every_string_is_translated_with_the_same_placeholders(lang):
+    from companion.game.messages import TEMPLATES
+
+    # another program's English words in an engine's sentence, which a translation may leave out
+    english_only = {t.english: {f"%({p})s" for p in t.english_only} for t in TEMPLATES.values()}
     messages = [m for m in catalog(lang) if m.id]
     assert len(messages) > 150
     for m in messages:
@@ -94,7 +98,10 @@ def test_every_string_is_translated_with_the_same_placeholders(lang):
         assert all(strings), f"{lang}: {ids[0]!r} is not translated"
         assert not m.fuzzy, f"{lang}: {ids[0]!r} is marked fuzzy"
         for s in strings:
-            assert sorted(PLACEHOLDER.findall(s)) == sorted(PLACEHOLDER.findall(ids[0])), s
+            expected = sorted(PLACEHOLDER.findall(ids[0]))
+            left_out = english_only.get(ids[0], set())
+            said = sorted(PLACEHOLDER.findall(s))
+            assert said == expected or said == [p for p in expected if p not in left_out], s
 
 
 @pytest.mark.parametrize("lang", ["en", "fr", "ja"])

@@ -78,11 +78,12 @@ def test_every_web_refusal_is_said_in_the_page_language():
 
 
 # What a refusal quotes as the program reads it stays as it is: a query argument ("after",
-# "(card=MM-K)"), a quoted value, a name with _ in it (max_seconds, captures_A); and the
-# players' names.
+# "(card=MM-K)"), a quoted value, a name with _ in it (max_seconds, captures_A), a deck
+# file's keys; and the players' and the program's names.
 CODE = re.compile(
-    r"'[^']*'|[(（][A-Za-z_]+(?:=[\w-]+)?[)）]|[A-Za-z]+_[A-Za-z<>]+"
-    r"|(?<![A-Za-z])(?:after|timeout|field|Aki|Ben)(?![A-Za-z])"  # names: an argument, a zone, a player
+    r"'[^']*'|[(（][A-Za-z_]+(?:=[\w-]+)?[)）]|[A-Za-z]+_[A-Za-z<>]+|\[[^\]]*\]|\{[^}]*\}"
+    r"|(?<![A-Za-z])(?:[A-Z]{4,}|names)(?![A-Za-z])"  # a file's keys and tables, a format (TOML)
+    r"|(?<![A-Za-z])(?:after|timeout|field|Aki|Ben|Hanafuda Companion)(?![A-Za-z])"  # names: an argument, a zone, a player
 )
 
 
@@ -211,3 +212,68 @@ def test_a_layout_that_cannot_be_proposed_is_said_in_the_page_language(
     dealt = create_app(store, testing=True, live=camera).test_client()
     page = dealt.get(f"/calibrate?propose=1&lang={lang}").get_data(as_text=True)
     assert sees in page
+
+
+# -- importing a match export: the store's and the engine's refusals ---------------------------
+
+
+def _export_cases(exported: dict) -> list:
+    started = exported["events"][0]
+    with_event = lambda event: {**exported, "events": [{**started, "event": event}]}  # noqa: E731
+    return [
+        ({**exported, "format": "x"}, "This is not a match exported by Hanafuda Companion."),
+        ({**exported, "version": 9}, "This export is version '9'; this program reads version 1."),
+        # a refusal met while the export is replayed, quoted as it has always been
+        (
+            {**exported, "events": []},
+            "The export holds a value no match has (The export holds no event.).",
+        ),
+        (
+            {**exported, "events": [{**started, "seq": 2}]},
+            "The export holds a value no match has (The export's event 1 is missing or out "
+            "of order.).",
+        ),
+        (
+            with_event({**started["event"], "rules_text": "x = "}),
+            "The export holds a value no match has (The rule file is not valid TOML: Invalid "
+            "value (at end of document).).",
+        ),
+        (
+            with_event({**started["event"], "rules_text": "[game]\nname = = 1\n"}),
+            "The export holds a value no match has (The rule file is not valid TOML: Invalid "
+            "value (at line 2, column 8).).",
+        ),
+        (
+            with_event({**started["event"], "deck": {"cards": {"01-1": {"names": 5}}}}),
+            "The export holds a value no match has (The deck file of the match, "
+            '[cards."01-1"]: names must be a table like { en = "Crane", fr = "Grue" }.).',
+        ),
+    ]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("case", range(7))
+def test_a_refused_import_is_said_in_the_page_language(store, lang, case):
+    import io
+    import json
+
+    from companion import CompanionError
+
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    data, english = _export_cases(store.export_match(match_id))[case]
+    with pytest.raises(CompanionError) as refused:  # the CLI's sentence, as it always was
+        store.import_match(json.loads(json.dumps(data)))
+    assert str(refused.value) == english
+    client = create_app(store, testing=True).test_client()
+    token = csrf(client)
+
+    def send(query=""):
+        body = json.dumps(data).encode()
+        return client.post(
+            f"/matches/import{query}",
+            data={"csrf_token": token, "file": (io.BytesIO(body), "match.json")},
+            content_type="multipart/form-data",
+        )
+
+    assert message(send()) == english
+    _check_said(send(f"?lang={lang}"), lang, 400, english)

@@ -30,19 +30,30 @@ class CardError(CompanionError):
     """An unknown or malformed card code or name."""
 
 
-def parse_toml(source: str, what: str, error: type[CompanionError] = CompanionError) -> dict:
-    """``source`` read as TOML, or ``error`` with one sentence naming ``what`` ("the rule
-    file"): bad syntax, nesting deeper than the parser's recursion, or a whole number too long
-    for Python to read (over 4,300 digits: ``int`` refuses longer strings, a guard against
-    quadratic parsing)."""
+_PARSER_POSITION = re.compile(r"^(.*) \(at line (\d+), column (\d+)\)$", re.S)
+_AT_END = " (at end of document)"
+
+
+def parse_toml(source: str, what, error: type[CompanionError] = CompanionError) -> dict:
+    """``source`` read as TOML, or ``error`` with one sentence naming ``what`` (a phrase
+    Message such as ``phrase.the_rule_file``, or plain text): bad syntax, nesting deeper than
+    the parser's recursion, or a whole number too long for Python to read (over 4,300 digits:
+    ``int`` refuses longer strings, a guard against quadratic parsing)."""
+    what = what.with_capital() if isinstance(what, Message) else _upper_first(str(what))
     try:
         return tomllib.loads(source)
     except tomllib.TOMLDecodeError as exc:
-        raise error(f"{_upper_first(what)} is not valid TOML: {exc}.") from None
+        # the parser's words and where it stopped: a page in another language says where only
+        detail = str(exc)
+        if at := _PARSER_POSITION.match(detail):
+            detail = Message("phrase.toml_at", problem=at[1], line=at[2], column=at[3])
+        elif detail.endswith(_AT_END):
+            detail = Message("phrase.toml_at_end", problem=detail[: -len(_AT_END)])
+        raise error(Message("refusal.toml_invalid", what=what, detail=detail)) from None
     except RecursionError:
-        raise error(f"{_upper_first(what)} is nested too deeply to read.") from None
+        raise error(Message("refusal.toml_too_deep", what=what)) from None
     except ValueError:  # int() of a number of thousands of digits
-        raise error(f"{_upper_first(what)} holds a number too long to read.") from None
+        raise error(Message("refusal.toml_long_number", what=what)) from None
 
 
 def _upper_first(text: str) -> str:
@@ -469,7 +480,7 @@ class Deck:
         for code, spec in cards.items() if isinstance(cards, dict) else ():
             if isinstance(spec, dict) and set(spec) - {"names"}:
                 raise CardError(Message("refusal.match_deck_card", code=repr(code)))
-        return cls.from_dict(data, "of the match")
+        return cls.from_dict(data, "of the match", where=Message("phrase.match_deck_file"))
 
     def with_role(self, role: str) -> list[Card]:
         return [c for c in self.cards if role in c.roles]
@@ -509,16 +520,24 @@ class Deck:
             raise CardError(
                 Message("refusal.deck_unreadable", name=path.name, reason=reason)
             ) from None
-        data = parse_toml(source, f"the deck file {path.name}", CardError)
+        data = parse_toml(source, Message("phrase.the_deck_file", name=path.name), CardError)
         return cls.from_dict(
             data, default_name=path.stem, folder=path.parent, _chain=(*_chain, key)
         )
 
     @classmethod
     def from_dict(
-        cls, data: dict, default_name: str = "custom", *, folder=None, _chain: tuple = ()
+        cls,
+        data: dict,
+        default_name: str = "custom",
+        *,
+        folder=None,
+        where: Message | None = None,
+        _chain: tuple = (),
     ) -> Deck:
-        where = Message("phrase.deck_file", name=default_name)
+        """The deck ``data`` describes; ``where`` names it in a refusal (by default "The deck
+        file <default_name>")."""
+        where = where or Message("phrase.deck_file", name=default_name)
         _check_deck_data(data, where)
         base = data.get("base", "standard")
         if base != "standard":

@@ -36,13 +36,18 @@ def N_(text: str) -> str:  # noqa: N802 - the usual name for "extract me, transl
 class Template:
     english: str  # the msgid: English with %(name)s placeholders
     kind: str  # what the sentence is: "multiplier", "round", "redeal", "event"...
+    # parameters that are another program's English words (a parser's, the system's): a
+    # translation may leave them out rather than show English inside its own sentence
+    english_only: tuple[str, ...] = ()
 
 
 TEMPLATES: dict[str, Template] = {}
 
 
-def _template(message_id: str, english: str, kind: str | None = None) -> None:
-    TEMPLATES[message_id] = Template(english, kind or message_id.split(".")[0])
+def _template(
+    message_id: str, english: str, kind: str | None = None, english_only: tuple[str, ...] = ()
+) -> None:
+    TEMPLATES[message_id] = Template(english, kind or message_id.split(".")[0], english_only)
 
 
 # -- Koi-Koi: multipliers (companion.game.scoring) ---------------------------------------------
@@ -761,6 +766,46 @@ _refusal(
     "refusal.would_have",
     N_("%(who)s would have %(n)s items in front of the geishas, but %(rule)s."),
 )
+
+# Reading a data file (companion.game.cards.parse_toml): %(what)s is one of the phrases below
+_template("phrase.the_deck_file", N_("the deck file %(name)s"), "phrase")
+_template("phrase.the_preset", N_("the preset %(name)s"), "phrase")
+_template("phrase.the_rule_file", N_("the rule file"), "phrase")
+_template("phrase.the_zone_file", N_("the zone file"), "phrase")
+_template("phrase.match_deck_file", N_("The deck file of the match"), "phrase")
+_refusal("refusal.toml_invalid", N_("%(what)s is not valid TOML: %(detail)s."))
+# the TOML parser's own words, then where it stopped: a page may say only where
+_template(
+    "phrase.toml_at",
+    N_("%(problem)s (at line %(line)s, column %(column)s)"),
+    "phrase",
+    english_only=("problem",),
+)
+_template(
+    "phrase.toml_at_end",
+    N_("%(problem)s (at end of document)"),
+    "phrase",
+    english_only=("problem",),
+)
+_refusal("refusal.toml_too_deep", N_("%(what)s is nested too deeply to read."))
+_refusal("refusal.toml_long_number", N_("%(what)s holds a number too long to read."))
+# A match export read back (companion.store.import_match: the tablet's import)
+_refusal("refusal.export_not_ours", N_("This is not a match exported by Hanafuda Companion."))
+_refusal(
+    "refusal.export_version",
+    N_("This export is version %(version)s; this program reads version %(reads)s."),
+)
+_refusal("refusal.export_incomplete", N_("The export lacks its game, its match or its events."))
+_refusal(
+    "refusal.export_too_many", N_("The export holds %(n)s events; a match has at most %(most)s.")
+)
+_refusal(
+    "refusal.export_too_deep", N_("The export nests its data too deeply to be a match export.")
+)
+_refusal("refusal.export_event_order", N_("The export's event %(n)s is missing or out of order."))
+_refusal("refusal.export_no_event", N_("The export holds no event."))
+_refusal("refusal.export_nested", N_("The export's rules or events are too deeply nested."))
+_refusal("refusal.export_value", N_("The export holds a value no match has (%(detail)s)."))
 
 # The separators of a Listing, said in the page's language too.
 SEPARATORS = (N_(", "), N_(" and "), N_(" vs "), N_(" or "))

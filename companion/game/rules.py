@@ -27,7 +27,7 @@ from companion.game.cards import (
     parse_toml,
 )
 from companion.game.events import quoted
-from companion.game.messages import Named
+from companion.game.messages import Message, Named
 
 RULESETS_DIR = Path(__file__).with_name("rulesets")
 _NO_FOLDER = RULESETS_DIR / "decks-named-by-text"  # never exists: only built-in deck names
@@ -127,7 +127,9 @@ def _preset_yaku_names(preset: str) -> dict[str, dict]:
     path = RULESETS_DIR / f"{preset}.toml"
     if not re.fullmatch(r"[A-Za-z0-9_-]+", preset) or not path.is_file():
         return {}
-    data = parse_toml(path.read_text(encoding="utf-8"), f"the preset {preset}", RuleError)
+    data = parse_toml(
+        path.read_text(encoding="utf-8"), Message("phrase.the_preset", name=preset), RuleError
+    )
     return {
         y["id"]: dict(y["names"])
         for y in data.get("yaku", [])
@@ -414,7 +416,7 @@ class RuleSet:
         base_dir: str | Path | None = None,
         default_name: str = "custom",
     ) -> RuleSet:
-        data = parse_toml(text, "the rule file", RuleError)
+        data = parse_toml(text, Message("phrase.the_rule_file"), RuleError)
         if not isinstance(data.setdefault("game", {}), dict):
             raise RuleError("[game] must be a table.")
         data["game"].setdefault("name", default_name)

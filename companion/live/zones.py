@@ -136,7 +136,7 @@ class Zones:
 
     @staticmethod
     def from_toml(text: str, default_name: str = "zones") -> Zones:
-        data = parse_toml(text, "the zone file", ZoneError)
+        data = parse_toml(text, Message("phrase.the_zone_file"), ZoneError)
         return Zones.from_dict(data, default_name=default_name)
 
     @staticmethod
