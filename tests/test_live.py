@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from companion import CompanionError
 from companion.detections import Detections, class_id
+from companion.live import pipeline as pipeline_module
 from companion.live.capture_decider import (
     CaptureDecider,
     DeciderSettings,
@@ -19,7 +22,7 @@ from companion.live.capture_decider import (
     pairs_up,
     resolve_group,
 )
-from companion.live.pipeline import LivePipeline
+from companion.live.pipeline import LivePipeline, PipelineSettings
 from companion.live.sources import LiveSource, SourceError, open_source
 from companion.live.tracker import Arrival, TableTracker
 from companion.live.zones import default_zones
@@ -483,7 +486,69 @@ def test_the_motion_gate_skips_still_frames(live):
     _, _, table = live
     before = table.detector.calls
     table.run(30)
-    assert table.detector.calls - before <= 3.0 / table.pipeline.refresh + 1  # 30 frames: 3 s
+    refresh = table.pipeline.pipeline_settings.refresh
+    assert table.detector.calls - before <= 3.0 / refresh + 1  # 30 frames: 3 s
+
+
+# -- the pipeline's settings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"refresh": -1.0},  # a look before the last one
+        {"look_every": float("inf")},
+        {"changed": 1.5},  # more than every pixel
+        {"pixel_change": 300},  # beyond the grey levels
+        {"motion_width": 4},  # too small a picture to see a card in
+        {"same_deal": 2.5},  # a count that is not whole
+        {"settling_seen_within": True},  # a flag where a count goes
+        {"recognised": "a quarter"},
+    ],
+)
+def test_a_pipeline_setting_out_of_range_is_refused_in_one_sentence(bad):
+    with pytest.raises(CompanionError) as refused:
+        PipelineSettings(**bad)
+    (name,) = bad
+    message = str(refused.value)
+    assert message.startswith(f"The pipeline's {name} must be ")
+    assert message.endswith(".") and message.count(". ") == 0
+
+
+def test_every_pipeline_setting_says_what_moving_it_trades_and_is_read():
+    described = PipelineSettings.describe()
+    names = [f.name for f in dataclasses.fields(PipelineSettings)]
+    assert list(described) == names and len(names) >= 10
+    for name, why in described.items():
+        assert len(why) >= 40 and "\n" not in why and ":" in why, name
+    # each one is the pipeline's: read somewhere in the module
+    tree = ast.parse(inspect.getsource(pipeline_module))
+    read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert set(names) <= read
+
+
+def _still_table_looks(settings: PipelineSettings | None) -> int:
+    """Detector calls over 3 s of a dealt table lying still."""
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = ScriptedDetector()
+    pipeline = LivePipeline(detector, ZONES, store, match_id, pipeline_settings=settings)
+    table = Table(pipeline, detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    before = detector.calls
+    table.run(30)
+    return detector.calls - before
+
+
+def test_the_pipeline_looks_by_its_settings():
+    default = _still_table_looks(None)
+    assert default == _still_table_looks(PipelineSettings())
+    # refreshed twice a second: a still table is looked at twice as often
+    assert _still_table_looks(PipelineSettings(refresh=0.5)) >= 2 * default - 1 > default
+    # no gate at all: every frame is looked at
+    assert _still_table_looks(PipelineSettings(refresh=0.0)) == 30
 
 
 # -- sources -------------------------------------------------------------------------------

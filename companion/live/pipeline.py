@@ -8,7 +8,7 @@ Motion gating (as Frigate does): each frame is shrunk to a small grey picture an
 with the previous one and with the last one the detector saw. The detector runs only when
 something changed since its last look, for a moment after motion stops (so a card put down
 is seen steadily at once), and at least every ``refresh`` seconds; never more often than
-``LOOK_EVERY`` (a 30 fps camera is looked at 10 times a second while an arm moves, so the
+``look_every`` (a 30 fps camera is looked at 10 times a second while an arm moves, so the
 pipeline keeps up with it on two cores). The gate counts seconds of the frames' own clock,
 so a camera's frame rate changes nothing but the work, and a replay gives the same result
 however fast the machine is. The rest of the time the table's state stands as it was.
@@ -36,27 +36,102 @@ from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
 from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision
 from companion.live.tracker import TableState, TableTracker, TrackerSettings, TrackState
+from companion.live.tuning import CLOCK_SLACK, check_ranges, describe, tuning
 from companion.live.zones import CAPTURES, Zones
 
-MOTION_SIZE = (160, 90)
-PIXEL_CHANGE = 14  # grey levels (0..255) a small-picture pixel must change by to count
-CHANGED = 0.0015  # fraction of small-picture pixels changed since the detector's last look
-SETTLE_AFTER_MOTION = 0.6  # seconds the detector keeps looking after motion stops
-REFRESH = 1.0  # seconds: the detector looks at least this often
-# seconds between looks at least: 10 looks a second at 30 fps (every third frame), every
-# frame at 10-12 fps. More looks settle a card sooner but cost a 30 fps camera its real time
-LOOK_EVERY = 0.08
-# seconds a pipeline started between two rounds watches the table (with no hand over it)
-# before what lies there may be a new deal: until then, a table holding captures is the
-# ended round's, cleared away before the next deal counts
-RESUME_WATCH = 1.0
-# cards in common with an earlier round's dealt field that make the first field of that
-# size seen after a start the recording of that round played again
-SAME_DEAL = 6
-# a recorded capture not yet matched to a card on the table is recognised in an arrival
-# whose likeliest reading it is, or that gives it this much (chaff of a month as one card):
-# lower adopts misreads of new cards as old ones, higher records old cards again
-RECOGNISED = 0.25
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """The pipeline's own tuning: the motion gate that decides when the detector looks, and
+    how a restarted pipeline finds its place in the match, each with what moving it trades
+    (``PipelineSettings.describe()`` lists them). Seconds are the frames' own clock. A value
+    out of range is refused."""
+
+    # -- the motion gate -------------------------------------------------------------------------
+    motion_width: int = tuning(
+        160,
+        "pixels across the small grey copy each frame is compared on: more sees smaller "
+        "changes, at a cost per frame (160x90 with motion_height: a 16:9 camera's shape)",
+        low=8,
+    )
+    motion_height: int = tuning(
+        90,
+        "pixels down the small grey copy each frame is compared on: more sees smaller changes,"
+        " at a cost per frame",
+        low=8,
+    )
+    pixel_change: int = tuning(
+        14,
+        "grey levels (0..255) a small-picture pixel must change by to count as changed: less "
+        "takes camera noise and flicker for motion, more misses a dark card laid on a dark mat",
+        high=255,
+    )
+    changed: float = tuning(
+        0.0015,
+        "share of the small picture's pixels changed (since the previous frame: motion; since"
+        " the detector's last look: a change) for the detector to look: less looks at noise, "
+        "more misses a card slid in quietly until the next refresh",
+        high=1.0,
+    )
+    settle_after_motion: float = tuning(
+        0.6,
+        "seconds the detector keeps looking after motion stops, so a card put down is seen "
+        "steadily at once: more costs looks at a still table, less settles cards later",
+    )
+    refresh: float = tuning(
+        1.0,
+        "seconds between looks at most, whatever the motion: less costs looks at a still "
+        "table, more leaves a change the gate missed unseen longer",
+    )
+    look_every: float = tuning(
+        0.08,
+        "seconds between looks at least (10 a second at 30 fps: every third frame; every "
+        "frame at 10-12 fps): less settles a card sooner, but costs a 30 fps camera its real "
+        "time",
+    )
+    # -- captures settling when a Stop is tapped ---------------------------------------------
+    settling_seen_within: int = tuning(
+        2,
+        "looks since an undecided card in a capture area was last seen for it to still be "
+        "settling (a tapped Stop waits for it): more waits for a card hidden longer, less "
+        "records the Stop before a card the hand half hides",
+    )
+    # -- starting again on a match under way -------------------------------------------------
+    resume_watch: float = tuning(
+        1.0,
+        "seconds a pipeline started between two rounds watches the table (no hand over it) "
+        "before what lies there may be a new deal (until then a table holding captures is the"
+        " ended round's, cleared away first): less may take the ended round's cards for a "
+        "deal, more opens the next round later",
+    )
+    same_deal: int = tuning(
+        6,
+        "cards in common with an earlier round's dealt field that make the first field of "
+        "that size seen after a start that round's recording played again: less mistakes this"
+        " round's deal for an old one, more decides an old round's cards into this one",
+        low=1,
+    )
+    recognised: float = tuning(
+        0.25,
+        "probability an arrival must give a recorded capture not yet matched to a card (chaff"
+        " of a month as one card) for it to be that capture, adopted without an event (its "
+        "likeliest reading always is): lower adopts misreads of new cards as old ones, higher"
+        " records old cards again",
+        high=1.0,
+    )
+
+    def __post_init__(self):
+        check_ranges(self, "pipeline")
+
+    @property
+    def motion_size(self) -> tuple[int, int]:
+        """(width, height) of the small grey copy the motion gate compares."""
+        return self.motion_width, self.motion_height
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Each setting's name -> what moving it trades, one line."""
+        return describe(cls)
 
 
 @dataclass
@@ -86,9 +161,8 @@ class LivePipeline:
         seats: dict | None = None,
         *,
         tracker_settings: TrackerSettings | None = None,
-        refresh: float = REFRESH,
-        look_every: float = LOOK_EVERY,
         decider_settings: DeciderSettings | None = None,
+        pipeline_settings: PipelineSettings | None = None,
     ):
         self.detector = detector
         self.zones = zones
@@ -99,8 +173,7 @@ class LivePipeline:
         self.tracker = TableTracker(zones, self.tracker_settings)
         self.decider_settings = decider_settings or DeciderSettings()
         self.decider = CaptureDecider(self.decider_settings)
-        self.refresh = refresh
-        self.look_every = look_every
+        self.pipeline_settings = pipeline_settings or PipelineSettings()
         self.table: TableState = self.tracker.state
         self.detections = Detections.empty()
         self.frames = 0
@@ -197,7 +270,7 @@ class LivePipeline:
             t.state.open
             and t.zone is not None
             and t.zone.startswith(CAPTURES)
-            and self.tracker.updates - t.last_seen <= 2
+            and self.tracker.updates - t.last_seen <= self.pipeline_settings.settling_seen_within
             for t in self.tracker.tracks.values()
         )
 
@@ -240,7 +313,7 @@ class LivePipeline:
             t.state is TrackState.ARRIVING
             and t.zone is not None
             and t.zone.startswith(CAPTURES)
-            and self.tracker.updates - t.last_seen <= 2
+            and self.tracker.updates - t.last_seen <= self.pipeline_settings.settling_seen_within
             for t in self.tracker.tracks.values()
         )
 
@@ -255,15 +328,16 @@ class LivePipeline:
         """(fraction moved since the previous frame, fraction changed since the detector's
         last look), on a small blurred grey copy."""
         grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
-        small = cv2.resize(grey, MOTION_SIZE, interpolation=cv2.INTER_AREA)
+        s = self.pipeline_settings
+        small = cv2.resize(grey, s.motion_size, interpolation=cv2.INTER_AREA)
         small = cv2.GaussianBlur(small, (3, 3), 0)
         moved = changed = 1.0
         if self._prev_small is not None:
-            mask = cv2.absdiff(small, self._prev_small) > PIXEL_CHANGE
+            mask = cv2.absdiff(small, self._prev_small) > s.pixel_change
             moved = float(np.mean(mask))
             self._moving = mask if self._moving is None else self._moving | mask
         if self._detected_small is not None:
-            changed = float(np.mean(cv2.absdiff(small, self._detected_small) > PIXEL_CHANGE))
+            changed = float(np.mean(cv2.absdiff(small, self._detected_small) > s.pixel_change))
         self._prev_small = small
         self._last_small = small
         return moved, changed
@@ -273,19 +347,20 @@ class LivePipeline:
         if self._detected_at is None or now < self._detected_at:
             return True  # the first frame, or a source started again
         since = now - self._detected_at
-        if since >= self.refresh:
+        s = self.pipeline_settings
+        if since >= s.refresh:
             return True
-        if since < self.look_every - 1e-6:
+        if since < s.look_every - CLOCK_SLACK:
             return False
-        settling = self._motion_at is not None and now - self._motion_at <= SETTLE_AFTER_MOTION
-        return changed >= CHANGED or settling
+        settling = self._motion_at is not None and now - self._motion_at <= s.settle_after_motion
+        return changed >= s.changed or settling
 
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
         with self._lock:
             self.frames += 1
             moved, changed = self.motion(frame.image)
-            if moved >= CHANGED:
+            if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
             self.last_frame = frame
             if not self.should_detect(frame.time, changed):
@@ -371,23 +446,24 @@ class LivePipeline:
             )
         if self.table.hand_present:
             self._watch_from = now
-        elif now - self._watch_from >= RESUME_WATCH:
+        elif now - self._watch_from >= self.pipeline_settings.resume_watch:
             self._watch_from = None
 
     def _replaying_earlier_round(self, state) -> bool:
         """A recording played again from its start while the match is in a later round: the
-        first field of ``SAME_DEAL`` cards or more the table shows after the start is an
+        first field of ``same_deal`` cards or more the table shows after the start is an
         earlier round's dealt field, not this round's. Nothing is decided until this round's deal shows again (its
         captures are then recognised as they are laid again)."""
         if self._deal_checked and not self._earlier_round:
             return False
         field = set(self.table.field)
-        if not state.round_in_progress or len(self._dealt) < 2 or len(field) < SAME_DEAL:
+        same_deal = self.pipeline_settings.same_deal
+        if not state.round_in_progress or len(self._dealt) < 2 or len(field) < same_deal:
             return self._earlier_round
         self._deal_checked = True  # the first field of a deal's size the table shows
-        if len(field & self._dealt[-1]) >= SAME_DEAL:
+        if len(field & self._dealt[-1]) >= same_deal:
             self._earlier_round = False  # this round's deal: it goes on from here
-        elif any(len(field & dealt) >= SAME_DEAL for dealt in self._dealt[:-1]):
+        elif any(len(field & dealt) >= same_deal for dealt in self._dealt[:-1]):
             self._earlier_round = True
         return self._earlier_round
 
@@ -396,7 +472,7 @@ class LivePipeline:
         table was matched to (after a restart, a video played again from its start, a card
         typed on the tablet): no event, and the decider never sees them. An arrival is such
         a capture when that code (or its chaff twin, or what the camera read it as before a
-        correction) is its likeliest reading or has ``RECOGNISED`` of its probability; the
+        correction) is its likeliest reading or has ``recognised`` of its probability; the
         likeliest pairs first, each capture adopted once."""
         if not state.round_in_progress or not any(self.table.arrivals.values()):
             return
@@ -419,7 +495,7 @@ class LivePipeline:
                         return any(c == k or chaff_twins(c, k) for k in looks_like)
 
                     p = sum(q for c, q in a.candidates if same(c))
-                    if same(a.candidates[0][0]) or p >= RECOGNISED:
+                    if same(a.candidates[0][0]) or p >= self.pipeline_settings.recognised:
                         pairs.append((p, a.steady_since, a.track, code))
             adopted: set[int] = set()
             for _, _, track, code in sorted(pairs, key=lambda x: (-x[0], x[1], x[2])):
