@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from companion import CompanionError
+from companion.game.messages import Message
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
@@ -231,10 +232,7 @@ def run_demo(
 # The camera demo
 # ---------------------------------------------------------------------------------------------
 
-NO_DECKS = (
-    "The camera demo films card images from ../shared/decks beside the checkout (or "
-    "$COMPANION_SHARED/decks), and none are here; 'companion demo' without --camera needs nothing."
-)
+NO_DECKS = Message("camera.demo_no_decks")
 
 
 def camera_deck_dir() -> str:

@@ -91,12 +91,14 @@ def _in_english(text: str) -> list[str]:
     return ENGLISH.findall(CODE.sub("", text))
 
 
-def _check_said(response, lang: str, status: int, english: str, path: str = "") -> None:
-    """The refusal said in ``lang``; a folder's ``path`` in it is no sentence's word."""
+def _check_said(response, lang: str, status: int, english: str, *paths: str) -> None:
+    """The refusal said in ``lang``; the ``paths`` in it (a folder, an option) are no
+    sentence's words."""
     assert response.status_code == status, response.get_data(as_text=True)[:300]
     said = message(response)
     assert said and said != english
-    said = said.replace(path, "") if path else said
+    for path in paths:
+        said = said.replace(path, "")
     assert _in_english(said) == [], (lang, said)
     if lang == "ja":  # only codes (a query argument, a zone's name, a card's) stay in Latin letters
         assert re.findall(r"[A-Za-z]{3,}", CODE.sub("", said)) == [], said
@@ -328,4 +330,27 @@ def test_an_unreadable_taught_deck_is_said_in_the_page_language(store, tmp_path,
     )
     said = client.post(f"/live/deck?lang={lang}", data={"csrf_token": token, "deck": "broken"})
     assert decks in message(said)  # the folder to look at, named in every language
-    _check_said(said, lang, 400, english, path=decks)
+    _check_said(said, lang, 400, english, decks)
+
+
+# -- the camera demo without card images -------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_camera_demo_without_decks_is_said_in_the_page_language(store, monkeypatch, lang):
+    from companion.demo import CameraDemo
+    from companion.simulator import synth
+
+    def no_decks():
+        raise synth.SynthError("no decks")
+
+    monkeypatch.setattr(synth, "default_deck_dirs", no_decks)
+    app = create_app(store, testing=True)
+    app.config["DEMO_CAMERA"] = CameraDemo(app, store, echo=lambda *a: None).start
+    client = app.test_client()
+    english = message(client.get("/demo/camera"))
+    assert english.startswith("The camera demo films card images from ../shared/decks")
+    said = client.get(f"/demo/camera?lang={lang}")
+    codes = ("$COMPANION_SHARED/decks", "../shared/decks", "--camera")
+    _check_said(said, lang, 503, english, *codes)
+    assert "../shared/decks" in message(said) and store.matches() == []

@@ -380,6 +380,16 @@ _template(
     "camera",
 )
 _template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
+# the camera demo (companion.demo), asked for on a machine without card images to film
+_template(
+    "camera.demo_no_decks",
+    N_(
+        "The camera demo films card images from ../shared/decks beside the checkout (or "
+        "$COMPANION_SHARED/decks), and none are here; 'companion demo' without --camera needs "
+        "nothing."
+    ),
+    "camera",
+)
 # what the table showed against a tap (or again after an undo): shown, never recorded
 _template(
     "camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal"
