@@ -787,14 +787,16 @@ class MatchStore:
         if request_id is not None:
             request_id = str(request_id)
             if not request_id or len(request_id) > MAX_REQUEST_ID_LENGTH:
-                raise CompanionError("The request id must be 1 to 200 characters long.")
+                raise CompanionError(
+                    Message("refusal.request_id_length", most=MAX_REQUEST_ID_LENGTH)
+                )
         if expected_seq is not None:
             try:
                 expected_seq = int(expected_seq)
             except (TypeError, ValueError):
-                raise CompanionError("The expected event number must be a whole number.") from None
+                raise CompanionError(Message("refusal.expected_seq")) from None
         if event.type in ("match_started", "hanamikoji_started"):
-            raise CompanionError("A match can only be started once; create a new match instead.")
+            raise CompanionError(Message("refusal.started_once"))
 
         with self._lock:
             stored = self._append(match_id, [event], expected_seq, request_id)
@@ -814,9 +816,9 @@ class MatchStore:
         engine = self._engine(_match_id(match_id))  # UnknownMatchError for an unknown match
         events = [engine.Event.from_dict(e) for e in events]
         if not events:
-            raise CompanionError("There is nothing to record.")
+            raise CompanionError(Message("refusal.nothing_to_record"))
         if any(e.type == "match_started" for e in events):
-            raise CompanionError("A match can only be started once; create a new match instead.")
+            raise CompanionError(Message("refusal.started_once"))
         if len(events) == 1:
             return [self.append(match_id, events[0], expected_seq, request_id)]
         match_id = _match_id(match_id)
@@ -824,9 +826,11 @@ class MatchStore:
             try:
                 expected_seq = int(expected_seq)
             except (TypeError, ValueError):
-                raise CompanionError("The expected event number must be a whole number.") from None
+                raise CompanionError(Message("refusal.expected_seq")) from None
         if request_id is not None and not 1 <= len(str(request_id)) <= MAX_REQUEST_ID_LENGTH - 4:
-            raise CompanionError("The request id must be 1 to 196 characters long.")
+            raise CompanionError(
+                Message("refusal.request_id_length", most=MAX_REQUEST_ID_LENGTH - 4)
+            )
         with self._lock:
             stored = self._append(match_id, events, expected_seq, request_id)
         self._appended(match_id, stored[-1].seq)
@@ -970,9 +974,9 @@ def _match_id(value: int | str) -> int:
     text = str(value).strip()
     shown = text if len(text) <= 24 else text[:20] + "..."
     if not (text.isascii() and text.isdigit()):
-        raise UnknownMatchError(f"{shown!r} is not a match number.")
+        raise UnknownMatchError(Message("refusal.not_a_match_number", value=repr(shown)))
     if len(text) > 19 or not 1 <= int(text) <= MAX_MATCH_ID:
-        raise UnknownMatchError(f"There is no match {shown} in this database.")
+        raise UnknownMatchError(Message("refusal.no_such_match", n=shown))
     return int(text)
 
 

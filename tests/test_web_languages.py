@@ -91,10 +91,12 @@ def _in_english(text: str) -> list[str]:
     return ENGLISH.findall(CODE.sub("", text))
 
 
-def _check_said(response, lang: str, status: int, english: str) -> None:
+def _check_said(response, lang: str, status: int, english: str, path: str = "") -> None:
+    """The refusal said in ``lang``; a folder's ``path`` in it is no sentence's word."""
     assert response.status_code == status, response.get_data(as_text=True)[:300]
     said = message(response)
     assert said and said != english
+    said = said.replace(path, "") if path else said
     assert _in_english(said) == [], (lang, said)
     if lang == "ja":  # only codes (a query argument, a zone's name, a card's) stay in Latin letters
         assert re.findall(r"[A-Za-z]{3,}", CODE.sub("", said)) == [], said
@@ -277,3 +279,53 @@ def test_a_refused_import_is_said_in_the_page_language(store, lang, case):
 
     assert message(send()) == english
     _check_said(send(f"?lang={lang}"), lang, 400, english)
+
+
+# -- the store's refusals of a tablet's request -------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_stores_refusals_in_the_page_language(store, lang):
+    from test_i18n import post_event
+
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    client = create_app(store, testing=True).test_client()
+    english = "The request id must be 1 to 200 characters long."
+    long_id = {"type": "round_started", "request_id": "x" * 201}
+    assert message(post_event(client, store, match_id, **long_id)) == english
+    huge = "/matches/99999999999999999999"
+    assert message(client.get(huge)) == "There is no match 99999999999999999999 in this database."
+    _check_said(
+        client.get(f"{huge}?lang={lang}"),
+        lang,
+        404,
+        "There is no match 99999999999999999999 in this database.",
+    )
+    # the page's language, kept in its cookie since the request above
+    _check_said(post_event(client, store, match_id, **long_id), lang, 400, english)
+
+
+# -- a taught deck that cannot be read ----------------------------------------------------------
+
+
+class SwitchingCamera(FakeLive):
+    def use_deck(self, deck):
+        self.deck = deck
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_an_unreadable_taught_deck_is_said_in_the_page_language(store, tmp_path, lang):
+    (tmp_path / "decks" / "broken").mkdir(parents=True)
+    (tmp_path / "decks" / "broken" / "deck.json").write_text("{}", encoding="utf-8")
+    app = create_app(store, testing=True, live=SwitchingCamera(tmp_path / "zones.toml"))
+    app.config["DECKS_DIR"] = str(tmp_path / "decks")
+    client = app.test_client()
+    token = csrf(client)
+    decks = str(tmp_path / "decks")
+    english = f"The deck 'broken' in {decks} is unreadable (No such file or directory)."
+    assert message(client.post("/live/deck", data={"csrf_token": token, "deck": "broken"})) == (
+        english
+    )
+    said = client.post(f"/live/deck?lang={lang}", data={"csrf_token": token, "deck": "broken"})
+    assert decks in message(said)  # the folder to look at, named in every language
+    _check_said(said, lang, 400, english, path=decks)

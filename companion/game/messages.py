@@ -291,6 +291,27 @@ _template(
     "photo",
 )
 
+# a taught deck kept on this machine (companion.recognizer.decks); %(reason)s: the system's
+# or the reader's words, which a page may leave out
+_template(
+    "deck.unreadable",
+    N_("The deck %(name)s in %(folder)s is unreadable (%(reason)s)."),
+    "deck",
+    english_only=("reason",),
+)
+_template(
+    "deck.folder_unreadable",
+    N_("Cannot read the decks folder %(folder)s: %(reason)s."),
+    "deck",
+    english_only=("reason",),
+)
+_template(
+    "deck.cannot_keep",
+    N_("Cannot keep the deck %(name)s in %(folder)s: %(reason)s."),
+    "deck",
+    english_only=("reason",),
+)
+
 # the photo of the deck's back: one card lying face down
 _template(
     "photo.back_unreadable",
@@ -638,7 +659,13 @@ _refusal(
     ),
 )
 _refusal("refusal.deck_loop", N_("The deck file %(name)s is based on itself (through its base)."))
-_refusal("refusal.deck_unreadable", N_("The deck file %(name)s cannot be read: %(reason)s."))
+# %(reason)s: the system's words, which a page may leave out
+_template(
+    "refusal.deck_unreadable",
+    N_("The deck file %(name)s cannot be read: %(reason)s."),
+    "refusal",
+    english_only=("reason",),
+)
 _refusal(
     "refusal.deck_key",
     N_("%(where)s has an unknown key %(key)s: a deck file has %(keys)s (%(hint)s)."),
@@ -692,6 +719,13 @@ _refusal(
     "refusal.control_characters",
     N_("A %(what)s cannot hold control characters such as %(char)s: %(text)s is refused."),
 )
+_refusal("refusal.request_id_length", N_("The request id must be 1 to %(most)s characters long."))
+_refusal("refusal.expected_seq", N_("The expected event number must be a whole number."))
+_refusal(
+    "refusal.started_once", N_("A match can only be started once; create a new match instead.")
+)
+_refusal("refusal.nothing_to_record", N_("There is nothing to record."))
+_refusal("refusal.not_a_match_number", N_("%(value)s is not a match number."))
 _refusal("refusal.title_length", N_("The title must be at most %(most)s characters."))
 _template(
     "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"

@@ -271,7 +271,9 @@ class UserDeck:
             self._write(folder)
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            raise DeckError(f"Cannot keep the deck {self.name!r} in {folder}: {reason}.") from None
+            raise DeckError(
+                Message("deck.cannot_keep", name=repr(self.name), folder=folder, reason=reason)
+            ) from None
         object.__setattr__(self, "folder", str(folder))
         return folder
 
@@ -344,7 +346,9 @@ class UserDeck:
             return deck
         except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            raise DeckError(f"The deck {name!r} in {decks_dir} is unreadable ({reason}).") from None
+            raise DeckError(
+                Message("deck.unreadable", name=repr(name), folder=decks_dir, reason=reason)
+            ) from None
 
     def _check(self) -> None:
         """ValueError unless the references make sense: one row of features per crop, each
@@ -369,7 +373,9 @@ def list_decks(decks_dir: str | Path | None = None) -> list[str]:
     try:
         return sorted(p.name for p in decks_dir.iterdir() if _is_file(p / "deck.json"))
     except OSError as exc:
-        raise DeckError(f"Cannot read the decks folder {decks_dir}: {exc.strerror}.") from None
+        raise DeckError(
+            Message("deck.folder_unreadable", folder=decks_dir, reason=exc.strerror)
+        ) from None
 
 
 def _is_file(path: Path) -> bool:
@@ -447,9 +453,7 @@ def check_back(back: np.ndarray, embeddings: np.ndarray, class_ids: np.ndarray, 
     margin = to_faces.max(axis=1) - own.max(axis=1)
     if float(np.median(margin)) > BACK_IS_A_FACE_MARGIN:
         nearest = np.bincount(class_ids[to_faces.argmax(axis=1)]).argmax()
-        raise DeckError(
-            Message("photo.back_is_a_face", name=what, code=CardCode(CLASSES[nearest]))
-        )
+        raise DeckError(Message("photo.back_is_a_face", name=what, code=CardCode(CLASSES[nearest])))
 
 
 def check_deck_name(name: str) -> None:
@@ -587,7 +591,9 @@ def _make_folder(folder: Path, name: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise DeckError(f"Cannot keep the deck {name!r} in {folder}: {reason}.") from None
+        raise DeckError(
+            Message("deck.cannot_keep", name=repr(name), folder=folder, reason=reason)
+        ) from None
 
 
 def own_card_similarity(embeddings: np.ndarray, class_ids: np.ndarray, share: float = 0.02):
