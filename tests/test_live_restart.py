@@ -386,3 +386,23 @@ def test_a_recording_played_again_from_an_earlier_round_records_nothing_twice():
     table.put("12-1", *ROWS["Aki"][3])
     table.run(10)
     assert captures(store, match_id) == {"Aki": ["12-1", "12-4"], "Ben": ["06-1", "06-3"]}
+
+
+def test_a_restarted_replay_without_truth_plays_the_layouts_game(tmp_path):
+    """No truth file, the three-seat layout: Hana-Awase at three seats, as a replay without
+    restarts plays it."""
+    import cv2
+
+    from companion.live.restart import replay_with_restarts
+    from companion.live.zones import default_zones
+
+    video = tmp_path / "empty_table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (64, 36))
+    for _ in range(6):
+        writer.write(np.zeros((36, 64, 3), np.uint8))
+    writer.release()
+    store = MatchStore.open(":memory:")
+    zones = default_zones(3)
+    replay_with_restarts(video, ScriptedDetector(), zones=zones, restarts=[3], store=store)
+    (started,) = [e.event for e in store.events(1) if e.event.type == "match_started"]
+    assert (list(started.players), started.rules) == (["A", "B", "C"], "hana-awase")

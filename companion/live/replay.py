@@ -224,6 +224,24 @@ def _match_setup(truth: dict | None, zones: Zones | None = None) -> dict:
     return setup
 
 
+def _replayed_match(truth: dict | None, zones: Zones | None, store: MatchStore | None = None):
+    """(zones, store, match_id) of a replay: the layout given, else the truth's, else the
+    two-seat one; the match of ``_match_setup`` created in ``store`` (in memory by default)."""
+    if zones is None:
+        zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
+    zones = zones or default_zones(2)
+    setup = _match_setup(truth, zones)
+    store = store or MatchStore.open(":memory:")
+    match_id = store.create_match(
+        players=setup["players"],
+        rules=setup["rules"],
+        rounds=setup["rounds"],
+        oya=setup["oya"],
+        options=setup.get("options"),
+    )
+    return zones, store, match_id
+
+
 TABLET_TAPS = ("hand_declared", "redeal")  # what the camera cannot see: a player says it
 
 
@@ -323,18 +341,7 @@ def replay_video(
     ``taps``: "truth" (Koi/Stop and what the camera cannot see tapped from the truth file) or
     "none" (no tap: the truth only scores)."""
     source = VideoFileSource(video)
-    if zones is None:
-        zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
-    zones = zones or default_zones(2)
-    setup = _match_setup(truth, zones)
-    store = MatchStore.open(":memory:")
-    match_id = store.create_match(
-        players=setup["players"],
-        rules=setup["rules"],
-        rounds=setup["rounds"],
-        oya=setup["oya"],
-        options=setup.get("options"),
-    )
+    zones, store, match_id = _replayed_match(truth, zones)
     pipeline = LivePipeline(detector, zones, store, match_id)
     answers = _Answers(truth, taps)
     report = ReplayReport(truth=truth is not None, fps_video=source.fps)

@@ -23,12 +23,12 @@ from companion.live.replay import (
     ReplayReport,
     _Answers,
     _compare,
-    _match_setup,
+    _replayed_match,
     _rounds,
     answer_as_the_truth_did,
 )
 from companion.live.sources import Frame, VideoFileSource
-from companion.live.zones import Zones, default_zones
+from companion.live.zones import Zones
 from companion.store import MatchStore
 
 
@@ -63,18 +63,7 @@ def replay_with_restarts(
 ) -> ReplayReport:
     """Replay ``video`` through a new pipeline after each frame of ``restarts`` (see the
     module docstring); the match lives in ``store`` (in memory by default)."""
-    if zones is None:
-        zones = Zones.from_dict(truth["zones"]) if truth and truth.get("zones") else None
-    zones = zones or default_zones(2)
-    setup = _match_setup(truth)
-    store = store or MatchStore.open(":memory:")
-    match_id = store.create_match(
-        players=setup["players"],
-        rules=setup["rules"],
-        rounds=setup["rounds"],
-        oya=setup["oya"],
-        options=setup.get("options"),
-    )
+    zones, store, match_id = _replayed_match(truth, zones, store)
     cuts = sorted(int(k) for k in restarts)
     report = ReplayReport(truth=truth is not None)
     event_ms: dict[int, float] = {}
