@@ -73,3 +73,30 @@ def test_taken_back_marks_what_each_undo_took_back_never_the_start():
     assert taken_back(log) == {2, 3}  # the third undo finds nothing left but the start
     hanamikoji = _stored("hanamikoji_started", "items_set", "undo", "items_set")
     assert taken_back(hanamikoji, start="hanamikoji_started") == {2}
+
+
+@pytest.mark.parametrize(
+    ("form", "sentence"),
+    [
+        ({}, "The request is missing the number of Koi calls (count)."),
+        ({"count": "  "}, "The request is missing the number of Koi calls (count)."),
+        ({"count": "٣"}, "The number of Koi calls (count) must be a whole number."),
+        ({"count": "1.5"}, "The number of Koi calls (count) must be a whole number."),
+    ],
+)
+def test_a_whole_number_field_refuses_in_one_sentence_keeping_its_names_capitals(
+    app, form, sentence
+):
+    from companion.web.forms import whole_number_field
+
+    with app.test_request_context("/"), pytest.raises(WebError) as refused:
+        whole_number_field(form, "count", "the number of Koi calls")
+    assert str(refused.value) == sentence and refused.value.status == 400
+
+
+def test_both_games_read_whole_number_fields_with_the_one_helper(app):
+    from companion.web import forms, hanamikoji, match
+
+    assert match.whole_number_field is hanamikoji.whole_number_field is forms.whole_number_field
+    with app.test_request_context("/"):
+        assert forms.whole_number_field({"count": " 12 "}, "count", "the count") == 12

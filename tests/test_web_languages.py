@@ -35,6 +35,8 @@ def _said_at_request_time(arg, assigned: dict) -> bool:
             return True
         if name == "capitalize":  # _("...").capitalize()
             return _said_at_request_time(func.value, assigned)
+        if name == "opening_capital":  # opening_capital(_("..."))
+            return _said_at_request_time(arg.args[0], assigned)
         # str(NO_CAMERA): a lazy_gettext constant, said when the request makes it a str
         if name == "str" and isinstance(arg.args[0], ast.Name):
             return assigned.get(arg.args[0].id) == "_l"

@@ -22,6 +22,25 @@ def whole_number(text, digits: int = 9) -> int | None:
     return int(text)
 
 
+def opening_capital(sentence: str) -> str:
+    """``sentence`` with its first letter a capital; unlike ``str.capitalize`` it leaves the
+    rest alone (a name's or a card's own capitals)."""
+    return sentence[:1].upper() + sentence[1:]
+
+
+def whole_number_field(form, name: str, what: str) -> int:
+    """The form's field ``name`` as a whole number, else a 400 naming it: ``what`` is its name
+    for a player ("the number of brights"), translated."""
+    raw = (form.get(name) or "").strip()
+    if not raw:
+        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name), 400)
+    number = whole_number(raw)  # ASCII digits only: "٣" or 5,000 digits are refused
+    if number is None:
+        said = _("%(what)s (%(name)s) must be a whole number.", what=what, name=name)
+        raise WebError(opening_capital(said), 400)
+    return number
+
+
 def new_request_id() -> str:
     """A fresh id for one change button: sending the same button twice records one event."""
     return uuid.uuid4().hex

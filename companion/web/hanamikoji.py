@@ -26,7 +26,7 @@ from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
 from companion.web.errors import WebError
 from companion.web.event_log import LogLine, taken_back
-from companion.web.forms import whole_number
+from companion.web.forms import whole_number_field
 from companion.web.pages import go_to, is_htmx, render, store
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
@@ -162,17 +162,6 @@ def board(match_id: int):
     return render_template("_hanamikoji_board.html", **board_context(match_id))
 
 
-def _int_field(form, name: str, what: str) -> int:
-    raw = (form.get(name) or "").strip()
-    if not raw:
-        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name), 400)
-    number = whole_number(raw)  # ASCII digits only: "٣" or 5,000 digits are refused
-    if number is None:
-        said = _("%(what)s (%(name)s) must be a whole number.", what=what, name=name)
-        raise WebError(said.capitalize(), 400)
-    return number
-
-
 def event_from_form(form) -> dict:
     kind = (form.get("type") or "").strip()
     if not kind:
@@ -186,7 +175,7 @@ def event_from_form(form) -> dict:
             raise WebError(_("The request does not say which side (player A or B)."), 400)
         event["player"] = player
         event["geisha"] = (form.get("geisha") or "").strip()
-        event["count"] = _int_field(form, "count", _("the number of items"))
+        event["count"] = whole_number_field(form, "count", _("the number of items"))
     return event
 
 
@@ -196,7 +185,7 @@ def record(match_id: int):
     if st.game(match_id) != registry.HANAMIKOJI.name:
         raise WebError(_("Match %(n)s is not a Hanamikoji match.", n=match_id), 404)
     form = request.form
-    expected_seq = _int_field(form, "expected_seq", _("the last event the page saw"))
+    expected_seq = whole_number_field(form, "expected_seq", _("the last event the page saw"))
     request_id = (form.get("request_id") or "").strip()
     if not request_id:
         raise WebError(_("The request has no request id (request_id); reload the page."), 400)

@@ -38,7 +38,7 @@ from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
 from companion.web import chart, event_log, tiles
 from companion.web.errors import WebError
-from companion.web.forms import new_request_id, whole_number
+from companion.web.forms import new_request_id, whole_number_field
 from companion.web.i18n import language
 from companion.web.pages import is_htmx, render, store
 
@@ -390,18 +390,6 @@ def picker(match_id: int):
     )
 
 
-def _int_field(form, name: str, what: str) -> int:
-    raw = form.get(name)
-    if raw is None or str(raw).strip() == "":
-        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name))
-    number = whole_number(raw)
-    if number is None:
-        raise WebError(
-            _("%(what)s (%(name)s) must be a whole number.", what=what, name=name).capitalize()
-        )
-    return number
-
-
 def _text_field(form, name: str, what: str) -> str:
     raw = (form.get(name) or "").strip()
     if not raw:
@@ -436,7 +424,7 @@ def event_from_form(form) -> dict:
         if cards:  # the dealt hand, picked on the picker: the engine checks that it qualifies
             event["cards"] = cards
     if kind == "field_brights_set":
-        event["count"] = _int_field(form, "count", _("the number of brights"))
+        event["count"] = whole_number_field(form, "count", _("the number of brights"))
     if kind == "round_entered":  # a round played away from the tablet; no winner: a draw
         for name in ("winner", "points", "oya"):
             if (form.get(name) or "").strip():
@@ -445,7 +433,7 @@ def event_from_form(form) -> dict:
         if (form.get("oya") or "").strip():  # else the engine picks the one the rules name
             event["oya"] = form["oya"].strip()
         if (form.get("field_brights") or "").strip():
-            event["field_brights"] = _int_field(form, "field_brights", _("the number of brights"))
+            event["field_brights"] = whole_number_field(form, "field_brights", _("the number of brights"))
     return event
 
 
@@ -454,7 +442,7 @@ def record(match_id: int):
     st = store()
     st.get_match(match_id)  # 404 before anything else
     form = request.form
-    expected_seq = _int_field(form, "expected_seq", _("the last event the page saw"))
+    expected_seq = whole_number_field(form, "expected_seq", _("the last event the page saw"))
     request_id = (form.get("request_id") or "").strip()
     if not request_id:
         raise WebError(_("The request has no request id (request_id); reload the page."), 400)
