@@ -96,8 +96,9 @@ def open_session(path: Path, threads: int):
     # Between runs the worker threads sleep instead of spinning: on a small CPU their spinning
     # starves the OpenCV work between the two nets (66 -> 44 ms per frame on 2 cores).
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    # tiny activations flushed to zero: denormal arithmetic is slow on x86
-    opts.add_session_config_entry("session.set_denormal_as_zero", "1")
+    # No "session.set_denormal_as_zero": it flushes denormals on the calling thread for the
+    # rest of the process, so numpy and torch arithmetic (the simulator's scenes, training)
+    # would depend on whether a net had been loaded; `companion bench` timed no difference.
     try:
         return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types
