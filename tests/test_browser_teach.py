@@ -8,10 +8,10 @@ from __future__ import annotations
 import cv2
 import pytest
 from browser_support import Page, shot  # noqa: E402 - skips this module as it does
+from deck_support import SOURCE_DECK, have_deck
 
 from companion.recognizer import DEFAULT_MODEL
 from companion.recognizer.decks import UserDeck, list_decks
-from companion.simulator import synth
 from companion.simulator.teaching import render_month_photo, write_month_photos
 from companion.store import MatchStore
 from companion.web import create_app
@@ -21,19 +21,10 @@ pytestmark = pytest.mark.browser
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-SOURCE_DECK = "traditional-ngs"
 SIZE = {"width": 1000, "height": 750}  # small photos: quick to render, send and check
 
 
-def _have_deck() -> bool:
-    try:
-        synth.resolve_deck_dir(SOURCE_DECK)
-    except synth.SynthError:
-        return False
-    return True
-
-
-if not _have_deck() or not DEFAULT_MODEL.is_file():
+if not have_deck() or not DEFAULT_MODEL.is_file():
     pytest.skip("no ../shared/decks or no committed model", allow_module_level=True)
 
 

@@ -13,14 +13,12 @@ import cv2
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from deck_support import needs_model
 
 from companion.cli import main
 from companion.detections import BACK_ID, CLASSES, Detections
-from companion.recognizer import DEFAULT_MODEL
 from companion.simulator import synth
 from companion.simulator.teaching import render_month_photo
-
-needs_model = pytest.mark.skipif(not DEFAULT_MODEL.is_file(), reason="no committed model")
 
 
 @pytest.fixture(scope="module")

@@ -13,27 +13,16 @@ import cv2
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from deck_support import SOURCE_DECK, needs_decks, needs_model
 
 from companion.cli import main
 from companion.detections import iou_matrix
-from companion.recognizer import DEFAULT_MODEL
 from companion.simulator import synth
 from companion.simulator.teaching import render_month_photo, write_month_photos
 
-SOURCE_DECK = "traditional-ngs"
 FERME = Path(__file__).parents[1] / "companion" / "game" / "decks" / "ferme-florale.toml"
 
 
-def _have_deck() -> bool:
-    try:
-        synth.resolve_deck_dir(SOURCE_DECK)
-    except synth.SynthError:
-        return False
-    return True
-
-
-needs_decks = pytest.mark.skipif(not _have_deck(), reason="no ../shared/decks")
-needs_model = pytest.mark.skipif(not DEFAULT_MODEL.is_file(), reason="no committed model")
 
 
 def shifted(code: str) -> str:

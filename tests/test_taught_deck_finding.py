@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from deck_support import needs_model
 
 from companion.detections import iou_matrix
-from companion.recognizer import DEFAULT_MODEL
 from companion.simulator import synth
-
-needs_model = pytest.mark.skipif(not DEFAULT_MODEL.is_file(), reason="no committed model")
 
 
 @pytest.fixture(scope="module")

@@ -15,29 +15,17 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from deck_support import SOURCE_DECK, needs_decks, needs_model
 from web_support import csrf, message
 
-from companion.recognizer import DEFAULT_MODEL
 from companion.recognizer.decks import UserDeck, list_decks
-from companion.simulator import synth
 from companion.simulator.teaching import render_month_photo
 from companion.web import create_app
 
-SOURCE_DECK = "traditional-ngs"
 FERME = Path(__file__).parents[1] / "companion" / "game" / "decks" / "ferme-florale.toml"
 SIZE = {"width": 1000, "height": 750}  # small photos: cards of 200-250 px, quick to render
 
 
-def _have_deck() -> bool:
-    try:
-        synth.resolve_deck_dir(SOURCE_DECK)
-    except synth.SynthError:
-        return False
-    return True
-
-
-needs_decks = pytest.mark.skipif(not _have_deck(), reason="no ../shared/decks")
-needs_model = pytest.mark.skipif(not DEFAULT_MODEL.is_file(), reason="no committed model")
 
 
 def jpeg(image) -> bytes:
