@@ -39,6 +39,7 @@ import numpy as np
 from companion import CompanionError
 from companion.detections import BACK, polygon_areas
 from companion.game.cards import ALL_CODES
+from companion.recognizer.decks import back_image
 from companion.simulator.lens import Lens
 
 # Raised whenever a seed renders other pixels or labels than before (2: sheen and motion blur),
@@ -199,21 +200,6 @@ def _deck_files(folder: Path) -> dict[str, Path]:
             if code in ALL_CODES:
                 files[code] = p
     return files
-
-
-BACK_FILE_STEM = "back"  # a deck folder's own back: back.png (or .jpg...) beside MM-K.png
-
-
-def back_file(folder: str | Path) -> Path | None:
-    """The image of a deck folder's own back (``back.png``, ``back.jpg``...), or None: face-down
-    cards of its scenes show it instead of a plain black or red back."""
-    try:
-        for p in sorted(Path(folder).iterdir()):
-            if p.stem.lower() == BACK_FILE_STEM and p.suffix.lower() in IMAGE_SUFFIXES:
-                return p
-    except OSError:
-        return None
-    return None
 
 
 def resolve_deck_dir(name_or_path: str) -> str:
@@ -1104,7 +1090,7 @@ def render_scene(seed: int, config: SceneConfig = SceneConfig()) -> Scene:
     back_variant = int(rng.integers(8))
     # a deck with a back of its own shows it face down (drawn after the draws above: scenes of
     # decks without one keep their pixels)
-    own_back = back_file(deck_dirs[[n for n, _ in decks].index(scene_decks[0][0])])
+    own_back = back_image(deck_dirs[[n for n, _ in decks].index(scene_decks[0][0])])
 
     idmap = np.full((h, w), -1, np.int16)
     distractors = []

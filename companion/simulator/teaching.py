@@ -12,6 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from companion.recognizer.decks import back_image
 from companion.simulator import synth
 from companion.simulator.rounds import check_output_dir, write_image
 
@@ -39,7 +40,7 @@ def render_month_photo(
     folder = synth.resolve_deck_dir(deck)
     _, files = synth.load_deck(folder)
     if back:
-        back_path = synth.back_file(folder)
+        back_path = back_image(folder)
         if back_path is None:
             raise synth.SynthError(f"The deck {deck} has no back.png to photograph.")
         files = {f"{month:02d}-{k + 1}": back_path for k in range(cards)}
@@ -89,7 +90,7 @@ def write_month_photos(out_dir, deck: str, seed: int = 0, **options) -> Path:
     for month in range(1, 13):
         scene = render_month_photo(seed * 100 + month, deck, month, **options)
         write_image(str(out / f"{month:02d}.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
-    if synth.back_file(synth.resolve_deck_dir(deck)) is not None:
+    if back_image(synth.resolve_deck_dir(deck)) is not None:
         one_back = {**options, "cards": 1, "back": True}
         scene = render_month_photo(seed * 100 + 13, deck, 1, **one_back)
         write_image(str(out / "back.jpg"), scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
