@@ -6,10 +6,10 @@ import ast
 import dataclasses
 import inspect
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from test_live import FakeFrame
 
 from companion import CompanionError
 from companion.detections import Detections, class_id
@@ -25,7 +25,6 @@ from companion.live.tracker import (
 from companion.live.zones import default_zones
 
 ZONES = default_zones(2)
-W, H = 1280, 720
 
 
 def new_track() -> Track:
@@ -196,14 +195,6 @@ def test_no_tuning_number_is_left_inline_in_the_tracker():
 
 
 # -- the table --------------------------------------------------------------------------------
-
-
-@dataclass
-class FakeFrame:
-    index: int
-    time: float
-    image: np.ndarray | None = None
-    size: tuple = (W, H)
 
 
 def test_the_table_state_is_a_snapshot():
