@@ -276,3 +276,14 @@ def test_cards_of_a_design_of_its_own_are_found_where_the_classifier_is_unsure(p
             counts[rescue][1] += int((det_to_label < 0).sum())
     assert counts[True][0] > counts[False][0] + 3, counts
     assert counts[True][1] <= counts[False][1] + 1, counts
+
+
+def test_a_month_photo_that_cannot_be_read_gets_its_sentence(tmp_path):
+    from companion.recognizer.photos import read_month_photo
+
+    unreadable = tmp_path / "03.jpg"
+    unreadable.mkdir()  # a path that is there but cannot be read as a file
+    photo = read_month_photo(unreadable, 3)
+    assert photo.image is None
+    assert str(photo.problem).startswith("03.jpg")
+    assert photo.problem.id == "photo.unreadable"

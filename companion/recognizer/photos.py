@@ -144,12 +144,20 @@ def _long_side(quad: np.ndarray) -> float:
     return float((np.linalg.norm(quad[3] - quad[0]) + np.linalg.norm(quad[2] - quad[1])) / 2)
 
 
+def _read_image(path: Path) -> np.ndarray | None:
+    """A photo's pixels (BGR), or None where the file cannot be read or decoded."""
+    try:
+        data = np.fromfile(str(path), np.uint8)
+    except OSError:
+        return None
+    return cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+
+
 def read_month_photo(path: Path, month: int) -> MonthPhoto:
     """Read and check one month's photo (``problem`` says what to fix, else "")."""
     name = path.name
     photo = MonthPhoto(month, name)
-    data = np.fromfile(str(path), np.uint8)
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    image = _read_image(path)
     if image is None:
         photo.problem = Message("photo.unreadable", name=name)
         return photo
@@ -250,11 +258,7 @@ def back_photo_problem(path: str | Path) -> tuple[BackPicture | None, str]:
     sentence saying what to fix, a Message)."""
     path = Path(path)
     name = path.name
-    try:
-        data = np.fromfile(str(path), np.uint8)
-    except OSError:
-        data = np.zeros(0, np.uint8)
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    image = _read_image(path)
     if image is None:
         return None, Message("photo.back_unreadable", name=name)
     h, w = image.shape[:2]
