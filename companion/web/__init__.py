@@ -206,6 +206,7 @@ def _template_globals() -> dict:
 
     from companion.web.auth import can_change, csrf_token
     from companion.web.forms import new_request_id
+    from companion.web.games import match_url, new_match_games
     from companion.web.tiles import tile
 
     config = current_app.config
@@ -216,4 +217,6 @@ def _template_globals() -> dict:
         "read_only": config.get("READ_ONLY"),
         "tile": tile,
         "new_request_id": new_request_id,
+        "match_url": match_url,  # a listed match's page, whatever its game
+        "new_match_games": new_match_games,
     }
