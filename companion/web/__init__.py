@@ -95,7 +95,8 @@ whole server, whatever the address (``companion.web.auth``). A body over its rou
 any other host name (DNS rebinding).
 
 The modules: one blueprint per area (``matches``, ``match``, ``hanamikoji``, ``camera``,
-``teach``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); what views share
+``teach``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); ``games``: each game's
+page and new-match form, keyed by the game (``game.registry``); what views share
 (``pages``: the store, rendering, ``go_to``; ``forms``: reading fields; ``errors``: the
 one-sentence 4xx; ``tiles``, ``event_log``, ``chart``: what the match page draws); what guards
 every request (``security``, ``limits``, ``auth``); serving it (``serving``: waitress;
