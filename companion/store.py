@@ -35,8 +35,9 @@ from companion import CompanionError
 from companion.game import registry
 from companion.game.messages import Message
 
-if TYPE_CHECKING:  # the engines are imported when first needed: opening a store stays light
-    # What a match's log holds and replays to, by game (``MatchStore.game``).
+if TYPE_CHECKING:
+    # What a match's log holds and replays to, by game (``MatchStore.game``; the engines
+    # themselves are the registry's).
     from companion.game import engine, hanamikoji
 
     Event = engine.Event | hanamikoji.Event
@@ -111,7 +112,7 @@ class MatchInfo:
     created_at: str = ""
     last_seq: int = 0
     finished: bool = False
-    game: str = "koikoi"  # "koikoi" (every Hanafuda rule set) or "hanamikoji"
+    game: str = registry.KOIKOI.name  # the name of its game (``registry.GAMES``)
     archived: bool = False  # put away: listed apart, kept whole
 
     @property
@@ -184,7 +185,7 @@ def m001_matches_and_events(db: sqlite_utils.Database) -> None:
 @migrations()
 def m002_match_game(db: sqlite_utils.Database) -> None:
     # Which engine replays the match: existing rows are Hanafuda (Koi-Koi engine) matches.
-    db["matches"].add_column("game", str, not_null_default="koikoi")
+    db["matches"].add_column("game", str, not_null_default=registry.KOIKOI.name)
 
 
 @migrations()
@@ -419,44 +420,61 @@ class MatchStore:
         teams: dict | None = None,
         deck: dict | None = None,
     ) -> int:
-        """Start a match: checks the set-up with the engine and writes its ``match_started``.
+        """Start a Hanafuda match: checks the set-up with the engine and writes its
+        ``match_started``.
 
         ``teams`` ({team name: [members]}, the team names being the ``players``) is for rule
         sets with the teams option on; without it, 4 players sit 1 & 3 against 2 & 4.
         ``deck``: the names of the deck the camera was taught (``cards.Deck.names_data``),
         kept in the match so that its pages and summary name the cards so."""
-        from companion.game import engine
-
-        if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise CompanionError(Message("refusal.players_list"))
-        options = dict(options or {})
-        title = _title(title)
-        for name in list(players) + ([oya] if oya is not None else []):
+        _check_players(players)
+        for name in [oya] if oya is not None else []:
             _check_printable(name, "field.player_name")
         for team, members in (teams or {}).items() if isinstance(teams, dict) else ():
             _check_printable(team, "field.team_name")
             for member in members if isinstance(members, list | tuple) else ():
                 _check_printable(member, "field.player_name")
-        # match_started carries the rule file's text, so that a replay never depends on what
-        # the preset says later.
-        event = engine.MatchStarted.new(
-            players, rules, rounds=rounds, oya=oya, options=options, teams=teams, deck=deck
+        return self._create(
+            registry.KOIKOI,
+            players,
+            title,
+            rules=rules,
+            rounds=rounds,
+            oya=oya,
+            options=dict(options or {}),
+            teams=teams,
+            deck=deck,
         )
-        # The engine's own check: player count, rounds, unknown options, Oya not a player...
-        state = engine.apply(None, event)
+
+    def create_hanamikoji_match(
+        self, players: list[str], first: str | None = None, title: str | None = None
+    ) -> int:
+        """Start a Hanamikoji match (seed 002): two players, ``first`` starts round 1
+        (a name, "A" or "B"; the first player by default)."""
+        _check_players(players)
+        return self._create(registry.HANAMIKOJI, players, title, first=first)
+
+    def _create(self, game: registry.Game, players: list[str], title: str | None, **set_up):
+        """Start a match of ``game``: its start event from the set-up, checked by its engine
+        (player count, rounds, unknown options...), then the match's row and that event."""
+        title = _title(title)
+        event = game.start(players, **set_up)
+        state = game.engine.apply(None, event)
+        listing = game.listing(state)
         created = _now()
         with self._lock, self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0)",
+                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?)",
                 [
                     title,
-                    json.dumps(list(state.players), ensure_ascii=False),
-                    state.rules_name,
-                    state.rounds_planned,
-                    state.next_oya,
-                    json.dumps(state.options, ensure_ascii=False, sort_keys=True),
+                    json.dumps(listing["players"], ensure_ascii=False),
+                    listing["rules"],
+                    listing["rounds"],
+                    listing["oya"],
+                    json.dumps(listing["options"], ensure_ascii=False, sort_keys=True),
                     created,
+                    game.name,
                 ],
             )
             match_id = cursor.lastrowid
@@ -466,49 +484,11 @@ class MatchStore:
                 [match_id, event.type, _event_json(state.log[0]), created],  # rounds, Oya resolved
             )
             self._cache[match_id] = (1, state)
-        return match_id
-
-    def create_hanamikoji_match(
-        self, players: list[str], first: str | None = None, title: str | None = None
-    ) -> int:
-        """Start a Hanamikoji match (seed 002): two players, ``first`` starts round 1
-        (a name, "A" or "B"; the first player by default)."""
-        from companion.game import hanamikoji
-
-        if isinstance(players, str) or not isinstance(players, list | tuple):
-            raise CompanionError(Message("refusal.players_list"))
-        title = _title(title)
-        for name in players:
-            _check_printable(name, "field.player_name")
-        event = hanamikoji.HanamikojiStarted(players=tuple(players), first=first or "A")
-        state = hanamikoji.apply(None, event)
-        created = _now()
-        with self._lock, self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, '{}', ?, 1, 0, ?)",
-                [
-                    title,
-                    json.dumps(list(state.players), ensure_ascii=False),
-                    registry.HANAMIKOJI.name,
-                    hanamikoji.MAX_ROUNDS,
-                    state.names[state.first],
-                    created,
-                    registry.HANAMIKOJI.name,
-                ],
-            )
-            match_id = cursor.lastrowid
-            conn.execute(
-                "INSERT INTO events (match_id, seq, type, event, created_at, request_id)"
-                " VALUES (?, 1, ?, ?, ?, NULL)",
-                [match_id, event.type, _event_json(event), created],
-            )
-            self._cache[match_id] = (1, state)
-            self._games[match_id] = registry.HANAMIKOJI.name
+            self._games[match_id] = game.name
         return match_id
 
     def game(self, match_id: int | str) -> str:
-        """The match's game: "koikoi" (any Hanafuda rule set) or "hanamikoji"."""
+        """The name of the match's game (``registry.GAMES``: Koi-Koi for any Hanafuda rule set)."""
         match_id = _match_id(match_id)
         with self._reading():  # a damaged page is a StoreError (4xx on the page), not a 500
             game = self._games.get(match_id)
@@ -649,7 +629,7 @@ class MatchStore:
                 detail = exc.sentence
             raise CompanionError(Message("refusal.export_value", detail=detail)) from None
         title = _title(info.get("title") if isinstance(info.get("title"), str) else None)
-        listing = _listing(game, started)
+        listing = registry.game(game).listing(started)
         fields = [
             title,
             json.dumps(listing["players"], ensure_ascii=False),
@@ -795,7 +775,7 @@ class MatchStore:
                 expected_seq = int(expected_seq)
             except (TypeError, ValueError):
                 raise CompanionError(Message("refusal.expected_seq")) from None
-        if event.type in ("match_started", "hanamikoji_started"):
+        if registry.is_start(event.type):
             raise CompanionError(Message("refusal.started_once"))
 
         with self._lock:
@@ -817,7 +797,7 @@ class MatchStore:
         events = [engine.Event.from_dict(e) for e in events]
         if not events:
             raise CompanionError(Message("refusal.nothing_to_record"))
-        if any(e.type == "match_started" for e in events):
+        if any(registry.is_start(e.type) for e in events):
             raise CompanionError(Message("refusal.started_once"))
         if len(events) == 1:
             return [self.append(match_id, events[0], expected_seq, request_id)]
@@ -1016,6 +996,14 @@ def load_export(raw: bytes | str) -> dict:
 _BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+def _check_players(players) -> None:
+    """A new match's players: a list of printable names (its engine checks how many)."""
+    if isinstance(players, str) or not isinstance(players, list | tuple):
+        raise CompanionError(Message("refusal.players_list"))
+    for name in players:
+        _check_printable(name, "field.player_name")
+
+
 def _check_printable(text, what: str) -> None:
     """Refuse control characters in a name or title (``what``: its message id, "field.title")."""
     if not isinstance(text, str):
@@ -1075,27 +1063,6 @@ def _listed_names(started) -> list[str]:
     return [n for n in names if isinstance(n, str)]
 
 
-def _listing(game: str, started) -> dict:
-    """How a match is listed, from the replay of its first event (as a new match's is)."""
-    if game == registry.HANAMIKOJI.name:
-        from companion.game import hanamikoji
-
-        return {
-            "players": list(started.players),
-            "rules": registry.HANAMIKOJI.name,
-            "rounds": hanamikoji.MAX_ROUNDS,
-            "oya": started.names[started.first],
-            "options": {},
-        }
-    return {
-        "players": list(started.players),
-        "rules": started.rules_name,
-        "rounds": started.rounds_planned,
-        "oya": started.next_oya,
-        "options": dict(started.options),
-    }
-
-
 def _cannot_write(where, exc: BaseException) -> str:
     text = str(exc).lower()
     if "full" in text:
@@ -1136,6 +1103,6 @@ def _match_info(row: dict) -> MatchInfo:
         created_at=row["created_at"],
         last_seq=row["last_seq"],
         finished=bool(row["finished"]),
-        game=row.get("game") or "koikoi",
+        game=row.get("game") or registry.KOIKOI.name,
         archived=bool(row.get("archived")),
     )

@@ -213,10 +213,9 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
 
 def summary_from_store(store, match=None) -> MatchSummary:
     """The summary of match ``match`` (the most recent one when None) in a MatchStore."""
-    info = store.resolve_match(match)
-    from companion.game import registry
+    from companion import summaries  # the game's own summary (a Hanamikoji match's too)
 
-    summaries = registry.game(info.game).summary
+    info = store.resolve_match(match)
     return summaries.build_summary(store.state(info.id), info, store.events(info.id))
 
 

@@ -95,7 +95,8 @@ whole server, whatever the address (``companion.web.auth``). A body over its rou
 any other host name (DNS rebinding).
 
 The modules: one blueprint per area (``matches``, ``match``, ``hanamikoji``, ``camera``,
-``teach``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); what views share
+``teach``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); ``games``: each game's
+page and new-match form, keyed by the game (``game.registry``); what views share
 (``pages``: the store, rendering, ``go_to``; ``forms``: reading fields; ``errors``: the
 one-sentence 4xx; ``tiles``, ``event_log``, ``chart``: what the match page draws); what guards
 every request (``security``, ``limits``, ``auth``); serving it (``serving``: waitress;
@@ -206,6 +207,7 @@ def _template_globals() -> dict:
 
     from companion.web.auth import can_change, csrf_token
     from companion.web.forms import new_request_id
+    from companion.web.games import match_url, new_match_games
     from companion.web.tiles import tile
 
     config = current_app.config
@@ -216,4 +218,6 @@ def _template_globals() -> dict:
         "read_only": config.get("READ_ONLY"),
         "tile": tile,
         "new_request_id": new_request_id,
+        "match_url": match_url,  # a listed match's page, whatever its game
+        "new_match_games": new_match_games,
     }

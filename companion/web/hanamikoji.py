@@ -12,7 +12,8 @@ side, the favour tokens where they stand, and each round's result with its reaso
         expected_seq  the last seq the page saw (a stale one gets 409)
         request_id    one id per button press (a resent one records nothing)
 
-The new-match form hands ``rules=hanamikoji`` to ``new_match_options`` and ``create``.
+The new-match form (``games.PAGES``) hands ``rules=hanamikoji`` to ``new_match_options`` and
+``create``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
@@ -34,6 +36,7 @@ bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanam
 EVENT_TYPES = ("items_set", "round_scored", "undo")
 MAX_NAME_LENGTH = 24
 PLACEHOLDERS = ("Aki", "Ben")
+NEW_MATCH_LABEL = _l("Hanamikoji, another game: 2 players, 7 geishas")  # in the list of rules
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,7 +93,7 @@ class Cell:
 
 
 def _log(stored, names) -> list[LogLine]:
-    undone = taken_back(stored, start="hanamikoji_started")
+    undone = taken_back(stored, start=registry.HANAMIKOJI.start_event)
     lines = [
         LogLine(
             s.seq,

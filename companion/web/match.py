@@ -32,13 +32,14 @@ from flask import Blueprint, current_app, redirect, render_template, request, ur
 from flask_babel import gettext as _
 from markupsafe import Markup
 
-from companion.game import engine, registry
+from companion.game import engine
 from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
 from companion.web import chart, event_log, tiles
 from companion.web.errors import WebError
 from companion.web.forms import new_request_id, whole_number_field
+from companion.web.games import of_match
 from companion.web.i18n import language
 from companion.web.pages import is_htmx, render, store
 
@@ -187,13 +188,13 @@ def side_of(state: MatchState, player: str) -> str:
 
 @bp.before_request
 def other_game():
-    """A Hanamikoji match has its own page (companion.web.hanamikoji); its summary is here."""
+    """Another game's match has its own page (``games.PAGES``); its summary is here."""
     match_id = (request.view_args or {}).get("match_id")
     if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
         return None
-    game = registry.game(store().game(match_id))
-    if game.page_endpoint != "match.page":
-        return redirect(url_for(game.page_endpoint, match_id=match_id), 303)
+    page = of_match(match_id).page
+    if page != "match.page":
+        return redirect(url_for(page, match_id=match_id), 303)
     return None
 
 

@@ -8,10 +8,10 @@ from flask import Blueprint, current_app, redirect, request, url_for
 from flask_babel import gettext as _
 
 from companion import CompanionError
-from companion.game import registry
 from companion.web.errors import WebError
 from companion.web.event_log import team_label
 from companion.web.forms import whole_number
+from companion.web.games import new_match_form, of_match
 from companion.web.pages import go_to, render, store
 
 bp = Blueprint("matches", __name__)
@@ -97,10 +97,9 @@ def _invite() -> dict | None:
 
 @bp.get("/new/options")
 def options():
-    if request.args.get("rules") == registry.HANAMIKOJI.name:  # another game: its own form
-        from companion.web import hanamikoji
-
-        return hanamikoji.new_match_options(request.args)
+    other_game = new_match_form(request.args.get("rules"))
+    if other_game is not None:  # another game: its own form
+        return other_game.options(request.args)
     rules = _ruleset(request.args.get("rules", ""))
     return render("_options.html", "_options.html", **setup_context(rules, request.args))
 
@@ -217,10 +216,9 @@ def _taught_deck() -> dict | None:
 @bp.post("/matches")
 def create():
     form = request.form
-    if form.get("rules") == registry.HANAMIKOJI.name:  # another game: its own form
-        from companion.web import hanamikoji
-
-        return hanamikoji.create(form)
+    other_game = new_match_form(form.get("rules"))
+    if other_game is not None:  # another game: its own form
+        return other_game.create(form)
     rules = _ruleset(form.get("rules", ""))
     options = _options_from_form(form, rules)
     playing = rules.with_options(options)
@@ -336,7 +334,7 @@ def import_match():
         match_id = store().import_match(data)
     finally:
         _import_slots.release()
-    target = url_for(registry.game(store().game(match_id)).page_endpoint, match_id=match_id)
+    target = url_for(of_match(match_id).page, match_id=match_id)
     return redirect(target, 303)
 
 

@@ -16,6 +16,7 @@ from flask_babel import gettext as _
 
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg, whole_number
+from companion.web.games import of_match
 from companion.web.pages import store
 from companion.web.seq_watcher import watcher
 
@@ -68,7 +69,7 @@ def live(match_id: int):
     # tablets then need no request of their own after an event.
     with_board = request.args.get("board") in ("1", "true", "yes")
     w = watcher()
-    with_board = with_board and store().game(match_id) == "koikoi"  # the board it renders
+    with_board = with_board and of_match(match_id).live_board  # a board it renders
     seq = w.follow(match_id)  # 404 before the stream starts
 
     def update(now_seq: int) -> tuple[int, str]:
