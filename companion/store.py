@@ -33,7 +33,7 @@ from sqlite_utils.migrations import Migrations
 
 from companion import CompanionError
 from companion.game import registry
-from companion.game.messages import Message
+from companion.store_messages import Message
 
 if TYPE_CHECKING:  # the engines are imported when first needed: opening a store stays light
     # What a match's log holds and replays to, by game (``MatchStore.game``).
