@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from companion import CompanionError
-from companion.game.messages import Message
+from companion.live.messages import Message
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from companion.game.cards import ALL_CODES, CardError, twin_group
-from companion.game.messages import Message
 
 BACK = "back"
 CLASSES: tuple[str, ...] = (*ALL_CODES, BACK)
@@ -28,6 +27,9 @@ def class_id(code: str) -> int:
     try:
         return _CLASS_IDS[code]
     except KeyError:
+        # imported here: the recognizer package imports this module as it loads
+        from companion.recognizer.messages import Message
+
         raise CardError(Message("refusal.card_class", value=repr(code))) from None
 
 

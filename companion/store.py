@@ -33,7 +33,7 @@ from sqlite_utils.migrations import Migrations
 
 from companion import CompanionError
 from companion.game import registry
-from companion.game.messages import Message
+from companion.store_messages import Message
 
 if TYPE_CHECKING:
     # What a match's log holds and replays to, by game (``MatchStore.game``; the engines

@@ -86,8 +86,9 @@ def english_leftovers(text: str, lang: str) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["fr", "ja"])
 def test_every_string_is_translated_with_the_same_placeholders(lang):
-    from companion.game.messages import TEMPLATES
+    from companion.messages import TEMPLATES, load_catalogs
 
+    load_catalogs()
     # another program's English words in an engine's sentence, which a translation may leave out
     english_only = {t.english: {f"%({p})s" for p in t.english_only} for t in TEMPLATES.values()}
     messages = [m for m in catalog(lang) if m.id]

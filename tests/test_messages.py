@@ -7,6 +7,8 @@ import copy
 import json
 import pickle
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,17 +17,22 @@ from test_i18n import post_event
 
 from companion import CompanionError
 from companion.game import engine, hanamikoji
-from companion.game.messages import (
+from companion.game.rules import RuleSet
+from companion.game.scoring import score_hand
+from companion.messages import (
+    CATALOGS,
     SEPARATORS,
     TEMPLATES,
     CardCode,
     Listing,
     Message,
     Named,
+    load_catalogs,
     say,
 )
-from companion.game.rules import RuleSet
-from companion.game.scoring import score_hand
+
+# Every layer's sentences, whichever modules this test's imports happened to load.
+load_catalogs()
 
 TRANSLATIONS = Path(__file__).parent.parent / "companion" / "web" / "translations"
 MATCHES = Path(__file__).parent / "matches"
@@ -85,6 +92,52 @@ def test_a_message_survives_a_copy_whole(clone):
 def test_an_unknown_message_id_is_refused():
     with pytest.raises(ValueError, match="No message template 'round.nowhere'"):
         Message("round.nowhere")
+
+
+def test_every_layers_catalog_is_loaded_and_known_to_the_mechanism():
+    # Each catalog registered its templates; a module registering templates is a catalog.
+    assert {t.catalog for t in TEMPLATES.values()} == set(CATALOGS)
+    registering = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for path in (ROOT / "companion").rglob("*.py")
+        if "catalog(__name__)" in path.read_text(encoding="utf-8")
+    }
+    assert registering == set(CATALOGS)
+    for message_id, layer in [
+        ("round.stop", "companion.game.messages"),
+        ("camera.lost", "companion.live.messages"),
+        ("photo.blurred", "companion.recognizer.messages"),
+        ("refusal.card_class", "companion.recognizer.messages"),
+        ("refusal.stale", "companion.store_messages"),
+        ("refusal.export_value", "companion.store_messages"),
+    ]:
+        assert TEMPLATES[message_id].catalog == layer, message_id
+
+
+def test_a_module_that_is_not_a_catalog_cannot_register_a_template():
+    from companion.messages import catalog as registering_in
+
+    with pytest.raises(ValueError, match="not one of the message catalogs"):
+        registering_in("companion.web.camera")
+    with pytest.raises(ValueError, match="already in companion.game.messages"):
+        registering_in("companion.live.messages")("round.stop", "%(side)s stops")
+    assert TEMPLATES["round.stop"].catalog == "companion.game.messages"
+
+
+def test_a_layers_sentence_is_made_where_its_catalog_was_not_loaded_yet():
+    # (a sentence unpickled in a process that has not imported its layer yet)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from companion.messages import Message\n"
+            "assert 'companion.live.messages' not in sys.modules\n"
+            "print(Message('camera.following', n=3))\n",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    assert out == "Following match 3.\n"
 
 
 def test_say_translates_each_part():
@@ -454,7 +507,7 @@ def test_a_refusal_is_said_in_the_page_language(lang, said):
 
 
 def test_a_refusal_opens_with_a_capital_in_every_language_and_quotes_a_sentence_without_its_stop():
-    from companion.game.messages import say as said_with
+    from companion.messages import say as said_with
 
     french = {
         "The %(what)s must be a non-empty name, not %(value)s.": "%(what)s doit être un nom non vide.",

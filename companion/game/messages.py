@@ -1,53 +1,28 @@
-"""The engine's (and the camera's) sentences as values: a message id and its parameters,
-English as its text.
+"""The game's sentences: the templates of what the rules, the engines (Koi-Koi, Hanamikoji),
+the decks and the data files say, registered in the message catalogs (:mod:`companion.messages`,
+the mechanism, which this module re-exports for the game's modules).
 
-The engines word their results (round reasons, multipliers, warnings, the outcome, what an
-event did) as :class:`Message` values. A message *is* its English sentence (a ``str``: the
-JSON, the CLI and the logs print it as they always did) and also carries the id of its
-template and the parameters that filled it, so that a page can say it again in its own
-language with gettext: the template is the catalog's msgid, each parameter is said first
-(a nested message, a list of them, a name from a data file with its translations).
-
-    reason = Message("round.stop", side="Aki", yaku=..., points=6)
-    str(reason) == "Aki stops with Akatan 6: 6 points";  reason.kind == "round"
-
-Being a ``str`` is what keeps every output as it was: whatever printed, stored or compared
-the English sentence still does. Code that needs to know what a sentence says tests its
-``id`` or ``kind``, never a piece of its English. Every template is listed in :data:`TEMPLATES`; a test checks that each one has
-its French and Japanese translation.
+Every template is the English a :class:`Message` is, and the catalogs' msgid (marked ``N_`` for
+``pybabel extract``); a test checks that each one has its French and Japanese translation.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
+from companion.messages import (
+    N_,
+    SEPARATORS,
+    TEMPLATES,
+    CardCode,
+    Listing,
+    Message,
+    Named,
+    catalog,
+    say,
+)
 
 __all__ = ["Message", "Listing", "Named", "CardCode", "TEMPLATES", "SEPARATORS", "N_", "say"]
 
-
-def N_(text: str) -> str:  # noqa: N802 - the usual name for "extract me, translate later"
-    """Marks an English template for the catalogs (pybabel's ``-k N_``); returns it as is."""
-    return text
-
-
-@dataclass(frozen=True)
-class Template:
-    english: str  # the msgid: English with %(name)s placeholders
-    kind: str  # what the sentence is: "multiplier", "round", "redeal", "event"...
-    # parameters that are another program's English words (a parser's, the system's): a
-    # translation may leave them out rather than show English inside its own sentence
-    english_only: tuple[str, ...] = ()
-
-
-TEMPLATES: dict[str, Template] = {}
-
-
-def _template(
-    message_id: str, english: str, kind: str | None = None, english_only: tuple[str, ...] = ()
-) -> None:
-    TEMPLATES[message_id] = Template(english, kind or message_id.split(".")[0], english_only)
+_template = catalog(__name__)
 
 
 # -- Koi-Koi: multipliers (companion.game.scoring) ---------------------------------------------
@@ -230,225 +205,6 @@ _template(
     "progress",
 )
 
-# -- teaching a deck from photos (companion.recognizer.photos): what to fix in one photo ------
-# %(name)s is the photo's file name, %(month)s the month's name (a Named), %(n)s a count
-_template(
-    "photo.unreadable",
-    N_("%(name)s is not an image that can be read: save it as JPEG or PNG."),
-    "photo",
-)
-_template(
-    "photo.blurred",
-    N_("%(name)s is blurred: hold the phone still and let it focus on the cards."),
-    "photo",
-)
-_template(
-    "photo.too_many",
-    N_(
-        "%(name)s shows %(n)s cards, not four: lay only %(month)s's four cards on a plain "
-        "table, apart from each other and anything card-shaped."
-    ),
-    "photo",
-)
-_template(
-    "photo.cut_and_counted",
-    N_(
-        "%(name)s shows %(n)s whole cards: a card is cut by the photo's edge; step back so "
-        "that all four of %(month)s's cards are inside the photo."
-    ),
-    "photo",
-)
-_template(
-    "photo.too_few_one",
-    N_(
-        "%(name)s shows 1 card, not four: lay %(month)s's four cards face up, a finger's "
-        "width apart, on a table of another colour than the cards' edges."
-    ),
-    "photo",
-)
-_template(
-    "photo.too_few",
-    N_(
-        "%(name)s shows %(n)s cards, not four: lay %(month)s's four cards face up, a finger's "
-        "width apart, on a table of another colour than the cards' edges."
-    ),
-    "photo",
-)
-_template(
-    "photo.cut",
-    N_(
-        "%(name)s: a card is cut by the photo's edge; step back so that all four of "
-        "%(month)s's cards are inside the photo."
-    ),
-    "photo",
-)
-_template(
-    "photo.too_small",
-    N_(
-        "%(name)s: the cards are too small (%(px)s px long, at least %(need)s needed); come "
-        "closer, or take the photo at a higher resolution."
-    ),
-    "photo",
-)
-
-# a taught deck kept on this machine (companion.recognizer.decks); %(reason)s: the system's
-# or the reader's words, which a page may leave out
-_template(
-    "deck.unreadable",
-    N_("The deck %(name)s in %(folder)s is unreadable (%(reason)s)."),
-    "deck",
-    english_only=("reason",),
-)
-_template(
-    "deck.folder_unreadable",
-    N_("Cannot read the decks folder %(folder)s: %(reason)s."),
-    "deck",
-    english_only=("reason",),
-)
-_template(
-    "deck.cannot_keep",
-    N_("Cannot keep the deck %(name)s in %(folder)s: %(reason)s."),
-    "deck",
-    english_only=("reason",),
-)
-
-# the photo of the deck's back: one card lying face down
-_template(
-    "photo.back_unreadable",
-    N_("%(name)s (the back) is not an image that can be read: save it as JPEG or PNG."),
-    "photo",
-)
-_template(
-    "photo.back_cut",
-    N_(
-        "%(name)s (the back): the card is cut by the photo's edge; step back so that the whole "
-        "card is inside the photo."
-    ),
-    "photo",
-)
-_template(
-    "photo.back_blurred",
-    N_("%(name)s (the back) is blurred: hold the phone still and let it focus."),
-    "photo",
-)
-_template(
-    "photo.back_cards",
-    N_(
-        "%(name)s (the back) shows %(n)s cards, not one: lay one card of the deck face down, "
-        "alone on a table of another colour than its edge."
-    ),
-    "photo",
-)
-_template(
-    "photo.back_no_card",
-    N_(
-        "%(name)s (the back) shows no card: lay one card of the deck face down, alone on a "
-        "table of another colour than its edge."
-    ),
-    "photo",
-)
-_template(
-    "photo.back_too_small",
-    N_(
-        "%(name)s (the back): the card is too small (%(px)s px long, at least %(need)s "
-        "needed); come closer."
-    ),
-    "photo",
-)
-
-_template(
-    "photo.back_is_a_face",
-    N_(
-        "%(name)s shows the face of %(code)s, not the deck's back: photograph one card lying "
-        "face down."
-    ),
-    "photo",
-)
-
-# -- the camera's sentences (companion.live: the session's state, the decider's proposals) -----
-_template("camera.starting", N_("Starting."), "camera")
-_template("camera.following", N_("Following match %(n)s."), "camera")
-_template("camera.recording_ended", N_("The recording has ended."), "camera")
-_template("camera.frame_failed", N_("A frame could not be processed (%(error)s)."), "camera")
-_template(
-    "camera.lost", N_("The camera is lost: keep score by hand, it reconnects by itself."), "camera"
-)
-_template("camera.connecting", N_("Connecting to the camera."), "camera")
-_template(
-    "camera.no_match",
-    N_("Start a match on the tablet: the camera follows the latest one."),
-    "camera",
-)
-_template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
-# the camera demo (companion.demo), asked for on a machine without card images to film
-_template(
-    "camera.demo_no_decks",
-    N_(
-        "The camera demo films card images from ../shared/decks beside the checkout (or "
-        "$COMPANION_SHARED/decks), and none are here; 'companion demo' without --camera needs "
-        "nothing."
-    ),
-    "camera",
-)
-# what the table showed against a tap (or again after an undo): shown, never recorded
-_template(
-    "camera.table_shows_koi", N_("The table shows Koi for %(player)s: tap Koi or Stop."), "proposal"
-)
-_template(
-    "camera.table_shows_stop",
-    N_("The table shows Stop for %(player)s: tap Koi or Stop."),
-    "proposal",
-)
-_template(
-    "camera.laid_after_stop",
-    N_("Cards are laid after %(player)s's Stop: if it was a Koi, undo the Stop."),
-    "proposal",
-)
-_template(
-    "camera.gathered_after_koi",
-    N_("The cards are gathered after %(player)s's Koi: if it was a Stop, undo the Koi."),
-    "proposal",
-)
-
-
-# -- the camera's zones (companion.live.zones, companion.live.layout): a calibration refused --
-# %(zone)s is the zone's name as the layout writes it, quoted ('field', 'captures_A')
-_template(
-    "zone.too_many_corners",
-    N_("Zone %(zone)s has %(n)s corners; a zone has at most %(most)s."),
-    "zone",
-)
-_template(
-    "zone.crosses_itself",
-    N_("Zone %(zone)s crosses itself: drag its corners into a plain outline."),
-    "zone",
-)
-_template(
-    "zone.too_small",
-    N_(
-        "Zone %(zone)s covers %(share)s of the picture: too small to hold a card (at least "
-        "%(least)s); drag its corners apart."
-    ),
-    "zone",
-)
-_template(
-    "zone.field_too_few_cards",
-    N_(
-        "The camera sees %(n)s face-up card(s): deal the field (%(least)s or more cards) and "
-        "try again."
-    ),
-    "zone",
-)
-_template(
-    "zone.field_no_room",
-    N_(
-        "The dealt field leaves no room for the capture areas above and below it: move the "
-        "camera up or drag the corners instead."
-    ),
-    "zone",
-)
-
-
 # -- refusals: why an event, a card or a count is refused (IllegalEvent, HanamikojiError,
 # CardError, ScoringError). Their English is the error's one sentence, which the CLI prints and
 # scripts match; the page says them in its language. Kind "refusal" (a whole sentence),
@@ -478,7 +234,6 @@ _template("field.capture_source", N_("capture source"), "field")
 _template("field.event_source", N_("%(event)s source"), "field")
 _template("field.winner", N_("winner"), "field")
 _template("field.round_points", N_("round's points"), "field")
-_template("field.title", N_("title"), "field")
 # What cannot be done while no round is under way ("start round 2 before ...").
 _template("action.recording_captures", N_("recording captures"), "action")
 _template("action.checking_captures", N_("checking captures"), "action")
@@ -721,28 +476,8 @@ _refusal(
     N_("The match's deck has an unknown key %(key)s: it keeps names only."),
 )
 _refusal("refusal.match_deck_card", N_("The match's deck gives card %(code)s more than its names."))
-# The match store (companion.store): what the tablet's requests can meet
-_refusal("refusal.stale", N_("The match changed since this page was loaded; reload and try again."))
-_refusal("refusal.no_such_match", N_("There is no match %(n)s in this database."))
-_refusal("refusal.no_matches", N_("There are no matches in this database yet."))
-_refusal(
-    "refusal.control_characters",
-    N_("A %(what)s cannot hold control characters such as %(char)s: %(text)s is refused."),
-)
-_refusal("refusal.request_id_length", N_("The request id must be 1 to %(most)s characters long."))
-_refusal("refusal.expected_seq", N_("The expected event number must be a whole number."))
-_refusal(
-    "refusal.started_once", N_("A match can only be started once; create a new match instead.")
-)
-_refusal("refusal.nothing_to_record", N_("There is nothing to record."))
-_refusal("refusal.not_a_match_number", N_("%(value)s is not a match number."))
-_refusal("refusal.title_length", N_("The title must be at most %(most)s characters."))
 _template(
     "phrase.deck_format", N_("see companion/game/decks/ferme-florale.toml for the format"), "phrase"
-)
-_refusal(
-    "refusal.card_class",
-    N_("Unknown card class %(value)s: expected MM-K (01-1 to 12-4) or 'back'."),
 )
 # Scoring (companion.game.scoring)
 _refusal("refusal.card_twice", N_("Card %(card)s is listed twice; each card exists once."))
@@ -815,7 +550,6 @@ _refusal(
 _template("phrase.the_deck_file", N_("the deck file %(name)s"), "phrase")
 _template("phrase.the_preset", N_("the preset %(name)s"), "phrase")
 _template("phrase.the_rule_file", N_("the rule file"), "phrase")
-_template("phrase.the_zone_file", N_("the zone file"), "phrase")
 _template("phrase.match_deck_file", N_("The deck file of the match"), "phrase")
 _refusal("refusal.toml_invalid", N_("%(what)s is not valid TOML: %(detail)s."))
 # the TOML parser's own words, then where it stopped: a page may say only where
@@ -833,189 +567,3 @@ _template(
 )
 _refusal("refusal.toml_too_deep", N_("%(what)s is nested too deeply to read."))
 _refusal("refusal.toml_long_number", N_("%(what)s holds a number too long to read."))
-# A match export read back (companion.store.import_match: the tablet's import)
-_refusal("refusal.export_not_ours", N_("This is not a match exported by Hanafuda Companion."))
-_refusal(
-    "refusal.export_version",
-    N_("This export is version %(version)s; this program reads version %(reads)s."),
-)
-_refusal("refusal.export_incomplete", N_("The export lacks its game, its match or its events."))
-_refusal(
-    "refusal.export_too_many", N_("The export holds %(n)s events; a match has at most %(most)s.")
-)
-_refusal(
-    "refusal.export_too_deep", N_("The export nests its data too deeply to be a match export.")
-)
-_refusal("refusal.export_event_order", N_("The export's event %(n)s is missing or out of order."))
-_refusal("refusal.export_no_event", N_("The export holds no event."))
-_refusal("refusal.export_nested", N_("The export's rules or events are too deeply nested."))
-_refusal("refusal.export_value", N_("The export holds a value no match has (%(detail)s)."))
-
-# The separators of a Listing, said in the page's language too.
-SEPARATORS = (N_(", "), N_(" and "), N_(" vs "), N_(" or "))
-
-
-class _Text(str):
-    """Text that carries more than its characters; immutable, so a copy is itself."""
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
-
-
-class Message(_Text):
-    """One sentence of the engine: the English text (the ``str`` itself), the ``id`` of its
-    template in :data:`TEMPLATES` and the ``params`` that filled it."""
-
-    id: str
-    params: Mapping
-    capitalized: bool
-    unstopped: bool
-
-    def __new__(cls, message_id: str, /, **params) -> Message:
-        try:
-            template = TEMPLATES[message_id]
-        except KeyError:
-            raise ValueError(f"No message template {message_id!r}.") from None
-        text = template.english % {k: str(v) for k, v in params.items()}
-        self = super().__new__(cls, text)
-        self.id = message_id
-        self.params = MappingProxyType(dict(params))
-        self.capitalized = False
-        self.unstopped = False
-        return self
-
-    @property
-    def template(self) -> str:
-        """The English template, the catalogs' msgid."""
-        return TEMPLATES[self.id].english
-
-    @property
-    def kind(self) -> str:
-        return TEMPLATES[self.id].kind
-
-    def with_capital(self) -> Message:
-        """The same sentence starting with a capital letter (a name written in lower case
-        opening it), in every language."""
-        if self[:1] == self[:1].upper():
-            return self
-        return _rebuild(self.id, dict(self.params), True, self.unstopped)
-
-    def without_stop(self) -> Message:
-        """The same sentence without its final full stop (quoted inside another one), in
-        every language."""
-        return _rebuild(self.id, dict(self.params), self.capitalized, True)
-
-    def __repr__(self) -> str:
-        args = "".join(f", {k}={v!r}" for k, v in self.params.items())
-        return f"Message({self.id!r}{args})"
-
-    def __reduce__(self):
-        return (_rebuild, (self.id, dict(self.params), self.capitalized, self.unstopped))
-
-
-_STOPS = (".", "。")
-
-
-def _rebuild(
-    message_id: str, params: dict, capitalized: bool = False, unstopped: bool = False
-) -> Message:
-    message = Message(message_id, **params)
-    if not (capitalized or unstopped):
-        return message
-    text = str(message)
-    if capitalized:
-        text = text[:1].upper() + text[1:]
-    if unstopped and text.endswith(_STOPS):
-        text = text[:-1]
-    changed = str.__new__(Message, text)
-    changed.__dict__.update(message.__dict__, capitalized=capitalized, unstopped=unstopped)
-    return changed
-
-
-class Listing(_Text):
-    """Several values said one after the other: ``sep.join`` of their English in English,
-    each item and the separator said in the page's language on the page."""
-
-    items: tuple
-    sep: str
-
-    def __new__(cls, items: Iterable, sep: str = ", ") -> Listing:
-        items = tuple(items)
-        self = super().__new__(cls, sep.join(str(i) for i in items))
-        self.items = items
-        self.sep = sep
-        return self
-
-    def __repr__(self) -> str:
-        return f"Listing({self.items!r}, {self.sep!r})"
-
-    def __reduce__(self):
-        return (Listing, (self.items, self.sep))
-
-
-class Named(_Text):
-    """A name from a data file (a yaku from a rule file): the file's own name, which the
-    JSON and the CLI print, with its translations by language code (``names``)."""
-
-    names: Mapping
-
-    def __new__(cls, text: str, names: Mapping | None = None) -> Named:
-        self = super().__new__(cls, text)
-        self.names = MappingProxyType(dict(names or {}))
-        return self
-
-    def in_language(self, lang: str) -> str:
-        return self.names.get(lang) or str(self)
-
-    def __repr__(self) -> str:
-        return f"Named({str(self)!r}, {dict(self.names)!r})"
-
-    def __reduce__(self):
-        return (Named, (str(self), dict(self.names)))
-
-
-class CardCode(_Text):
-    """A card in a sentence: its code in English; a page names it after its deck."""
-
-    def __reduce__(self):
-        return (CardCode, (str(self),))
-
-
-_OPENING_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
-def _opens_with_a_phrase(message: Message, template: str) -> bool:
-    """Whether a refusal, a sentence opening with a capital in English, opens in ``template``
-    (its translation) with a phrase of the engine's ("le nom du joueur"), which then takes
-    the capital; a name or a code opening it stays as it is written."""
-    if message.kind != "refusal" or not message[:1].isupper():
-        return False
-    opening = _OPENING_PLACEHOLDER.match(template)
-    return opening is not None and isinstance(message.params.get(opening.group(1)), Message)
-
-
-def say(value, translate=None, lang: str = "en", name_card=None) -> str:
-    """``value`` in a language: a Message by its template as ``translate`` gives it (a msgid
-    to its translation: a catalog's gettext) filled with its parameters, each said first; a
-    Listing item by item; a Named by its name in ``lang``; a card by ``name_card(code)``;
-    anything else (a player's name, a number) as it is. With no ``translate``: English."""
-    if isinstance(value, Message):
-        params = {k: say(v, translate, lang, name_card) for k, v in value.params.items()}
-        template = translate(value.template) if translate else value.template
-        text = template % params if params else template
-        if value.capitalized or _opens_with_a_phrase(value, template):
-            text = text[:1].upper() + text[1:]
-        if value.unstopped and text.endswith(_STOPS):
-            text = text[:-1]
-        return text
-    if isinstance(value, Listing):
-        sep = translate(value.sep) if translate and value.sep in SEPARATORS else value.sep
-        return sep.join(say(item, translate, lang, name_card) for item in value.items)
-    if isinstance(value, Named):
-        return value.in_language(lang)
-    if isinstance(value, CardCode) and name_card is not None:
-        return name_card(str(value))
-    return "" if value is None else str(value)

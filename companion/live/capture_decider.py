@@ -40,7 +40,7 @@ from companion.game.engine import (
     RoundStarted,
     StopCalled,
 )
-from companion.game.messages import Message
+from companion.live.messages import Message
 from companion.live.tracker import Arrival, TableState
 from companion.live.tuning import CLOCK_SLACK, check_ranges, describe, tuning
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from companion.game.messages import Message
+from companion.live.messages import Message
 from companion.live.zones import CAPTURES, DRAW_PILE, FIELD, SEATS, Zone, ZoneError, Zones
 
 MIN_FIELD_CARDS = 4

@@ -24,7 +24,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from companion.game.messages import Message
+from companion.live.messages import Message
 from companion.live.pipeline import LivePipeline
 from companion.live.zones import Zones, default_zones
 

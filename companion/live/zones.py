@@ -31,7 +31,7 @@ import numpy as np
 
 from companion import CompanionError
 from companion.game.cards import parse_toml
-from companion.game.messages import Message
+from companion.live.messages import Message
 
 FIELD = "field"
 DRAW_PILE = "draw_pile"

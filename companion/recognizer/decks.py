@@ -27,8 +27,8 @@ import numpy as np
 from companion import CompanionError
 from companion.detections import BACK_ID, CLASSES, Detections
 from companion.game.cards import ALL_CODES
-from companion.game.messages import CardCode, Message
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
+from companion.recognizer.messages import CardCode, Message
 from companion.recognizer.nets import MODELS_DIR, open_session
 from companion.recognizer.settings import Settings
 

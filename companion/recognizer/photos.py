@@ -21,7 +21,6 @@ import cv2
 import numpy as np
 
 from companion.detections import CLASSES
-from companion.game.messages import Message, Named
 from companion.recognizer.decks import (
     EMBEDDER,
     IMAGE_SUFFIXES,
@@ -34,6 +33,7 @@ from companion.recognizer.decks import (
     store_deck,
 )
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
+from companion.recognizer.messages import Message, Named
 from companion.recognizer.nets import open_session
 from companion.recognizer.rectangles import find_cards, rectify
 from companion.recognizer.settings import Settings

@@ -105,7 +105,7 @@ class MatchSummary:
     def said(self, value, lang: str = "en") -> str:
         """An engine's sentence of this summary in English words (the CLI's and the built-in
         PDF's), its cards named by the match's deck."""
-        from companion.game.messages import say
+        from companion.messages import say
 
         return say(value, lang=lang, name_card=self.card_namer(lang))
 

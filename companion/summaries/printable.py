@@ -16,7 +16,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from companion.game.messages import say
+from companion.messages import say
 from companion.resources import package_path
 
 WEB_DIR = package_path("web")

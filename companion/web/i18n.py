@@ -69,7 +69,7 @@ def say(value, deck=None) -> str:
     catalogs; cards in them by their name in ``deck`` (the standard deck by default)."""
     from flask_babel import get_translations
 
-    from companion.game import messages
+    from companion import messages
 
     return messages.say(
         value, get_translations().gettext, language(), lambda code: named_card(code, deck)

@@ -276,7 +276,7 @@ def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
 
 def _message_data(message) -> dict:
     """A photo's sentence (a Message) as JSON, to be said again in any language."""
-    from companion.game.messages import Message, Named
+    from companion.recognizer.messages import Message, Named
 
     if not isinstance(message, Message):
         return {"text": str(message)}
@@ -290,7 +290,7 @@ def _message_data(message) -> dict:
 
 
 def _said(data: dict) -> str:
-    from companion.game.messages import Message, Named
+    from companion.recognizer.messages import Message, Named
 
     if "id" not in data:
         return str(data.get("text", ""))
