@@ -569,7 +569,7 @@ def test_a_deck_made_by_another_embedder_is_one_sentence():
     ],
 )
 def test_a_truth_file_of_the_wrong_shape_is_one_sentence(tmp_path, change):
-    from companion.live.replay import TruthError, load_truth
+    from companion.bench.replay import TruthError, load_truth
 
     path = tmp_path / "truth.json"
     path.write_text(json.dumps({"format": "companion-simulation/1", **change}))

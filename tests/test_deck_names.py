@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from companion import CompanionError
+from companion.bench.replay import ReplayReport, RoundReport
 from companion.game.cards import Deck
-from companion.live.replay import ReplayReport, RoundReport
 from companion.summaries.koikoi import render_html, render_text, summary_from_store
 
 FERME = Path(__file__).parents[1] / "companion" / "game" / "decks" / "ferme-florale.toml"

@@ -253,9 +253,9 @@ def test_the_classifier_weighs_on_the_names_only_for_the_art_it_knows(procedural
 @needs_decks
 @needs_model
 def test_cards_of_a_design_of_its_own_are_found_where_the_classifier_is_unsure(procedural):
+    from companion.bench.evaluation import MUST_FIND_VISIBLE, match_detections
     from companion.recognizer import Recognizer
     from companion.recognizer.decks import add_deck
-    from companion.recognizer.evaluation import MUST_FIND_VISIBLE, match_detections
 
     deck = add_deck("own", procedural, procedural.parent / "decks", views=6)
     assert deck.descriptor == "embedding+even-pixels" and deck.sureness < 0.6

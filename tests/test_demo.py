@@ -132,7 +132,7 @@ def test_run_demo_serves_the_match(tmp_path):
 
 @pytest.mark.parametrize("same_process", [False, True])
 def test_bench_live_measures_every_follower(same_process):
-    from companion.web.live_bench import percentile, run_live_bench
+    from companion.bench.live_tally import percentile, run_live_bench
 
     result = run_live_bench(
         clients=3, events=6, interval=0.05, timeout=60, same_process=same_process
@@ -149,7 +149,7 @@ def test_bench_live_after_a_long_match_with_pages_probed():
     """The board comes in each update (no request of its own), after a whole match played by
     hand, while a prober asks for the match page; the way before (each follower asking for the
     board) is still measured with board_in_event=False."""
-    from companion.web.live_bench import run_live_bench
+    from companion.bench.live_tally import run_live_bench
 
     result = run_live_bench(
         clients=3, events=4, interval=0.3, timeout=60, long_match=True, probe_pages=True
@@ -164,7 +164,7 @@ def test_bench_live_after_a_long_match_with_pages_probed():
 
 
 def test_bench_live_refuses_silly_sizes():
-    from companion.web.live_bench import run_live_bench
+    from companion.bench.live_tally import run_live_bench
 
     with pytest.raises(CompanionError, match="clients"):
         run_live_bench(clients=0)

@@ -680,7 +680,7 @@ def test_a_doubtful_lone_card_waits_for_its_partner():
 
 @pytest.mark.slow
 def test_a_short_simulated_round_is_replayed_to_its_exact_score(tmp_path):
-    from companion.live.replay import load_truth, replay_video
+    from companion.bench.replay import load_truth, replay_video
     from companion.recognizer import Recognizer
     from companion.simulator.rounds import SimConfig, simulate
 
@@ -1158,7 +1158,7 @@ def test_a_stop_tapped_while_a_capture_lies_undecided_waits_for_it(live):
 
 @pytest.mark.slow
 def test_a_two_round_match_is_scored_from_the_table_alone_without_a_tap(tmp_path):
-    from companion.live.replay import load_truth, replay_video
+    from companion.bench.replay import load_truth, replay_video
     from companion.recognizer import Recognizer
     from companion.simulator.rounds import SimConfig, simulate
 

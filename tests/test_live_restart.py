@@ -255,8 +255,8 @@ def test_a_card_under_a_lingering_hand_shows_again_as_the_same_card():
 
 @pytest.mark.slow
 def test_a_recorded_clip_played_twice_on_the_same_database_records_nothing_twice(tmp_path):
-    from companion.live.replay import load_truth
-    from companion.live.restart import replay_with_restarts
+    from companion.bench.replay import load_truth
+    from companion.bench.restart import replay_with_restarts
     from companion.recognizer import Recognizer
     from companion.simulator.rounds import SimConfig, simulate
 
@@ -393,7 +393,7 @@ def test_a_restarted_replay_without_truth_plays_the_layouts_game(tmp_path):
     restarts plays it."""
     import cv2
 
-    from companion.live.restart import replay_with_restarts
+    from companion.bench.restart import replay_with_restarts
     from companion.live.zones import default_zones
 
     video = tmp_path / "empty_table.avi"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from test_live import DEAL, FIELD_SPOTS, ZONES, ScriptedDetector, quad
 
+from companion.bench.replay import behind_real_time
 from companion.live.pipeline import LivePipeline
-from companion.live.replay import behind_real_time
 from companion.live.sources import Frame
 from companion.store import MatchStore
 

@@ -14,6 +14,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from companion.bench.evaluation import (
+    false_positive_kinds,
+    match_detections,
+    missed_card_kinds,
+)
+from companion.bench.recognizer_speed import bench_scene
 from companion.cli import main
 from companion.detections import (
     BACK_ID,
@@ -48,12 +54,6 @@ from companion.recognizer import (
     read_image,
     row_boxes,
     spaced,
-)
-from companion.recognizer.bench import bench_scene
-from companion.recognizer.evaluation import (
-    false_positive_kinds,
-    match_detections,
-    missed_card_kinds,
 )
 
 SHARED_DECKS = Path(__file__).resolve().parents[2] / "shared" / "decks"
@@ -713,7 +713,7 @@ def test_with_a_learned_rule_a_second_chance_near_a_found_card_is_kept():
 
 
 def test_frame_position_says_whether_a_card_reaches_past_the_frame():
-    from companion.recognizer.evaluation import frame_position
+    from companion.bench.evaluation import frame_position
 
     assert frame_position(box(10, 10), 100, 80) == "inside"
     assert frame_position(box(70, 10), 100, 80) == "inside"  # its right side on the edge
@@ -1000,8 +1000,8 @@ def test_letterbox_keeps_the_aspect_and_pads_bottom_right(shape):
 
 
 def test_net_input_follows_the_model_input_type():
+    from companion.bench.recognizer_speed import YARDSTICK
     from companion.recognizer import net_input, open_session
-    from companion.recognizer.bench import YARDSTICK
 
     images = np.zeros((1, 8, 8, 3), np.uint8)
     images[..., 0] = 255  # blue in BGR
@@ -1133,7 +1133,7 @@ def test_cpu_name_reads_the_model_name():
 @needs_model
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks/traditional-scan missing")
 def test_committed_model_on_held_out_deck(recognizer, tmp_path):
-    from companion.recognizer.evaluation import evaluate
+    from companion.bench.evaluation import evaluate
 
     # measured with the committed model on these 12 scenes (render version 2, one of them
     # motion-blurred, two with sheen): recall 0.984 (241 of 245 cards), chaff-equivalent
@@ -1243,7 +1243,7 @@ def test_cli_eval_record_stores_the_metrics_in_the_named_model(tmp_path):
 
 
 def test_scene_intervals_resample_whole_scenes():
-    from companion.recognizer.evaluation import scene_intervals
+    from companion.bench.evaluation import scene_intervals
 
     # scenes all alike: nothing to move, the interval is the figure itself
     same = scene_intervals([9] * 20, [10] * 20, [1] * 20)
@@ -1284,7 +1284,7 @@ def test_scene_intervals_resample_whole_scenes():
 
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
 def test_eval_draws_the_scenes_with_missed_cards(tmp_path):
-    from companion.recognizer.evaluation import evaluate
+    from companion.bench.evaluation import evaluate
 
     class Blind:  # finds nothing: every card of every scene is missed
         settings = Settings().with_(min_confidence=0.6)
@@ -1307,7 +1307,7 @@ def test_eval_draws_the_scenes_with_missed_cards(tmp_path):
 @needs_model
 @pytest.mark.skipif(not HELD_OUT.is_dir(), reason="../shared/decks missing")
 def test_eval_against_a_second_model_on_the_same_scenes(recognizer):
-    from companion.recognizer.evaluation import evaluate
+    from companion.bench.evaluation import evaluate
 
     class Blind:  # finds nothing
         settings = recognizer.settings

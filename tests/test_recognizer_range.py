@@ -15,7 +15,7 @@ needs_model = pytest.mark.skipif(not DEFAULT_MODEL.is_file(), reason="no committ
 
 
 def test_bench_frames_are_a_fixed_set_of_the_held_out_deck():
-    from companion.recognizer.bench import bench_frames
+    from companion.bench.recognizer_speed import bench_frames
 
     first = bench_frames(3)
     again = bench_frames(3)
@@ -28,7 +28,7 @@ def test_bench_frames_are_a_fixed_set_of_the_held_out_deck():
 
 @needs_model
 def test_benchmark_times_the_yardstick_on_the_same_frames():
-    from companion.recognizer.bench import bench_frames, benchmark, yardstick_input
+    from companion.bench.recognizer_speed import bench_frames, benchmark, yardstick_input
 
     frames = bench_frames(3)
     report = benchmark(Recognizer.load(), frames, runs=6, warmup=1)
@@ -119,7 +119,7 @@ def _closeups(width, height, n=6):
 
 
 def _recall(rec, scenes):
-    from companion.recognizer.evaluation import match_detections
+    from companion.bench.evaluation import match_detections
 
     found = need = backs = 0
     for scene in scenes:
@@ -151,8 +151,8 @@ def test_close_ups_are_found_with_no_phantom_back(size):
 def test_portrait_and_large_frames_read_as_the_webcam_frame():
     import cv2
 
-    from companion.recognizer.bench import bench_scene
-    from companion.recognizer.evaluation import match_detections
+    from companion.bench.evaluation import match_detections
+    from companion.bench.recognizer_speed import bench_scene
 
     frame, _ = bench_scene()
     rec = Recognizer.load()
@@ -252,7 +252,7 @@ def test_deck_errors_are_one_sentence(tiny_deck, tmp_path):
 
 
 def test_a_partial_deck_names_only_crops_near_its_cards(tiny_deck, tmp_path):
-    from companion.recognizer.bench import bench_frames
+    from companion.bench.recognizer_speed import bench_frames
     from companion.recognizer.decks import UserDeck, add_deck
 
     deck = add_deck("tiny", tiny_deck, tmp_path, views=8)

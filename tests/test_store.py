@@ -407,7 +407,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from companion.store import MatchStore
-    from companion.web.live_bench import bench_events
+    from companion.bench.live_tally import bench_events
 
     store = MatchStore.open(sys.argv[1])
     match_id = int(sys.argv[2])

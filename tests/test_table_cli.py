@@ -469,7 +469,7 @@ def test_simulate_takes_two_or_three_players(tmp_path):
 
 @pytest.mark.slow
 def test_a_short_three_player_clip_is_replayed_to_its_exact_score(tmp_path):
-    from companion.live.replay import load_truth, replay_video
+    from companion.bench.replay import load_truth, replay_video
     from companion.live.zones import default_zones
     from companion.recognizer import Recognizer
     from companion.simulator import rounds

@@ -94,8 +94,8 @@ def test_eval_json_holds_plain_numbers_when_backs_are_named():
     figures feed scripts): every figure is a plain JSON number."""
     import json
 
+    from companion.bench.evaluation import evaluate
     from companion.detections import CLASSES, Detections
-    from companion.recognizer.evaluation import evaluate
     from companion.recognizer.settings import Settings
 
     deck = synth.resolve_deck_dir("traditional-scan")

@@ -1022,8 +1022,8 @@ def test_a_hanamikoji_follower_gets_no_koikoi_board(client, store):
 def test_a_long_matchs_board_is_the_same_with_its_parts_kept(app, store):
     """The log's words and the ledger are kept between renderings: the board they make is
     the one rendered from scratch."""
+    from companion.bench.page import PLAYERS, long_match_events
     from companion.web import match as match_module
-    from companion.web.page_bench import PLAYERS, long_match_events
 
     match_id = store.create_match(players=PLAYERS, rules="livret", rounds=12, oya="Aki")
     for event in long_match_events(12)[:200]:

@@ -533,7 +533,7 @@ def bench_live_command(
     as_json,
 ):
     """Latency from an append to each of N live-tally followers seeing it (127.0.0.1 only)."""
-    from companion.web.live_bench import run_live_bench
+    from companion.bench.live_tally import run_live_bench
 
     result = run_live_bench(
         clients,

@@ -275,12 +275,12 @@ def replay_command(
     decks_dir,
 ):
     """Run the real pipeline on a video: per round, the captured cards and the points."""
-    from companion.live.replay import load_truth, replay_video
+    from companion.bench.replay import load_truth, replay_video
 
     truth = load_truth(truth_path) if truth_path else None
     detector = live_detector(model_path, deck, decks_dir)
     if restart_at:
-        from companion.live.restart import replay_with_restarts
+        from companion.bench.restart import replay_with_restarts
 
         report = replay_with_restarts(
             video,
@@ -315,7 +315,7 @@ def replay_command(
 def bench_pipeline_command(video, frames, video_fps, as_json, model_path):
     """Frames per second of the whole pipeline (2 threads), steady-to-event latency, and how
     far it falls behind a camera at the video's frame rate."""
-    from companion.live.replay import bench_pipeline
+    from companion.bench.replay import bench_pipeline
 
     result = bench_pipeline(live_detector(model_path), video=video, frames=frames, fps=video_fps)
     if as_json:

@@ -18,7 +18,7 @@ from companion.cli import echo_json, fail, friendly_errors, main
 def bench_page_command(repeat, rounds, as_json):
     """Time the match page, the board fragment and recording an event for a new match and a
     long one (about 600 events): a long match should cost no more to serve."""
-    from companion.web.page_bench import run_page_bench
+    from companion.bench.page import run_page_bench
 
     result = run_page_bench(repeat=repeat, rounds=rounds)
     if as_json:

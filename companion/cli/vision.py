@@ -350,8 +350,8 @@ def eval_command(
     shapes,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
+    from companion.bench.evaluation import evaluate
     from companion.recognizer import Recognizer
-    from companion.recognizer.evaluation import evaluate
 
     deck_dir = resolve_deck(deck)
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
@@ -517,7 +517,7 @@ def bench_command(
 ):
     """Time detect-and-classify on a fixed set of rendered table scenes with 2 threads, next to
     a YOLO11n-shaped net on the same frames."""
-    from companion.recognizer.bench import bench_frames, benchmark
+    from companion.bench.recognizer_speed import bench_frames, benchmark
 
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     recognizer.any_distance = not one_look

@@ -12,8 +12,10 @@ Modules, by concern:
 - ``geometry``: letterboxing, rotated boxes, crops (shared with training);
 - ``decoding``: heatmap -> boxes -> crops -> Detections, the learned acceptance rule;
 - ``detector``: ``Recognizer``, reading images;
-- ``drawing``: ``annotate``;
-- ``evaluation`` and ``bench``: ``companion eval`` and ``companion bench``.
+- ``drawing``: ``annotate``.
+
+How well and how fast it does (``companion eval``, ``companion bench``) is measured in
+``companion.bench``.
 """
 
 from companion.recognizer.decoding import (
@@ -28,7 +30,7 @@ from companion.recognizer.decoding import (
     names_a_card,
 )
 from companion.recognizer.detector import MAX_SIDE, Recognizer, as_bgr, read_image
-from companion.recognizer.drawing import LabelBox, annotate, annotate_misses, label_boxes
+from companion.recognizer.drawing import LabelBox, annotate, label_boxes
 from companion.recognizer.geometry import (
     crop_card,
     crop_cards,
@@ -92,7 +94,6 @@ __all__ = [
     "accept_probability",
     "acceptance_features",
     "annotate",
-    "annotate_misses",
     "as_bgr",
     "auto_nets",
     "cool_peaks",

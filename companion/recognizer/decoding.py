@@ -210,8 +210,8 @@ def localize(localizer, image: np.ndarray, settings: Settings, zoom: float = 1.0
 @dataclass
 class DecodeTrace:
     """What one decode looked at, for evaluation and fitting (``Recognizer.detect_traced``):
-    ``looks``, (quads, probs) of every classifier run, for ``evaluation.missed_card_kinds``; and
-    ``candidates``, (quads, acceptance_features) of the crops that reached the final decision,
+    ``looks``, (quads, probs) of every classifier run, for ``bench.evaluation.missed_card_kinds``;
+    and ``candidates``, (quads, acceptance_features) of the crops that reached the final decision,
     for fitting the acceptance rule."""
 
     looks: list = field(default_factory=list)

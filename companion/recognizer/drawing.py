@@ -1,5 +1,4 @@
-"""Drawing detections on a frame: outlines and non-overlapping labels (``annotate``), and what
-evaluation holds against them (``annotate_misses``)."""
+"""Drawing detections on a frame: outlines and non-overlapping labels (``annotate``)."""
 
 from __future__ import annotations
 
@@ -27,11 +26,12 @@ class LabelBox:
         return not (x0 <= self.anchor[0] <= x1 and y0 <= self.anchor[1] <= y1)
 
 
-_LABEL_FONT = cv2.FONT_HERSHEY_SIMPLEX
+LABEL_FONT = cv2.FONT_HERSHEY_SIMPLEX
 _LABEL_STEPS = 8  # a label may move this many of its heights up or down (and 2 widths sideways)
 
 
-def _label_scale(image_shape) -> tuple[float, int]:
+def label_scale(image_shape) -> tuple[float, int]:
+    """The labels' font scale and line thickness for an image of this shape."""
     size = max(image_shape[:2])
     return 0.5 * max(1.0, size / 1280), max(1, round(size / 1600))
 
@@ -46,7 +46,7 @@ def label_boxes(det: Detections, image_shape) -> list[LabelBox]:
     image.
     """
     h, w = image_shape[:2]
-    scale, thick = _label_scale(image_shape)
+    scale, thick = label_scale(image_shape)
     cards = np.concatenate([det.quads.min(axis=1), det.quads.max(axis=1)], axis=1)  # (N, 4)
     card_areas = np.maximum(np.prod(cards[:, 2:] - cards[:, :2], axis=1), 1.0)
     steps = [(dx, dy) for dy in range(-_LABEL_STEPS, _LABEL_STEPS + 1) for dx in (-2, -1, 0, 1, 2)]
@@ -55,7 +55,7 @@ def label_boxes(det: Detections, image_shape) -> list[LabelBox]:
     boxes: dict[int, LabelBox] = {}
     for i in np.argsort(-det.confidence, kind="stable"):
         text = f"{CLASSES[det.class_ids[i]]} {det.confidence[i]:.2f}"
-        (tw, th), base = cv2.getTextSize(text, _LABEL_FONT, scale, thick)
+        (tw, th), base = cv2.getTextSize(text, LABEL_FONT, scale, thick)
         bw, bh = tw + 4 * thick, th + base + 2 * thick
         anchor = det.quads[i].astype(np.float64).mean(axis=0)
         x0 = anchor[0] - bw / 2 + np.array([dx for dx, _ in steps]) * bw * 0.55
@@ -92,7 +92,7 @@ def annotate(bgr: np.ndarray, det: Detections, labels: bool = True) -> np.ndarra
     joined to it by a line). ``labels=False``: the outlines alone (the tablet's live view
     names the cards itself, in its own language)."""
     out = bgr.copy()
-    scale, thick = _label_scale(out.shape)
+    scale, thick = label_scale(out.shape)
     colours = [(0, 200, 0) if conf >= 0.8 else (0, 200, 255) for conf in det.confidence]
     for quad, color in zip(det.quads, colours, strict=True):
         pts = quad.round().astype(np.int32)
@@ -111,35 +111,8 @@ def annotate(bgr: np.ndarray, det: Detections, labels: bool = True) -> np.ndarra
         x0, y0, x1, y1 = box.rect
         cv2.rectangle(out, (x0, y0), (x1 - 1, y1 - 1), (20, 20, 20), -1)
         cv2.rectangle(out, (x0, y0), (x1 - 1, y1 - 1), color, 1)
-        (_, th), _ = cv2.getTextSize(box.text, _LABEL_FONT, scale, thick)
+        (_, th), _ = cv2.getTextSize(box.text, LABEL_FONT, scale, thick)
         org = (x0 + 2 * thick, y0 + thick + th)
-        cv2.putText(out, box.text, org, _LABEL_FONT, scale, (255, 255, 255), thick, cv2.LINE_AA)
+        cv2.putText(out, box.text, org, LABEL_FONT, scale, (255, 255, 255), thick, cv2.LINE_AA)
     return out
 
-
-MISSED_COLOUR = (0, 0, 255)  # red: a card that had to be found
-FALSE_COLOUR = (0, 140, 255)  # orange: a detection matched to no card
-
-
-def annotate_misses(
-    bgr: np.ndarray,
-    det: Detections,
-    false_kinds: dict[int, str],
-    missed: list[tuple[np.ndarray, str, str]],
-) -> np.ndarray:
-    """``annotate`` plus what eval holds against the detections: each missed card (quad, code,
-    where it was lost) outlined in red, each false detection (index -> kind) in orange, with a
-    tag saying why, so that a difficult scene can be checked by eye."""
-    out = annotate(bgr, det)
-    scale, thick = _label_scale(out.shape)
-    marks = [(det.quads[d], f"false: {kind}", FALSE_COLOUR) for d, kind in false_kinds.items()]
-    marks += [(quad, f"missed {code}: {why}", MISSED_COLOUR) for quad, code, why in missed]
-    for quad, text, colour in marks:
-        pts = np.asarray(quad).round().astype(np.int32)
-        cv2.polylines(out, [pts], True, colour, 2 * thick + 1, cv2.LINE_AA)
-        (tw, th), base = cv2.getTextSize(text, _LABEL_FONT, scale, thick)
-        x = int(np.clip(pts[:, 0].min(), 0, max(0, out.shape[1] - tw - 4)))
-        y = int(np.clip(pts[:, 1].max() + th + 4, th + 2, out.shape[0] - base - 2))
-        cv2.rectangle(out, (x, y - th - 2), (x + tw + 4, y + base), (20, 20, 20), -1)
-        cv2.putText(out, text, (x + 2, y), _LABEL_FONT, scale, colour, thick, cv2.LINE_AA)
-    return out

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from companion.bench.evaluation import EVAL_IOU, MUST_FIND_VISIBLE, rendered_scenes
 from companion.recognizer import ACCEPT_FEATURES, AcceptTrees, Recognizer, RecognizerError
-from companion.recognizer.evaluation import EVAL_IOU, MUST_FIND_VISIBLE, _rendered
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def fit_acceptance(
     for k, deck in enumerate(decks):
         synth.load_deck(str(deck))
         config = synth.SceneConfig(width=width, height=height, decks=(str(deck),))
-        for scene in _rendered(config, seed + k, n, workers):
+        for scene in rendered_scenes(config, seed + k, n, workers):
             _, trace = recognizer.detect_traced(scene.image)
             scenes += 1
             if progress:

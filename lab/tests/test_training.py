@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from companion.bench.recognizer_speed import bench_scene
 from companion.cli import main
 from companion.detections import (
     CLASSES,
@@ -37,7 +38,6 @@ from companion.recognizer import (
     quad_to_rbox,
     quads_to_rboxes,
 )
-from companion.recognizer.bench import bench_scene
 
 SHARED_DECKS = Path(__file__).resolve().parents[3] / "shared" / "decks"
 HELD_OUT = SHARED_DECKS / "traditional-scan"
@@ -1036,7 +1036,7 @@ def test_a_grown_localizer_on_avx2_cpus_has_7_bit_deep_layers_and_finds_the_same
     import onnx
     from companion_lab import training
 
-    from companion.recognizer.bench import bench_scene
+    from companion.bench.recognizer_speed import bench_scene
 
     meta = json.loads(DEFAULT_MODEL.read_text())
     settings = Settings.from_dict(meta["settings"])
@@ -1307,7 +1307,7 @@ def test_fit_acceptance_takes_scenes_without_cards_where_the_localizer_still_fin
         SimpleNamespace(image=np.zeros((8, 8, 3), np.uint8), labels=[card]),
         SimpleNamespace(image=np.zeros((8, 8, 3), np.uint8), labels=[]),
     ]
-    monkeypatch.setattr(acceptance, "_rendered", lambda config, seed, n, workers: iter(scenes))
+    monkeypatch.setattr(acceptance, "rendered_scenes", lambda config, seed, n, workers: iter(scenes))
 
     class Proposer:  # outlines the card where there is one, and a stray quad in every scene
         calls = 0

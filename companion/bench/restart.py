@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import time
 
-from companion.game.engine import apply
-from companion.live.pipeline import LivePipeline
-from companion.live.replay import (
+from companion.bench.replay import (
     ReplayReport,
     _Answers,
     _compare,
@@ -27,6 +25,8 @@ from companion.live.replay import (
     _rounds,
     answer_as_the_truth_did,
 )
+from companion.game.engine import apply
+from companion.live.pipeline import LivePipeline
 from companion.live.sources import Frame, VideoFileSource
 from companion.live.zones import Zones
 from companion.store import MatchStore

@@ -315,7 +315,7 @@ def run_live_bench(
     with tempfile.TemporaryDirectory(prefix="companion-bench-") as tmp:
         store = MatchStore.open(Path(tmp) / "bench.db")
         if long_match:
-            from companion.web.page_bench import PLAYERS, long_match_events
+            from companion.bench.page import PLAYERS, long_match_events
 
             match_id = store.create_match(players=PLAYERS, rules="livret", rounds=12, oya="Aki")
             for event in long_match_events(12):

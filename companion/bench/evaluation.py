@@ -10,9 +10,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from companion.bench.misses import annotate_misses
 from companion.detections import BACK, CLASSES, Detections
 from companion.recognizer.decoding import DecodeTrace, names_a_card
-from companion.recognizer.drawing import annotate_misses
 from companion.recognizer.settings import NONE_ID, RecognizerError, Settings
 
 EVAL_IOU = 0.5
@@ -392,7 +392,7 @@ class Closeups:
     height: int
 
 
-def _rendered(config, seed: int, n: int, workers: int):
+def rendered_scenes(config, seed: int, n: int, workers: int):
     """Scenes ``synth.scene_seed(seed, i)`` for i < n, rendered by ``workers`` processes."""
     from companion.simulator import synth
 
@@ -444,7 +444,7 @@ def evaluate(
     if closeup:
         config = Closeups(str(deck), width, height)
     synth.load_deck(str(deck))  # a clear error before rendering anything
-    scenes = _rendered(config, seed, n, workers)
+    scenes = rendered_scenes(config, seed, n, workers)
     total, by_cond = _Tally(), {}
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
