@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from companion.game.cards import ALL_CODES, CardError, twin_group
+from companion.messages import N_, Message, catalog
+
+# the one sentence of this module, in the message catalogs beside the code that says it
+catalog(__name__)(
+    "refusal.card_class",
+    N_("Unknown card class %(value)s: expected MM-K (01-1 to 12-4) or 'back'."),
+    "refusal",
+)
 
 BACK = "back"
 CLASSES: tuple[str, ...] = (*ALL_CODES, BACK)
@@ -27,9 +35,6 @@ def class_id(code: str) -> int:
     try:
         return _CLASS_IDS[code]
     except KeyError:
-        # imported here: the recognizer package imports this module as it loads
-        from companion.recognizer.messages import Message
-
         raise CardError(Message("refusal.card_class", value=repr(code))) from None
 
 

@@ -50,6 +50,7 @@ __all__ = [
 # (the tablet's requests, a match export read back).
 CATALOGS = (
     "companion.game.messages",
+    "companion.detections",
     "companion.live.messages",
     "companion.recognizer.messages",
     "companion.store_messages",

@@ -107,7 +107,7 @@ def test_every_layers_catalog_is_loaded_and_known_to_the_mechanism():
         ("round.stop", "companion.game.messages"),
         ("camera.lost", "companion.live.messages"),
         ("photo.blurred", "companion.recognizer.messages"),
-        ("refusal.card_class", "companion.recognizer.messages"),
+        ("refusal.card_class", "companion.detections"),
         ("refusal.stale", "companion.store_messages"),
         ("refusal.export_value", "companion.store_messages"),
     ]:

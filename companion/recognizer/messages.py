@@ -1,6 +1,6 @@
 """The recognizer's sentences: the templates of what teaching a deck from photos
 (:mod:`companion.recognizer.photos`), the taught decks (:mod:`companion.recognizer.decks`) and
-the card classes (:mod:`companion.detections`) say, registered in the message catalogs
+say (the card classes' refusal is in :mod:`companion.detections`), registered in the message catalogs
 (:mod:`companion.messages`, whose :class:`Message` the recognizer takes from here).
 """
 
@@ -148,9 +148,3 @@ _template(
     "photo",
 )
 
-# A detector's class label (companion.detections.class_id)
-_template(
-    "refusal.card_class",
-    N_("Unknown card class %(value)s: expected MM-K (01-1 to 12-4) or 'back'."),
-    "refusal",
-)
