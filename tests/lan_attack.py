@@ -115,6 +115,12 @@ class Tablet:
             conn.close()
 
 
+def close_stream(stream) -> None:
+    sock, reply = stream
+    reply.close()
+    sock.close()
+
+
 def wait_for_update(stream, seq: int, timeout: float) -> float | None:
     """Seconds until ``stream`` announces ``seq`` (or a later one), None past ``timeout``."""
     sock, reply = stream
@@ -418,8 +424,7 @@ def measure_tablet(tablet: Tablet, appender: Appender, samples: int, timeout: fl
             started = time.monotonic()
             seen = wait_for_update(stream, wanted, timeout)
             update.append(None if seen is None else time.monotonic() - started)
-            stream[1].close()
-            stream[0].close()
+            close_stream(stream)
         else:
             update.append(None)
         seq.append(tablet.seq_seconds())

@@ -296,9 +296,10 @@ class GuardedServer(TcpWSGIServer):
 class Server:
     """A waitress server (production WSGI: requests are read whole before a worker thread
     sees them, a body over its route's limit is refused with 413 before it is read
-    (``companion.web.limits``), idle and half-sent connections are dropped after
-    ``channel_timeout``) with the
-    small interface ``serve``'s callers use: ``server_port``, ``shutdown()``."""
+    (``companion.web.limits``), idle connections are dropped after ``channel_timeout`` and
+    half-sent ones after ``HEADER_SECONDS``; the tally's streams are parked in its
+    ``stream_hub``) with the small interface ``serve``'s callers use: ``server_port``,
+    ``shutdown()``."""
 
     software = "waitress"
 
