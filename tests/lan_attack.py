@@ -550,8 +550,9 @@ def main(argv=None) -> int:
                 f"{count} {what} from {args.addresses} address(es): joined tablet's first update "
                 f"{r['first_update_s']} s, update {r['update_s']} s, /seq {r['seq_s']} s "
                 f"(worst of 5; None: not within 10 s); server threads {r.get('threads')}, "
-                f"{r.get('rss_mb')} MB, {r.get('open_files')} files; attacker held "
-                f"{r['attacker_connections_held']} connections, statuses "
+                f"{r.get('rss_mb')} MB, {r.get('open_files')} open files; the attacker's "
+                f"sockets connected at its end {r['attacker_connections_held']} (those the "
+                f"server refused but the attacker has not yet seen closed counted), answers "
                 f"{r['attacker_statuses']}; after: {r['after']}; load {r['load_average']}"
             )
     if "fan_out" in report:

@@ -47,6 +47,7 @@ MIN_BODY_BYTES_PER_SECOND = 16 * 1024
 CONNECTION_LIMIT = 1024
 CONNECTIONS_PER_ADDRESS = 32
 TRUSTED_CONNECTIONS_PER_ADDRESS = 128
+ACCEPTS_PER_TURN = 256  # connections taken from the system's queue each time it has some
 
 
 class StreamingDispatcher:
@@ -242,13 +243,18 @@ class GuardedServer(TcpWSGIServer):
                 channel.will_close = True
 
     def handle_accept(self):
-        try:
-            accepted = self.accept()
-            if accepted is None:
+        # Every connection waiting, not one a turn: a refused stranger's is closed at once, and
+        # a tablet's is not left in the system's queue behind theirs.
+        for _ in range(ACCEPTS_PER_TURN):
+            try:
+                accepted = self.accept()
+            except OSError:
                 return
-            conn, addr = accepted
-        except OSError:
-            return
+            if accepted is None:  # none left waiting
+                return
+            self._admit(*accepted)
+
+    def _admit(self, conn, addr) -> None:
         key = budget_key(addr[0])
         budget = (
             TRUSTED_CONNECTIONS_PER_ADDRESS
