@@ -2,7 +2,7 @@
 connections that send their headers a line at a time (slow headers) and live streams held
 open without the join code, while a tablet that entered the code follows a match. Bounded in
 connections and seconds; the attacker's addresses are 127.0.0.2 and up, the tablet's
-127.0.0.1.
+127.0.0.200 (127.0.0.1, the server's own machine, is not budgeted).
 
     python tests/lan_attack.py [--slow N] [--streams N] [--addresses K] [--seconds S]
                                [--root DIR] [--json]
@@ -33,6 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 JOIN_CODE = "2718281828"
 ATTACKER = "127.0.0.2"  # the first of the attacker's addresses (one machine may hold several)
+# The joined tablet: another machine of the LAN, not the server's own 127.0.0.1 (which is
+# never budgeted: only the server's machine can send from it).
+TABLET = "127.0.0.200"
 
 
 def attacker_addresses(count: int) -> list[str]:
@@ -47,7 +50,7 @@ def attacker_addresses(count: int) -> list[str]:
 class Tablet:
     """A tablet that entered the join code (its session cookie) and follows one match."""
 
-    def __init__(self, port: int, match_id: int, address: str = "127.0.0.1", timeout=20.0):
+    def __init__(self, port: int, match_id: int, address: str = TABLET, timeout=20.0):
         self.port, self.match_id, self.address = int(port), match_id, address
         self.timeout = timeout
         self.cookie = ""

@@ -1,6 +1,7 @@
 """One machine on the LAN cannot take the tally off a tablet that entered the join code (issue
-83): slow headers and held streams, a few hundred connections on loopback (the attacker on
-127.0.0.2 and up, the tablet on 127.0.0.1), bounded in count and time. The full sizes are
+83): slow headers, held streams and pages asked for without end, a few hundred connections on
+loopback (the attacker on 127.0.0.2 and up, the tablet on 127.0.0.200), bounded in count and
+time. The full sizes are
 measured by ``python tests/lan_attack.py``. Each test fails on the code before the budgets."""
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ import time
 
 import lan_attack
 import pytest
-from lan_attack import HeldStreams, SlowHeaders, Tablet, attacker_addresses, measure_tablet
+from lan_attack import (
+    HeldStreams,
+    PageFlood,
+    SlowHeaders,
+    Tablet,
+    attacker_addresses,
+    measure_tablet,
+)
 from web_support import ServedApp
 
 from companion.web import create_app, serving, stream_hub
@@ -185,4 +193,24 @@ def test_when_connections_run_short_the_strangers_idle_ones_make_room(store, mon
         finally:
             attack.stop()
     assert shed > 0
+    assert_served(figures)
+
+
+def test_pages_asked_for_without_end_take_a_few_threads_and_the_tablet_goes_first(served):
+    server, port, tablet, appender = served
+    lan_attack.close_stream(tablet.open_stream()[1])  # followed with the code: trusted now
+    attack = PageFlood(port, 120, attacker_addresses(4), seconds=30, match_id=tablet.match_id)
+    attack.start()
+    busy = []  # page threads the attacker's requests held, looked at while it attacks
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            busy.append(server.dispatcher._running_untrusted)
+            time.sleep(0.05)
+        figures = measure_tablet(tablet, appender, 3, SERVED_SECONDS)
+        answered = attack.statuses.get(200, 0)
+    finally:
+        attack.stop()
+    assert max(busy) == serving.UNTRUSTED_PAGE_THREADS, busy
+    assert answered > 50  # the attacker is answered too, in turn
     assert_served(figures)

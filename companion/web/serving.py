@@ -9,6 +9,7 @@ ones of addresses that never entered the join code are closed first."""
 
 from __future__ import annotations
 
+import collections
 import logging
 import re
 import threading
@@ -22,7 +23,7 @@ from companion import CompanionError
 from companion.web import stream_hub
 from companion.web.hosts import is_loopback
 from companion.web.limits import LimitedChannel
-from companion.web.stream_hub import HUB_KEY, PARKED_KEY, StreamHub, budget_key
+from companion.web.stream_hub import HUB_KEY, OWN_ADDRESSES, PARKED_KEY, StreamHub, budget_key
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -47,6 +48,11 @@ MIN_BODY_BYTES_PER_SECOND = 16 * 1024
 CONNECTION_LIMIT = 1024
 CONNECTIONS_PER_ADDRESS = 32
 TRUSTED_CONNECTIONS_PER_ADDRESS = 128
+# Page threads the requests of addresses that did not enter the join code may take at once, in
+# all and each: a machine asking for pages as fast as it can shares the processor with the
+# tablets instead of taking it (their requests wait their turn, address by address).
+UNTRUSTED_PAGE_THREADS = 8
+PAGE_THREADS_PER_ADDRESS = 4
 ACCEPTS_PER_TURN = 256  # connections taken from the system's queue each time it has some
 
 
@@ -54,7 +60,9 @@ class StreamingDispatcher:
     """waitress's task dispatcher, split in two: pages go to a fixed pool of ``threads``;
     long-lived streams (``STREAM_PATHS``) to a second pool, grown by one thread whenever a
     stream arrives and every stream thread is taken, up to ``max_streams`` threads (a thread
-    whose stream ended waits for the next one)."""
+    whose stream ended waits for the next one). A trusted tablet's page (``is_trusted``) goes
+    first; the others' take at most ``UNTRUSTED_PAGE_THREADS`` threads, and one address
+    ``PAGE_THREADS_PER_ADDRESS``, the rest waiting their turn address by address."""
 
     def __init__(self, threads: int = SERVER_THREADS, max_streams: int = MAX_STREAMS):
         from waitress.task import ThreadedTaskDispatcher
@@ -67,6 +75,9 @@ class StreamingDispatcher:
         self.max_streams = max_streams
         self._lock = threading.Lock()
         self.open_streams = 0  # queued or being served
+        self._running: collections.Counter = collections.Counter()  # untrusted, per address
+        self._running_untrusted = 0
+        self._waiting: dict[str, collections.deque] = {}  # address -> its pages, in turn
         self.pages.set_thread_count(threads)
 
     @staticmethod
@@ -88,14 +99,50 @@ class StreamingDispatcher:
                     pages.queue.appendleft(channel)
                     pages.queue_cv.notify()
                 return
-            self.pages.add_task(channel)
+            key = getattr(channel, "budget_key", "")
+            with self._lock:
+                if not self._may_start(key):
+                    self._waiting.setdefault(key, collections.deque()).append(channel)
+                    return
+                self._started(key)
+            self.pages.add_task(_CountedTask(channel, lambda: self._page_done(key)))
             return
         with self._lock:
             self.open_streams += 1
             threads = len(self.streams.threads)
             if self.open_streams > threads and threads < self.max_streams:
                 self.streams.set_thread_count(threads + 1)
-        self.streams.add_task(_StreamTask(channel, self._stream_done))
+        self.streams.add_task(_CountedTask(channel, self._stream_done))
+
+    def _may_start(self, key: str) -> bool:
+        return (
+            self._running_untrusted < UNTRUSTED_PAGE_THREADS
+            and self._running[key] < PAGE_THREADS_PER_ADDRESS
+        )
+
+    def _started(self, key: str) -> None:
+        self._running[key] += 1
+        self._running_untrusted += 1
+
+    def _page_done(self, key: str) -> None:
+        """An untrusted page is answered: the next address's waiting page (in turn) starts."""
+        with self._lock:
+            self._running[key] -= 1
+            if self._running[key] <= 0:
+                del self._running[key]
+            self._running_untrusted -= 1
+            following = None
+            for waiting_key in list(self._waiting):
+                if self._may_start(waiting_key):
+                    queue = self._waiting.pop(waiting_key)
+                    following = waiting_key, queue.popleft()
+                    if queue:  # to the end of the line: every address in turn
+                        self._waiting[waiting_key] = queue
+                    self._started(waiting_key)
+                    break
+        if following is not None:
+            next_key, channel = following
+            self.pages.add_task(_CountedTask(channel, lambda: self._page_done(next_key)))
 
     def _stream_done(self) -> None:
         with self._lock:
@@ -105,13 +152,18 @@ class StreamingDispatcher:
         self.pages.set_thread_count(count)
 
     def shutdown(self, cancel_pending: bool = True, timeout: float = 5) -> bool:
+        with self._lock:
+            waiting = [channel for queue in self._waiting.values() for channel in queue]
+            self._waiting.clear()
+        for channel in waiting:
+            channel.cancel()
         streams = self.streams.shutdown(cancel_pending, timeout / 2)
         pages = self.pages.shutdown(cancel_pending, timeout / 2)
         return streams and pages
 
 
-class _StreamTask:
-    """A channel whose request is a stream, counted until it has been served or cancelled."""
+class _CountedTask:
+    """A channel's request, counted until it has been served or cancelled."""
 
     def __init__(self, channel, done):
         self.channel, self._done = channel, done
@@ -221,8 +273,6 @@ class GuardedServer(TcpWSGIServer):
     trusted_until: dict
 
     def guard(self, hub: StreamHub) -> None:
-        import collections
-
         self.stream_hub = hub
         self.per_address = collections.Counter()
         self.refused = 0  # connections refused for their address's budget (a figure for tests)
@@ -256,11 +306,12 @@ class GuardedServer(TcpWSGIServer):
 
     def _admit(self, conn, addr) -> None:
         key = budget_key(addr[0])
-        budget = (
-            TRUSTED_CONNECTIONS_PER_ADDRESS
-            if self.stream_hub.is_trusted(key)
-            else CONNECTIONS_PER_ADDRESS
-        )
+        if key in OWN_ADDRESSES:  # this machine (a kiosk, the benchmarks): not budgeted
+            budget = self.adj.connection_limit
+        elif self.stream_hub.is_trusted(key):
+            budget = TRUSTED_CONNECTIONS_PER_ADDRESS
+        else:
+            budget = CONNECTIONS_PER_ADDRESS
         if self.per_address[key] >= budget:
             self.refused += 1
             conn.close()
