@@ -273,3 +273,46 @@ def test_stream_budgets_count_an_ipv6_machine_by_its_network():
         assert hub.counts() == {"streams": 3, "untrusted": 2, "addresses": 2}
     finally:
         hub.shutdown()
+
+
+def test_the_hub_writes_a_followers_bytes_in_chunks_and_ends_its_stream():
+    import socket
+    import time
+
+    from companion.web.stream_hub import StreamHub
+
+    class Follower:
+        match_id, trusted, closed = 1, True, False
+
+        def start(self):
+            return b"first", False
+
+        def changed(self, seq):
+            return b"seq %d" % seq, seq >= 3
+
+        def due(self, now):
+            return b"", False
+
+        def next_due(self):
+            return time.monotonic() + 60
+
+        def close(self):
+            self.closed = True
+
+    hub = StreamHub()
+    server_side, client_side = socket.socketpair()
+    follower = Follower()
+    try:
+        hub.adopt(server_side, b"HEAD\r\n\r\n", follower, chunked=True)
+        hub.grown(1, 2)
+        hub.grown(1, 3)
+        client_side.settimeout(5)
+        data = b""
+        while more := client_side.recv(65536):
+            data += more
+    finally:
+        client_side.close()
+        hub.shutdown()
+    assert data.startswith(b"HEAD\r\n\r\n5\r\nfirst\r\n")
+    assert data.endswith(b"5\r\nseq 3\r\n0\r\n\r\n")  # the last update, then the end
+    assert follower.closed and hub.stream_count == 0

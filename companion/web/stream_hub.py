@@ -13,7 +13,7 @@ cannot take the streams of the others.
 A follower (``companion.web.tally_stream``) is any object with:
 
 - ``match_id`` and ``trusted``;
-- ``start() -> bytes``: the body's first bytes (written with the headers);
+- ``start() -> (bytes, done)``: the body's first bytes (written with the headers);
 - ``changed(seq) -> (bytes, done)``: the match now ends at ``seq``;
 - ``due(now) -> (bytes, done)`` and ``next_due() -> float`` (``time.monotonic``): its
   keep-alives and its end;
@@ -181,6 +181,8 @@ class StreamHub:
             return
         self._adopted.append((sock, head, follower, chunked))
         self._wake()
+        if self._stop.is_set() and not self._thread.is_alive():  # stopped meanwhile
+            self._close_adopted()
 
     def grown(self, match_id: int, seq: int) -> None:
         """A match now ends at ``seq`` (``SeqWatcher``'s listener): its followers hear of it."""
@@ -217,13 +219,19 @@ class StreamHub:
         finally:
             for stream in list(self._streams.values()):
                 self._drop(stream)
-            while self._adopted:
-                sock, _head, follower, _chunked = self._adopted.popleft()
-                sock.close()
-                self._close_follower(follower)
+            self._close_adopted()
             self._selector.close()
             self._wake_r.close()
             self._wake_w.close()
+
+    def _close_adopted(self) -> None:
+        while True:
+            try:
+                sock, _head, follower, _chunked = self._adopted.popleft()
+            except IndexError:
+                return
+            sock.close()
+            self._close_follower(follower)
 
     def _turn(self, next_scan: float) -> float:
         """One turn of the loop: sockets ready, streams handed over, matches grown, and each
@@ -264,7 +272,7 @@ class StreamHub:
             self._by_match.setdefault(follower.match_id, {})[fd] = stream
             self._selector.register(sock, selectors.EVENT_READ, stream)
             stream.out += head
-            self._step(stream, lambda f: (f.start(), False))
+            self._step(stream, lambda f: f.start())
 
     def _tell_grown(self) -> None:
         with self._lock:

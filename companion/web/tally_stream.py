@@ -120,10 +120,10 @@ class _Follower:
     def blocking(self):
         """The body as a thread waiting for each change writes it (any WSGI server)."""
         try:
-            data = self.start()
+            data, done = self.start()
             if data:
                 yield data
-            while True:
+            while not done:
                 left = self.next_due() - time.monotonic()
                 seq = self.watcher.wait(self.match_id, self.last, max(0.0, left))
                 if seq > self.last:
@@ -132,8 +132,6 @@ class _Follower:
                     data, done = self.due(time.monotonic())
                 if data:
                     yield data
-                if done:
-                    return
         finally:
             self.close()
 
@@ -154,10 +152,10 @@ class LiveFollower(_Follower):
             self.last, message = seq, _update(self.match_id, seq)
         return message.encode("utf-8")
 
-    def start(self) -> bytes:
+    def start(self) -> tuple[bytes, bool]:
         # The match may have grown between the request and now: the newest seq known.
         seq = max(self.last, self.watcher.seqs.get(self.match_id, self.last))
-        return b"retry: 1000\n" + self._message(seq)
+        return b"retry: 1000\n" + self._message(seq), False
 
     def changed(self, seq: int) -> tuple[bytes, bool]:
         if seq <= self.last:
@@ -188,14 +186,9 @@ class SeqPoll(_Follower):
         body = {"match": self.match_id, "seq": seq}
         return json.dumps(body, separators=(",", ":")).encode("utf-8") + b"\n"  # as jsonify
 
-    def start(self) -> bytes:
-        seq = max(self.last, self.watcher.seqs.get(self.match_id, self.last))
-        if seq > self.after:
-            self.last = seq
-        return b""
-
-    def ready(self) -> bool:
-        return self.last > self.after
+    def start(self) -> tuple[bytes, bool]:
+        # The match may have grown between the request and now: answered at once then.
+        return self.changed(max(self.last, self.watcher.seqs.get(self.match_id, self.last)))
 
     def changed(self, seq: int) -> tuple[bytes, bool]:
         self.last = max(self.last, seq)
@@ -208,17 +201,6 @@ class SeqPoll(_Follower):
             return self._answer(self.last), True
         return b"", False
 
-    def blocking(self):
-        try:
-            self.start()
-            while not self.ready():
-                left = self.deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.last = max(self.last, self.watcher.wait(self.match_id, self.last, left))
-            yield self._answer(self.last)
-        finally:
-            self.close()
 
 
 def _trusted() -> bool:
