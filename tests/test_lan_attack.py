@@ -214,3 +214,11 @@ def test_pages_asked_for_without_end_take_a_few_threads_and_the_tablet_goes_firs
     assert max(busy) == serving.UNTRUSTED_PAGE_THREADS, busy
     assert answered > 50  # the attacker is answered too, in turn
     assert_served(figures)
+
+
+def test_a_tablet_that_entered_the_code_is_trusted_and_a_stranger_is_not(served):
+    server, port, tablet, appender = served  # the tablet has just joined; nothing more
+    hub = server.stream_hub
+    assert hub.is_trusted(stream_hub.budget_key(lan_attack.TABLET))
+    assert not hub.is_trusted(stream_hub.budget_key(lan_attack.ATTACKER))
+    assert server.dispatcher.is_trusted(type("Channel", (), {"budget_key": lan_attack.TABLET}))

@@ -37,7 +37,7 @@ UNTRUSTED_STREAMS = 512  # streams without the join code, all addresses together
 MAX_STREAMS = 4096  # every stream (also bounded by the process's open files)
 MAX_BACKLOG_BYTES = 1024 * 1024  # unsent bytes of one stream before it is dropped
 SCAN_SECONDS = 0.5  # how often keep-alives and ends are looked for
-TRUSTED_SECONDS = 600  # an address that followed with the join code is trusted this long
+TRUSTED_SECONDS = 600  # an address that used the join code is trusted this long
 MAX_TRUSTED_ADDRESSES = 4096
 # The key of the WSGI environ under which the server offers its hub, and the one under which
 # a view leaves the follower it wants parked there.
@@ -124,12 +124,9 @@ class StreamHub:
         """A place for one more stream from ``address``, or None when its budget is spent."""
         key = budget_key(address)
         trusted = trusted or key in OWN_ADDRESSES
+        if trusted:
+            self.trust(address)
         with self._lock:
-            if trusted:
-                self._trusted.pop(key, None)
-                self._trusted[key] = time.monotonic()  # newest last
-                while len(self._trusted) > MAX_TRUSTED_ADDRESSES:
-                    del self._trusted[next(iter(self._trusted))]
             if self._total >= self.total_limit:
                 return None
             if not trusted:
@@ -141,6 +138,16 @@ class StreamHub:
                 self._untrusted += 1
             self._total += 1
         return Reservation(self, key, trusted)
+
+    def trust(self, address: str) -> None:
+        """``address`` belongs to a tablet that entered the join code (it followed a match or
+        made a change with it): trusted for ``TRUSTED_SECONDS``."""
+        key = budget_key(address)
+        with self._lock:
+            self._trusted.pop(key, None)
+            self._trusted[key] = time.monotonic()  # newest last
+            while len(self._trusted) > MAX_TRUSTED_ADDRESSES:
+                del self._trusted[next(iter(self._trusted))]
 
     def is_trusted(self, key: str) -> bool:
         """Whether the address (its ``budget_key``) is this machine's own or lately followed a
