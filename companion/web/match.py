@@ -190,7 +190,10 @@ def side_of(state: MatchState, player: str) -> str:
 def other_game():
     """Another game's match has its own page (``games.PAGES``); its summary is here."""
     match_id = (request.view_args or {}).get("match_id")
-    if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
+    # HEAD too: it runs the same view as GET, and this view cannot draw another game's board.
+    if match_id is None or request.method not in ("GET", "HEAD"):
+        return None
+    if request.endpoint == "match.summary":
         return None
     page = of_match(match_id).page
     if page != "match.page":
