@@ -113,11 +113,16 @@ class Server:
         threads=SERVER_THREADS,
         channel_timeout=None,
         max_streams=MAX_STREAMS,
+        tls=None,
     ):
         from waitress.server import create_server
 
         from companion.web.limits import SERVER_MAX_BYTES, LimitedChannel
 
+        if tls is not None:  # an ssl.SSLContext: https and, for this machine alone, http
+            from companion.web.tls import https_on_the_lan
+
+            app = https_on_the_lan(app)
         timeout = CHANNEL_TIMEOUT if channel_timeout is None else channel_timeout
         self.dispatcher = StreamingDispatcher(threads, max_streams)
         self._server = create_server(
@@ -137,6 +142,11 @@ class Server:
         )
         # Each route's body limit checked when the headers end: a body over it is never read.
         self._server.channel_class = LimitedChannel
+        if tls is not None:
+            from companion.web.tls import secure_channel
+
+            self._server.channel_class = secure_channel(LimitedChannel, tls)
+        self.tls = tls is not None
         self.software = f"waitress {_waitress_version()}"
         self.server_port = self._server.effective_port
         self._stop = threading.Event()
@@ -197,7 +207,8 @@ def serve(
     channel_timeout: int | None = None,
     max_streams: int = MAX_STREAMS,
 ) -> None:
-    """Serve ``app`` with waitress (a production WSGI server) until interrupted.
+    """Serve ``app`` with waitress (a production WSGI server) until interrupted; in https
+    too when ``app.config["TLS_FILES"]`` names a certificate and its key (``companion.web.tls``).
     ``ready(server)`` is called once the socket is bound (tests and ``demo`` use it to learn
     the port, ``server.server_port``, or to stop it, ``server.shutdown()``)."""
     if not is_loopback(host) and not (app.config.get("JOIN_CODE") or app.config.get("READ_ONLY")):
@@ -209,6 +220,7 @@ def serve(
         # (DNS rebinding), so that no web site can drive the app through a local browser.
         app.config["LOOPBACK_ONLY"] = True
     _check_port_free(host, port)
+    tls = _tls_context(app.config.get("TLS_FILES"))
     try:
         server = Server(
             app,
@@ -217,6 +229,7 @@ def serve(
             threads=threads,
             channel_timeout=channel_timeout,
             max_streams=max_streams,
+            tls=tls,
         )
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "the address is in use or not this machine's"
@@ -227,6 +240,24 @@ def serve(
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:  # pragma: no cover - the normal way to stop it
         pass
+
+
+def _tls_context(files):
+    """The server's TLS context from (certificate, key), None without them; a certificate
+    that cannot be read is one sentence."""
+    if not files:
+        return None
+    import ssl
+
+    from companion.web.tls import server_context
+
+    try:
+        return server_context(*files)
+    except (OSError, ssl.SSLError) as exc:
+        raise CompanionError(
+            f"Cannot use the certificate {files[0]}: {getattr(exc, 'reason', None) or exc}; "
+            "delete it and its key to have a new one made."
+        ) from None
 
 
 def _check_port_free(host: str, port: int) -> None:
