@@ -569,3 +569,13 @@ def test_run_with_no_source_on_the_lan_offers_the_phone(commands):
     explicit = invoke("run", "--camera", "0")
     assert explicit.exit_code == 0, explicit.output
     assert isinstance(seen["app"].extensions["companion_live"].source, LiveSource)
+
+
+def test_the_phones_page_in_french_and_japanese(store):
+    client = create_app(store, live=PhoneSession(), join_code=JOIN_CODE, testing=True).test_client()
+    joined(client)
+    french = client.get("/phone?lang=fr").get_data(as_text=True)
+    assert "Utiliser ce téléphone comme caméra" in french and "Use this phone" not in french
+    assert "images envoy" in french  # the script's words too (JSON-escaped)
+    japanese = client.get("/phone?lang=ja").get_data(as_text=True)
+    assert "このスマホをカメラにする" in japanese and "Use this phone" not in japanese
