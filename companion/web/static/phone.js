@@ -55,6 +55,9 @@
     video.muted = true;
     video.playsInline = true;
     video.setAttribute("playsinline", "");
+    // In the page, though unseen: some phones' browsers do not play a video kept outside it.
+    video.className = "phone-video";
+    stage.appendChild(video);
     drawZones(document.getElementById("phone-zones"), document.getElementById("phone-zone-labels"), zones);
 
     var stream = null, timer = null, running = false, inFlight = false;
@@ -155,18 +158,19 @@
         }
       }).then(function (s) {
         stream = s;
+        stage.hidden = false;  // the video plays in the page, seen or not
         video.srcObject = s;
         return video.play();
       }).then(function () {
         running = true;
         startButton.hidden = true;
         stopButton.hidden = false;
-        stage.hidden = false;
         keepAwake();
         showFigures();
         tick();
       }).catch(function (err) {
         stop();
+        stage.hidden = true;
         say(err && err.name === "NotAllowedError" ? words.denied
           : fill(words.no_camera, { reason: (err && err.name) || "?" }));
       });
