@@ -114,7 +114,11 @@
       if (!width || !height) return;
       var scale = Math.min(1, send.width / Math.max(width, height));
       var w = Math.round(width * scale), h = Math.round(height * scale);
-      if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+      if (canvas.width !== w || canvas.height !== h) {
+        canvas.width = w;
+        canvas.height = h;
+        stage.scrollIntoView({ block: "start" });  // the whole picture in view, once it has its size
+      }
       context.drawImage(video, 0, 0, w, h);
       turn.hidden = height <= width;
       inFlight = true;
@@ -133,6 +137,7 @@
 
     function stop() {
       running = false;
+      root.classList.remove("sending");
       clearTimeout(timer);
       if (stream) stream.getTracks().forEach(function (track) { track.stop(); });
       stream = null;
@@ -163,6 +168,7 @@
         return video.play();
       }).then(function () {
         running = true;
+        root.classList.add("sending");
         startButton.hidden = true;
         stopButton.hidden = false;
         keepAwake();
