@@ -1,6 +1,8 @@
-"""Frame sources: a webcam, a video file, a folder of images or a network stream, one interface.
+"""Frame sources: a webcam, a video file, a folder of images, a network stream or the pictures a
+phone's browser posts, one interface.
 
     source = open_source("camera:0")     # or "table.mp4", "frames/", "rtsp://..."
+    source = PushedFrameSource()         # pictures posted by a phone's browser (run --phone)
     frame = source.read()                # Frame(image, index, time) or None (nothing right now)
     source.state                         # connecting | live | lost | ended
 
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -366,9 +370,6 @@ class PushedFrameSource(FrameSource):
     def __init__(
         self, queue: int = PUSH_QUEUE, lost_after: float = PUSH_LOST_AFTER, clock=time.monotonic
     ):
-        import threading
-        from collections import deque
-
         self._waiting: deque = deque(maxlen=queue)
         self._arrived = threading.Condition()
         self._clock = clock
