@@ -177,6 +177,8 @@ def run_command(
         fail("Give one source: --camera, --video, --images, --url or --phone.")
     if host is None:
         host = "0.0.0.0" if phone else "127.0.0.1"
+    if phone and hosts.is_loopback(host):
+        fail(f"A phone cannot reach {host}: give --host 0.0.0.0 (or this machine's address).")
     names = parse_players(players_text)
     store = MatchStore.open(db)
     under_way = next((m for m in store.matches() if not m.finished), None)
@@ -206,8 +208,6 @@ def run_command(
     if phone:
         from companion.live.sources import PushedFrameSource
 
-        if hosts.is_loopback(host):
-            fail(f"A phone cannot reach {host}: give --host 0.0.0.0 (or this machine's address).")
         source = PushedFrameSource()
     elif camera is None and not (video or images or url):
         from companion.live.sources import CameraOrPhone
