@@ -1153,6 +1153,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
     from companion import cli
     from companion.web import serving
 
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # its https certificate's home
     seen = {}
 
     def fake_serve(app, host, port, ready=None):
@@ -1172,6 +1173,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
     assert re.fullmatch(r"\d{10}", code)
     assert f"Join code: {code}" in result.output
     assert "█" in result.output and f"join?code={code}" in result.output
+    assert re.search(rf"https://\S+:5123/join\?code={code}", result.output)
 
 
 def test_serve_command_on_localhost_needs_no_code(monkeypatch, tmp_path):

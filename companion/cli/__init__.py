@@ -569,22 +569,55 @@ def serve_command(db, host, port, read_only):
 
     lan = not hosts.is_loopback(host)
     join_code = auth.new_join_code() if lan and not read_only else None
-    public_url = f"http://{hosts.url_host(hosts.lan_address(host))}:{port}" if lan else None
+    public_url = f"https://{hosts.url_host(hosts.lan_address(host))}:{port}" if lan else None
     app = create_app(db, join_code=join_code, read_only=read_only, public_url=public_url)
 
     def on_ready(server):
-        shown_host = hosts.lan_address(host) if lan else host
-        url = f"http://{hosts.url_host(shown_host)}:{server.server_port}/"
+        url = page_address(host, server.server_port)
         click.echo(f"Hanafuda Companion: open {url}  (Ctrl+C to stop)")
         if join_code:
-            join_url = f"{url}join?code={join_code}"
             click.echo(f"Join code: {join_code}  (needed before a tablet can change anything)")
+            join_url = f"{url}join?code={join_code}"
             click.echo(auth.qr_text(join_url))
             click.echo(f"Scan to join: {join_url}")
         elif read_only:
             click.echo("Read-only: nobody can change anything on this server.")
+        if lan:
+            say_lan_https(app, host, server.server_port)
 
+    if lan:
+        use_lan_https(app, host)
     serving.serve(app, host, port, ready=on_ready)
+
+
+def page_address(host: str, port: int) -> str:
+    """The address to open: on the LAN, this machine's LAN address in https."""
+    from companion.web import hosts
+
+    if hosts.is_loopback(host):
+        return f"http://{hosts.url_host(host)}:{port}/"
+    return f"https://{hosts.url_host(hosts.lan_address(host))}:{port}/"
+
+
+def use_lan_https(app, host: str) -> None:
+    """Serve the LAN in https (a phone lends its camera only to a secure page), with the
+    certificate kept in the user's data folder, made now the first time."""
+    from companion.web import tls
+
+    cert_path, made = tls.serve_lan_in_https(app, host)
+    if made:
+        click.echo(f"Made this server's certificate for https: {cert_path}")
+
+
+def say_lan_https(app, host: str, port: int) -> None:
+    """What a player's browser will say the first time, and this machine's plain address."""
+    from companion.web import hosts, tls
+
+    cert_path = app.config.get("TLS_FILES", (None,))[0]
+    if cert_path is not None:
+        click.echo(tls.first_visit_sentence(hosts.lan_address(host), cert_path))
+    if host.strip("[]") in ("0.0.0.0", "::", ""):
+        click.echo(f"On this machine: http://127.0.0.1:{port}/")
 
 
 # Each area with commands of its own keeps them in a module of this package, registered on

@@ -39,6 +39,7 @@ NO_PICTURE_AFTER = 5.0  # seconds
 ADVICE = {
     "camera": "check that it is plugged in and that no other program is using it",
     "stream": "check the address and that the camera is switched on and on this network",
+    "phone": "check that the phone's camera page is open, sending, and its screen on",
 }
 
 

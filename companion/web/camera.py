@@ -60,6 +60,10 @@ ABSENT = {
         "No picture from %(source)s for 5 s: check the address and that the camera is "
         "switched on and on this network; still trying."
     ),
+    "phone": _l(
+        "No picture from %(source)s for 5 s: check that the phone's camera page is open, "
+        "sending, and its screen on; still trying."
+    ),
     "source": _l("No picture from %(source)s for 5 s: check the camera; still trying."),
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import logging
 import re
+import ssl
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -210,13 +211,46 @@ class ParkingTask(WSGITask):
         chunked = self.chunked_response
         self.wrote_header, self.chunked_response = True, False
         self.close_on_finish = True  # waitress lets go of the connection; the hub keeps it
-        try:
-            connection = self.channel.socket.dup()
-        except OSError:  # the tablet is already gone
-            follower.close()
-            return None
+        sock = self.channel.socket
+        if isinstance(sock, ssl.SSLSocket):
+            # OpenSSL's state cannot be duplicated: the hub takes this very connection, and the
+            # channel, which closes its socket once the task ends, is left a stand-in instead.
+            connection = sock
+            self.channel.socket = _HandedOver(sock.fileno())
+        else:
+            try:
+                connection = sock.dup()
+            except OSError:  # the tablet is already gone
+                follower.close()
+                return None
         self.channel.server.stream_hub.adopt(connection, head, follower, chunked)
         return None
+
+
+class _HandedOver:
+    """What a channel keeps of a connection it handed to the stream hub: closing it closes
+    nothing, and a stray read or write by the channel finds nothing to do."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        pass
+
+    def shutdown(self, how) -> None:
+        pass
+
+    def pending(self) -> int:
+        return 0
+
+    def recv(self, *args, **kwargs) -> bytes:
+        raise BlockingIOError
+
+    def send(self, *args, **kwargs) -> int:
+        return 0
 
 
 class GuardedChannel(LimitedChannel):
@@ -369,11 +403,16 @@ class Server:
         threads=SERVER_THREADS,
         channel_timeout=None,
         max_streams=MAX_STREAMS,
+        tls=None,
     ):
         from waitress.server import create_server
 
         from companion.web.limits import SERVER_MAX_BYTES
 
+        if tls is not None:  # an ssl.SSLContext: https and, for this machine alone, http
+            from companion.web.tls import https_on_the_lan
+
+            app = https_on_the_lan(app)
         timeout = CHANNEL_TIMEOUT if channel_timeout is None else channel_timeout
         # Every connection and parked stream is an open file: as many as the system lets.
         files = _raise_open_files_limit() - 64  # the database, the models, the camera...
@@ -406,6 +445,11 @@ class Server:
         )
         # Each route's body limit checked when the headers end: a body over it is never read.
         self._server.channel_class = GuardedChannel
+        if tls is not None:  # the same budgets, in https as in plain http
+            from companion.web.tls import secure_channel
+
+            self._server.channel_class = secure_channel(GuardedChannel, tls)
+        self.tls = tls is not None
         self.software = f"waitress {_waitress_version()}"
         self.server_port = self._server.effective_port
         self._stop = threading.Event()
@@ -485,7 +529,8 @@ def serve(
     channel_timeout: int | None = None,
     max_streams: int = MAX_STREAMS,
 ) -> None:
-    """Serve ``app`` with waitress (a production WSGI server) until interrupted.
+    """Serve ``app`` with waitress (a production WSGI server) until interrupted; in https
+    too when ``app.config["TLS_FILES"]`` names a certificate and its key (``companion.web.tls``).
     ``ready(server)`` is called once the socket is bound (tests and ``demo`` use it to learn
     the port, ``server.server_port``, or to stop it, ``server.shutdown()``)."""
     if not is_loopback(host) and not (app.config.get("JOIN_CODE") or app.config.get("READ_ONLY")):
@@ -497,6 +542,7 @@ def serve(
         # (DNS rebinding), so that no web site can drive the app through a local browser.
         app.config["LOOPBACK_ONLY"] = True
     _check_port_free(host, port)
+    tls = _tls_context(app.config.get("TLS_FILES"))
     try:
         server = Server(
             app,
@@ -505,6 +551,7 @@ def serve(
             threads=threads,
             channel_timeout=channel_timeout,
             max_streams=max_streams,
+            tls=tls,
         )
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or "the address is in use or not this machine's"
@@ -515,6 +562,24 @@ def serve(
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:  # pragma: no cover - the normal way to stop it
         pass
+
+
+def _tls_context(files):
+    """The server's TLS context from (certificate, key), None without them; a certificate
+    that cannot be read is one sentence."""
+    if not files:
+        return None
+    import ssl
+
+    from companion.web.tls import server_context
+
+    try:
+        return server_context(*files)
+    except (OSError, ssl.SSLError) as exc:
+        raise CompanionError(
+            f"Cannot use the certificate {files[0]}: {getattr(exc, 'reason', None) or exc}; "
+            "delete it and its key to have a new one made."
+        ) from None
 
 
 def _check_port_free(host: str, port: int) -> None:

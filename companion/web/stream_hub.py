@@ -27,6 +27,7 @@ import ipaddress
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
 
@@ -323,8 +324,8 @@ class StreamHub:
             try:
                 sent = stream.sock.send(stream.out)
                 del stream.out[:sent]
-            except (BlockingIOError, InterruptedError):
-                pass
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                pass  # full for now (in https, OpenSSL says so with its own errors)
             except OSError:  # the tablet is gone
                 self._drop(stream)
                 return
@@ -347,7 +348,7 @@ class StreamHub:
     def _read(self, stream: _Stream) -> None:
         try:
             data = stream.sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError:
             data = b""

@@ -215,7 +215,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    var holder = document.querySelector("#live-view[data-status], #calibrate[data-status], #camera-link[data-status]");
+    var holder = document.querySelector("#live-view[data-status], #calibrate[data-status], #phone-camera[data-status], #camera-link[data-status]");
     if (holder) pollStatus(holder.dataset.status);
     var view = document.getElementById("live-view");
     if (view) liveView(view);
