@@ -25,6 +25,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.live.source_state import SourceState
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg
 from companion.web.i18n import say
@@ -42,11 +43,11 @@ BOUNDARY = "frame"
 
 # What each state of the camera means for the players, in one sentence.
 STATE_MESSAGES = {
-    "off": NO_CAMERA,
-    "connecting": _l("Connecting to the camera…"),
-    "live": _l("The camera keeps the score; fix any misread card by hand."),
-    "lost": LOST,
-    "ended": _l("The video has ended; keep scoring by hand."),
+    SourceState.OFF: NO_CAMERA,
+    SourceState.CONNECTING: _l("Connecting to the camera…"),
+    SourceState.LIVE: _l("The camera keeps the score; fix any misread card by hand."),
+    SourceState.LOST: LOST,
+    SourceState.ENDED: _l("The video has ended; keep scoring by hand."),
 }
 ZONE_LABELS = {"field": _l("Field"), "draw_pile": _l("Draw pile")}
 # A source that has sent no picture for 5 s: which one, and what to check (the session says
@@ -94,7 +95,7 @@ def camera_status() -> dict:
     session = live_session()
     if session is None:
         return {
-            "camera": "off",
+            "camera": SourceState.OFF.value,
             "source": "",
             "fps": 0.0,
             "frames": 0,
@@ -103,7 +104,8 @@ def camera_status() -> dict:
             "proposal": None,
         }
     raw = dict(session.status() or {})
-    camera = raw.get("camera") if raw.get("camera") in STATE_MESSAGES else "connecting"
+    camera = raw.get("camera")
+    camera = SourceState(camera) if camera in STATE_MESSAGES else SourceState.CONNECTING
     try:
         fps = float(raw.get("fps") or 0.0)
     except (TypeError, ValueError):
@@ -112,7 +114,7 @@ def camera_status() -> dict:
 
     # Whatever the session says, a camera URL's password is never shown or sent.
     status = {
-        "camera": camera,
+        "camera": camera.value,
         "source": redact_url(raw.get("source") or ""),
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
@@ -130,10 +132,10 @@ def camera_status() -> dict:
     else:
         status["proposal"] = None
     absent = raw.get("absent")
-    if camera in ("connecting", "lost") and absent:
+    if camera.waiting and absent:
         sentence = ABSENT.get(str(absent), ABSENT["source"])
         status["message"] = sentence % {"source": status["source"] or _("the camera")}
-    elif camera == "lost":
+    elif camera is SourceState.LOST:
         status["message"] = str(LOST)  # whatever the source said: the players need to know this
     elif not status["message"]:
         status["message"] = str(STATE_MESSAGES[camera])

@@ -12,6 +12,8 @@ from urllib.parse import quote, urlencode
 from flask import request
 from flask_babel import Babel, get_locale
 
+from companion.live.source_state import SourceState
+
 LANGUAGES = {"en": "English", "fr": "Français", "ja": "日本語"}
 DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
@@ -93,11 +95,11 @@ def camera_states() -> dict[str, str]:
     from flask_babel import gettext as _
 
     return {
-        "off": _("off"),
-        "connecting": _("connecting"),
-        "live": _("live"),
-        "lost": _("lost"),
-        "ended": _("ended"),
+        SourceState.OFF: _("off"),
+        SourceState.CONNECTING: _("connecting"),
+        SourceState.LIVE: _("live"),
+        SourceState.LOST: _("lost"),
+        SourceState.ENDED: _("ended"),
     }
 
 

@@ -36,6 +36,7 @@ from companion.game import engine
 from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
+from companion.live.source_state import SourceState
 from companion.web import chart, event_log, tiles
 from companion.web.errors import WebError
 from companion.web.forms import new_request_id, whole_number_field
@@ -347,7 +348,7 @@ def _camera_deals(match_id: int) -> bool:
         status = session.status() or {}
     except Exception:  # noqa: BLE001 - a session that cannot say: the players deal by hand
         return False
-    return status.get("match_id") == match_id and status.get("camera") in ("live", "connecting")
+    return status.get("match_id") == match_id and status.get("camera") in (SourceState.LIVE, SourceState.CONNECTING)
 
 
 @bp.get("/picker")
