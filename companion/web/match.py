@@ -39,7 +39,7 @@ from companion.game.rules import RuleSet
 from companion.live.source_state import SourceState
 from companion.web import chart, event_log, tiles
 from companion.web.errors import WebError
-from companion.web.forms import new_request_id, whole_number_field
+from companion.web.forms import event_fields, new_request_id, whole_number_field
 from companion.web.games import of_match
 from companion.web.i18n import language
 from companion.web.pages import is_htmx, render, store
@@ -50,9 +50,6 @@ MAX_HAND_CARDS = 10  # a dealt hand: 8 cards at two, 10 at three or more (the en
 MAX_CARDS_AT_ONCE = 8  # a turn captures at most 4 cards from the hand's play and 4 from the draw
 # What the page records: every engine event but the match's start (the new-match form does it).
 EVENT_TYPES = frozenset(engine.EVENT_TYPES) - {"match_started"}
-PLAYER_EVENTS = frozenset(
-    name for name, kind in engine.EVENT_TYPES.items() if "player" in kind.__dataclass_fields__
-)
 SUMMARY_INLINE_HANDLERS = ("window.print()",)
 SUMMARY_HANDLER_HASHES = " ".join(
     "'sha256-" + base64.b64encode(hashlib.sha256(h.encode()).digest()).decode() + "'"
@@ -392,50 +389,34 @@ def picker(match_id: int):
     )
 
 
-def _text_field(form, name: str, what: str) -> str:
-    raw = (form.get(name) or "").strip()
-    if not raw:
-        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name))
-    return raw
+# The fields of a Koi-Koi event that only the camera records: the page never sends them.
+CAMERA_FIELDS = frozenset({"source", "confidence", "check", "alternatives"})
 
 
 def event_from_form(form) -> dict:
-    """The engine event a change form describes: the fields the event type takes, as sent.
-    Whether they make sense (a player of the match, a card of the deck, a declaration the
-    rules allow...) is the engine's to say."""
+    """The engine event a change form describes: the fields its event type takes (the event
+    class's own), as sent. Whether they make sense (a player of the match, a card of the deck, a
+    declaration the rules allow...) is the engine's to say."""
     kind = (form.get("type") or "").strip()
     if not kind:
         raise WebError(_("The request does not say what happened (type)."), 400)
     if kind not in EVENT_TYPES:
         raise WebError(_("%(kind)r is not something the page can record.", kind=kind), 400)
-    event: dict = {"type": kind}
-    if kind in PLAYER_EVENTS:
-        player = (form.get("player") or "").strip()
-        if not player:
-            raise WebError(_("The request does not say which player (player)."), 400)
-        event["player"] = player
-    if kind in ("card_captured", "capture_checked", "capture_corrected", "capture_removed"):
-        event["card"] = _text_field(form, "card", _("the card"))
-    if kind == "capture_corrected":
-        event["new_card"] = _text_field(form, "new_card", _("the card"))
-    if kind == "hand_declared":
-        event["kind"] = _text_field(form, "kind", _("the kind of hand"))
-        cards = [c.strip() for c in form.getlist("card") if c.strip()]
-        if len(cards) > MAX_HAND_CARDS:
-            raise WebError(_("A dealt hand holds at most %(n)d cards.", n=MAX_HAND_CARDS), 400)
-        if cards:  # the dealt hand, picked on the picker: the engine checks that it qualifies
-            event["cards"] = cards
-    if kind == "field_brights_set":
-        event["count"] = whole_number_field(form, "count", _("the number of brights"))
-    if kind == "round_entered":  # a round played away from the tablet; no winner: a draw
-        for name in ("winner", "points", "oya"):
-            if (form.get(name) or "").strip():
-                event[name] = form[name].strip()
-    if kind == "round_started":
-        if (form.get("oya") or "").strip():  # else the engine picks the one the rules name
-            event["oya"] = form["oya"].strip()
-        if (form.get("field_brights") or "").strip():
-            event["field_brights"] = whole_number_field(form, "field_brights", _("the number of brights"))
+    event = event_fields(
+        form,
+        engine.EVENT_TYPES[kind],
+        {
+            "card": _("the card"),
+            "new_card": _("the card"),
+            "kind": _("the kind of hand"),
+            "count": _("the number of brights"),
+        },
+        missing={"player": _("The request does not say which player (player).")},
+        unsent=CAMERA_FIELDS,
+        lists={"cards": "card"},  # a dealt hand's cards, picked on the picker
+    )
+    if len(event.get("cards", ())) > MAX_HAND_CARDS:
+        raise WebError(_("A dealt hand holds at most %(n)d cards.", n=MAX_HAND_CARDS), 400)
     return event
 
 
