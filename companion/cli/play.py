@@ -197,7 +197,8 @@ def matches_command(db, as_json):
 @friendly_errors
 def summary_command(match, fmt, db, out):
     """Print the summary of MATCH (an id; the most recent match by default)."""
-    from companion.summaries.koikoi import render, summary_from_store
+    from companion.summaries import summary_from_store
+    from companion.summaries.koikoi import render
 
     with open_store_for_reading(db) as store:
         data = render(summary_from_store(store, match), fmt)

@@ -25,11 +25,15 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.game.cards import STANDARD_DECK
 from companion.live.source_state import SourceState
+from companion.web.auth import joined
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg
-from companion.web.i18n import say
-from companion.web.pages import go_to
+from companion.web.i18n import card_name, say
+from companion.web.match import camera_names_for_unrecorded, taught_names
+from companion.web.pages import go_to, store
+from companion.web.teach import decks_dir
 
 bp = Blueprint("camera", __name__)
 
@@ -80,8 +84,6 @@ def _require_live():
 def _require_pictures():
     """The session, for a request allowed to see the camera's pictures: with a join code set
     (serving on the LAN), only tablets that entered it see the room, as only they may change."""
-    from companion.web.auth import joined
-
     session = _require_live()
     if not joined():
         raise WebError(
@@ -202,9 +204,6 @@ def deck_choice(match_id) -> dict:
     progress keeps other names than the camera's deck (it recorded its deck when it started),
     one sentence saying so."""
     from companion.recognizer.decks import list_decks
-    from companion.web.match import camera_names_for_unrecorded, taught_names
-    from companion.web.pages import store
-    from companion.web.teach import decks_dir
 
     session = live_session()
     if session is None:
@@ -245,7 +244,6 @@ def use_deck():
     live view, and in a match started afterwards); deck="" for the standard names. A name
     that is not a taught deck is one sentence (404), and nothing changes."""
     from companion.recognizer.decks import UserDeck, list_decks
-    from companion.web.teach import decks_dir
 
     session = _require_live()
     if not hasattr(session, "use_deck"):
@@ -296,10 +294,6 @@ def cards():
     live view writes these names over the picture (which carries the outlines only), placed
     so that no two cover each other. No codes, no confidences: the players read names, those
     of the deck the camera was taught (``run --deck``) where it was."""
-    from companion.game.cards import STANDARD_DECK
-    from companion.web.i18n import card_name
-    from companion.web.match import taught_names
-
     session = _require_pictures()
     deck = taught_names() or STANDARD_DECK
     looked = getattr(session, "cards_in_view", None)
@@ -389,8 +383,6 @@ def stream():
 @bp.get("/live/crop")
 def crop():
     """The camera's picture of one captured card (the "check this card" panel shows it)."""
-    from companion.game.cards import STANDARD_DECK
-
     session = _require_pictures()
     player = (request.args.get("player") or "").strip()
     if not player:

@@ -30,6 +30,7 @@ from companion.web.errors import WebError
 from companion.web.event_log import LogLine, taken_back
 from companion.web.forms import event_fields, whole_number_field
 from companion.web.pages import go_to, is_htmx, render, store
+from companion.web.seq_watcher import notify
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
 
@@ -197,7 +198,6 @@ def record(match_id: int):
         raise WebError(_("The request has no request id (request_id); reload the page."), 400)
     event = Event.from_dict(event_from_form(form))
     st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.seq_watcher import notify
 
     notify()
     if is_htmx():

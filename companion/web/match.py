@@ -37,12 +37,16 @@ from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
 from companion.live.source_state import SourceState
+from companion.summaries import summary_from_store
+from companion.summaries.koikoi import render_html
 from companion.web import chart, event_log, tiles
+from companion.web.auth import can_change, csrf_token
 from companion.web.errors import WebError
 from companion.web.forms import event_fields, new_request_id, whole_number_field
 from companion.web.games import of_match
 from companion.web.i18n import language
 from companion.web.pages import is_htmx, render, store
+from companion.web.seq_watcher import notify
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
@@ -234,8 +238,6 @@ def _cached_board_fragment(match_id: int) -> str:
 def board_fragment(match_id: int) -> tuple[int, str]:
     """``(seq, html)``: the board as this session sees it at the match's last seq (its
     language, whether it may change, its CSRF token and fresh request ids)."""
-    from companion.web.auth import csrf_token
-
     seq, _key, html = shared_board(match_id)
     html = html.replace(CSRF_MARK, csrf_token())
     parts = html.split(RID_MARK)
@@ -248,8 +250,6 @@ def shared_board(match_id: int, seq_hint: int | None = None) -> tuple[int, tuple
     request ids are left as ``CSRF_MARK`` and ``RID_MARK`` for each to fill in. ``key`` names
     this rendering; ``seq_hint``, the seq a live follower was told of, spares it a query when
     that board is rendered already."""
-    from companion.web.auth import can_change
-
     cache = current_app.extensions.setdefault("companion_board_cache", {})
     variant = (can_change(), language(), _camera_deals(match_id))
     seq = seq_hint
@@ -440,7 +440,6 @@ def record(match_id: int):
     else:
         event = engine.Event.from_dict(fields)  # IllegalEvent: 400
         st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.seq_watcher import notify
 
     notify()
     if is_htmx():  # the new board (rendered once for its seq), and the picker closed
@@ -450,11 +449,9 @@ def record(match_id: int):
 
 @bp.get("/summary")
 def summary(match_id: int):
-    from companion.summaries import koikoi as summary_module
-
     info = store().get_match(match_id)  # 404 for an unknown match
-    summary_data = summary_module.summary_from_store(store(), info.id)
-    html = summary_module.render_html(
+    summary_data = summary_from_store(store(), info.id)
+    html = render_html(
         summary_data, back_url=url_for("match.page", match_id=match_id), lang=language()
     )
     response = current_app.response_class(html, mimetype="text/html")
