@@ -26,6 +26,7 @@ from pathlib import Path
 
 from companion import CompanionError
 from companion.live.messages import Message
+from companion.live.source_state import SourceState
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
@@ -281,7 +282,7 @@ class SimulatedTable:
         self._frames = None
         self._index = 0
         self.fps = 10.0
-        self.state = "live"
+        self.state = SourceState.LIVE
         self._next_plan()
 
     def _next_plan(self) -> bool:
@@ -301,18 +302,18 @@ class SimulatedTable:
     def read(self):
         from companion.live.sources import Frame
 
-        while self.state != "ended":
+        while self.state != SourceState.ENDED:
             image = next(self._frames, None)
             if image is not None:
                 frame = Frame(image, self._index, self._index / self.fps)
                 self._index += 1
                 return frame
             if not self._next_plan():
-                self.state = "ended"
+                self.state = SourceState.ENDED
         return None
 
     def __iter__(self):
-        while self.state != "ended":
+        while self.state != SourceState.ENDED:
             frame = self.read()
             if frame is not None:
                 yield frame
@@ -321,7 +322,7 @@ class SimulatedTable:
         return f"simulated table ({Path(self.deck_dir).name} deck, {self.fps:g} fps)"
 
     def close(self) -> None:
-        self.state = "ended"
+        self.state = SourceState.ENDED
 
 
 class CameraDemo:

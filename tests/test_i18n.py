@@ -603,14 +603,14 @@ def test_the_statistics_name_the_yaku_in_the_page_language(client, store):
 
 
 def test_a_dealt_hand_is_named_as_the_buttons_name_it_and_the_json_keeps_its_id(client, store):
-    from companion.summaries import koikoi
+    from companion import summaries
 
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     post_event(client, store, match_id, type="round_started")
     post_event(client, store, match_id, type="hand_declared", player="Ben", kind="teshi")
     page = visible_text(client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True))
     assert "Ben declares Teshi (4 cards of one month in the dealt hand): 6 points" in page
-    data = koikoi.summary_from_store(store, match_id).to_dict()
+    data = summaries.summary_from_store(store, match_id).to_dict()
     assert data["rounds"][0]["reason"] == (
         "Ben declares teshi (4 cards of one month in the dealt hand): 6 points"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,13 +17,14 @@ from companion.detections import Detections, class_id
 from companion.live import pipeline as pipeline_module
 from companion.live.capture_decider import (
     CaptureDecider,
-    DeciderSettings,
     Decision,
     Reading,
     pairs_up,
     resolve_group,
 )
-from companion.live.pipeline import LivePipeline, PipelineSettings
+from companion.live.pipeline import LivePipeline
+from companion.live.settings import DeciderSettings, PipelineSettings
+from companion.live.source_state import SourceState
 from companion.live.sources import LiveSource, SourceError, open_source
 from companion.live.tracker import Arrival, TableTracker
 from companion.live.zones import default_zones
@@ -521,9 +523,13 @@ def test_every_pipeline_setting_says_what_moving_it_trades_and_is_read():
     assert list(described) == names and len(names) >= 10
     for name, why in described.items():
         assert len(why) >= 40 and "\n" not in why and ":" in why, name
-    # each one is the pipeline's: read somewhere in the module
+    # each one is the pipeline's: read somewhere in its module, or by a property of the
+    # settings that the module reads (motion_size: motion_width and motion_height)
     tree = ast.parse(inspect.getsource(pipeline_module))
     read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    for node in ast.parse(inspect.getsource(PipelineSettings)).body[0].body:
+        if isinstance(node, ast.FunctionDef) and node.name in read:
+            read |= {sub.attr for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
     assert set(names) <= read
 
 
@@ -583,7 +589,7 @@ def test_an_unplugged_camera_is_reopened_with_backoff_within_five_seconds():
     for _ in range(200):  # 20 s unplugged, read every 0.1 s
         world["now"] += 0.1
         assert source.read() is None
-    assert source.state == "lost"
+    assert source.state is SourceState.LOST and SourceState.of(source).waiting
     assert world["opens"] < 15  # backoff, not a retry per read
     world["plugged"] = True
     back = world["now"]
@@ -591,6 +597,18 @@ def test_an_unplugged_camera_is_reopened_with_backoff_within_five_seconds():
         world["now"] += 0.1
         assert world["now"] - back <= 5.0
     assert source.state == "live"
+
+
+def test_a_source_state_reaches_json_as_its_plain_word():
+    class Odd:
+        state = "dozing"
+
+    assert SourceState.of(None) is SourceState.OFF and SourceState.of(Odd()) is SourceState.OFF
+    assert SourceState.of(Odd) is SourceState.OFF
+    Odd.state = "lost"  # a source of its own may still say it in a word
+    assert SourceState.of(Odd()) is SourceState.LOST
+    assert json.dumps({"camera": SourceState.LIVE}) == '{"camera": "live"}'
+    assert [s.value for s in SourceState] == ["connecting", "live", "lost", "ended", "off"]
 
 
 def test_sources_are_named_by_spec(tmp_path):

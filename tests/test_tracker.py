@@ -14,12 +14,12 @@ from test_live import FakeFrame
 from companion import CompanionError
 from companion.detections import Detections, class_id
 from companion.live import tracker as tracker_module
+from companion.live.settings import TrackerSettings
 from companion.live.tracker import (
     IllegalTransition,
     TableState,
     TableTracker,
     Track,
-    TrackerSettings,
     TrackState,
 )
 from companion.live.zones import default_zones

@@ -11,9 +11,11 @@ import cv2
 import numpy as np
 
 from companion.bench.misses import annotate_misses
-from companion.detections import BACK, CLASSES, Detections
+from companion.detections import BACK, CLASSES, Detections, chaff_group, iou_matrix
 from companion.recognizer.decoding import DecodeTrace, names_a_card
 from companion.recognizer.settings import NONE_ID, RecognizerError, Settings
+from companion.simulator import synth
+from companion.simulator.closeup import render_closeup
 
 EVAL_IOU = 0.5
 MUST_FIND_VISIBLE = 0.4  # less visible labels are "don't care": neither missed nor false
@@ -228,8 +230,6 @@ def match_detections(
 
     Returns (label index per detection or -1, detection index per label or -1).
     """
-    from companion.detections import iou_matrix
-
     ious = iou_matrix(det.quads, np.asarray(quads, np.float32).reshape(-1, 4, 2))
     must = np.asarray(visible, np.float32).reshape(-1) >= MUST_FIND_VISIBLE
     det_to_label = np.full(len(det), -1)
@@ -252,8 +252,6 @@ def false_positive_kinds(
       less than 0.5, usually outlining the visible part only;
     - "no card": it overlaps no card (IoU < 0.1): the table, a hand, a box, paper or a phone.
     """
-    from companion.detections import iou_matrix
-
     unmatched = np.flatnonzero(det_to_label < 0)
     if len(unmatched) == 0:
         return []
@@ -291,8 +289,6 @@ def missed_card_kinds(
       doubtful second look, second chances' higher bar, NMS, one card once, the size check),
       or its detection was matched to a card it overlaps more (two cards of a tight row).
     """
-    from companion.detections import iou_matrix
-
     if len(missed) == 0:
         return []
     if looks:
@@ -372,12 +368,8 @@ def _condition_keys(cond: dict, visible: float, card: str, frame: str) -> list[s
 
 
 def _render_for_eval(args):
-    from companion.simulator import synth
-
     seed, config = args
     if isinstance(config, Closeups):
-        from companion.simulator.closeup import render_closeup
-
         return render_closeup(seed, config.deck, config.width, config.height)
     return synth.render_scene(seed, config)
 
@@ -394,8 +386,6 @@ class Closeups:
 
 def rendered_scenes(config, seed: int, n: int, workers: int):
     """Scenes ``synth.scene_seed(seed, i)`` for i < n, rendered by ``workers`` processes."""
-    from companion.simulator import synth
-
     jobs = [(synth.scene_seed(seed, i), config) for i in range(n)]
     if workers <= 1:
         yield from map(_render_for_eval, jobs)
@@ -437,8 +427,6 @@ def evaluate(
     filling 30-80 % of the frame's short side (``companion.simulator.closeup``) instead of tables."""
     from collections import Counter
 
-    from companion.detections import chaff_group
-    from companion.simulator import synth
 
     config = synth.SceneConfig(width=width, height=height, decks=(str(deck),), lens_k=lens_k)
     if closeup:

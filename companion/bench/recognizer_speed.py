@@ -11,6 +11,7 @@ import numpy as np
 
 from companion.recognizer.detector import Recognizer
 from companion.recognizer.nets import MODELS_DIR, cpu_name, cpuinfo_text, int8_is_fast, open_session
+from companion.simulator import synth
 
 YARDSTICK = MODELS_DIR / "yolo11n_yardstick.onnx"
 YARDSTICK_SIDE = 640  # the yardstick's input: a frame letterboxed to 640x640, as YOLO11n's
@@ -21,8 +22,6 @@ BENCH_SCENES = 40
 
 def bench_scene(width: int = 1280, height: int = 720) -> tuple[np.ndarray, int]:
     """A realistic table frame: the first synth scene (seed 1, 2, ...) with 20+ labelled cards."""
-    from companion.simulator import synth
-
     config = synth.SceneConfig(width=width, height=height)
     for seed in range(1, 200):
         scene = synth.render_scene(seed, config)
@@ -40,8 +39,6 @@ def bench_frames(
 ) -> list[np.ndarray]:
     """The fixed benchmark set: scenes ``synth.scene_seed(seed, i)`` for i < n of one deck (a
     folder, or a deck name in ../shared/decks), rendered at ``width`` x ``height``."""
-    from companion.simulator import synth
-
     config = synth.SceneConfig(width=width, height=height, decks=(synth.resolve_deck_dir(deck),))
     return [synth.render_scene(synth.scene_seed(seed, i), config).image for i in range(n)]
 

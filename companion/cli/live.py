@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from companion import CompanionError
-from companion.cli import DB_OPTION_HELP, echo_json, fail, friendly_errors, main, model_option
+from companion.cli.base import DB_OPTION_HELP, echo_json, fail, friendly_errors, model_option
 from companion.cli.decks import decks_dir_option
 
 ZONES_HELP = "Zone layout (TOML, see docs/LIVE.md); default: the two- or three-seat layout."
@@ -108,7 +108,7 @@ def new_match_setup(names, rules_name: str, rounds, oya) -> tuple[list, int, str
     return list(state.players), state.rounds_planned, state.next_oya
 
 
-@main.command("run")
+@click.command("run")
 @click.option("--camera", type=int, help="Webcam index (default 0).")
 @click.option("--video", type=click.Path(dir_okay=False), help="A video file, at its own pace.")
 @click.option("--images", type=click.Path(file_okay=False), help="A folder of images (10 fps).")
@@ -166,7 +166,7 @@ def run_command(
     decks_dir,
 ):
     """The camera pipeline and the tablet page together: the camera keeps the score."""
-    from companion.cli import page_address, say_lan_https, use_lan_https
+    from companion.cli.base import page_address, say_lan_https, use_lan_https
     from companion.live.session import LiveSession
     from companion.live.sources import open_source
     from companion.store import MatchStore
@@ -275,7 +275,7 @@ def run_command(
         session.stop()
 
 
-@main.command("replay")
+@click.command("replay")
 @click.argument("video", type=click.Path(dir_okay=False))
 @click.option("--zones", "zones_path", type=click.Path(dir_okay=False), help=ZONES_HELP)
 @click.option(
@@ -340,7 +340,7 @@ def replay_command(
         click.echo(report.text(card_words(detector)))
 
 
-@main.command("bench-pipeline")
+@click.command("bench-pipeline")
 @click.option(
     "--video", type=click.Path(dir_okay=False),
     help="A 1280x720 simulated table.mp4 (its truth.json beside it); default: one rendered now.",
@@ -368,3 +368,6 @@ def bench_pipeline_command(video, frames, video_fps, as_json, model_path):
             f"ms/frame; steady to event p95 {result['steady_to_event_ms_p95']} ms; at most "
             f"{result['behind_s_max']:.2f} s behind a {result['video_fps']:g} fps camera"
         )
+
+
+COMMANDS = (run_command, replay_command, bench_pipeline_command)

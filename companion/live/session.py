@@ -26,6 +26,7 @@ import numpy as np
 
 from companion.live.messages import Message
 from companion.live.pipeline import LivePipeline
+from companion.live.source_state import SourceState
 from companion.live.zones import Zones, default_zones
 
 JPEG_QUALITY = 80
@@ -151,7 +152,7 @@ class LiveSession:
     def absent(self) -> bool:
         """Whether the source has sent no picture for ``NO_PICTURE_AFTER`` seconds while it
         should (connecting or lost; a recording that ended is not absent)."""
-        if getattr(self.source, "state", "off") not in ("connecting", "lost"):
+        if not SourceState.of(self.source).waiting:
             return False
         return self._down_since is not None and (
             self._clock() - self._down_since >= NO_PICTURE_AFTER
@@ -170,14 +171,14 @@ class LiveSession:
         )
 
     def status(self) -> dict:
-        state = getattr(self.source, "state", "off")
+        state = SourceState.of(self.source)
         times = self._times[-30:]
         fps = 0.0
         if len(times) >= 2 and times[-1] > times[0]:
             fps = (len(times) - 1) / (times[-1] - times[0])
         proposal = self.pipeline.proposal
         return {
-            "camera": state if state in ("connecting", "live", "lost", "ended") else "off",
+            "camera": state.value,
             "source": self.source.describe() if self.source else "none",
             "fps": round(fps, 1),
             "frames": self.pipeline.frames,
@@ -189,14 +190,14 @@ class LiveSession:
             else {"kind": proposal.kind, "text": proposal.text},
         }
 
-    def _message(self, state: str) -> str:
+    def _message(self, state: SourceState) -> str:
         if self.absent():
             return self.absent_sentence()
-        if state == "lost":
+        if state is SourceState.LOST:
             return Message("camera.lost")
-        if state == "connecting":
+        if state is SourceState.CONNECTING:
             return Message("camera.connecting")
-        if state == "ended":
+        if state is SourceState.ENDED:
             return Message("camera.recording_ended")
         if self.pipeline.match_id is None:
             return Message("camera.no_match")
@@ -291,12 +292,12 @@ class LiveSession:
 
     def _watch_source(self, got_picture: bool) -> None:
         """Keep when the pictures stopped, and put each change of state in the log once."""
-        state = getattr(self.source, "state", "off")
-        if got_picture or state not in ("connecting", "lost"):
+        state = SourceState.of(self.source)
+        if got_picture or not state.waiting:
             self._down_since = None
         elif self._down_since is None:
             self._down_since = self._clock()
-        said = "absent" if self.absent() else state
+        said = "absent" if self.absent() else state.value
         if said == self._said:
             return
         self._said = said
@@ -304,10 +305,10 @@ class LiveSession:
         name = name[:1].upper() + name[1:]
         line = {
             "absent": self.absent_sentence(),
-            "connecting": f"{name}: connecting.",
-            "live": f"{name}: live.",
-            "lost": f"{name}: lost; keep score by hand, it reconnects by itself.",
-            "ended": f"{name}: the recording has ended.",
+            SourceState.CONNECTING: f"{name}: connecting.",
+            SourceState.LIVE: f"{name}: live.",
+            SourceState.LOST: f"{name}: lost; keep score by hand, it reconnects by itself.",
+            SourceState.ENDED: f"{name}: the recording has ended.",
         }.get(said, f"{name}: {said}.")
         try:
             self._log(line)
@@ -347,7 +348,7 @@ class LiveSession:
         # that does not answer) is said to be absent on the page all the same.
         self._down_since = self._clock()
         while not self._stopping.is_set():
-            if self.source.state == "ended":
+            if self.source.state == SourceState.ENDED:
                 self._watch_source(False)
                 self.message = Message("camera.recording_ended")
                 self._stopping.wait(0.5)

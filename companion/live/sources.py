@@ -4,7 +4,7 @@ phone's browser posts, one interface.
     source = open_source("camera:0")     # or "table.mp4", "frames/", "rtsp://..."
     source = PushedFrameSource()         # pictures posted by a phone's browser (run --phone)
     frame = source.read()                # Frame(image, index, time) or None (nothing right now)
-    source.state                         # connecting | live | lost | ended
+    source.state                         # a SourceState: connecting | live | lost | ended
 
 A camera or stream that fails (unplugged, stalled) is reopened with backoff, 0.5 s doubling up
 to 5 s, so recognition resumes within 5 s of it coming back; meanwhile ``read`` returns None
@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
+from companion.live.source_state import SourceState
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 FOLDER_FPS = 10.0
@@ -67,7 +68,7 @@ class Frame:
 class FrameSource:
     """Base of all sources: ``read()``, ``state``, ``describe()``, ``close()``."""
 
-    state = "connecting"
+    state = SourceState.CONNECTING
     fps: float = 0.0
 
     def read(self) -> Frame | None:  # pragma: no cover - interface
@@ -86,7 +87,7 @@ class FrameSource:
 
     def __iter__(self):
         """The frames of a recording, in order (None-free); ends when the source ends."""
-        while self.state != "ended":
+        while self.state != SourceState.ENDED:
             frame = self.read()
             if frame is not None:
                 yield frame
@@ -110,18 +111,18 @@ class VideoFileSource(FrameSource):
             raise SourceError(f"{self.path} is not a video OpenCV can read.")
         self.fps = float(self._cap.get(cv2.CAP_PROP_FPS) or 0) or 10.0
         self._index = 0
-        self.state = "live"
+        self.state = SourceState.LIVE
 
     @property
     def finite(self) -> bool:
         return True
 
     def read(self) -> Frame | None:
-        if self.state == "ended":
+        if self.state == SourceState.ENDED:
             return None
         ok, image = self._cap.read()
         if not ok or image is None:
-            self.state = "ended"
+            self.state = SourceState.ENDED
             self._cap.release()
             return None
         frame = Frame(image, self._index, self._index / self.fps)
@@ -131,10 +132,10 @@ class VideoFileSource(FrameSource):
     def skip(self) -> bool:
         """Pass over the next frame without decoding it (a camera's dropped frame); False
         once the video has ended."""
-        if self.state == "ended":
+        if self.state == SourceState.ENDED:
             return False
         if not self._cap.grab():
-            self.state = "ended"
+            self.state = SourceState.ENDED
             self._cap.release()
             return False
         self._index += 1
@@ -145,7 +146,7 @@ class VideoFileSource(FrameSource):
 
     def close(self) -> None:
         self._cap.release()
-        self.state = "ended"
+        self.state = SourceState.ENDED
 
 
 class ImageFolderSource(FrameSource):
@@ -160,7 +161,7 @@ class ImageFolderSource(FrameSource):
             raise SourceError(f"The folder {self.path} holds no images.")
         self.fps = float(fps)
         self._index = 0
-        self.state = "live"
+        self.state = SourceState.LIVE
 
     @property
     def finite(self) -> bool:
@@ -173,13 +174,13 @@ class ImageFolderSource(FrameSource):
             image = cv2.imread(str(self.files[index]), cv2.IMREAD_COLOR)
             if image is not None:  # an unreadable file is skipped, its number kept
                 return Frame(image, index, index / self.fps)
-        self.state = "ended"
+        self.state = SourceState.ENDED
         return None
 
     def skip(self) -> bool:
         """Pass over the next image without reading it; False once there is none left."""
         if self._index >= len(self.files):
-            self.state = "ended"
+            self.state = SourceState.ENDED
             return False
         self._index += 1
         return True
@@ -207,7 +208,7 @@ class LiveSource(FrameSource):
         self._retry_at = 0.0
         self._index = 0
         self._start: float | None = None
-        self.state = "connecting"
+        self.state = SourceState.CONNECTING
         self.failures = 0
         self._was_live = False
 
@@ -236,12 +237,12 @@ class LiveSource(FrameSource):
             except Exception:
                 pass
             self._cap = None
-        self.state = "lost" if self._was_live else "connecting"
+        self.state = SourceState.LOST if self._was_live else SourceState.CONNECTING
         self._retry_at = now + self._delay
         self._delay = min(self._delay * 2, BACKOFF_MAX)
 
     def read(self) -> Frame | None:
-        if self.state == "ended":
+        if self.state == SourceState.ENDED:
             return None
         if self._cap is None and not self._open():
             return None
@@ -255,7 +256,7 @@ class LiveSource(FrameSource):
             return None
         if self._start is None:
             self._start = now
-        self.state = "live"
+        self.state = SourceState.LIVE
         self._was_live = True
         self._delay = BACKOFF_FIRST
         frame = Frame(image, self._index, now - self._start)
@@ -276,7 +277,7 @@ class LiveSource(FrameSource):
         if self._cap is not None:
             self._cap.release()
             self._cap = None
-        self.state = "ended"
+        self.state = SourceState.ENDED
 
 
 # Query parameters that carry a secret in camera URLs (``?user=...&password=...``, tokens).

@@ -117,11 +117,30 @@ from __future__ import annotations
 
 import secrets
 
-from flask import Flask
+from flask import Flask, current_app
 from werkzeug.routing import IntegerConverter
 
 from companion import CompanionError
 from companion.resources import package_path
+from companion.store import MatchStore
+from companion.web import (
+    auth,
+    camera,
+    errors,
+    hanamikoji,
+    i18n,
+    limits,
+    match,
+    matches,
+    phone,
+    security,
+    tally_stream,
+    teach,
+)
+from companion.web.auth import can_change, csrf_token
+from companion.web.forms import new_request_id
+from companion.web.games import match_url, new_match_games
+from companion.web.tiles import tile
 
 WEB_DIR = package_path("web")  # templates/ and static/ ship inside the package
 
@@ -150,8 +169,6 @@ def create_app(
     (the default database). ``join_code``: required before any change (LAN serving);
     ``read_only``: refuse every change; ``public_url``: the address shown in the QR code;
     ``live``: the camera's ``LiveSession`` (None: no camera, the camera pages say so)."""
-    from companion.store import MatchStore
-
     if not isinstance(store, MatchStore):
         store = MatchStore.open(store)
     if join_code is not None:
@@ -179,20 +196,6 @@ def create_app(
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import (
-        auth,
-        camera,
-        errors,
-        hanamikoji,
-        i18n,
-        limits,
-        match,
-        matches,
-        phone,
-        security,
-        tally_stream,
-        teach,
-    )
 
     # Match ids are ASCII digits only: ``\d`` would also take "٤" (match 4) or "²".
     app.url_map.converters["int"] = AsciiIntConverter
@@ -215,13 +218,6 @@ def create_app(
 
 def _template_globals() -> dict:
     """What every template may use beside its own context."""
-    from flask import current_app
-
-    from companion.web.auth import can_change, csrf_token
-    from companion.web.forms import new_request_id
-    from companion.web.games import match_url, new_match_games
-    from companion.web.tiles import tile
-
     config = current_app.config
     return {
         "can_change": can_change(),

@@ -18,9 +18,11 @@ from flask import Blueprint, Response, current_app, jsonify, request, stream_wit
 from flask.globals import request_ctx
 from flask_babel import gettext as _
 
+from companion import CompanionError
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg, whole_number
 from companion.web.games import of_match
+from companion.web.match import shared_board
 from companion.web.pages import store
 from companion.web.seq_watcher import watcher
 from companion.web.stream_hub import HUB_KEY, PARKED_KEY
@@ -48,9 +50,6 @@ def _update_with_board(match_id: int, seq: int) -> tuple[int, str]:
     """The update for ``seq`` (or later) carrying the board, encoded once and sent as is to
     every follower that sees the same board (its marks filled in by the page itself); the
     update alone when the board cannot be rendered here (the follower then asks for it)."""
-    from companion import CompanionError
-    from companion.web.match import shared_board
-
     try:
         board_seq, key, html = shared_board(match_id, seq_hint=seq)
     except CompanionError:
