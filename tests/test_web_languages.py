@@ -203,8 +203,8 @@ def test_a_refused_calibration_in_the_page_language(client, fake, lang, fields, 
 @pytest.mark.parametrize(
     ("lang", "cannot", "sees"),
     [
-        ("en", "This camera cannot propose zones", "The camera sees 2 face-up card(s)"),
-        ("fr", "Cette caméra ne peut pas proposer de zones", "La caméra voit 2 carte(s)"),
+        ("en", "This camera cannot propose zones", "The camera sees 2 face-up cards"),
+        ("fr", "Cette caméra ne peut pas proposer de zones", "La caméra voit 2 cartes"),
         ("ja", "このカメラは領域を提案できません", "カメラに見える表向きの札は2枚です"),
     ],
 )

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
+from companion.live.messages import Message
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 FOLDER_FPS = 10.0
@@ -137,7 +138,7 @@ class VideoFileSource(FrameSource):
         return True
 
     def describe(self) -> str:
-        return f"video {self.path.name} ({self.fps:g} fps)"
+        return Message("source.video", name=self.path.name, fps=f"{self.fps:g}")
 
     def close(self) -> None:
         self._cap.release()
@@ -181,7 +182,7 @@ class ImageFolderSource(FrameSource):
         return True
 
     def describe(self) -> str:
-        return f"images in {self.path} ({len(self.files)}, {self.fps:g} fps)"
+        return Message("source.images", path=self.path, n=len(self.files), fps=f"{self.fps:g}")
 
 
 class LiveSource(FrameSource):
@@ -260,8 +261,8 @@ class LiveSource(FrameSource):
 
     def describe(self) -> str:
         if isinstance(self.target, int):
-            return f"camera {self.target}"
-        return f"stream {redact_url(self.target)}"
+            return Message("source.camera", target=self.target)
+        return Message("source.stream", url=redact_url(self.target))
 
     @property
     def kind(self) -> str:
