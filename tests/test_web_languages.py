@@ -356,3 +356,44 @@ def test_the_camera_demo_without_decks_is_said_in_the_page_language(store, monke
     codes = ("$COMPANION_SHARED/decks", "../shared/decks", "--camera")
     _check_said(said, lang, 503, english, *codes)
     assert "../shared/decks" in message(said) and store.matches() == []
+
+
+@pytest.mark.parametrize(
+    ("lang", "source", "deck"),
+    [
+        ("en", "simulated table (standard deck, 10 fps)", "Standard Hanafuda (Nintendo design)"),
+        ("fr", "table simulée (jeu standard, 10 images/s)", "Hanafuda standard (modèle Nintendo)"),
+        ("ja", "シミュレーションの卓（standardの札、10フレーム/秒）", "標準の花札（任天堂の絵柄）"),
+    ],
+)
+def test_the_camera_source_and_the_standard_decks_title_in_the_page_language(
+    client, fake, lang, source, deck
+):
+    from companion.game.cards import STANDARD_DECK
+    from companion.live.messages import Message
+    from companion.web.camera import _deck_title
+
+    fake.status = lambda: {
+        **FakeLive.status(fake),
+        "source": Message("source.simulated_table", deck="standard", fps="10"),
+    }
+    assert client.get(f"/live/status?lang={lang}").get_json()["source"] == source
+    page = client.get(f"/live?lang={lang}").get_data(as_text=True)
+    assert f'<span data-field="source">{source}</span>' in page
+    with client.application.test_request_context(f"/?lang={lang}"):
+        assert _deck_title(STANDARD_DECK) == deck
+
+
+def test_the_teach_page_elides_french_and_names_the_photos_in_japanese(client):
+    from flask import render_template_string
+
+    photo = "{{ _('Photo of %(month)s', month=month) }}"
+    with client.application.test_request_context("/?lang=fr"):
+        assert render_template_string(photo, month="avril") == "Photo d’avril"
+        assert render_template_string(photo, month="octobre") == "Photo d’octobre"
+        assert render_template_string(photo, month="mai") == "Photo de mai"
+        assert render_template_string(photo, month="<b>") == "Photo de &lt;b&gt;"  # escaped
+    with client.application.test_request_context("/?lang=en"):
+        assert render_template_string(photo, month="April") == "Photo of April"
+    japanese = client.get("/decks/teach?lang=ja").get_data(as_text=True)
+    assert "（と back）" not in japanese and "01〜12とback（裏面）" in japanese
