@@ -172,7 +172,7 @@ def test_an_unknown_lang_falls_back_to_english(client):
 def test_the_switch_links_keep_the_page_and_its_query(client, played):
     page = client.get(f"/matches/{played}/picker?player=Aki&lang=fr").get_data(as_text=True)
     switch = re.search(r'<nav class="lang-switch"[\s\S]*?</nav>', page).group(0)
-    assert 'aria-current="true">Français</b>' in switch
+    assert 'aria-current="true" title="Français"><span class="lang-name">Français</span>' in switch
     links = dict(re.findall(r'href="([^"]+)" data-lang="(\w+)"', switch))
     assert links == {
         f"/matches/{played}/picker?player=Aki&amp;lang=en": "en",
