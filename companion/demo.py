@@ -319,7 +319,7 @@ class SimulatedTable:
                 yield frame
 
     def describe(self) -> str:
-        return f"simulated table ({Path(self.deck_dir).name} deck, {self.fps:g} fps)"
+        return Message("source.simulated_table", deck=Path(self.deck_dir).name, fps=f"{self.fps:g}")
 
     def close(self) -> None:
         self.state = SourceState.ENDED

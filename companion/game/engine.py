@@ -246,7 +246,8 @@ class MatchOutcome(Printed):
     def text(self) -> Message:
         def score(p):
             if self.by == "rounds_won":
-                return Message("standing.rounds_won", n=self.rounds_won[p], points=self.totals[p])
+                points = Message("standing.points", n=self.totals[p])
+                return Message("standing.rounds_won", n=self.rounds_won[p], points=points)
             return Message("standing.points", n=self.totals[p])
 
         ranked = sorted(self.totals, key=lambda p: self._key(p), reverse=True)

@@ -5,7 +5,7 @@ catalogs (:mod:`companion.messages`, whose :class:`Message` the live code takes 
 
 from __future__ import annotations
 
-from companion.messages import N_, Message, catalog
+from companion.messages import N_, NP_, Message, catalog
 
 __all__ = ["Message"]
 
@@ -79,9 +79,11 @@ _template(
 )
 _template(
     "zone.field_too_few_cards",
-    N_(
-        "The camera sees %(n)s face-up card(s): deal the field (%(least)s or more cards) and "
-        "try again."
+    NP_(
+        "The camera sees %(n)s face-up card: deal the field (%(least)s or more cards) and "
+        "try again.",
+        "The camera sees %(n)s face-up cards: deal the field (%(least)s or more cards) and "
+        "try again.",
     ),
     "zone",
 )
@@ -97,3 +99,11 @@ _template(
 # Reading the zone file (companion.live.zones, by companion.game.cards.parse_toml): what a
 # refusal names
 _template("phrase.the_zone_file", N_("the zone file"), "phrase")
+
+
+# -- the camera's source, as the live view's state line names it (LiveSource.describe) ---------
+_template("source.camera", N_("camera %(target)s"))
+_template("source.stream", N_("stream %(url)s"))
+_template("source.video", N_("video %(name)s (%(fps)s fps)"))
+_template("source.images", N_("images in %(path)s (%(n)s, %(fps)s fps)"))
+_template("source.simulated_table", N_("simulated table (%(deck)s deck, %(fps)s fps)"))

@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
+from companion.live.messages import Message
 from companion.live.source_state import SourceState
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
@@ -142,7 +143,7 @@ class VideoFileSource(FrameSource):
         return True
 
     def describe(self) -> str:
-        return f"video {self.path.name} ({self.fps:g} fps)"
+        return Message("source.video", name=self.path.name, fps=f"{self.fps:g}")
 
     def close(self) -> None:
         self._cap.release()
@@ -186,7 +187,7 @@ class ImageFolderSource(FrameSource):
         return True
 
     def describe(self) -> str:
-        return f"images in {self.path} ({len(self.files)}, {self.fps:g} fps)"
+        return Message("source.images", path=self.path, n=len(self.files), fps=f"{self.fps:g}")
 
 
 class LiveSource(FrameSource):
@@ -265,8 +266,8 @@ class LiveSource(FrameSource):
 
     def describe(self) -> str:
         if isinstance(self.target, int):
-            return f"camera {self.target}"
-        return f"stream {redact_url(self.target)}"
+            return Message("source.camera", target=self.target)
+        return Message("source.stream", url=redact_url(self.target))
 
     @property
     def kind(self) -> str:

@@ -121,7 +121,7 @@ def camera_status() -> dict:
     # Whatever the session says, a camera URL's password is never shown or sent.
     status = {
         "camera": camera.value,
-        "source": redact_url(raw.get("source") or ""),
+        "source": redact_url(say(raw.get("source") or "")),  # named in the page's language
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
@@ -199,7 +199,13 @@ def view():
 
 
 def _deck_title(names) -> str:
-    return _("the standard names") if names is None else names.title
+    from companion.game.cards import STANDARD_DECK
+
+    if names is None:
+        return _("the standard names")
+    if names.title == STANDARD_DECK.title:  # the product's own deck, named in the page's words
+        return _("Standard Hanafuda (Nintendo design)")
+    return names.title
 
 
 def deck_choice(match_id) -> dict:

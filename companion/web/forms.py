@@ -103,10 +103,11 @@ def event_fields(
             if kind == "int":
                 raw = whole_number_field(form, name, what[f.name])
             elif not raw:
-                sentence = (missing or {}).get(f.name) or _(
-                    "The request is missing %(what)s (%(name)s).", what=what[f.name], name=name
+                raise WebError(
+                    (missing or {}).get(f.name)
+                    or _("The request is missing %(what)s (%(name)s).", what=what[f.name], name=name),
+                    400,
                 )
-                raise WebError(sentence, 400)
             event[f.name] = raw
         elif raw or required:
             event[f.name] = raw

@@ -69,8 +69,13 @@ def card_name(card) -> str:
 def say(value, deck=None) -> str:
     """An engine's words (a Message, a yaku's Named name...) in the page's language, by the
     catalogs; cards in them by their name in ``deck`` (the standard deck by default)."""
+    translations = get_translations()
     return messages.say(
-        value, get_translations().gettext, language(), lambda code: named_card(code, deck)
+        value,
+        translations.gettext,
+        language(),
+        lambda code: named_card(code, deck),
+        translations.ngettext,
     )
 
 
@@ -128,8 +133,38 @@ def extract_rule_texts(fileobj, keywords, comment_tags, options):
             yield 0, "_", text, []
 
 
+def _template_gettext():
+    """The templates' ``_``/``gettext`` and ``ngettext``: Jinja's own (the translation filled
+    with its escaped parameters, ``num`` the count of ``ngettext``), French elided where a
+    parameter starts with a vowel ("Photo d’avril", as the engines' sentences are)."""
+    from flask_babel import get_translations
+    from jinja2 import pass_context
+    from markupsafe import Markup
+
+    from companion.messages import elide
+
+    def fill(context, text, variables):
+        if variables and language() == "fr":
+            text = elide(text, {k: str(v) for k, v in variables.items()})
+        if context.eval_ctx.autoescape:
+            text = Markup(text)
+        return text % variables
+
+    @pass_context
+    def gettext(context, string, **variables):
+        return fill(context, get_translations().ugettext(string), variables)
+
+    @pass_context
+    def ngettext(context, singular, plural, num, **variables):
+        variables.setdefault("num", num)
+        return fill(context, get_translations().ungettext(singular, plural, num), variables)
+
+    return {"_": gettext, "gettext": gettext, "ngettext": ngettext}
+
+
 def init_app(app) -> None:
     Babel(app, locale_selector=select_locale, default_translation_directories="translations")
+    app.jinja_env.globals.update(_template_gettext())
     app.add_template_filter(say, "say")
     app.add_template_filter(rule_text, "rule_text")
 
