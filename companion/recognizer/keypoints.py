@@ -42,6 +42,10 @@ MIN_INLIERS = 6  # matches a card's homography must explain
 REPROJECTION_PX = 4.0  # MAGSAC's threshold (region pixels)
 CARD_ASPECT = (1.15, 2.4)  # long over short side of the outline carried to the frame
 MIN_CORNER_DEGREES = 55.0  # ... and its corners' angles (a table seen from 45 degrees)
+MAX_SIDE_RATIO = 1.4  # ... and each side over its opposite one (a card's near and far edges)
+# ... and its long side over that of the card it was found around (cards of one deck are of
+# one size; a few matches can carry a face to a skewed, far larger outline)
+SIZE_RANGE = (0.67, 1.5)
 SAME_IOU = 0.5  # a detection this overlapped by a verified card is that card
 NEW_IOU = 0.3  # a verified card overlapping every detection less is one the nets missed
 # a detection overlapping a verified card by this much but less than SAME_IOU outlines it
@@ -155,7 +159,8 @@ class Verified:
 
 def card_shaped(quad: np.ndarray) -> bool:
     """Whether an outline is a card seen from above or aslant: convex, no corner sharper
-    than ``MIN_CORNER_DEGREES``, long over short side within ``CARD_ASPECT``."""
+    than ``MIN_CORNER_DEGREES``, opposite sides alike (``MAX_SIDE_RATIO``), long over short
+    side within ``CARD_ASPECT``."""
     q = np.asarray(quad, np.float64).reshape(4, 2)
     if not np.isfinite(q).all():
         return False
@@ -171,6 +176,12 @@ def card_shaped(quad: np.ndarray) -> bool:
         cos = u @ v / max(float(np.linalg.norm(u) * np.linalg.norm(v)), 1e-9)
         if np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))) < MIN_CORNER_DEGREES:
             return False
+    sides = np.linalg.norm(np.roll(q, -1, axis=0) - q, axis=1)
+    opposite = np.maximum(sides, np.roll(sides, 2)) / np.maximum(
+        np.minimum(sides, np.roll(sides, 2)), 1e-9
+    )
+    if opposite.max() > MAX_SIDE_RATIO:
+        return False
     width = (np.linalg.norm(q[1] - q[0]) + np.linalg.norm(q[2] - q[3])) / 2
     height = (np.linalg.norm(q[3] - q[0]) + np.linalg.norm(q[2] - q[1])) / 2
     aspect = max(width, height) / max(min(width, height), 1e-9)
@@ -238,7 +249,10 @@ class Verifier:
                 own = columns[self._ids[columns] == class_id]
                 nearest = own[np.argmax(sims[np.ix_(matched, own)], axis=1)]
                 card = self._card(int(class_id), self._points[nearest], points[matched])
-                if card is not None:
+                if card is None:
+                    continue
+                size = long_side(card.quad) / max(long_side(quad), 1e-9)
+                if SIZE_RANGE[0] <= size <= SIZE_RANGE[1]:
                     found.append(card)
         return found
 
