@@ -585,10 +585,10 @@ def store_deck(
         else:  # taught again from what shows no face: the former points are another's
             (folder / KEYPOINTS_FILE).unlink(missing_ok=True)
     except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise DeckError(
-                Message("deck.cannot_keep", name=repr(name), folder=folder, reason=reason)
-            ) from None
+        reason = exc.strerror or str(exc)
+        raise DeckError(
+            Message("deck.cannot_keep", name=repr(name), folder=folder, reason=reason)
+        ) from None
     return deck
 
 
