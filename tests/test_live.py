@@ -1194,3 +1194,35 @@ def test_a_two_round_match_is_scored_from_the_table_alone_without_a_tap(tmp_path
     assert report.rounds_total == 2
     assert [r.points for r in report.rounds] == [r["points"] for r in truth["rounds"]]
     assert report.rounds_exact == 2
+
+
+def test_a_settled_card_is_read_once_more_and_the_dealt_field_is_that_reading():
+    """With a taught deck the detector's looks skip its costly check (``verify`` turned off)
+    and the pipeline asks it (``verify_quad``) once for each card as it settles: a field the
+    looks misread opens the round with the cards the check names."""
+    from companion.detections import iou_matrix
+
+    class CheckingDetector(ScriptedDetector):
+        verify = True
+
+        def __init__(self, truth):
+            super().__init__()
+            self.truth, self.asked = truth, 0
+
+        def verify_quad(self, bgr, q):
+            self.asked += 1
+            spots = np.array([quad(x, y) for x, y in FIELD_SPOTS], np.float32)
+            best = int(iou_matrix(np.asarray(q, np.float32)[None], spots).argmax())
+            return self.truth[best], 0.99
+
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = CheckingDetector(DEAL)
+    table = Table(LivePipeline(detector, ZONES, store, match_id), detector)
+    assert detector.verify is False
+    misread = ["01-2", "02-4", "03-4", "05-2", "06-3", "08-4", "09-2", "11-3"]
+    for code, name, (x, y) in zip(DEAL, misread, FIELD_SPOTS, strict=True):
+        table.put(code, x, y, name=name)
+    table.run(25)
+    assert sorted(c.code for c in store.state(match_id).field) == sorted(DEAL)
+    assert detector.asked == len(DEAL)

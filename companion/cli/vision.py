@@ -326,6 +326,13 @@ def echo_comparison(against_path: str, other: dict) -> None:
     show_default=True,
     help="... and those found by their shape alone (a card-shaped rectangle on the table).",
 )
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="With --with-deck: confirm the deck's cards by their own points (names, cards the "
+    "nets missed, outlines that are not a card).",
+)
 @friendly_errors
 def eval_command(
     deck,
@@ -347,6 +354,7 @@ def eval_command(
     one_look,
     rescue,
     shapes,
+    verify,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.bench.evaluation import evaluate
@@ -356,6 +364,7 @@ def eval_command(
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     recognizer.any_distance = not one_look
     recognizer.rescue, recognizer.shape_proposals = rescue, shapes
+    recognizer.verify = verify
     other = Recognizer.load(against_path, nets=nets) if against_path else None
     report = evaluate(
         recognizer,

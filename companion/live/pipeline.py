@@ -74,12 +74,16 @@ class LivePipeline:
         pipeline_settings: PipelineSettings | None = None,
     ):
         self.detector = detector
+        if hasattr(detector, "verify"):
+            # a taught deck's cards are checked by their own points once, as each settles
+            # (``_verify_settled``), not in every look: a look stays as fast as a known deck's
+            detector.verify = False
         self.zones = zones
         self.store = store
         self.match_id = match_id
         self._seats = seats
         self.tracker_settings = tracker_settings or TrackerSettings()
-        self.tracker = TableTracker(zones, self.tracker_settings)
+        self.tracker = TableTracker(zones, self.tracker_settings, verify=self._verify_settled)
         self.decider_settings = decider_settings or DeciderSettings()
         self.decider = CaptureDecider(self.decider_settings)
         self.pipeline_settings = pipeline_settings or PipelineSettings()
@@ -250,6 +254,12 @@ class LivePipeline:
         self._prev_small = small
         self._last_small = small
         return moved, changed
+
+    def _verify_settled(self, image: np.ndarray, quad: np.ndarray):
+        """The detector's second reading of a card that has just settled, or None where it has
+        none (``Recognizer.verify_quad``: a taught deck's own points)."""
+        verify = getattr(self.detector, "verify_quad", None)
+        return verify(image, quad) if verify is not None else None
 
     def should_detect(self, now: float, changed: float) -> bool:
         """Whether the detector looks at the frame of time ``now`` (seconds)."""

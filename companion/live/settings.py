@@ -89,6 +89,13 @@ class TrackerSettings:
         "back a card glimpsed through glare, fewer settles a card passing by",
         low=1,
     )
+    verified_share: float = tuning(
+        0.95,
+        "share of a card's belief the code its own points found when it settled holds (a "
+        "taught deck's second reading, ``TableTracker.verify``), the looks keeping the rest as "
+        "the alternatives: more lets no misreading look outvote it, less lets many outvote it",
+        high=1.0,
+    )
     look_floor: float = tuning(
         1e-4,
         "the least probability one look gives any code: lower lets one bad look rule a card's "

@@ -126,6 +126,10 @@ class Track:
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
     code: str | None = None  # the code handed out this update
+    # the code a taught deck's own points found when it settled (``TableTracker.verify``) and
+    # the share of the belief it holds: it outweighs the looks until the card is carried away
+    verified: str | None = None
+    verified_share: float = 0.0
 
     # -- transitions -------------------------------------------------------------------------
 
@@ -183,12 +187,18 @@ class Track:
         return float(max(np.linalg.norm(q[0] - q[3]), np.linalg.norm(q[1] - q[2]), 1.0))
 
     def posterior(self) -> np.ndarray:
-        """Fused probability over the 48 codes (geometric mean of the looks, normalised)."""
+        """Fused probability over the 48 codes (geometric mean of the looks, normalised); a
+        card verified by its points (``verified``) holds ``verified_share`` of it."""
         if not self.looks:
-            return np.full(N_CODES, 1.0 / N_CODES)
-        mean = np.mean(np.stack(self.looks), axis=0)
-        p = np.exp(mean - mean.max())
-        return p / p.sum()
+            p = np.full(N_CODES, 1.0 / N_CODES)
+        else:
+            mean = np.mean(np.stack(self.looks), axis=0)
+            p = np.exp(mean - mean.max())
+            p /= p.sum()
+        if self.verified is not None:
+            p = (1.0 - self.verified_share) * p
+            p[ALL_CODES.index(self.verified)] += self.verified_share
+        return p
 
 
 @dataclass(frozen=True)
@@ -268,11 +278,15 @@ def look_vector(det: Detections, i: int, floor: float = DEFAULT_SETTINGS.look_fl
 
 
 class TableTracker:
-    """``tracker.update(detections, frame) -> TableState``; see the module docstring."""
+    """``tracker.update(detections, frame) -> TableState``; see the module docstring.
+    ``verify(image, quad) -> (code, confidence) | None``: a second, costlier reading of one
+    card, asked once when a card settles (a taught deck's own points,
+    ``Recognizer.verify_quad``); its code then outweighs the looks."""
 
-    def __init__(self, zones: Zones, settings: TrackerSettings = DEFAULT_SETTINGS):
+    def __init__(self, zones: Zones, settings: TrackerSettings = DEFAULT_SETTINGS, verify=None):
         self.zones = zones
         self.settings = settings
+        self.verify = verify
         self.tracks: dict[int, Track] = {}
         self._next_id = 1
         self._updates = 0
@@ -402,9 +416,26 @@ class TableTracker:
             elif track.quiet_time == float("inf"):
                 track.quiet_time = frame.time
         self._settle(u, frame.index, frame.time, hand, occluded)
+        self._verify_settled(frame)
         cleared = self._clear_ended(frame.time)
         self.state = self._table_state(frame, hand, cleared)
         return self.state
+
+    def _verify_settled(self, frame) -> None:
+        """Ask ``verify`` about each card that settled on this frame and has no verified code
+        yet: once a card, not every frame (it costs tens of ms a card)."""
+        image = getattr(frame, "image", None)
+        if self.verify is None or image is None:
+            return
+        for track in self.tracks.values():
+            if (
+                track.state is TrackState.SETTLED
+                and track.steady_since == frame.index
+                and track.verified is None
+            ):
+                found = self.verify(image, track.quad)
+                if found is not None and found[0] in ALL_CODES:
+                    track.verified, track.verified_share = found[0], self.settings.verified_share
 
     def _clear_ended(self, now: float) -> bool:
         """Drop the ended round's cards once (nearly) none of those in sight has been seen for
@@ -526,6 +557,7 @@ class TableTracker:
                     track.unsettle()
                 track.hits.clear()
                 track.looks.clear()
+                track.verified = None  # read again where it comes to rest
             # a capture-area card is not counted until it lies: one that stirs, steady or
             # not, is still in a hand (a field card once steady stays so: it is not decided)
             watched = track.state is TrackState.ARRIVING or (
