@@ -194,6 +194,8 @@ def m003_match_archived(db: sqlite_utils.Database) -> None:
     db["matches"].add_column("archived", int, not_null_default=0)
 
 
+JOURNAL_SUFFIX = "-wal"  # SQLite's write-ahead log beside the database file
+
 EXPORT_FORMAT = "hanafuda-companion-match"
 EXPORT_VERSION = 1
 
@@ -247,6 +249,10 @@ class MatchStore:
         self.damaged: str | None = None  # what the integrity check found: no writes then
         self._games: dict[int, str] = {}  # match_id -> game (never changes)
         self._identity: tuple[int, int] | None = None  # the file's (device, inode) once open
+        # The write-ahead log's (device, inode): events live there until a checkpoint copies
+        # them into the file, so a deleted log would take them with it.
+        self._journal_identity: tuple[int, int] | None = None
+        self._busy_timeout = 15.0
         # Called as listener(match_id, last_seq) after each append made through this store
         # (the live tally wakes its followers at once instead of waiting for its next look).
         self._listeners: list[weakref.WeakMethod] = []
@@ -283,6 +289,7 @@ class MatchStore:
                 except (OSError, sqlite3.Error) as exc:
                     raise StoreError(f"Cannot open the database {path}: {exc}.") from exc
                 store = cls(sqlite_utils.Database(conn), path)
+                store._busy_timeout = busy_timeout
         store._prepare()
         return store
 
@@ -308,16 +315,49 @@ class MatchStore:
                 raise StoreError(_cannot_write(where, exc)) from None
             raise StoreError(f"{where} is not a usable match database ({exc}).") from exc
         self._identity = self._file_identity()
+        self._journal_identity = self._file_identity(JOURNAL_SUFFIX)
 
-    def _file_identity(self) -> tuple[int, int] | None:
-        """The database file's (device, inode), to notice it being deleted or replaced."""
+    def _file_identity(self, suffix: str = "") -> tuple[int, int] | None:
+        """The database file's (device, inode), or its write-ahead log's (``suffix`` "-wal"),
+        to notice it being deleted or replaced."""
         if self.path is None:
             return None
         try:
-            found = os.stat(self.path)
+            found = os.stat(f"{self.path}{suffix}")
         except OSError:
             return None
         return (found.st_dev, found.st_ino)
+
+    def _journal_lost(self) -> bool:
+        """Whether the write-ahead log this connection writes into is no longer the file on
+        disk (deleted or replaced while in use)."""
+        expected = self._journal_identity
+        return expected is not None and self._file_identity(JOURNAL_SUFFIX) != expected
+
+    def _rescue_journal(self) -> None:
+        """The write-ahead log was deleted while in use: the events in it are still readable
+        through this connection, so copy them all into the database file (a checkpoint) and
+        reconnect, which starts a new log on disk. StoreError when they cannot all be
+        copied (another program holds the log)."""
+        conn = self.db.conn
+        try:
+            busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error:
+            busy, logged, copied = 1, 0, -1
+        if busy or copied != logged:
+            raise StoreError(
+                f"The journal file {self.path}{JOURNAL_SUFFIX} was deleted while in use and "
+                "another program still holds it; nothing was recorded: close the other "
+                "programs using this database and restart this one."
+            )
+        conn.close()
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=self._busy_timeout)
+        self.db.conn = conn
+        with self.db.ensure_autocommit_on():
+            self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("SELECT count(*) FROM matches").fetchone()  # opens the new log
+        self._journal_identity = self._file_identity(JOURNAL_SUFFIX)
 
     def _check_file_still_there(self) -> None:
         """Refuse a write once the database file has been deleted or replaced: SQLite would
@@ -351,6 +391,9 @@ class MatchStore:
     def _reading(self):
         """A read under the lock; a damaged row or page is a StoreError, not a traceback."""
         with self._lock:
+            if self._journal_lost():  # noticed at the next look, not only at the next write
+                with contextlib.suppress(StoreError, sqlite3.Error):
+                    self._rescue_journal()  # what fails here, the next write says
             try:
                 yield
             except CompanionError:
@@ -384,6 +427,8 @@ class MatchStore:
                     "to it: restore a backup or start a new database."
                 )
             self._check_file_still_there()
+            if self._journal_lost():  # what was acknowledged lies in a deleted file: keep it
+                self._rescue_journal()
             conn = self.db.conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -395,6 +440,8 @@ class MatchStore:
                     raise
                 else:
                     conn.execute("COMMIT")
+                    if self._journal_lost():  # deleted while writing: before acknowledging
+                        self._rescue_journal()
             except sqlite3.IntegrityError:
                 # Only a writer that bypassed the seq check could collide on (match_id, seq).
                 raise StaleEventError(Message("refusal.stale")) from None

@@ -461,6 +461,57 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path):
     conn.close()
 
 
+JOURNAL_DELETER = textwrap.dedent(
+    """
+    import os, sys
+    from companion.store import MatchStore
+    from companion.bench.live_tally import bench_events
+
+    store = MatchStore.open(sys.argv[1])
+    match_id = int(sys.argv[2])
+    events = iter(bench_events(100000))
+    for n in range(45):
+        journal = sys.argv[1] + "-wal"
+        if n in (5, 25) and os.path.exists(journal):  # "stray" files cleaned up meanwhile
+            os.remove(journal)
+        stored = store.append(match_id, next(events), request_id=f"d-{n}")
+        print(stored.seq, flush=True)
+    sys.stdin.readline()  # held open until killed
+    """
+)
+
+
+def test_journal_deleted_while_in_use_loses_nothing_acknowledged(tmp_path):
+    path = tmp_path / "journal.db"
+    with MatchStore.open(path) as s:
+        match_id = s.create_match(players=["Aki", "Ben"])
+        s.append(match_id, {"type": "round_started"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", JOURNAL_DELETER, str(path), str(match_id)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    acked = []
+    try:
+        while len(acked) < 45:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            acked.append(int(line))
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert len(acked) == 45, proc.stderr.read()
+
+    with MatchStore.open(path) as reopened:
+        seqs = [e.seq for e in reopened.events(match_id)]
+        assert set(acked) <= set(seqs), f"{len(set(acked) - set(seqs))} acknowledged lost"
+        assert seqs == list(range(1, len(seqs) + 1))
+
+
 RACER = textwrap.dedent(
     """
     import sys, time
@@ -612,3 +663,20 @@ def test_statistics_across_matches(store):
     assert aki.koi_calls == 2 and aki.koi_paid == 2
     assert aki.yaku_made >= 2 and aki.points > 0 and ben.points == -aki.points
     assert figures.players[0].name == "Aki"
+
+
+def test_journal_deleted_then_a_look_keeps_what_was_acknowledged(tmp_path):
+    """Deleted after the last write: the next read copies the log's events into the file."""
+    path = tmp_path / "look.db"
+    store = MatchStore.open(path)
+    match_id = store.create_match(players=["Aki", "Ben"])
+    store.append(match_id, {"type": "round_started"})
+    os.remove(f"{path}-wal")
+    assert store.last_seq(match_id) == 2
+    copy = tmp_path / "copy.db"  # the file alone, as a kill -9 would leave it
+    copy.write_bytes(path.read_bytes())
+    with MatchStore.open(copy) as reopened:
+        assert reopened.last_seq(match_id) == 2
+    assert store.append(match_id, {"type": "undo"}).seq == 3
+    assert os.path.exists(f"{path}-wal")  # a new log on disk
+    store.close()
