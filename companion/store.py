@@ -114,6 +114,15 @@ class MatchInfo:
     finished: bool = False
     game: str = registry.KOIKOI.name  # the name of its game (``registry.GAMES``)
     archived: bool = False  # put away: listed apart, kept whole
+    # the score as of ``standing["seq"]`` (``standing_of``): each side, its members and
+    # total, the round it is at; None where no change was made since it was kept
+    standing: dict | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def current_standing(self) -> dict | None:
+        """The kept score when it is the score after the last event, else None (replay)."""
+        kept = self.standing
+        return kept if kept is not None and kept.get("seq") == self.last_seq else None
 
     @property
     def label(self) -> str:
@@ -192,6 +201,13 @@ def m002_match_game(db: sqlite_utils.Database) -> None:
 def m003_match_archived(db: sqlite_utils.Database) -> None:
     # Archived matches are listed apart; nothing about their log changes.
     db["matches"].add_column("archived", int, not_null_default=0)
+
+
+@migrations()
+def m004_match_standing(db: sqlite_utils.Database) -> None:
+    # The score as listed (``standing``), written with each change, so that the match list
+    # reads it instead of replaying every log; NULL until a change is made by this version.
+    db["matches"].add_column("standing", str)
 
 
 JOURNAL_SUFFIX = "-wal"  # SQLite's write-ahead log beside the database file
@@ -512,7 +528,7 @@ class MatchStore:
         with self._lock, self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?)",
+                " last_seq, finished, game, standing) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)",
                 [
                     title,
                     json.dumps(listing["players"], ensure_ascii=False),
@@ -522,6 +538,7 @@ class MatchStore:
                     json.dumps(listing["options"], ensure_ascii=False, sort_keys=True),
                     created,
                     game.name,
+                    _standing_json(state, 1),
                 ],
             )
             match_id = cursor.lastrowid
@@ -689,11 +706,13 @@ class MatchStore:
             int(state.finished),
             game,
             int(info.get("archived") is True),
+            _standing_json(state, len(events)),
         ]
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished, game, archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " last_seq, finished, game, archived, standing)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 fields,
             )
             match_id = cursor.lastrowid
@@ -946,8 +965,8 @@ class MatchStore:
                 )
                 stored.append(StoredEvent(seq, event, created, rid))
             conn.execute(
-                "UPDATE matches SET last_seq = ?, finished = ? WHERE id = ?",
-                [seq, int(new_state.finished), match_id],
+                "UPDATE matches SET last_seq = ?, finished = ?, standing = ? WHERE id = ?",
+                [seq, int(new_state.finished), _standing_json(new_state, seq), match_id],
             )
         self._cache[match_id] = (seq, new_state)
         return stored
@@ -1138,6 +1157,37 @@ def _event_json(event) -> str:
     return json.dumps(event.to_dict(), ensure_ascii=False, sort_keys=True)
 
 
+def standing_of(state) -> dict:
+    """A match's score as the match list shows it: each side with its members and total, the
+    round it is at and the rounds planned (both games' states give these)."""
+    return {
+        "sides": [
+            [side, list(state.members(side)), state.totals.get(side, 0)] for side in state.players
+        ],
+        "round": state.round_number,
+        "rounds": state.rounds_planned,
+    }
+
+
+def _standing_json(state, seq: int) -> str | None:
+    try:
+        return json.dumps({"seq": seq, **standing_of(state)}, ensure_ascii=False)
+    except (AttributeError, TypeError, ValueError):  # a state that cannot say it: replayed
+        return None
+
+
+def _kept_standing(text) -> dict | None:
+    """The kept score of a row, or None where it is missing or not what this version writes
+    (the list then replays that match)."""
+    try:
+        kept = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(kept, dict) or not isinstance(kept.get("sides"), list):
+        return None
+    return kept
+
+
 def _match_info(row: dict) -> MatchInfo:
     return MatchInfo(
         id=row["id"],
@@ -1152,4 +1202,5 @@ def _match_info(row: dict) -> MatchInfo:
         finished=bool(row["finished"]),
         game=row.get("game") or registry.KOIKOI.name,
         archived=bool(row.get("archived")),
+        standing=_kept_standing(row.get("standing")),
     )
