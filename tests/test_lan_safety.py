@@ -307,6 +307,16 @@ def test_camera_credentials_are_never_shown(store):
     assert "192.0.2.9" in client.get("/live/status").get_json()["source"]
 
 
+@pytest.mark.parametrize("password", ["zqv pw", "zqv#pw", "pw zqv", "pw#zqv", "p/w@zqv"])
+def test_a_camera_password_of_any_characters_is_never_shown(store, password):
+    camera = CameraWithPassword(f"rtsp://admin:{password}@192.0.2.9:554/live")
+    assert "zqv" not in camera.source.describe()
+    client = create_app(store, testing=True, live=camera).test_client()
+    for path in ("/live/status", "/live", "/"):
+        assert "zqv" not in client.get(path).get_data(as_text=True), path
+    assert "192.0.2.9" in client.get("/live/status").get_json()["source"]
+
+
 def test_redact_url_hides_every_credential():
     from companion.live.sources import redact_url
 
@@ -316,6 +326,8 @@ def test_redact_url_hides_every_credential():
     )
     assert redact_url("stream rtsp://u:p@ss@h:554/x") == "stream rtsp://***@h:554/x"
     assert redact_url("camera 0") == "camera 0"
+    assert redact_url("open rtsp://u:p w#x@h/x: no\nnext") == "open rtsp://***@h/x: no\nnext"
+    assert redact_url("rtsp://a:b@h/1 and http://c:d@e/2") == "rtsp://***@h/1 and http://***@e/2"
 
 
 # ---------------------------------------------------------------------------------------------
