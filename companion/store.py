@@ -23,6 +23,7 @@ import sqlite3
 import sys
 import threading
 import unicodedata
+import urllib.parse
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,6 +270,8 @@ class MatchStore:
         # them into the file, so a deleted log would take them with it.
         self._journal_identity: tuple[int, int] | None = None
         self._busy_timeout = 15.0
+        self.read_only = False  # opened read-only (a copy on read-only media): no writes
+        self._refused_as_read_only = False  # opening found the file or its folder read-only
         # Called as listener(match_id, last_seq) after each append made through this store
         # (the live tally wakes its followers at once instead of waiting for its next look).
         self._listeners: list[weakref.WeakMethod] = []
@@ -299,6 +302,8 @@ class MatchStore:
                     raise StoreError(f"Cannot open the database {path}: {exc.strerror}.") from None
                 if is_dir:
                     raise StoreError(f"The database path {path} is a folder, not a file.")
+                if _read_only_file(path):  # a copy on read-only media: read it as it is
+                    return cls._open_read_only(path)
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout)
@@ -306,6 +311,28 @@ class MatchStore:
                     raise StoreError(f"Cannot open the database {path}: {exc}.") from exc
                 store = cls(sqlite_utils.Database(conn), path)
                 store._busy_timeout = busy_timeout
+                try:
+                    store._prepare()
+                except StoreError:
+                    if not store._refused_as_read_only:
+                        raise
+                    store.db.conn.close()
+                    return cls._open_read_only(path)  # the system refused writing: read it
+                return store
+        store._prepare()
+        return store
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> MatchStore:
+        """The database at ``path`` opened for reading only (``immutable``: SQLite then needs
+        no journal files beside it); every change is refused with one sentence."""
+        uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro&immutable=1"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"Cannot open the database {path}: {exc}.") from None
+        store = cls(sqlite_utils.Database(conn), path)
+        store.read_only = True
         store._prepare()
         return store
 
@@ -313,6 +340,9 @@ class MatchStore:
         try:
             with self._lock:
                 on_disk = bool(self.db.execute("PRAGMA database_list").fetchone()[2])
+                if self.read_only:
+                    self.damaged = self._integrity_problem()
+                    return
                 if on_disk:
                     problem = self._integrity_problem()
                     if problem:
@@ -328,6 +358,8 @@ class MatchStore:
         except sqlite3.DatabaseError as exc:
             where = self.path or "the database"
             if _is_write_failure(exc):
+                text = str(exc).lower()
+                self._refused_as_read_only = "readonly" in text or "read-only" in text
                 raise StoreError(_cannot_write(where, exc)) from None
             raise StoreError(f"{where} is not a usable match database ({exc}).") from exc
         self._identity = self._file_identity()
@@ -361,11 +393,7 @@ class MatchStore:
         except sqlite3.Error:
             busy, logged, copied = 1, 0, -1
         if busy or copied != logged:
-            raise StoreError(
-                f"The journal file {self.path}{JOURNAL_SUFFIX} was deleted while in use and "
-                "another program still holds it; nothing was recorded: close the other "
-                "programs using this database and restart this one."
-            )
+            raise StoreError(Message("refusal.journal_held"))
         conn.close()
         conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=self._busy_timeout)
         self.db.conn = conn
@@ -383,10 +411,8 @@ class MatchStore:
         if expected is None:
             return
         if self._file_identity() != expected:
-            raise StoreError(
-                f"The database file {self.path} was deleted or replaced while in use; nothing "
-                "was recorded: restart the program (restore a backup if it was deleted)."
-            )
+            # no path: the tablet shows this sentence, and the path is the server's business
+            raise StoreError(Message("refusal.database_replaced"))
 
     def _integrity_problem(self) -> str | None:
         """What SQLite's quick check finds wrong with the file (None when it is sound)."""
@@ -436,6 +462,8 @@ class MatchStore:
         cannot interleave with another process's (a deferred transaction would fail its
         read-to-write upgrade instead of waiting)."""
         with self._lock:
+            if self.read_only:
+                raise StoreError(Message("refusal.read_only_database"))
             if self.damaged:
                 where = self.path or "the database"
                 raise StoreError(
@@ -669,14 +697,25 @@ class MatchStore:
             raise CompanionError(Message("refusal.export_too_deep"))
         engine = registry.game(game).engine
         events, times, ids = [], [], []
+        if rows and isinstance(rows[0], dict):  # its names as written, before the engine's
+            for name in _raw_names(rows[0].get("event")):
+                _check_printable(name, "field.player_name")
+        first_with: dict[str, int] = {}  # request id -> the event that first gave it
+        for n, row in enumerate(rows, 1):
+            rid = row.get("request_id") if isinstance(row, dict) else None
+            rid = None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH]
+            if rid is not None and rid in first_with:  # two changes cannot be one request
+                raise CompanionError(
+                    Message("refusal.export_duplicate_request", n=n, first=first_with[rid])
+                )
+            first_with.setdefault(rid, n)
+            ids.append(rid)
         try:
             for n, row in enumerate(rows, 1):
                 if not isinstance(row, dict) or row.get("seq") != n:
                     raise CompanionError(Message("refusal.export_event_order", n=n))
                 events.append(engine.Event.from_dict(row.get("event")))  # IllegalEvent
                 times.append(_timestamp(row.get("created_at")))
-                rid = row.get("request_id")
-                ids.append(None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH])
             if not events:
                 raise CompanionError(Message("refusal.export_no_event"))
             started = engine.apply(None, events[0])  # the set-up, checked as a new match's
@@ -701,7 +740,7 @@ class MatchStore:
             listing["rounds"],
             listing["oya"],
             json.dumps(listing["options"], ensure_ascii=False, sort_keys=True),
-            _timestamp(info.get("created_at") or times[0]),
+            _timestamp(info.get("created_at"), times[0]),
             len(events),
             int(state.finished),
             game,
@@ -1098,12 +1137,42 @@ def _title(title) -> str | None:
     return title
 
 
-def _timestamp(value) -> str:
-    """An export's time of an event, or now when it has none a person could read."""
-    text = str(value) if isinstance(value, str | int | float) else ""
-    if not text or len(text) > 40 or not text.isprintable():
-        return _now()
-    return text
+EARLIEST_YEAR = 2000  # no match was recorded by this program before
+
+
+def _timestamp(value, otherwise: str | None = None) -> str:
+    """An export's time (of an event, of the match) as kept: a date and time this program
+    could have written, from ``EARLIEST_YEAR`` to tomorrow; else ``otherwise`` (the match's
+    first event's time) or now. A number, a year 9999 or text that is no date is not a time
+    to list a match by."""
+    text = value if isinstance(value, str) else ""
+    try:
+        when = datetime.datetime.fromisoformat(text) if 0 < len(text) <= 40 else None
+    except ValueError:
+        when = None
+    if when is not None:
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        latest = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        if when.year >= EARLIEST_YEAR and when <= latest and text.isprintable():
+            return text
+    return otherwise if otherwise is not None else _now()
+
+
+def _raw_names(started) -> list[str]:
+    """Every name an export's start event writes (its players, Oya, first player, teams and
+    their members), as written: a name is checked before the engine reads it."""
+    if not isinstance(started, dict):
+        return []
+    names: list = []
+    for key in ("players", "oya", "first"):
+        value = started.get(key)
+        names += value if isinstance(value, list) else [value]
+    teams = started.get("teams")
+    if isinstance(teams, dict):
+        for team, members in teams.items():
+            names += [team, *(members if isinstance(members, list) else [])]
+    return [n for n in names if isinstance(n, str)]
 
 
 def _depth(value, limit: int = MAX_EXPORT_DEPTH) -> int:
@@ -1141,6 +1210,18 @@ def _cannot_write(where, exc: BaseException) -> str:
         f"Cannot use the database {where}: {why} ({_short(exc)}); "
         "free some space or give a writable place with --db or COMPANION_DB."
     )
+
+
+def _read_only_file(path: Path) -> bool:
+    """Whether ``path`` is a database this user may read but not change: the file, or the
+    folder SQLite keeps its journal in, read-only (a backup on a CD, a locked USB stick)."""
+    try:
+        if not path.is_file():
+            return False
+    except OSError:
+        return False
+    folder = path.parent
+    return not os.access(path, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK)
 
 
 def _is_write_failure(exc: BaseException) -> bool:

@@ -680,3 +680,54 @@ def test_journal_deleted_then_a_look_keeps_what_was_acknowledged(tmp_path):
     assert store.append(match_id, {"type": "undo"}).seq == 3
     assert os.path.exists(f"{path}-wal")  # a new log on disk
     store.close()
+
+
+def test_a_backup_on_read_only_media_opens_for_reading(tmp_path, monkeypatch):
+    """A copy on a CD or a locked stick: read as it is (no journal files made beside it), and
+    a change is refused with one sentence, never "free some space"."""
+    path = tmp_path / "backup.db"
+    with MatchStore.open(tmp_path / "live.db") as live:
+        match_id = live.create_match(players=["Aki", "Ben"])
+        live.append(match_id, {"type": "round_started"})
+        live.backup(path)
+    before = path.read_bytes()
+    # the tests run as root, who may write anywhere: the system says what it says to a user
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: not mode & os.W_OK and real_access(p, mode))
+    with MatchStore.open(path) as copy:
+        assert copy.read_only
+        assert [m.id for m in copy.matches()] == [match_id]
+        assert len(copy.state(match_id).log) == 2
+        with pytest.raises(StoreError, match="read-only") as refused:
+            copy.append(match_id, {"type": "undo"})
+        assert "free some space" not in str(refused.value)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.db", "live.db"]
+
+
+def test_an_import_with_nonsense_metadata_is_refused_or_dated_sensibly(store):
+    match_id = store.create_match(players=["Aki", "Ben"])
+    store.append(match_id, {"type": "round_started"}, request_id="r-1")
+    store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "01-1"},
+                 request_id="r-2")  # fmt: skip
+    export = store.export_match(match_id)
+    first_time = export["events"][0]["created_at"]
+    for nonsense in (-1, "9" * 40, "0001-01-01T00:00:00", "3000-01-01T00:00:00", "tomorrow"):
+        data = json.loads(json.dumps(export))
+        data["match"]["created_at"] = nonsense
+        assert store.get_match(store.import_match(data)).created_at == first_time
+    kept = json.loads(json.dumps(export))
+    kept["match"]["created_at"] = "2024-05-01T10:00:00+00:00"
+    assert store.get_match(store.import_match(kept)).created_at.startswith("2024-05-01")
+
+    named = json.loads(json.dumps(export))
+    named["events"][0]["event"]["players"] = ["A\x00ki", "Ben"]
+    with pytest.raises(CompanionError, match="player name cannot hold control characters"):
+        store.import_match(named)
+
+    twice = json.loads(json.dumps(export))
+    twice["events"][2]["request_id"] = "r-1"
+    with pytest.raises(CompanionError) as refused:
+        store.import_match(twice)
+    assert "repeats the request id of event 2" in str(refused.value)
+    assert "changed" not in str(refused.value)
