@@ -564,6 +564,9 @@ def save():
         raise
     finally:
         _teaching.release()
+        from companion.recognizer.image_files import give_memory_back
+
+        give_memory_back()  # the twelve photos and their crops: hundreds of MB back
     _forget_pending()
     target = url_for("teach.page", taught=deck.name)
     return go_to(target)
