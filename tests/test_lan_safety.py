@@ -909,3 +909,33 @@ def test_query_numbers_take_ascii_digits_only(store, match_id):
     ):
         assert client.get(url).status_code == 400, url
     assert client.get(f"/matches/{match_id}/seq?after=0&timeout=0").get_json()["seq"] == 1
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n\r\n",
+        b"POST /join HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n\r\n",
+        b"POST /join HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        b"Expect: 100-continue\r\n\r\n",
+    ],
+)
+def test_expect_continue_without_a_body_is_answered_at_once(store, request_head):
+    """No body to invite: the answer comes at once, not after the channel's timeout."""
+    with ServedApp(create_app(store), channel_timeout=30) as served:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as conn:
+            conn.sendall(request_head)
+            head = conn.recv(64)  # a timeout here fails the test
+    assert head.startswith(b"HTTP/1.1 ") and not head.startswith(b"HTTP/1.1 100"), head
+
+
+def test_expect_continue_still_invites_a_body(store):
+    with ServedApp(create_app(store)) as served:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as conn:
+            conn.sendall(
+                b"POST /join HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 6\r\n"
+                b"Content-Type: application/x-www-form-urlencoded\r\nExpect: 100-continue\r\n\r\n"
+            )
+            assert conn.recv(64) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            conn.sendall(b"code=1")
+            assert conn.recv(64).startswith(b"HTTP/1.1 4")  # no CSRF token: refused, answered
