@@ -392,7 +392,9 @@ class MatchStore:
             busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error:
             busy, logged, copied = 1, 0, -1
-        if busy or copied != logged:
+        if busy or copied != logged or _held_elsewhere(self.path):
+            # Everything readable is in the file now; but another process still writes into
+            # the deleted log, and two logs behind one index would garble both: no new one.
             raise StoreError(Message("refusal.journal_held"))
         conn.close()
         conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=self._busy_timeout)
@@ -1210,6 +1212,34 @@ def _cannot_write(where, exc: BaseException) -> str:
         f"Cannot use the database {where}: {why} ({_short(exc)}); "
         "free some space or give a writable place with --db or COMPANION_DB."
     )
+
+
+# SQLite's shared-memory index: every connection to the database holds a read lock on this
+# byte of ``NAME-shm`` while it is open (os_unix.c, UNIX_SHM_DMS)
+_SHM_DMS_BYTE = 128
+
+
+def _held_elsewhere(path: Path) -> bool:
+    """Whether another process has the database open (a read lock on its index's byte that
+    every connection holds); True where this cannot be known (not Linux, no index file)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import fcntl
+    import struct
+
+    try:
+        handle = os.open(f"{path}-shm", os.O_RDWR)
+    except OSError:
+        return True
+    try:
+        # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid (and padding)
+        asked = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _SHM_DMS_BYTE, 1, 0)
+        found = fcntl.fcntl(handle, fcntl.F_GETLK, asked)
+        return struct.unpack("hhqqi4x", found)[0] != fcntl.F_UNLCK
+    except OSError:
+        return True
+    finally:
+        os.close(handle)
 
 
 def _read_only_file(path: Path) -> bool:

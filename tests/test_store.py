@@ -731,3 +731,28 @@ def test_an_import_with_nonsense_metadata_is_refused_or_dated_sensibly(store):
         store.import_match(twice)
     assert "repeats the request id of event 2" in str(refused.value)
     assert "changed" not in str(refused.value)
+
+
+def test_journal_deleted_while_another_process_holds_it_is_refused_not_split(tmp_path):
+    """Two processes on one database: a new log beside the one the other still writes into
+    would garble both, so a write is refused in one sentence until the other has closed;
+    what was acknowledged is kept in the file meanwhile."""
+    path = tmp_path / "shared.db"
+    store = MatchStore.open(path)
+    match_id = store.create_match(players=["Aki", "Ben"])
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from companion.store import MatchStore; "
+         "s = MatchStore.open(sys.argv[1]); s.matches(); print('open', flush=True); "
+         "sys.stdin.readline()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert other.stdout.readline().strip() == "open"
+    os.remove(f"{path}-wal")
+    with pytest.raises(StoreError, match="another program still holds it"):
+        store.append(match_id, {"type": "round_started"})
+    other.communicate("\n", timeout=30)
+    assert store.append(match_id, {"type": "round_started"}).seq == 2
+    store.close()
+    with MatchStore.open(path) as reopened:
+        assert reopened.last_seq(match_id) == 2
