@@ -388,6 +388,8 @@ class MatchStore:
         reconnect, which starts a new log on disk. StoreError when they cannot all be
         copied (another program holds the log)."""
         conn = self.db.conn
+        if self._file_identity() != self._identity:  # the file went too: nothing to keep it in
+            raise StoreError(Message("refusal.database_replaced"))
         try:
             busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error:

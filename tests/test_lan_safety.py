@@ -771,20 +771,22 @@ def _make_writable(folder: Path) -> None:
         item.chmod(0o644)
 
 
-def test_a_read_only_location_is_said_to_be_read_only_not_damaged(tmp_path):
+def test_a_read_only_location_is_read_and_said_to_be_read_only_not_damaged(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     store = MatchStore.open(folder / "m.db")
-    store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     store.close()
     try:
         if not _make_read_only(folder):
             pytest.skip("cannot make a folder read-only here")
-        with pytest.raises(StoreError) as refused:
-            MatchStore.open(folder / "m.db")
+        with MatchStore.open(folder / "m.db") as copy:  # read as it is
+            assert [m.id for m in copy.matches()] == [match_id]
+            with pytest.raises(StoreError) as refused:
+                copy.append(match_id, {"type": "round_started"})
     finally:
         _make_writable(folder)
-    assert "read-only" in str(refused.value)
+    assert "read-only" in str(refused.value) and "free some space" not in str(refused.value)
     assert "integrity" not in str(refused.value) and "damaged" not in str(refused.value)
 
 

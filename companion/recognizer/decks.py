@@ -14,6 +14,7 @@ which one it uses.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -276,6 +277,8 @@ class UserDeck:
         _make_folder(decks_dir, self.name)
         staging = decks_dir / f".{self.name}{STAGING_MARK}{os.getpid()}-{time.time_ns()}"
         try:
+            if folder.exists() and not folder.is_dir():  # a file in the way: never replaced
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
             staging.mkdir()
             if names_file is not None:
                 shutil.copyfile(names_file, staging / NAMES_FILE)
