@@ -69,7 +69,10 @@ def decoded(data, long_side: int) -> np.ndarray | None:
     factor = reduction(found[1], found[2], long_side) if found else 1
     large = found is not None and found[1] * found[2] > LARGE_PIXELS
     with _large if large else _nothing():
-        image = cv2.imdecode(buffer, _REDUCED.get(factor, cv2.IMREAD_COLOR))
+        try:
+            image = cv2.imdecode(buffer, _REDUCED.get(factor, cv2.IMREAD_COLOR))
+        except cv2.error:  # a header OpenCV believes, then data it cannot decode
+            image = None
         if image is not None and max(image.shape[:2]) > long_side:
             scale = long_side / max(image.shape[:2])
             image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)

@@ -194,9 +194,8 @@ def keep_photo(folder: Path, slot: int | str, data: bytes) -> Path:
             ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 95])
             data = encoded.tobytes() if ok else data
             del image, encoded
-        elif cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_REDUCED_COLOR_8) is None:
-            # kept as sent: only whether it decodes is checked here (at an eighth of its
-            # sides), the check that follows reads it whole
+        elif cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) is None:
+            # kept as sent (at most KEPT_LONG_SIDE): only whether it decodes is checked here
             raise WebError(_("This photo cannot be read: save it again as JPEG or PNG."), 400)
     stem = _stem(slot)
     for old in folder.glob(f"{stem}.*"):
