@@ -1,5 +1,5 @@
 """Teaching photos as a player takes them in his own kitchen, for measuring how often teaching
-accepts a month's photo at the first try (``first_try``, ``companion-lab kitchen-photos``): a renderer of its own (not the simulator's teaching
+accepts a month's photo at the first try (``first_try``; ``companion-lab kitchen-photos``): a renderer of its own (not the simulator's teaching
 photos), the four cards of a month lying on marble, wood grain, a tablecloth, a plain light or
 dark table or one of ../shared/backgrounds, in a row or a 2x2, a few millimetres to a finger's
 width apart, the phone tilted up to 15 degrees in any direction, the photo upright or wide,
@@ -68,7 +68,9 @@ def _pale_face(month: int, index: int, seed: int) -> np.ndarray:
     if index == 1:
         cv2.circle(face, (w // 2, 260), 110, (40, 40, 220), -1)
     elif index == 3:
-        cv2.rectangle(face, (250, 120), (360, 560), (60, 60, 200) if month % 2 else (190, 90, 40), -1)
+        cv2.rectangle(
+            face, (250, 120), (360, 560), (60, 60, 200) if month % 2 else (190, 90, 40), -1
+        )
     return face
 
 
@@ -90,7 +92,9 @@ def made_up_deck(kind: str, folder: Path, seed: int = 0) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         for month in range(1, 13):
             for index in range(1, 5):
-                cv2.imwrite(str(folder / f"{month:02d}-{index}.png"), _pale_face(month, index, seed))
+                cv2.imwrite(
+                    str(folder / f"{month:02d}-{index}.png"), _pale_face(month, index, seed)
+                )
     else:
         raise ValueError(f"no made-up design {kind!r}: {', '.join(MADE_UP)}")
     return folder
@@ -164,7 +168,9 @@ def _table(rng, kind: str, h: int, w: int, px_per_mm: float) -> tuple[np.ndarray
         angle = rng.uniform(0, math.pi)
         u = (xx * math.cos(angle) + yy * math.sin(angle)) / (rng.uniform(25, 70) * mm)
         veins = np.abs(np.sin(u + 2.5 * turb)) ** rng.uniform(0.15, 0.4)
-        shade = 1 - rng.uniform(0.15, 0.45) * (1 - veins) - 0.04 * _smooth_noise(rng, sh, sw, 30 * mm)
+        shade = (
+            1 - rng.uniform(0.15, 0.45) * (1 - veins) - 0.04 * _smooth_noise(rng, sh, sw, 30 * mm)
+        )
         img = shade[..., None] * base
         name = "marble"
     elif kind == "wood":
@@ -211,7 +217,9 @@ def _table(rng, kind: str, h: int, w: int, px_per_mm: float) -> tuple[np.ndarray
         img = np.tile(tex, reps)[:sh, :sw]
         img = img * rng.uniform(0.7, 1.2, 3)
         name = f"texture:{path.stem}"
-    img = cv2.resize(np.clip(img, 0, 255).astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR)
+    img = cv2.resize(
+        np.clip(img, 0, 255).astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR
+    )
     return img, name
 
 
@@ -238,7 +246,9 @@ def _camera(rng, w: int, h: int, layout_mm: np.ndarray, fill: float, tilt_deg: f
     t, azimuth = math.radians(tilt_deg), rng.uniform(0, 2 * math.pi)
     roll = rng.normal(0, math.radians(4))
     # world: the table is z = 0, the camera above it looking down (its y axis along -Y world)
-    down = np.array([math.sin(t) * math.cos(azimuth), math.sin(t) * math.sin(azimuth), -math.cos(t)])
+    down = np.array(
+        [math.sin(t) * math.cos(azimuth), math.sin(t) * math.sin(azimuth), -math.cos(t)]
+    )
     x_axis = np.cross(down, [0.0, 1.0, 0.0])
     if np.linalg.norm(x_axis) < 1e-6:
         x_axis = np.array([1.0, 0, 0])
@@ -270,8 +280,14 @@ def _project(hom: np.ndarray, pts: np.ndarray) -> np.ndarray:
 
 def _card_mm(cx: float, cy: float, angle: float) -> np.ndarray:
     """Corners TL, TR, BR, BL (table mm; the card's top toward -Y, as the photo's top)."""
-    local = np.array([[-CARD_W_MM / 2, -CARD_H_MM / 2], [CARD_W_MM / 2, -CARD_H_MM / 2],
-                      [CARD_W_MM / 2, CARD_H_MM / 2], [-CARD_W_MM / 2, CARD_H_MM / 2]])  # fmt: skip
+    local = np.array(
+        [
+            [-CARD_W_MM / 2, -CARD_H_MM / 2],
+            [CARD_W_MM / 2, -CARD_H_MM / 2],
+            [CARD_W_MM / 2, CARD_H_MM / 2],
+            [-CARD_W_MM / 2, CARD_H_MM / 2],
+        ]
+    )
     c, s = math.cos(angle), math.sin(angle)
     return local @ np.array([[c, s], [-s, c]]) + [cx, cy]
 
@@ -279,6 +295,7 @@ def _card_mm(cx: float, cy: float, angle: float) -> np.ndarray:
 def _layout(rng, square: bool, close: bool) -> tuple[np.ndarray, list[float]]:
     """Four cards' corners (4,4,2 mm) in slot order (a row left to right, or a 2x2 read like
     a page) and the gaps between neighbours (mm)."""
+
     def gap() -> float:
         return rng.uniform(1.5, 5.0) if close else rng.uniform(4.0, 22.0)
 
@@ -295,7 +312,11 @@ def _layout(rng, square: bool, close: bool) -> tuple[np.ndarray, list[float]]:
         x = 0.0
         for k in range(4):
             if k:
-                g = gap() if (close and k == 1 + rng.integers(3)) or not close else rng.uniform(3, 12)
+                g = (
+                    gap()
+                    if (close and k == 1 + rng.integers(3)) or not close
+                    else rng.uniform(3, 12)
+                )
                 gaps.append(g)
                 x += CARD_W_MM + g
             cards.append(_card_mm(x, rng.normal(0, 1.5), rng.normal(0, 0.03)))
@@ -319,12 +340,22 @@ def _paste_card(img: np.ndarray, face: np.ndarray, quad: np.ndarray, edge: np.nd
         return
     long_px = float(np.linalg.norm(quad[3] - quad[0]))
     scale = min(1.0, 1.3 * long_px / face.shape[0])
-    small = cv2.resize(face, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else face
+    small = (
+        cv2.resize(face, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        if scale < 1
+        else face
+    )
     fh, fw = small.shape[:2]
     src = np.float32([[0, 0], [fw, 0], [fw, fh], [0, fh]])
     m = cv2.getPerspectiveTransform(src, (quad - [x0, y0]).astype(np.float32))
-    warped = cv2.warpPerspective(small, m, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR,
-                                 borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0, 0))  # fmt: skip
+    warped = cv2.warpPerspective(
+        small,
+        m,
+        (x1 - x0, y1 - y0),
+        flags=cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=(0, 0, 0, 0),
+    )
     alpha = warped[..., 3:4].astype(np.float32) / 255
     # the cut edge: the card's outline one or two pixels out, in the card stock's colour
     edge_alpha = cv2.dilate(alpha[..., 0], np.ones((3, 3), np.uint8))[..., None]
@@ -346,9 +377,13 @@ RENDER_SHARE = 0.5  # photos are drawn at this share of their size, then enlarge
 
 
 def render_kitchen_photo(
-    seed: int, deck: str | Path, month: int, table: str | None = None,
-    trouble: str | None = None, scratch: Path | None = None,
-) -> KitchenPhoto:  # fmt: skip
+    seed: int,
+    deck: str | Path,
+    month: int,
+    table: str | None = None,
+    trouble: str | None = None,
+    scratch: Path | None = None,
+) -> KitchenPhoto:
     """Month ``month``'s four cards of ``deck`` as a player photographs them (see the module);
     ``table`` and ``trouble`` drawn from ``TABLES`` and ``TROUBLES`` unless given."""
     folder = deck_folder(str(deck), scratch) if not Path(str(deck)).is_dir() else Path(deck)
@@ -397,8 +432,14 @@ def render_kitchen_photo(
         across = np.array([-towards[1], towards[0]])
         width = rng.uniform(0.3, 0.7) * card_px
         tip = at + towards * rng.uniform(-0.3, 0.3) * card_px
-        poly = np.array([edge_pt - towards * 50 + across * width, edge_pt - towards * 50 - across * width,
-                         tip - across * width * 0.7, tip + across * width * 0.7])  # fmt: skip
+        poly = np.array(
+            [
+                edge_pt - towards * 50 + across * width,
+                edge_pt - towards * 50 - across * width,
+                tip - across * width * 0.7,
+                tip + across * width * 0.7,
+            ]
+        )
         mask = np.zeros((sh, sw), np.float32)
         cv2.fillPoly(mask, [np.round(poly / 8).astype(np.int32)], 1.0, cv2.LINE_AA)
         mask = cv2.GaussianBlur(mask, (0, 0), max(0.5, rng.uniform(0.05, 0.25) * width / 8))
@@ -425,10 +466,20 @@ def render_kitchen_photo(
     quality = int(rng.integers(70, 95))
     _, data = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, quality])
     quads = (quads + 0.5) * np.float32([full_w / w, full_h / h]) - 0.5
-    info.update(table=table_name, table_kind=table, trouble=trouble, size=[full_w, full_h],
-                layout="2x2" if square else "row", gaps_mm=gaps, tilt_deg=round(tilt, 1),
-                blur_px=round(float(sigma) / RENDER_SHARE, 2), jpeg=quality,
-                deck=folder.name, month=month, seed=seed)  # fmt: skip
+    info.update(
+        table=table_name,
+        table_kind=table,
+        trouble=trouble,
+        size=[full_w, full_h],
+        layout="2x2" if square else "row",
+        gaps_mm=gaps,
+        tilt_deg=round(tilt, 1),
+        blur_px=round(float(sigma) / RENDER_SHARE, 2),
+        jpeg=quality,
+        deck=folder.name,
+        month=month,
+        seed=seed,
+    )
     return KitchenPhoto(
         cv2.imdecode(data, cv2.IMREAD_COLOR), quads.astype(np.float32), info, data.tobytes()
     )
@@ -463,8 +514,14 @@ def check_photo(task: tuple) -> dict:
     if not problem:
         long = np.linalg.norm(photo.quads[:, 3] - photo.quads[:, 0], axis=1).mean()
         right = bool(np.abs(read.quads - photo.quads).max() / long <= RIGHT_CORNER)
-    return {**photo.info, "deck": str(deck), "problem": problem, "said": str(read.problem),
-            "accepted": not problem, "right": right}  # fmt: skip
+    return {
+        **photo.info,
+        "deck": str(deck),
+        "problem": problem,
+        "said": str(read.problem),
+        "accepted": not problem,
+        "right": right,
+    }
 
 
 def first_try(seeds, decks=SHARED_DECKS + MADE_UP, workers: int = 1, scratch=None) -> list[dict]:
@@ -472,7 +529,9 @@ def first_try(seeds, decks=SHARED_DECKS + MADE_UP, workers: int = 1, scratch=Non
     scratch = Path(scratch or tempfile.mkdtemp(prefix="kitchen-decks-"))
     for deck in decks:  # the made-up designs written once, before the workers need them
         deck_folder(deck, scratch)
-    tasks = [(seed, deck, month, scratch) for seed in seeds for deck in decks for month in range(1, 13)]
+    tasks = [
+        (seed, deck, month, scratch) for seed in seeds for deck in decks for month in range(1, 13)
+    ]
     if workers <= 1:
         return [check_photo(t) for t in tasks]
     from concurrent.futures import ProcessPoolExecutor

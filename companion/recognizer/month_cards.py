@@ -61,6 +61,7 @@ class MonthCards:
     layout: str
     support: np.ndarray
     close: bool = False  # some cards lie so close that one outline held several
+
     def __len__(self) -> int:
         return len(self.quads)
 
@@ -107,10 +108,18 @@ def _lab_steps(lab: np.ndarray, quad: np.ndarray, reach: int, others=None, prob=
             x_out, y_out = (at + 3 * n)[..., 0], (at + 3 * n)[..., 1]
             x_in, y_in = (at - 3 * n)[..., 0], (at - 3 * n)[..., 1]
             table = prob.astype(np.float32)
-            outside = cv2.remap(table, np.clip(x_out, 0, w - 1).astype(np.float32),
-                                np.clip(y_out, 0, h - 1).astype(np.float32), cv2.INTER_LINEAR)
-            inside = cv2.remap(table, np.clip(x_in, 0, w - 1).astype(np.float32),
-                               np.clip(y_in, 0, h - 1).astype(np.float32), cv2.INTER_LINEAR)
+            outside = cv2.remap(
+                table,
+                np.clip(x_out, 0, w - 1).astype(np.float32),
+                np.clip(y_out, 0, h - 1).astype(np.float32),
+                cv2.INTER_LINEAR,
+            )
+            inside = cv2.remap(
+                table,
+                np.clip(x_in, 0, w - 1).astype(np.float32),
+                np.clip(y_in, 0, h - 1).astype(np.float32),
+                cv2.INTER_LINEAR,
+            )
             contrast[side] = outside - inside  # fmt: skip
     return steps, normals, offsets, contrast
 
@@ -295,7 +304,10 @@ def _overlaps(quad, quads) -> bool:
     for other in quads:
         if cv2.pointPolygonTest(other.astype(np.float32), tuple(map(float, centre)), False) >= 0:
             return True
-        if cv2.pointPolygonTest(quad.astype(np.float32), tuple(map(float, other.mean(0))), False) >= 0:
+        if (
+            cv2.pointPolygonTest(quad.astype(np.float32), tuple(map(float, other.mean(0))), False)
+            >= 0
+        ):
             return True
     return False
 
@@ -330,9 +342,11 @@ def _complete(lab: np.ndarray, cards: list, prob: np.ndarray) -> list:
         for quad in quads:
             for du, dv in moves:
                 place = quad + du * right + dv * down
-                if (place.min(0) < -0.05 * card_h).any() or (place[:, 0] > w * 1.02).any() or (
-                    place[:, 1] > h * 1.02
-                ).any():
+                if (
+                    (place.min(0) < -0.05 * card_h).any()
+                    or (place[:, 0] > w * 1.02).any()
+                    or (place[:, 1] > h * 1.02).any()
+                ):
                     continue
                 if _overlaps(place, quads) or any(_overlaps(place, [t]) for t in tried):
                     continue

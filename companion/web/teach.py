@@ -431,9 +431,8 @@ def placeholder_quads(quads: list, aspect: float, missing: int) -> list:
         else:
             x += card_w * 0.25
     while len(out) < missing:  # no room left in the row: stacked in the middle
-        k = len(out)
-        out.append([[0.4 + k * 0.02, 0.3 + k * 0.02], [0.5 + k * 0.02, 0.3 + k * 0.02],
-                    [0.5 + k * 0.02, 0.6 + k * 0.02], [0.4 + k * 0.02, 0.6 + k * 0.02]])  # fmt: skip
+        d = 0.02 * len(out)
+        out.append([[0.4 + d, 0.3 + d], [0.5 + d, 0.3 + d], [0.5 + d, 0.6 + d], [0.4 + d, 0.6 + d]])
     return [[[min(max(v, 0.0), 1.0) for v in p] for p in q] for q in out]
 
 
@@ -568,7 +567,9 @@ def outline():
     try:
         check_photo(folder, slot, paths[0], drawn=drawn)
     except DeckError:
-        raise WebError(_("An outline is too small to be a card: drag its corners apart."), 400) from None
+        raise WebError(
+            _("An outline is too small to be a card: drag its corners apart."), 400
+        ) from None
     if is_htmx():
         return render_template("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
     return redirect(url_for("teach.page"), 303)
