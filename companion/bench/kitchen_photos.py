@@ -1,11 +1,12 @@
 """Teaching photos as a player takes them in his own kitchen, for measuring how often teaching
-accepts a month's photo at the first try (``first_try``; ``companion-lab kitchen-photos``): a renderer of its own (not the simulator's teaching
-photos), the four cards of a month lying on marble, wood grain, a tablecloth, a plain light or
-dark table or one of ../shared/backgrounds, in a row or a 2x2, a few millimetres to a finger's
-width apart, the phone tilted up to 15 degrees in any direction, the photo upright or wide,
-8 to 16 megapixels; the room's light falling off across the table, a glare spot, the shadow of
-a hand or of the phone, slight blur, sensor noise, JPEG. Every photo knows where its cards
-lie (``KitchenPhoto.quads``). Rendered from deck folders at run time; never committed.
+accepts a month's photo at the first try (``first_try``; ``companion-lab kitchen-photos``): a
+renderer of its own (not the simulator's teaching photos), the four cards of a month lying on
+marble, wood grain, a tablecloth, a plain light or dark table or one of ../shared/backgrounds,
+in a row or a 2x2, a few millimetres to a finger's width apart, the phone tilted up to 15
+degrees in any direction, the photo upright or wide, 8 to 16 megapixels; the room's light
+falling off across the table, a glare spot, the shadow of a hand or of the phone, slight blur,
+sensor noise, JPEG. Every photo knows where its cards lie (``KitchenPhoto.quads``). Rendered
+from deck folders at run time; never committed.
 
 Each photo draws a table (``TABLES``) and one thing that makes it hard (``TROUBLES``); the
 measurement reports the share accepted per deck, per table and per trouble.
