@@ -2,17 +2,21 @@
 cards of one size and one deck, lying in a row or a 2x2, each a rectangle of a Hanafuda card's
 aspect (54 x 33 mm).
 
-``rectangles.find_cards`` proposes the cards it outlines by shape alone; here each side of each
-proposal is moved onto the card's cut edge (``snap_quad``: the outermost straight colour step
-that runs along most of the side, so a printed frame, a shadow or a glare spot beside the card
-does not move it); proposals of another size than the others give way; a blob of the parts
-of the photo unlike the table that holds two to four cards lying close (one outline around
-them) is cut into that many cards, each snapped to its edges; and the cards are put in slot
-order: a row left to right, a 2x2 as a page is read.
+``rectangles.find_cards`` proposes the cards it outlines by shape alone. A proposal that is two
+to four cards lying close (one outline around them) is cut into its cards where a colour step
+runs along every cut (``_split_merged``). Each side of each card is then moved onto the card's
+cut edge (``snap_quad``): the outermost straight, sharp colour step that runs along most of the
+side, with the table just outside it and the card inside (so a printed frame, a soft shadow, a
+glare spot or a straight line of the table's pattern beside the card does not hold it), and
+never one with a neighbouring card just outside. A card missing, or one whose shape is not the
+others', is looked for where the others say it lies (a step along the row, the corner left of
+a 2x2: ``_complete``). The cards are put in slot order: a row left to right, a 2x2 as a page is
+read.
 
-``MonthCards.sure`` says whether what was found can teach without a look: four cards of one
-size, each with its cut edge seen along most of each side. When it is not, what was found
-(``quads``, fewer or more than four, with ``layout``) is what the page shows the player to fix.
+``MonthCards.sure`` says whether what was found can teach without a look: four cards, each
+with its cut edge seen along most of each side, each of a card's aspect and of its
+neighbour's. When it is not, what was found (``quads``, fewer than four where so, with
+``layout`` and ``close``) is what the page shows the player to fix and what the sentence says.
 """
 
 from __future__ import annotations
