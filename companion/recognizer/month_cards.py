@@ -32,6 +32,7 @@ from companion.recognizer.rectangles import (
     card_score,
     find_cards,
     order_quad,
+    side_support,
     table_colours,
     table_likeness,
 )
@@ -42,6 +43,8 @@ SNAP_REACH = 0.1  # a side moves at most this share of the card's width onto the
 SNAP_POINTS = 32  # points looked at along each side
 # a side is on an edge where the colour steps across it at this share of its points
 SIDE_SEEN = 0.6
+# ... and half of each side of the four proposed by shape alone (``rectangles.side_support``)
+PROPOSED_SEEN = 0.5
 ASPECT_SPREAD = 0.15  # a card's seen aspect at most this share off a Hanafuda card's
 NEIGHBOUR_SPREAD = 0.1  # ... and off its nearest neighbour's
 ODD_ASPECT = 0.06  # a card this far off the others' median aspect is looked for again
@@ -381,23 +384,37 @@ def _aspects(quads: np.ndarray) -> np.ndarray:
     return heights / widths
 
 
-def _redo_odd_ones(lab: np.ndarray, cards: list, prob: np.ndarray) -> list:
-    """Four cards, one of which does not show its edges or the others' shape (its proposal was
-    off: the table's pattern, two cards' outline): that one looked for again where the other
-    three say it lies (``_complete``), kept where it then shows its edges."""
+def _redo_odd_ones(lab: np.ndarray, cards: list, prob: np.ndarray, proposals: dict) -> list:
+    """Four cards, one of which does not show its edges or the others' shape (snapped onto the
+    wrong line, or its proposal was off: the table's pattern, two cards' outline): that one
+    taken as first proposed (``proposals``: the snapped quad's id -> the proposal), else looked
+    for again where the other three say it lies (``_complete``); kept where it then shows its
+    edges and the others' shape."""
     quads = np.array([q for q, _ in cards], np.float64)
     aspects = _aspects(quads)
     odd = [
-        i for i, (_, support) in enumerate(cards)
-        if support.min() < SIDE_SEEN
-        or abs(aspects[i] / np.median(aspects) - 1) > ODD_ASPECT
-    ]  # fmt: skip
+        i
+        for i, (_, support) in enumerate(cards)
+        if support.min() < SIDE_SEEN or abs(aspects[i] / np.median(aspects) - 1) > ODD_ASPECT
+    ]
     if len(odd) != 1:
         return cards
     rest = [c for i, c in enumerate(cards) if i != odd[0]]
-    again = _complete(lab, rest, prob)
-    if len(again) == CARDS and again[-1][1].min() >= SIDE_SEEN:
-        return again
+    usual = float(np.median(np.delete(aspects, odd[0])))
+    tries = []
+    proposal = proposals.get(id(cards[odd[0]][0]))
+    if proposal is not None:
+        others = _others(lab.shape, [q for q, _ in rest])
+        q, support = snap_quad(lab, proposal, 3, others, prob=prob)
+        tries.append([*rest, (order_quad(q), support)])
+    tries.append(_complete(lab, rest, prob))
+    for again in tries:
+        if len(again) != CARDS:
+            continue
+        q, support = again[-1]
+        aspect = _aspects(np.asarray(q, np.float64)[None])[0]
+        if support.min() >= SIDE_SEEN and abs(aspect / usual - 1) <= ODD_ASPECT:
+            return again
     return cards
 
 
@@ -500,6 +517,7 @@ def find_month_cards(bgr: np.ndarray) -> MonthCards:
     img = cv2.resize(bgr, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
     lab = cv2.cvtColor(cv2.GaussianBlur(img, (0, 0), 0.7), cv2.COLOR_BGR2Lab).astype(np.float32)
     quads = list(find_cards(img).quads)
+    proposed = np.array(quads, np.float32).reshape(-1, 4, 2)
     prob = table_likeness(img)
     merged = False
     # a rectangle around two to four cards lying close is cut into its cards
@@ -529,6 +547,7 @@ def find_month_cards(bgr: np.ndarray) -> MonthCards:
     snapped = [
         snap(lab, q, _others(lab.shape, first, skip=i), prob=prob) for i, q in enumerate(quads)
     ]
+    proposals = {id(q): raw for (q, _), raw in zip(snapped, quads, strict=True)}
     quads = [q for q, _ in snapped]
     if len(quads) >= 2:
         areas = np.array([_area(q) for q in quads])
@@ -551,7 +570,7 @@ def find_month_cards(bgr: np.ndarray) -> MonthCards:
     if len(snapped) < CARDS:
         snapped = _complete(lab, snapped, prob)
     if len(snapped) == CARDS:
-        snapped = _redo_odd_ones(lab, snapped, prob)
+        snapped = _redo_odd_ones(lab, snapped, prob, proposals)
     if len(snapped) > CARDS:  # the four that best show their edges
         best = np.argsort([-s.mean() for _, s in snapped])[:CARDS]
         snapped = [snapped[i] for i in sorted(best)]
@@ -563,6 +582,13 @@ def find_month_cards(bgr: np.ndarray) -> MonthCards:
         quads_arr, support = quads_arr[order], support[order]
     sure = len(quads_arr) == CARDS and bool((support >= SIDE_SEEN).all())
     sure = sure and _one_size(quads_arr)
+    if not sure and len(proposed) == CARDS and _one_size(proposed):
+        # the four outlined by shape alone, of one shape, each edge seen along its sides: as
+        # they were proposed (a snapped side that went astray is no reason to doubt them)
+        seen = side_support(img, proposed)
+        if seen.min() >= PROPOSED_SEEN:
+            order, layout = slot_order(proposed)
+            quads_arr, support, sure = proposed[order], seen[order], True
     widths = np.linalg.norm(quads_arr[:, 1] - quads_arr[:, 0], axis=1) if len(quads_arr) else []
     close = merged or bool(
         len(quads_arr) > 1 and (_gaps(quads_arr) < CLOSE_GAP * np.median(widths)).any()
