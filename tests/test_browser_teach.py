@@ -1,11 +1,13 @@
 """The "Teach a deck" page in headless Chromium: twelve photos picked at once each go to their
 month and come back with their four cards outlined and named, a month taken again with three
-cards gets its sentence, and the deck is taught and listed. Photos are rendered at test time
+cards gets its sentence, and the deck is taught and listed; a refused month is outlined by
+dragging the corners of its cards. Photos are rendered at test time
 from ../shared/decks into a temporary folder (never committed)."""
 
 from __future__ import annotations
 
 import cv2
+import numpy as np
 import pytest
 from browser_support import Page, shot  # noqa: E402 - skips this module as it does
 from deck_support import SOURCE_DECK, have_deck
@@ -91,4 +93,46 @@ def test_twelve_photos_picked_at_once_teach_a_deck(teach_server, browser, tmp_pa
         if ("Content Security Policy" in e["message"] or e["level"] == "SEVERE")
         and "favicon" not in e["message"]
     ]
+    assert problems == []
+
+
+def test_a_refused_month_is_outlined_by_dragging_corners(teach_server, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    base, _ = teach_server
+    three = tmp_path / "three.jpg"
+    scene = render_month_photo(9, SOURCE_DECK, 3, cards=3, **SIZE)
+    cv2.imwrite(str(three), scene.image)
+    page = Page(browser)
+    browser.get(f"{base}/decks/teach")
+    page.wait.until(lambda d: d.find_elements(By.ID, "teach-panel"))
+    browser.find_element(By.CSS_SELECTOR, "#month-3 input[type=file]").send_keys(str(three))
+    page.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#month-3[data-state=bad]"))
+    # the outlines found are shown to be fixed: drag the fourth card's corners beside the third
+    stage = browser.find_element(By.CSS_SELECTOR, "#month-3 .outline-stage")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", stage)
+    box = stage.rect
+    third = scene.labels[2].quad / [SIZE["width"], SIZE["height"]]
+    for index, (x, y) in enumerate(third + [0.17, 0.0]):
+        handle = browser.find_element(
+            By.CSS_SELECTOR, f'#month-3 .outline-handle[data-card="3"][data-index="{index}"]'
+        )
+        r = handle.rect
+        hx, hy = r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
+        tx, ty = box["x"] + x * box["width"], box["y"] + y * box["height"]
+        drag = ActionChains(browser).click_and_hold(handle).move_by_offset(tx - hx, ty - hy)
+        drag.release().perform()
+    field = browser.find_element(By.CSS_SELECTOR, "#month-3 .outline-quads").get_attribute("value")
+    fourth = [tuple(map(float, p.split(","))) for p in field.split(";")[3].split()]
+    wanted = third + [0.17, 0.0]
+    assert np.abs(np.array(fourth) - wanted).max() < 0.01, (fourth, wanted)
+    page.click("#month-3 .outline-form button[type=submit]")
+    page.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#month-3[data-state=good]"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#month-3 polygon.card-outline")) == 4
+    assert browser.find_elements(By.CSS_SELECTOR, "#month-3 .drawn-note")
+    shot(browser, "41-teach-outlined-by-hand")
+    problems = [
+        e["message"] for e in browser.get_log("browser")
+        if e["level"] == "SEVERE" and "favicon" not in e["message"]
+    ]  # fmt: skip
     assert problems == []

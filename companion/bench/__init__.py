@@ -7,5 +7,7 @@ it imports them (and the simulator's scenes and rounds) to measure them.
 - ``recognizer_speed``: ``companion bench``, the recognizer timed next to a yardstick net;
 - ``replay``: ``companion replay`` and ``companion bench-pipeline``, a filmed table through the
   real pipeline, scored against its truth; ``restart``: the same with restarts;
-- ``page``: ``companion bench-page``; ``live_tally``: ``companion bench-live``.
+- ``page``: ``companion bench-page``; ``live_tally``: ``companion bench-live``;
+- ``kitchen_photos``: teaching photos from a renderer of their own, and the share of them a
+  deck's teaching accepts at the first try (``companion-lab kitchen-photos``).
 """

@@ -58,6 +58,32 @@ _template(
     "photo",
 )
 _template(
+    "photo.too_close",
+    N_(
+        "%(name)s shows %(n)s cards (%(where)s), not four: some of %(month)s's cards lie too "
+        "close together to tell apart; leave a finger's width between them, or outline them "
+        "on the Teach page."
+    ),
+    "photo",
+)
+_template(
+    "photo.no_card",
+    N_(
+        "%(name)s shows no card: lay %(month)s's four cards face up in the middle of the "
+        "photo, on a table of another colour than the cards' edges."
+    ),
+    "photo",
+)
+_template(
+    "photo.unsure",
+    N_(
+        "%(name)s: the four cards (%(where)s) are found, but not all their edges are clear "
+        "(a shadow, a glare or the table's pattern across them): check the outlines on the "
+        "Teach page, or take the photo again in even light."
+    ),
+    "photo",
+)
+_template(
     "photo.cut",
     N_(
         "%(name)s: a card is cut by the photo's edge; step back so that all four of "

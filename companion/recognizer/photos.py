@@ -34,8 +34,10 @@ from companion.recognizer.decks import (
 )
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 from companion.recognizer.messages import Message, Named
+from companion.recognizer.month_cards import find_month_cards
+from companion.recognizer.month_cards import slot_order as cards_order
 from companion.recognizer.nets import open_session
-from companion.recognizer.rectangles import find_cards, rectify
+from companion.recognizer.rectangles import find_cards, order_quad, rectify
 from companion.recognizer.settings import Settings
 
 PHOTO_RE = re.compile(r"^(\d{1,2})$")
@@ -97,6 +99,8 @@ class MonthPhoto:
     quads: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 2), np.float32))
     faces: list = field(default_factory=list)
     problem: str = ""  # a Message (photo.*): English as text, said again by the page
+    # what the finder saw, good or not (slot order, photo pixels): the page shows it to fix
+    found: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 2), np.float32))
 
 
 def photo_files(folder: str | Path) -> dict[int, Path]:
@@ -132,12 +136,9 @@ def sharpness(face: np.ndarray) -> float:
 
 
 def slot_order(quads: np.ndarray) -> np.ndarray:
-    """Indices of the quads left to right as the cards lie (across their long axis)."""
-    down = (quads[:, 2] + quads[:, 3] - quads[:, 0] - quads[:, 1]).mean(0)
-    right = np.array([down[1], -down[0]])
-    if right[0] < 0:
-        right = -right
-    return np.argsort(quads.mean(axis=1) @ right)
+    """Indices of the quads in slot order: a row left to right as the cards lie (across their
+    long axis), a 2x2 as a page is read (``month_cards.slot_order``)."""
+    return cards_order(quads)[0]
 
 
 def _long_side(quad: np.ndarray) -> float:
@@ -162,8 +163,10 @@ def _read_image(path: Path) -> np.ndarray | None:
     return decoded(data, TEACH_LONG_SIDE)
 
 
-def read_month_photo(path: Path, month: int) -> MonthPhoto:
-    """Read and check one month's photo (``problem`` says what to fix, else "")."""
+def read_month_photo(path: Path, month: int, quads=None) -> MonthPhoto:
+    """Read and check one month's photo (``problem`` says what to fix, else ""); ``quads``:
+    the four cards' outlines as the player drew them (slot order, photo pixels), taken as
+    they are instead of looking for the cards."""
     name = path.name
     photo = MonthPhoto(month, name)
     image = _read_image(path)
@@ -175,47 +178,102 @@ def read_month_photo(path: Path, month: int) -> MonthPhoto:
     if min(h, w) < MIN_CARD_PX:  # no card of MIN_CARD_PX fits (and too few pixels to look in)
         photo.problem = Message("photo.too_small", name=name, px=min(h, w), need=MIN_CARD_PX)
         return photo
-    found = find_cards(image)
-    quads = found.quads
+    month_name = month_named(month)
+    if quads is not None:
+        quads = check_drawn_quads(quads, w, h)
+        found, sure, close = quads, True, False
+    else:
+        seen = find_month_cards(image)
+        found, sure, close = seen.quads, seen.sure, seen.close
+    photo.found = found
     margin = EDGE_MARGIN * min(h, w)
     cut = [
         q
-        for q in quads
+        for q in found
         if (q[:, 0] < margin).any() or (q[:, 1] < margin).any()
         or (q[:, 0] > w - 1 - margin).any() or (q[:, 1] > h - 1 - margin).any()
     ]  # fmt: skip
-    month_name = month_named(month)
-    if len(quads) != CARDS_PER_PHOTO:
+    where = places(found, w, h)
+    if len(found) != CARDS_PER_PHOTO:
         if _blurred_photo(image):
             photo.problem = Message("photo.blurred", name=name)
-        elif len(quads) > CARDS_PER_PHOTO:
-            photo.problem = Message("photo.too_many", name=name, n=len(quads), month=month_name)
         elif cut or _touches_edge(image):
             photo.problem = Message(
-                "photo.cut_and_counted", name=name, n=len(quads), month=month_name
+                "photo.cut_and_counted", name=name, n=len(found), month=month_name
             )
-        elif len(quads) == 1:
+        elif not len(found):
+            photo.problem = Message("photo.no_card", name=name, month=month_name)
+        elif close:
+            photo.problem = Message(
+                "photo.too_close", name=name, n=len(found), where=where, month=month_name
+            )
+        elif len(found) == 1:
             photo.problem = Message("photo.too_few_one", name=name, month=month_name)
         else:
-            photo.problem = Message("photo.too_few", name=name, n=len(quads), month=month_name)
+            photo.problem = Message("photo.too_few", name=name, n=len(found), month=month_name)
         return photo
-    if cut:
+    if cut or (not sure and _touches_edge(image)):
         photo.problem = Message("photo.cut", name=name, month=month_name)
         return photo
-    smallest = min(_long_side(q) for q in quads)
+    smallest = min(_long_side(q) for q in found)
     if smallest < MIN_CARD_PX:
         photo.problem = Message("photo.too_small", name=name, px=round(smallest), need=MIN_CARD_PX)
         return photo
-    quads = quads[slot_order(quads)]
     faces = [
-        rectify(image, q, min(FACE_HEIGHT, max(MIN_CARD_PX, round(_long_side(q))))) for q in quads
+        rectify(image, q, min(FACE_HEIGHT, max(MIN_CARD_PX, round(_long_side(q))))) for q in found
     ]
-    if float(np.median([sharpness(f) for f in faces])) < MIN_SHARPNESS:
+    # the photo's focus is the sharpest card's: a flat card (one colour, few lines) shows
+    # fewer steep steps than a busy one in the same focus
+    if max(sharpness(f) for f in faces) < MIN_SHARPNESS:
         photo.problem = Message("photo.blurred", name=name)
         return photo
-    photo.quads = quads
-    photo.faces = [rectify(image, q, FACE_HEIGHT) for q in quads]
+    if not sure:
+        photo.problem = Message("photo.unsure", name=name, where=where, month=month_name)
+        return photo
+    photo.quads = found
+    photo.faces = [rectify(image, q, FACE_HEIGHT) for q in found]
     return photo
+
+
+# where a card lies in the photo, by thirds: (English, French, Japanese)
+_ACROSS = (("left", "à gauche", "左"), ("middle", "au milieu", "中央"), ("right", "à droite", "右"))
+_DOWN = (("top", "en haut", "上"), ("", "", ""), ("bottom", "en bas", "下"))
+
+
+def places(quads: np.ndarray, width: int, height: int) -> Named:
+    """Where the cards found lie in the photo, in words ("top left, middle, right"), said in
+    the page's languages: the sentences say what was seen where."""
+    words: dict[str, list[str]] = {"en": [], "fr": [], "ja": []}
+    for quad in quads:
+        x, y = quad.mean(0)
+        across = _ACROSS[min(2, int(3 * x / max(width, 1)))]
+        down = _DOWN[min(2, int(3 * y / max(height, 1)))]
+        words["en"].append(f"{down[0]} {across[0]}".strip())
+        words["fr"].append(f"{down[1]} {across[1]}".strip().replace("en haut au milieu", "en haut")
+                           .replace("en bas au milieu", "en bas"))  # fmt: skip
+        words["ja"].append(f"{down[2]}{across[2]}" if down[2] and across[2] != "中央" else
+                           (down[2] or across[2]))  # fmt: skip
+    joined = {lang: ("、" if lang == "ja" else ", ").join(w) for lang, w in words.items()}
+    return Named(joined["en"], {"fr": joined["fr"], "ja": joined["ja"]})
+
+
+def check_drawn_quads(quads, width: int, height: int) -> np.ndarray:
+    """Four outlines drawn by the player (slot order, photo pixels) as a (4, 4, 2) array;
+    DeckError with one sentence where they are not four cards inside the photo."""
+    try:
+        arr = np.asarray(quads, np.float64).reshape(CARDS_PER_PHOTO, 4, 2)
+    except (ValueError, TypeError):
+        raise DeckError("The outlines drawn are not four cards of four corners each.") from None
+    if not np.isfinite(arr).all():
+        raise DeckError("The outlines drawn are not four cards of four corners each.")
+    arr[..., 0] = np.clip(arr[..., 0], 0, width - 1)
+    arr[..., 1] = np.clip(arr[..., 1], 0, height - 1)
+    out = []
+    for quad in arr:
+        if cv2.contourArea(quad.astype(np.float32)) < (MIN_CARD_PX / 4) ** 2:
+            raise DeckError("An outline drawn is too small to be a card: drag its corners out.")
+        out.append(order_quad(quad))
+    return np.stack(out).astype(np.float32)
 
 
 def _touches_edge(image: np.ndarray) -> bool:

@@ -249,6 +249,18 @@ def find_cards(bgr: np.ndarray, min_score: float = MIN_SCORE) -> FoundCards:
     return FoundCards(quads.astype(np.float32), np.float32([s for s, _, _ in kept]))
 
 
+def table_likeness(img: np.ndarray) -> np.ndarray:
+    """Per pixel, 0..1: how much its colour is the table's (a colour with 5 % of the border
+    strip's commonest colour's share is fully the table's), smoothed a little."""
+    return cv2.blur(np.minimum(1.0, table_colours(img) / 0.05), (5, 5))
+
+
+def card_score(prob: np.ndarray, quad: np.ndarray) -> float:
+    """How much more table-like (``table_likeness``) the ring just outside a quad is than the
+    band inside it: near 1 for a card on the table, near 0 for a patch of the table."""
+    return _score(prob, quad)
+
+
 def _score(prob: np.ndarray, quad: np.ndarray) -> float:
     """How much more table-like the ring just outside a quad is than the band inside it."""
     return _ring_mean(prob, quad, 1.08, 1.02) - _ring_mean(prob, quad, 0.96, 0.6)

@@ -11,6 +11,10 @@ then the deck kept as ``companion deck add NAME --photos DIR`` keeps it (``deck 
                                          or of more than PHOTO_MAX_PIXELS, is 4xx with one
                                          sentence and keeps nothing
     GET  /decks/teach/photo/<slot>.jpg   that month's (or the back's) photo, shrunk for the page
+    POST /decks/teach/outline            month=1..12, quads=<four cards' corners, x,y from 0 to 1
+                                         of the photo, "x,y x,y x,y x,y" a card, ";" between>:
+                                         the player's outlines of a photo the finder was unsure
+                                         of, checked and then used to teach that month
     POST /decks/teach/back/remove        teach the deck without the back's photo
     POST /decks/teach/names              names=<deck file (TOML)>: the deck's own names, checked
                                          like a rule file (one sentence); forget=1 drops them
@@ -217,9 +221,11 @@ def keep_photo(folder: Path, slot: int | str, data: bytes) -> Path:
     return path
 
 
-def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
+def check_photo(folder: Path, slot: int | str, path: Path, drawn=None) -> dict:
     """Read the place's photo as ``deck add --photos`` does, keep what was seen (the cards'
-    outlines on a shrunk copy, or what to fix) in ``seen/MM.json`` and return it."""
+    outlines on a shrunk copy, or what to fix, and what the finder saw) in ``seen/MM.json``
+    and return it; ``drawn``: the four cards' outlines as the player drew them (photo
+    pixels), used instead of looking for the cards."""
     import cv2
 
     from companion.recognizer.image_files import give_memory_back
@@ -232,9 +238,11 @@ def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
             # the picture the back was found on (its quad is in its pixels)
             image = back.image if back is not None else _read_image(path)
             quads = [back.quad] if back is not None else []
+            found = quads
         else:
-            photo = read_month_photo(path, slot)
+            photo = read_month_photo(path, slot, quads=drawn)
             image, quads, problem = photo.image, photo.quads, photo.problem
+            found = photo.found
         seen: dict = {"slot": stem, "file": path.name}
         (folder / "seen" / f"{stem}.jpg").unlink(missing_ok=True)  # the last photo's
         if problem:
@@ -244,7 +252,12 @@ def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
             small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
             cv2.imwrite(str(folder / "seen" / f"{stem}.jpg"), small, [cv2.IMWRITE_JPEG_QUALITY, 82])
             seen["size"] = [small.shape[1], small.shape[0]]
+            seen["photo_size"] = [image.shape[1], image.shape[0]]
             seen["quads"] = [[[round(float(v) * scale, 1) for v in p] for p in q] for q in quads]
+            # what the finder saw, shown to be fixed when the photo will not do as it is
+            seen["found"] = [[[round(float(v) * scale, 1) for v in p] for p in q] for q in found]
+            if drawn is not None:
+                seen["drawn"] = [[[float(v) for v in p] for p in q] for q in drawn]
         del image
         give_memory_back()
     # written whole, then put in place: a page rendered meanwhile reads the old one or this
@@ -321,9 +334,12 @@ def month_view(folder: Path | None, slot: int | str, deck) -> dict:
     view["size"] = seen.get("size")
     view["has_preview"] = bool(view["size"]) and (folder / "seen" / f"{stem}.jpg").is_file()
     view["version"] = int((folder / "seen" / f"{stem}.json").stat().st_mtime_ns // 1000)
+    if slot != BACK and view["has_preview"]:
+        view["outline"] = outline_view(seen, deck, slot)
     if seen.get("problem"):
         view.update(state="bad", problem=_said(seen["problem"]))
         return view
+    view["drawn"] = bool(seen.get("drawn"))
     cards = []
     for k, quad in enumerate(seen.get("quads", [])):
         code = BACK if slot == BACK else f"{slot:02d}-{k + 1}"
@@ -341,6 +357,67 @@ def month_view(folder: Path | None, slot: int | str, deck) -> dict:
         )
     view.update(state="good", cards=cards)
     return view
+
+
+def outline_view(seen: dict, deck, month: int) -> list[dict]:
+    """The four cards' outlines the player may drag (corners as shares 0..1 of the photo, slot
+    order): what was found, and where fewer than four were, card-sized outlines beside them."""
+    width, height = seen["size"]
+    found = [q for q in (seen.get("quads") or seen.get("found") or [])][:4]
+    quads = [[[x / width, y / height] for x, y in q] for q in found]
+    quads += placeholder_quads(quads, width / height, 4 - len(quads))
+    cards = []
+    for k, quad in enumerate(quads):
+        code = f"{month:02d}-{k + 1}"
+        cards.append(
+            {
+                "slot": k + 1,
+                "code": code,
+                "name": card_name(deck.card(code)),
+                "corners": [[round(x, 4), round(y, 4)] for x, y in quad],
+                "points": " ".join(f"{x:.4f},{y:.4f}" for x, y in quad),
+                "text": " ".join(f"{x:.4f},{y:.4f}" for x, y in quad),
+            }
+        )
+    return cards
+
+
+def placeholder_quads(quads: list, aspect: float, missing: int) -> list:
+    """``missing`` upright card-shaped outlines (shares of the photo; ``aspect``: the photo's
+    width over its height) in a row beside the ``quads`` found, or across the middle."""
+    if missing <= 0:
+        return []
+    if quads:
+        heights = [abs(q[3][1] - q[0][1]) for q in quads]
+        card_h = sorted(heights)[len(heights) // 2]
+        row_y = sum(sum(p[1] for p in q) / 4 for q in quads) / len(quads)
+    else:
+        card_h, row_y = 0.35, 0.5
+    card_w = card_h * aspect_of_card_share(aspect)
+    taken = [(min(p[0] for p in q), max(p[0] for p in q)) for q in quads]
+    out: list = []
+    x = 0.04
+    while len(out) < missing and x + card_w <= 0.98:
+        if all(x + card_w < a - 0.01 or x > b + 0.01 for a, b in taken):
+            out.append(
+                [[x, row_y - card_h / 2], [x + card_w, row_y - card_h / 2],
+                 [x + card_w, row_y + card_h / 2], [x, row_y + card_h / 2]]
+            )  # fmt: skip
+            taken.append((x, x + card_w))
+            x += card_w * 1.15
+        else:
+            x += card_w * 0.25
+    while len(out) < missing:  # no room left in the row: stacked in the middle
+        d = 0.02 * len(out)
+        out.append([[0.4 + d, 0.3 + d], [0.5 + d, 0.3 + d], [0.5 + d, 0.6 + d], [0.4 + d, 0.6 + d]])
+    return [[[min(max(v, 0.0), 1.0) for v in p] for p in q] for q in out]
+
+
+def aspect_of_card_share(photo_aspect: float) -> float:
+    """A card's width over its height in shares of the photo (x shares are of the width)."""
+    from companion.recognizer.rectangles import CARD_ASPECT
+
+    return 1 / CARD_ASPECT / photo_aspect
 
 
 def panel_context() -> dict:
@@ -442,6 +519,64 @@ def preview(slot: str):
     return resp
 
 
+@bp.post("/teach/outline")
+def outline():
+    """The player's outlines of a month's four cards, used instead of what was found."""
+    slot = _slot(request.form.get("month"))
+    if slot == BACK:
+        raise WebError(_("The request does not say which month (1 to 12) the photo is of."), 400)
+    folder = pending_dir()
+    stem = _stem(slot)
+    try:
+        seen = json.loads((folder / "seen" / f"{stem}.json").read_text()) if folder else None
+    except (OSError, ValueError):
+        seen = None
+    paths = [p for p in folder.glob(f"{stem}.*") if not p.name.startswith(".")] if folder else []
+    if not seen or not paths or not seen.get("photo_size"):
+        raise WebError(_("Send this month's photo first."), 400)
+    quads = parse_outlines(request.form.get("quads", ""))
+    width, height = seen["photo_size"]
+    drawn = [[[x * width, y * height] for x, y in quad] for quad in quads]
+    from companion.recognizer.decks import DeckError
+
+    try:
+        check_photo(folder, slot, paths[0], drawn=drawn)
+    except DeckError:
+        raise WebError(
+            _("An outline is too small to be a card: drag its corners apart."), 400
+        ) from None
+    if is_htmx():
+        return render_template("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
+    return redirect(url_for("teach.page"), 303)
+
+
+def parse_outlines(text: str) -> list:
+    """Four cards' corners from the form ("x,y x,y x,y x,y" a card, ";" between, x and y from
+    0 to 1 of the photo); WebError with one sentence where they are not."""
+    cards = [c for c in re.split(r"\s*;\s*", (text or "").strip()) if c]
+    quads = []
+    for card in cards:
+        corners = []
+        for pair in card.split():
+            try:
+                x, y = (float(v) for v in pair.split(","))
+            except ValueError:
+                corners = []
+                break
+            if not (0 <= x <= 1 and 0 <= y <= 1):
+                corners = []
+                break
+            corners.append([x, y])
+        if len(corners) != 4:
+            break
+        quads.append(corners)
+    if len(quads) != 4 or len(cards) != 4:
+        raise WebError(
+            _("The outlines are four cards of four corners each, x,y from 0 to 1."), 400
+        )
+    return quads
+
+
 @bp.post("/teach/back/remove")
 def remove_back():
     folder = pending_dir()
@@ -539,7 +674,7 @@ def save():
         photos = []
         for month in MONTHS:
             path = next(p for p in folder.glob(f"{month:02d}.*") if not p.name.startswith("."))
-            photos.append(read_month_photo(path, month))
+            photos.append(read_month_photo(path, month, quads=_drawn(folder, month)))
         names_file = folder / NAMES_FILE if (folder / NAMES_FILE).is_file() else None
         backs = [p for p in folder.glob(f"{BACK}.*") if not p.name.startswith(".")]
         deck = teach_from_photos(
@@ -564,6 +699,14 @@ def save():
     _forget_pending()
     target = url_for("teach.page", taught=deck.name)
     return go_to(target)
+
+
+def _drawn(folder: Path, month: int):
+    """The player's outlines of a month's cards (photo pixels), or None (find them)."""
+    try:
+        return json.loads((folder / "seen" / f"{month:02d}.json").read_text()).get("drawn")
+    except (OSError, ValueError):
+        return None
 
 
 def _remove_partial(folder: Path, existed: bool) -> None:

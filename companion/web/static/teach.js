@@ -48,6 +48,79 @@
     e.target.value = "";
   });
 
+  // Outlining a month's cards by hand: drag a corner (pointer events: mouse, touch and pen);
+  // the card's outline, its number and the form's corners follow.
+  function clamp(v) { return Math.min(1, Math.max(0, v)); }
+
+  function corners(stage) {
+    var cards = [];
+    stage.querySelectorAll(".outline-handle").forEach(function (h) {
+      var c = Number(h.dataset.card);
+      cards[c] = cards[c] || [];
+      cards[c][Number(h.dataset.index)] = [parseFloat(h.style.left) / 100, parseFloat(h.style.top) / 100];
+    });
+    return cards;
+  }
+
+  function redraw(stage) {
+    var cards = corners(stage);
+    cards.forEach(function (pts, c) {
+      var poly = stage.querySelector('polygon[data-card="' + c + '"]');
+      if (poly) poly.setAttribute("points", pts.map(function (p) { return p[0] + "," + p[1]; }).join(" "));
+      var label = stage.querySelector('.outline-label[data-card="' + c + '"]');
+      if (label) {
+        var x = 0, y = 0;
+        pts.forEach(function (p) { x += p[0] / 4; y += p[1] / 4; });
+        label.style.left = (x * 100).toFixed(2) + "%";
+        label.style.top = (y * 100).toFixed(2) + "%";
+      }
+    });
+    var form = stage.parentNode.querySelector(".outline-quads");
+    if (form) {
+      form.value = cards.map(function (pts) {
+        return pts.map(function (p) { return p[0].toFixed(4) + "," + p[1].toFixed(4); }).join(" ");
+      }).join("; ");
+    }
+  }
+
+  var dragging = null;
+  document.addEventListener("pointerdown", function (e) {
+    var h = e.target.closest && e.target.closest(".outline-handle");
+    if (!h) return;
+    e.preventDefault();
+    dragging = { handle: h, stage: h.closest(".outline-stage"), id: e.pointerId };
+    h.classList.add("dragging");
+    try { h.setPointerCapture(e.pointerId); } catch (err) { /* synthetic events */ }
+  });
+  document.addEventListener("pointermove", function (e) {
+    if (!dragging || e.pointerId !== dragging.id) return;
+    e.preventDefault();
+    var r = dragging.stage.getBoundingClientRect();
+    dragging.handle.style.left = (clamp((e.clientX - r.left) / r.width) * 100).toFixed(2) + "%";
+    dragging.handle.style.top = (clamp((e.clientY - r.top) / r.height) * 100).toFixed(2) + "%";
+    redraw(dragging.stage);
+  });
+  function drop(e) {
+    if (!dragging || e.pointerId !== dragging.id) return;
+    dragging.handle.classList.remove("dragging");
+    dragging = null;
+  }
+  document.addEventListener("pointerup", drop);
+  document.addEventListener("pointercancel", drop);
+
+  // Arrow keys nudge a focused corner (Shift: four times as far).
+  var STEPS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+  document.addEventListener("keydown", function (e) {
+    var h = e.target.closest && e.target.closest(".outline-handle");
+    var step = STEPS[e.key];
+    if (!h || !step) return;
+    e.preventDefault();
+    var size = e.shiftKey ? 0.02 : 0.005;
+    h.style.left = (clamp(parseFloat(h.style.left) / 100 + step[0] * size) * 100).toFixed(2) + "%";
+    h.style.top = (clamp(parseFloat(h.style.top) / 100 + step[1] * size) * 100).toFixed(2) + "%";
+    redraw(h.closest(".outline-stage"));
+  });
+
   document.addEventListener("htmx:afterSwap", update);
   document.addEventListener("htmx:afterSettle", update);
   document.addEventListener("DOMContentLoaded", update);
