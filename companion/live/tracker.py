@@ -167,6 +167,14 @@ class TrackerSettings:
         "share of a card's box added around it where motion counts as moving over it: more "
         "holds a card back for a hand moving beside it",
     )
+    sure_at_rest: float = tuning(
+        0.9,
+        "a card in a capture area seen in this look where it has lain still (``at_rest``) and "
+        "read at least this surely is not held back by motion over it (the hand that laid it "
+        "leaving, an arm reaching past): lower may settle a card a hand still holds still, "
+        "higher waits for the hand to be gone (above 1: always)",
+        high=1.01,
+    )
     capture_patience: int = tuning(
         8,
         "looks an unregistered card in a capture area may be missed before it is gone (it "
@@ -632,7 +640,9 @@ class TableTracker:
         for track in self.tracks.values():
             c = track.center
             track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
-            if self._disturbed(track, moving, width, height, motion):
+            if self._disturbed(track, moving, width, height, motion) and not self._lies_sure(
+                track, u, frame.time
+            ):
                 track.disturbed = u
                 track.quiet_since = frame.index + 1
                 track.quiet_time = float("inf")
@@ -983,6 +993,19 @@ class TableTracker:
             captures_in_sight=captures_in_sight,
         )
 
+    def _lies_sure(self, track: Track, u: int, now: float) -> bool:
+        """A capture-area card seen now where it has lain still for ``at_rest``, surely named:
+        motion over it is a hand leaving or passing, not the card still being laid."""
+        s = self.settings
+        return (
+            track.state.open
+            and track.last_seen == u
+            and bool(track.zone and track.zone.startswith(CAPTURES))
+            and now - track.rest_time >= s.at_rest - CLOCK_SLACK
+            and len(track.looks) >= s.steady_looks
+            and _named_surely(track.posterior()) >= s.sure_at_rest
+        )
+
     def _disturbed(self, track: Track, moving, width: int, height: int, motion: float) -> bool:
         """Whether something moved over the track's card (its box grown by
         ``disturbed_margin``)."""
@@ -995,6 +1018,12 @@ class TableTracker:
         x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
         return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
+
+
+def _named_surely(posterior: np.ndarray) -> float:
+    """The probability of the likeliest code, the chaff of its month counted as one."""
+    twins = twin_group(ALL_CODES[int(np.argmax(posterior))])
+    return float(sum(posterior[CODE_IDS[c]] for c in twins))
 
 
 def _gone(track: Track, looks: int) -> bool:
