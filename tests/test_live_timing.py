@@ -125,3 +125,30 @@ def test_a_recording_played_in_real_time_drops_the_frames_it_is_too_late_for(tmp
     assert frame.index == 1 + session.skipped and frame.time == pytest.approx(frame.index / 30)
     session._catch_up(10.0)  # far behind: to the end, no further
     assert source.read() is None and source.state == "ended"
+
+
+def test_a_replay_names_the_captures_slower_than_3_s_to_their_event():
+    from types import SimpleNamespace
+
+    from companion.bench.replay import ReplayReport, _compare
+    from companion.live.pipeline import CaptureRecord
+
+    truth = {
+        "rounds": [{"round": 1, "first_frame": 0, "captures": {"A": ["08-1", "08-3"]}}],
+        "events": [
+            {"frame": 50, "steady_frame": 40, "event": {"type": "card_captured", "player": "A",
+                                                        "card": "08-1"}},
+            {"frame": 50, "steady_frame": 42, "event": {"type": "card_captured", "player": "A",
+                                                        "card": "08-3"}},
+        ],
+    }  # fmt: skip
+    records = [
+        CaptureRecord("A", "08-1", 3, 40, 43, 4.3, False, round=1),  # 0.3 s
+        CaptureRecord("A", "08-3", 4, 42, 80, 8.0, False, round=1),  # 3.8 s: a hand over it
+    ]
+    report = ReplayReport(truth=True, fps_video=10.0)
+    _compare(report, truth, SimpleNamespace(captures=records), {43: 20.0, 80: 20.0})
+    assert report.steady_to_event_frames == [3, 38]
+    assert report.to_dict()["slow_captures"] == [
+        {"round": 1, "player": "A", "card": "08-3", "seconds": 3.82}
+    ]
