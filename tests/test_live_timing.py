@@ -150,5 +150,5 @@ def test_a_replay_names_the_captures_slower_than_3_s_to_their_event():
     _compare(report, truth, SimpleNamespace(captures=records), {43: 20.0, 80: 20.0})
     assert report.steady_to_event_frames == [3, 38]
     assert report.to_dict()["slow_captures"] == [
-        {"round": 1, "player": "A", "card": "08-3", "seconds": 3.82}
+        {"round": 1, "player": "A", "card": "08-3", "seconds": 3.8}
     ]

@@ -142,7 +142,7 @@ class ReplayReport:
     unflagged_wrong: int = 0
     steady_to_event_frames: list = field(default_factory=list)
     steady_to_event_ms: list = field(default_factory=list)
-    # (round, player, code, seconds) of captures slower than SLOW_CAPTURE_S to their event
+    # (round, player, code, seconds of video) of captures slower than SLOW_CAPTURE_S
     slow_captures: list = field(default_factory=list)
     wrong: list = field(default_factory=list)  # (round, player, code, flagged) of wrong captures
     fps_video: float = 10.0
@@ -174,7 +174,7 @@ class ReplayReport:
                 unflagged_wrong=self.unflagged_wrong,
                 steady_to_event_frames=self.steady_to_event_frames,
                 slow_captures=[
-                    {"round": n, "player": p, "card": c, "seconds": round(sec, 2)}
+                    {"round": n, "player": p, "card": c, "seconds": round(sec, 1)}
                     for n, p, c, sec in self.slow_captures
                 ],
             )
@@ -462,8 +462,9 @@ def _compare(report: ReplayReport, truth: dict, pipeline, event_ms: dict) -> Non
         report.steady_to_event_frames.append(frames)
         ms = frames * 1000.0 / report.fps_video + event_ms.get(rec.event_frame, 0.0)
         report.steady_to_event_ms.append(ms)
-        if ms > SLOW_CAPTURE_S * 1000:
-            report.slow_captures.append((number, event.get("player"), event.get("card"), ms / 1000))
+        seconds = frames / report.fps_video  # video time: the same however loaded the machine
+        if seconds > SLOW_CAPTURE_S:
+            report.slow_captures.append((number, event.get("player"), event.get("card"), seconds))
 
 
 SLOW_CAPTURE_S = 3.0  # a capture this much later than its card lay still is listed by name
