@@ -147,6 +147,29 @@ def test_a_hand_crossing_the_table_adds_and_removes_nothing():
     assert not after.hand_present and after.arrivals == {"A": (), "B": ()}
 
 
+def test_a_sure_card_lying_still_settles_under_a_moving_hand_a_doubtful_one_waits():
+    scene = dealt_scene()
+    scene.run(6)
+    scene.put("08-1", 300, 620)  # laid in A's capture area, read surely
+    scene.put("09-1", 420, 620, conf=0.5, alts=[("10-1", 0.4)])  # read doubtfully
+    # the hand that laid them moves over them for a second: the sure one lies still and is
+    # seen in 3 looks over 0.2 s, so it settles; the doubtful one waits for the hand to go
+    states = [scene.run(motion=0.08) for _ in range(10)]
+    settled_at = next(i for i, st in enumerate(states) if st.arrivals["A"])
+    assert settled_at <= 3
+    assert all(
+        [a.candidates[0][0] for a in st.arrivals["A"]] == ["08-1"] for st in states[settled_at:]
+    )
+    after = scene.run(3)
+    assert sorted(a.candidates[0][0] for a in after.arrivals["A"]) == ["08-1", "09-1"]
+    # a card still moving in the hand settles under no motion however surely it is read
+    scene.put("07-1", 500, 620)
+    for i in range(10):
+        scene.cards["07-1"] = look("07-1", 500 + 20 * i, 620)
+        state = scene.run(motion=0.08)
+        assert "07-1" not in [a.candidates[0][0] for a in state.arrivals["A"]]
+
+
 def test_many_steady_cards_vanishing_at_once_count_as_a_hand_even_without_motion():
     scene = dealt_scene()
     scene.run(6)

@@ -143,6 +143,8 @@ class ReplayReport:
     unflagged_wrong: int = 0
     steady_to_event_frames: list = field(default_factory=list)
     steady_to_event_ms: list = field(default_factory=list)
+    # (round, player, code, seconds of video) of captures slower than SLOW_CAPTURE_S
+    slow_captures: list = field(default_factory=list)
     wrong: list = field(default_factory=list)  # (round, player, code, flagged) of wrong captures
     fps_video: float = 10.0
     recognised: int = 0  # recorded captures recognised where they lay (no event)
@@ -172,6 +174,10 @@ class ReplayReport:
                 flagged_wrong=self.flagged_wrong,
                 unflagged_wrong=self.unflagged_wrong,
                 steady_to_event_frames=self.steady_to_event_frames,
+                slow_captures=[
+                    {"round": n, "player": p, "card": c, "seconds": round(sec, 1)}
+                    for n, p, c, sec in self.slow_captures
+                ],
             )
         if self.restarts:
             data.update(restarts=self.restarts, recognised=self.recognised)
@@ -455,9 +461,14 @@ def _compare(report: ReplayReport, truth: dict, pipeline, event_ms: dict) -> Non
             continue
         frames = rec.event_frame - int(item["steady_frame"])
         report.steady_to_event_frames.append(frames)
-        report.steady_to_event_ms.append(
-            frames * 1000.0 / report.fps_video + event_ms.get(rec.event_frame, 0.0)
-        )
+        ms = frames * 1000.0 / report.fps_video + event_ms.get(rec.event_frame, 0.0)
+        report.steady_to_event_ms.append(ms)
+        seconds = frames / report.fps_video  # video time: the same however loaded the machine
+        if seconds > SLOW_CAPTURE_S:
+            report.slow_captures.append((number, event.get("player"), event.get("card"), seconds))
+
+
+SLOW_CAPTURE_S = 3.0  # a capture this much later than its card lay still is listed by name
 
 
 def percentile(values, q: float) -> float | None:

@@ -345,7 +345,7 @@ class CaptureDecider:
             quiet = [
                 a
                 for a in arrivals
-                if table.time - a.quiet_time >= s.settle_seconds - CLOCK_SLACK
+                if self._settled(a, table.time)
                 and (not a.overlaps or self._plausible_over(a, held))
             ]
             if not quiet:
@@ -369,6 +369,14 @@ class CaptureDecider:
             self._alone_since.pop(seat, None)
             ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
             out += self._decide(ordered, area)
+
+    def _settled(self, a: Arrival, now: float) -> bool:
+        """Whether an arrival is decided on this look: a sure one as soon as nothing moves
+        over it (the tracker already saw it lie still), a doubtful one ``settle_seconds``
+        later (one more look at it)."""
+        if a.quiet_time <= now and surely(a) >= self.settings.sure:
+            return True
+        return now - a.quiet_time >= self.settings.settle_seconds - CLOCK_SLACK
 
     def _plausible_over(self, a: Arrival, held) -> bool:
         """A card found over one of the player's captures is a new card (not a misread of

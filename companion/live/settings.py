@@ -187,6 +187,14 @@ class TrackerSettings:
         "share of a card's box added around it where motion counts as moving over it: more "
         "holds a card back for a hand moving beside it",
     )
+    sure_at_rest: float = tuning(
+        0.9,
+        "a card in a capture area seen in this look where it has lain still (``at_rest``) and "
+        "read at least this surely is not held back by motion over it (the hand that laid it "
+        "leaving, an arm reaching past): lower may settle a card a hand still holds still, "
+        "higher waits for the hand to be gone (above 1: always)",
+        high=1.01,
+    )
     capture_patience: int = tuning(
         8,
         "looks an unregistered card in a capture area may be missed before it is gone (it "

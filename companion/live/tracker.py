@@ -409,7 +409,9 @@ class TableTracker:
         for track in self.tracks.values():
             c = track.center
             track.zone = self.zones.zone_of(c[0] / width, c[1] / height)
-            if self._disturbed(track, moving, width, height, motion):
+            if self._disturbed(track, moving, width, height, motion) and not self._lies_sure(
+                track, u, frame.time
+            ):
                 track.disturbed = u
                 track.quiet_since = frame.index + 1
                 track.quiet_time = float("inf")
@@ -778,6 +780,19 @@ class TableTracker:
             captures_in_sight=captures_in_sight,
         )
 
+    def _lies_sure(self, track: Track, u: int, now: float) -> bool:
+        """A capture-area card seen now where it has lain still for ``at_rest``, surely named:
+        motion over it is a hand leaving or passing, not the card still being laid."""
+        s = self.settings
+        return (
+            track.state.open
+            and track.last_seen == u
+            and bool(track.zone and track.zone.startswith(CAPTURES))
+            and now - track.rest_time >= s.at_rest - CLOCK_SLACK
+            and len(track.looks) >= s.steady_looks
+            and _named_surely(track.posterior()) >= s.sure_at_rest
+        )
+
     def _disturbed(self, track: Track, moving, width: int, height: int, motion: float) -> bool:
         """Whether something moved over the track's card (its box grown by
         ``disturbed_margin``)."""
@@ -790,6 +805,12 @@ class TableTracker:
         x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
         return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
+
+
+def _named_surely(posterior: np.ndarray) -> float:
+    """The probability of the likeliest code, the chaff of its month counted as one."""
+    twins = twin_group(ALL_CODES[int(np.argmax(posterior))])
+    return float(sum(posterior[CODE_IDS[c]] for c in twins))
 
 
 def _gone(track: Track, looks: int) -> bool:
