@@ -16,7 +16,8 @@ The rest of a round's life, read from the table for players who forget the table
   with ``source: "camera"``, once per decision asked: a tap answers first and wins, and an
   answer the tablet took back is only shown (``notice``), never recorded again.
 - The cards gathered (or dealt again) without a decision pending end the round
-  (``cards_ran_out``). A field the rules deal again, gathered before any capture: ``redeal``;
+  (``cards_ran_out``); a deal played out leaves every card captured, so a card never decided
+  whose month one player alone holds oddly is credited to him first (flagged for a check). A field the rules deal again, gathered before any capture: ``redeal``;
   a round without its field (dealt again, or opened on the tablet): ``field_dealt`` from the
   next deal.
 """
