@@ -1249,3 +1249,66 @@ def test_a_settled_card_is_read_once_more_and_the_dealt_field_is_that_reading():
     table.run(25)
     assert sorted(c.code for c in store.state(match_id).field) == sorted(DEAL)
     assert detector.asked == len(DEAL)
+
+
+# -- a deal played out: every card was captured ------------------------------------------
+
+
+def _three_seat_round_short_of(missing: set, odd_seat: str):
+    """A Hana-Awase round for three with every card captured by pairs of a month, but
+    ``missing`` never decided: their month-mates lie with ``odd_seat``."""
+    from companion.game.cards import ALL_CODES
+    from companion.game.engine import replay
+
+    events = [
+        {"type": "match_started", "players": ["A", "B", "C"], "rules": "hana-awase", "rounds": 6},
+        {"type": "round_started"},
+    ]
+    months = sorted({int(c[:2]) for c in ALL_CODES})
+    for i, month in enumerate(months):
+        codes = [c for c in ALL_CODES if int(c[:2]) == month]
+        seat = "ABC"[i % 3]
+        for code in codes:
+            if code in missing:
+                continue
+            mates_missing = any(int(m[:2]) == month for m in missing)
+            player = odd_seat if mates_missing else seat
+            events.append({"type": "card_captured", "player": player, "card": code})
+    return replay(events)
+
+
+def _ran_out_looks(decider, match, seats, field=()):
+    """The pile in sight, then gone long enough for the cards to have run out."""
+    from companion.live.tracker import TableState
+
+    out = []
+    for frame, (time, backs) in enumerate([(0.0, 3), (1.0, 0), (4.0, 0)]):
+        table = TableState(frame=frame, time=time, backs=backs, field=field)
+        out += decider.step(table, match, seats=seats)
+    return out
+
+
+def test_a_card_never_decided_is_credited_to_the_one_player_holding_its_month_oddly():
+    seats = {"A": "A", "B": "B", "C": "C"}
+    match = _three_seat_round_short_of({"11-1"}, odd_seat="B")
+    decided = _ran_out_looks(CaptureDecider(), match, seats)
+    assert [d.event.type for d in decided] == ["card_captured", "cards_ran_out"]
+    credited = decided[0].event
+    assert (credited.player, credited.card, credited.check) == ("B", "11-1", True)
+
+
+def test_an_unsure_leftover_is_never_credited():
+    seats = {"A": "A", "B": "B", "C": "C"}
+    # two cards of one month missing: a pair nobody can place
+    match = _three_seat_round_short_of({"11-1", "11-2"}, odd_seat="B")
+    assert [d.event.type for d in _ran_out_looks(CaptureDecider(), match, seats)] == [
+        "cards_ran_out"
+    ]
+    # cards still lying on the field: the deal was not played out
+    match = _three_seat_round_short_of({"11-1"}, odd_seat="B")
+    looks = _ran_out_looks(CaptureDecider(), match, seats, field=("11-1",))
+    assert [d.event.type for d in looks] == ["cards_ran_out"]
+    # more missing than a few: a round cut short, not a card or two missed
+    few = CaptureDecider(DeciderSettings(unclaimed_at_most=0))
+    looks = _ran_out_looks(few, _three_seat_round_short_of({"11-1"}, odd_seat="B"), seats)
+    assert [d.event.type for d in looks] == ["cards_ran_out"]

@@ -16,7 +16,9 @@ The rest of a round's life, read from the table for players who forget the table
   with ``source: "camera"``, once per decision asked: a tap answers first and wins, and an
   answer the tablet took back is only shown (``notice``), never recorded again.
 - The cards gathered (or dealt again) without a decision pending end the round
-  (``cards_ran_out``). A field the rules deal again, gathered before any capture: ``redeal``;
+  (``cards_ran_out``); a deal played out leaves every card captured, so a card never decided
+  whose month one player alone holds oddly is credited to him first (flagged for a check). A
+  field the rules deal again, gathered before any capture: ``redeal``;
   a round without its field (dealt again, or opened on the tablet): ``field_dealt`` from the
   next deal.
 
@@ -31,7 +33,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from companion.game.cards import twin_group
+from companion.game.cards import ALL_CODES, twin_group
 from companion.game.engine import (
     CardCaptured,
     CardsRanOut,
@@ -323,7 +325,7 @@ class CaptureDecider:
         if self._redeal_from_table(table, match, out):
             return
         self._contradicted_koi(table, match)
-        self._ran_out(table, match, out)
+        self._ran_out(table, match, seats, out)
 
     def _captures(
         self, table: TableState, match, seats: dict, out: list, *, settling: bool = False
@@ -537,9 +539,10 @@ class CaptureDecider:
 
     # -- the round's end ---------------------------------------------------------------------
 
-    def _ran_out(self, table: TableState, match, out: list) -> None:
+    def _ran_out(self, table: TableState, match, seats: dict, out: list) -> None:
         if self._gathered(table, match) and not match.pending_decision:
             # the cards were gathered (or dealt again) without a Stop: the round is over
+            self._unclaimed(table, match, seats, out)
             out.append(Decision(CardsRanOut()))
             self._closed_on_deal = self._new_deal(table, match)
             return
@@ -556,10 +559,43 @@ class CaptureDecider:
             self._no_backs_since = table.time
         done = table.time - self._no_backs_since >= self.settings.ran_out_after
         if done and not match.pending_decision:
+            self._unclaimed(table, match, seats, out)
             out.append(Decision(CardsRanOut()))
             self._closed_on_deal = False
             self._backs_seen = False
             self._no_backs_since = None
+
+    def _unclaimed(self, table: TableState, match, seats: dict, out: list) -> None:
+        """The cards ran out: every card was laid, and none is left on the field (a month's
+        four come and go in pairs, the fourth taking the three), so every card of the deck
+        was captured. A card never decided (laid under the next of a row before it lay
+        still) whose month one player, and only he, holds an odd number of (its partner
+        waiting) is his: credited, flagged for a check, with the card lying unregistered in
+        his capture area that reads likeliest as it when there is one."""
+        if table.field or len(match.players) < 2:
+            return  # cards on the field: the deal was not played out (a round cut short)
+        owned = {c.code for cards in match.captures.values() for c in cards}
+        missing = [c for c in ALL_CODES if c not in owned]
+        if not missing or len(missing) > self.settings.unclaimed_at_most:
+            return
+        held = {
+            seat: Counter(_month(c.code) for c in match.captures.get(match.side_of(p), []))
+            for seat, p in seats.items()
+        }
+        left = Counter(_month(c) for c in missing)
+        for code in missing:
+            month = _month(code)
+            odd = [seat for seat, months in held.items() if months[month] % 2]
+            if left[month] != 1 or len(odd) != 1:
+                continue  # two of a month missing, or no one (or several) waiting: unsure
+            seat = odd[0]
+            arrivals = table.arrivals.get(seat, ())
+            odds = {a.track: dict(a.candidates).get(code, 0.0) for a in arrivals}
+            track = max(odds, key=odds.get) if any(odds.values()) else -1
+            reading = Reading(track, seat, code, odds.get(track, 0.0), True, (), table.frame)
+            out.append(Decision.captured(seats[seat], reading))
+            held[seat][month] += 1
+            self._registered_at[code] = table.time
 
     def _gathered(self, table: TableState, match) -> bool:
         """The captures have been out of sight a while, with no hand over them, and the pile

@@ -487,6 +487,12 @@ class DeciderSettings:
         "seconds a field the rules deal again lies gathered before the redeal is read: less "
         "takes a hand over the field for a sweep",
     )
+    unclaimed_at_most: int = tuning(
+        4,
+        "cards of the deck not captured, at most, when the cards run out with the field bare,"
+        " for each to be credited to the one player holding an odd number of its month (his "
+        "capture's partner, missed): more credits cards on a round cut short",
+    )
     laid_after_stop: int = tuning(
         2,
         "looks in a row showing more cards than when a tapped Stop closed the round before "
