@@ -21,6 +21,11 @@ _template(
 )
 _template("camera.connecting", N_("Connecting to the camera."), "camera")
 _template(
+    "camera.frozen",
+    N_("The camera's picture is frozen: nothing is read from the table until it moves again."),
+    "camera",
+)
+_template(
     "camera.no_match",
     N_("Start a match on the tablet: the camera follows the latest one."),
     "camera",
@@ -56,6 +61,25 @@ _template(
     "proposal",
 )
 
+# what the camera did not see (a dropped stream, a covered lens, a restart): asked, never read
+_template(
+    "camera.away_ask",
+    N_("The camera was away for %(seconds)s s: did %(player)s stop or call Koi?"),
+    "proposal",
+)
+_template(
+    "camera.restart_ask",
+    N_("The camera started again while %(player)s was deciding: did %(player)s stop or call Koi?"),
+    "proposal",
+)
+_template(
+    "camera.away_round_gone",
+    N_(
+        "The camera was away for %(seconds)s s and the round's captures are gone: end the round "
+        "on the tablet."
+    ),
+    "proposal",
+)
 
 # -- the camera's zones (companion.live.zones, companion.live.layout): a calibration refused --
 # %(zone)s is the zone's name as the layout writes it, quoted ('field', 'captures_A')

@@ -34,7 +34,7 @@ import numpy as np
 from companion.detections import Detections
 from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
-from companion.live.capture_decider import CaptureDecider, DeciderSettings, Decision
+from companion.live.capture_decider import Away, CaptureDecider, DeciderSettings, Decision
 from companion.live.tracker import TableState, TableTracker, TrackerSettings, TrackState
 from companion.live.tuning import CLOCK_SLACK, check_ranges, describe, tuning
 from companion.live.zones import CAPTURES, Zones
@@ -88,6 +88,22 @@ class PipelineSettings:
         "seconds between looks at least (10 a second at 30 fps: every third frame; every "
         "frame at 10-12 fps): less settles a card sooner, but costs a 30 fps camera its real "
         "time",
+    )
+    # -- a camera that was away ---------------------------------------------------------------
+    gap_after: float = tuning(
+        1.5,
+        "seconds between two pictures (of the frames' own clock) beyond which the camera was "
+        "away (a stream that dropped, a lens dark or covered): the table is then read afresh"
+        " and compared with what was recorded, and what it did not see is asked, never "
+        "guessed; less takes a slow machine's dropped frames for a gap, more may read a "
+        "decision from a table that changed unseen",
+    )
+    blind_contrast: float = tuning(
+        4.0,
+        "grey levels (0..255) of spread (standard deviation) below which the small picture "
+        "shows nothing (a dark room, a lens covered or capped): such a frame is not looked "
+        "at, as if none came; more takes a plain, evenly lit table for a covered lens",
+        high=255,
     )
     # -- captures settling when a Stop is tapped ---------------------------------------------
     settling_seen_within: int = tuning(
@@ -197,6 +213,9 @@ class LivePipeline:
         self._earlier_round = False  # a recording of an earlier round is being played again
         self._deal_checked = False  # a field of a deal's size was seen since the start
         self._watch_from: float | None = None  # started between rounds: watching since
+        self._last_time: float | None = None  # the last picture that showed something
+        self.blind_frames = 0  # frames that showed nothing (dark, covered)
+        self.gaps: list[tuple[float, float]] = []  # (time back, seconds away) of each gap
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -249,7 +268,12 @@ class LivePipeline:
                     and last.seq not in self._own
                     and self._settling is None
                 )
-                if tapped_stop and self._still_settling():
+                if self.decider.moved_on == self._match_state.round_number:
+                    # its cards went while the camera was away: what lies is the next round's,
+                    # read afresh (looked at as after motion, to settle at once)
+                    self.tracker.reset_round()
+                    self._motion_at = self.table.time
+                elif tapped_stop and self._still_settling():
                     # the turn's last capture may lie still, not yet decided: decided first
                     until = self.table.time + self.decider_settings.stop_tapped_wait
                     self._settling = (last.seq, last.event.to_dict(), until)
@@ -355,10 +379,23 @@ class LivePipeline:
         settling = self._motion_at is not None and now - self._motion_at <= s.settle_after_motion
         return changed >= s.changed or settling
 
+    def blind(self, image: np.ndarray) -> bool:
+        """Whether the picture shows nothing: a dark room, a lens covered or capped (its small
+        grey copy nearly even)."""
+        grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
+        small = cv2.resize(grey, self.pipeline_settings.motion_size, interpolation=cv2.INTER_AREA)
+        return float(small.std()) < self.pipeline_settings.blind_contrast
+
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
         with self._lock:
             self.frames += 1
+            if self.blind(frame.image):
+                self.blind_frames += 1  # not looked at: the camera is away until it shows
+                return []
+            last, self._last_time = self._last_time, frame.time
+            if last is not None and frame.time - last > self.pipeline_settings.gap_after:
+                self._came_back(frame.time - last)
             moved, changed = self.motion(frame.image)
             if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
@@ -391,10 +428,31 @@ class LivePipeline:
                 self._sync()
             return appended
 
+    def _came_back(self, seconds: float) -> None:
+        """The camera saw nothing for ``seconds``: the table is read afresh, as after a
+        restart (the captures recorded meanwhile recognised where they lie, those made
+        meanwhile taken over), and the decider compares it with what it saw before deciding
+        anything else; what it cannot tell is asked on the tablet."""
+        self.gaps.append((self._last_time, seconds))
+        away = Away(seconds, self.decider.seen)
+        self.tracker = TableTracker(self.zones, self.tracker_settings)
+        self.table = self.tracker.state
+        fresh = CaptureDecider(self.decider_settings)
+        self.decider = fresh.came_back(away, memory=self.decider)
+        self._settling = None
+        self._prev_small = self._detected_small = self._moving = None
+        self._detected_at = self._motion_at = None
+        self._resumed, self._watch_from = False, None
+        self._deal_checked, self._earlier_round = False, False
+
     def _append_decided(self, decisions: tuple[Decision, ...], frame, state) -> list:
         """Append the decider's events; register each capture with its physical card."""
         appended = []
         for decision in decisions:
+            if decision.event.type == "round_started" and self._an_earlier_deal(
+                decision.event.field
+            ):
+                continue  # a recording played again: that round was played already
             try:
                 stored = self._append(decision.event)
             except IllegalEvent as exc:  # the tablet got there first, or the round ended
@@ -421,6 +479,12 @@ class LivePipeline:
                 )
         return appended
 
+    def _an_earlier_deal(self, field) -> bool:
+        """Whether ``field`` is a round's dealt field already recorded (``same_deal`` cards
+        in common): a recording played again, never a new deal."""
+        cards = set(field or ())
+        return any(len(cards & dealt) >= self.pipeline_settings.same_deal for dealt in self._dealt)
+
     def _leftovers(self, state, now: float) -> None:
         """Started between two rounds (killed after a Stop, before the cards were gathered):
         while the table is first watched, a table holding captures is the ended round's, its
@@ -428,6 +492,9 @@ class LivePipeline:
         before a deal opens the next round; a table showing only a field is a new deal."""
         if not self._resumed:
             self._resumed = True
+            if state.round_in_progress and self.decider.away is None and not self.gaps:
+                # started again on a round under way: its pending answers were not seen
+                self.decider.came_back(Away())
             between = bool(state.rounds) and not state.round_in_progress and not state.finished
             self._watch_from = now if between else None
         if self._watch_from is None:
@@ -508,6 +575,11 @@ class LivePipeline:
             if adopted:
                 left = tuple(a for a in arrivals if a.track not in adopted)
                 self.table = replace(self.table, arrivals={**self.table.arrivals, seat: left})
+
+    @property
+    def asked(self) -> int:
+        """Questions put to the tablet about what the camera did not see (a gap, a restart)."""
+        return self.decider.questions
 
     @property
     def proposal(self):

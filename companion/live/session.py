@@ -35,6 +35,10 @@ BEHIND_AT_MOST = 0.25  # seconds a recording played in real time may lag before 
 # the terminal): long enough for a webcam to start or a stream to connect, short enough that
 # the players are not left wondering. The source keeps retrying all the same.
 NO_PICTURE_AFTER = 5.0  # seconds
+# A live camera's sensor never gives the same picture twice: a stream sending one picture
+# over and over this long (a stalled encoder, a phone's camera app in the background) is
+# frozen, and its pictures are not looked at until one differs (the pipeline then sees a gap).
+FROZEN_AFTER = 2.0  # seconds
 # What to check when a source sends nothing, by kind of source ("camera", "stream").
 ADVICE = {
     "camera": "check that it is plugged in and that no other program is using it",
@@ -113,6 +117,8 @@ class LiveSession:
         # One line per change of the source's state (connecting, live, lost, absent, ended).
         self._log = log or logging.getLogger("companion.live").info
         self._down_since: float | None = None  # since when no picture has come
+        self._same: tuple | None = None  # (a sample of the last picture, since when the same)
+        self.frozen = False  # a live source sending one picture over and over
         self._said: str | None = None  # the last state put in the log
 
     # -- the web page's side ------------------------------------------------------------------
@@ -175,6 +181,8 @@ class LiveSession:
         if len(times) >= 2 and times[-1] > times[0]:
             fps = (len(times) - 1) / (times[-1] - times[0])
         proposal = self.pipeline.proposal
+        if self.frozen and state == "live":
+            state = "lost"
         return {
             "camera": state if state in ("connecting", "live", "lost", "ended") else "off",
             "source": self.source.describe() if self.source else "none",
@@ -191,6 +199,8 @@ class LiveSession:
     def _message(self, state: str) -> str:
         if self.absent():
             return self.absent_sentence()
+        if self.frozen:
+            return Message("camera.frozen")
         if state == "lost":
             return Message("camera.lost")
         if state == "connecting":
@@ -320,6 +330,8 @@ class LiveSession:
         self._watch_source(frame is not None)
         if frame is None:
             return False
+        if self._stuck(frame):
+            return False
         with self._reading:
             self.pipeline.process(frame)
         with self._lock:
@@ -328,6 +340,19 @@ class LiveSession:
         del self._times[:-60]
         self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
+
+    def _stuck(self, frame) -> bool:
+        """Whether a live source has sent this very picture for ``FROZEN_AFTER`` seconds (a
+        recording may hold still frames; a camera's noise never does)."""
+        if getattr(self.source, "finite", False):
+            return False
+        sample = np.ascontiguousarray(frame.image[::8, ::8])
+        if self._same is None or not np.array_equal(sample, self._same[0]):
+            self._same = (sample, frame.time)
+            self.frozen = False
+            return False
+        self.frozen = frame.time - self._same[1] >= FROZEN_AFTER
+        return self.frozen
 
     def _catch_up(self, behind: float) -> None:
         """A recording played at its pace drops the frames the pipeline is too late for, as
