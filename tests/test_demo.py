@@ -313,3 +313,43 @@ def test_make_demo_says_how_to_reach_the_companion_command():
     readme = (root / "README.md").read_text(encoding="utf-8")
     make_demo = readme.index("make demo")
     assert ". .venv/bin/activate" in readme[make_demo : make_demo + 1200]
+
+
+@pytest.mark.slow
+def test_the_camera_demos_first_round_is_scored_from_the_table_within_a_minute(tmp_path):
+    """The first round of `demo --camera`, filmed as it is played and read by the real
+    pipeline with no tap: a yaku made, the Stop read from the table, the totals moved before
+    the first minute of video is over."""
+    from companion.demo import CAMERA_PLAYERS, CameraDemo, SimulatedTable, camera_deck_dir
+    from companion.web import create_app
+
+    try:
+        deck = camera_deck_dir()
+    except CompanionError as exc:
+        pytest.skip(str(exc))
+    store = MatchStore.open(tmp_path / "demo.db")
+    app = create_app(store, testing=True)
+    source = SimulatedTable(deck, rounds=1)
+    moved_at = []
+    demo = CameraDemo(app, store, realtime=False, source=source, echo=lambda line: None)
+    match_id = demo.start()
+    try:
+        deadline = time.monotonic() + 1500
+        while source.state != "ended" and time.monotonic() < deadline:
+            state = store.state(match_id)
+            if not moved_at and any(state.totals.values()):
+                moved_at.append(demo.session.pipeline.last_frame.time)
+            time.sleep(0.2)
+        assert source.state == "ended"
+    finally:
+        demo.stop()
+    (plan,) = source.plans
+    state = store.state(match_id)
+    seats = dict(zip(("A", "B"), CAMERA_PLAYERS, strict=True))
+    assert state.rounds and state.rounds[0].kind == "stop"
+    assert state.rounds[0].points == {seats[s]: n for s, n in plan.rounds[0].points.items()}
+    stops = [s.event for s in store.events(match_id) if s.event.type == "stop_called"]
+    assert [e.source for e in stops] == ["camera"]
+    assert moved_at and moved_at[0] <= 60.0
+    story = demo.narrate()
+    assert any(line.id == "demo.camera_stop" for line in story.values())

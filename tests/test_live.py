@@ -707,7 +707,9 @@ def test_the_live_session_serves_status_frames_crops_and_zones(tmp_path):
     from companion.live.sources import Frame, FrameSource
 
     class Recorded(FrameSource):
-        """The frames of a Table scene, as a source."""
+        """The frames of a Table scene, as a source (a recording: still frames are frames)."""
+
+        finite = True
 
         def __init__(self, frames):
             self.frames, self.state = list(frames), "live"

@@ -641,10 +641,10 @@ class CaptureDecider:
         if before is not None and gone:
             self.moved_on = match.round_number
             self._closed_on_deal = True  # what lies next is the next round's
-            if not match.pending_players:
-                self._asked[("round", match.round_number)] = Message(
-                    "camera.away_round_gone", seconds=_seconds(self._away_seconds)
-                )
+            # asked once the pending decisions are answered
+            self._asked[("round", match.round_number)] = Message(
+                "camera.away_round_gone", seconds=_seconds(self._away_seconds)
+            )
         self._question = self._open_question(match)
         return True
 

@@ -35,10 +35,11 @@ BEHIND_AT_MOST = 0.25  # seconds a recording played in real time may lag before 
 # the terminal): long enough for a webcam to start or a stream to connect, short enough that
 # the players are not left wondering. The source keeps retrying all the same.
 NO_PICTURE_AFTER = 5.0  # seconds
-# A live camera's sensor never gives the same picture twice: a stream sending one picture
-# over and over this long (a stalled encoder, a phone's camera app in the background) is
-# frozen, and its pictures are not looked at until one differs (the pipeline then sees a gap).
-FROZEN_AFTER = 2.0  # seconds
+# A live camera's sensor never gives the same picture twice for long: a stream sending one
+# picture over and over this long (a stalled encoder, a phone's camera app in the background)
+# is frozen, and its pictures are not looked at until one differs (the pipeline then sees a
+# gap, and compares the table with what it saw: a still table was merely still).
+FROZEN_AFTER = 3.0  # seconds
 # What to check when a source sends nothing, by kind of source ("camera", "stream").
 ADVICE = {
     "camera": "check that it is plugged in and that no other program is using it",
@@ -329,6 +330,7 @@ class LiveSession:
         frame = self.source.read()
         self._watch_source(frame is not None)
         if frame is None:
+            self._same = None  # the same picture again after none is not a frozen stream
             return False
         if self._stuck(frame):
             return False
