@@ -18,6 +18,12 @@ matched to yet (a restart, a video played again from its start, a card typed on 
 are recognised where they lie, by their readings, and adopted without an event; only the
 other arrivals go to the capture decider.
 
+What the camera did not see, it does not decide: a picture that shows nothing (dark, covered)
+is not looked at, and a gap in the pictures (a stream that dropped, a lens uncovered) has the
+table read afresh, as after a restart, and compared with what was seen before; a Koi/Stop
+whose answer may have fallen in the gap (or before a restart) is asked on the tablet, never
+read from the play seen afterwards (``CaptureDecider.came_back``).
+
 The store is the truth: corrections, removals and undos made on the tablet are read back
 (by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
 the round and a removed one is never brought back.
@@ -348,13 +354,16 @@ class LivePipeline:
 
     # -- one frame ---------------------------------------------------------------------------
 
-    def motion(self, image: np.ndarray) -> tuple[float, float]:
-        """(fraction moved since the previous frame, fraction changed since the detector's
-        last look), on a small blurred grey copy."""
+    def small(self, image: np.ndarray) -> np.ndarray:
+        """The frame as the small grey copy the motion gate compares (not yet blurred)."""
         grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
+        return cv2.resize(grey, self.pipeline_settings.motion_size, interpolation=cv2.INTER_AREA)
+
+    def motion(self, image: np.ndarray, small: np.ndarray | None = None) -> tuple[float, float]:
+        """(fraction moved since the previous frame, fraction changed since the detector's
+        last look), on a small blurred grey copy (``small``: the frame's, made already)."""
         s = self.pipeline_settings
-        small = cv2.resize(grey, s.motion_size, interpolation=cv2.INTER_AREA)
-        small = cv2.GaussianBlur(small, (3, 3), 0)
+        small = cv2.GaussianBlur(self.small(image) if small is None else small, (3, 3), 0)
         moved = changed = 1.0
         if self._prev_small is not None:
             mask = cv2.absdiff(small, self._prev_small) > s.pixel_change
@@ -379,24 +388,23 @@ class LivePipeline:
         settling = self._motion_at is not None and now - self._motion_at <= s.settle_after_motion
         return changed >= s.changed or settling
 
-    def blind(self, image: np.ndarray) -> bool:
-        """Whether the picture shows nothing: a dark room, a lens covered or capped (its small
-        grey copy nearly even)."""
-        grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
-        small = cv2.resize(grey, self.pipeline_settings.motion_size, interpolation=cv2.INTER_AREA)
+    def blind(self, small: np.ndarray) -> bool:
+        """Whether the picture (its small grey copy) shows nothing: a dark room, a lens covered
+        or capped (nearly even)."""
         return float(small.std()) < self.pipeline_settings.blind_contrast
 
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
         with self._lock:
             self.frames += 1
-            if self.blind(frame.image):
+            small = self.small(frame.image)
+            if self.blind(small):
                 self.blind_frames += 1  # not looked at: the camera is away until it shows
                 return []
             last, self._last_time = self._last_time, frame.time
             if last is not None and frame.time - last > self.pipeline_settings.gap_after:
                 self._came_back(frame.time - last)
-            moved, changed = self.motion(frame.image)
+            moved, changed = self.motion(frame.image, small)
             if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
             self.last_frame = frame
