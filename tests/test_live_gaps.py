@@ -235,3 +235,24 @@ def test_a_restart_while_a_koi_or_stop_is_awaited_asks_it_and_play_seen_again_ne
     again.run(30)
     assert round_life(store, match_id) == events
     assert again.pipeline.proposal.kind == "asked" and "Aki" in again.pipeline.proposal.text
+
+
+def test_replay_drop_at_keeps_those_frames_from_the_pipeline(tmp_path):
+    import cv2
+    from click.testing import CliRunner
+
+    from companion.bench.replay import replay_video
+    from companion.cli import main
+
+    video = tmp_path / "table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (64, 36))
+    weave = np.random.default_rng(1).integers(40, 200, (36, 64, 3)).astype(np.uint8)
+    for _ in range(40):
+        writer.write(weave)
+    writer.release()
+    report = replay_video(video, ScriptedDetector(), drops=[(10, 2.0)])
+    assert report.frames == 20  # frames 10 to 29 never reached it
+    data = report.to_dict()
+    assert data["drops"] == [[10, 2.0]] and data["asked"] == 0
+    refused = CliRunner().invoke(main, ["replay", str(video), "--drop-at", "10"])
+    assert refused.exit_code == 2 and "FRAME:SECONDS" in refused.output
