@@ -27,6 +27,7 @@ from pathlib import Path
 
 from companion import CompanionError
 from companion.live.messages import Message
+from companion.live.source_state import SourceState
 from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
@@ -324,7 +325,7 @@ class SimulatedTable:
         self._frames = None
         self._index = 0
         self.fps = 10.0
-        self.state = "live"
+        self.state = SourceState.LIVE
         self._next_plan()
 
     def _plan(self):
@@ -352,27 +353,27 @@ class SimulatedTable:
     def read(self):
         from companion.live.sources import Frame
 
-        while self.state != "ended":
+        while self.state != SourceState.ENDED:
             image = next(self._frames, None)
             if image is not None:
                 frame = Frame(image, self._index, self._index / self.fps)
                 self._index += 1
                 return frame
             if not self._next_plan():
-                self.state = "ended"
+                self.state = SourceState.ENDED
         return None
 
     def __iter__(self):
-        while self.state != "ended":
+        while self.state != SourceState.ENDED:
             frame = self.read()
             if frame is not None:
                 yield frame
 
     def describe(self) -> str:
-        return f"simulated table ({Path(self.deck_dir).name} deck, {self.fps:g} fps)"
+        return Message("source.simulated_table", deck=Path(self.deck_dir).name, fps=f"{self.fps:g}")
 
     def close(self) -> None:
-        self.state = "ended"
+        self.state = SourceState.ENDED
 
 
 class CameraDemo:

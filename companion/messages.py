@@ -11,6 +11,10 @@ them, a name from a data file with its translations).
     reason = Message("round.stop", side="Aki", yaku=..., points=6)
     str(reason) == "Aki stops with Akatan 6: 6 points";  reason.kind == "round"
 
+A sentence with a number of things in it has two English forms, singular and plural (marked
+``NP_``, the catalogs' msgid and msgid_plural): its ``count`` parameter chooses, in English as
+in each language by its own plural rules (a catalog's ``ngettext``): "1 point", "2 points".
+
 Being a ``str`` is what keeps every output as it was: whatever printed, stored or compared
 the English sentence still does. Code that needs to know what a sentence says tests its
 ``id`` or ``kind``, never a piece of its English.
@@ -40,6 +44,7 @@ __all__ = [
     "CATALOGS",
     "SEPARATORS",
     "N_",
+    "NP_",
     "catalog",
     "load_catalogs",
     "say",
@@ -62,6 +67,12 @@ def N_(text: str) -> str:  # noqa: N802 - the usual name for "extract me, transl
     return text
 
 
+def NP_(singular: str, plural: str) -> tuple[str, str]:  # noqa: N802 - as N_, with a plural
+    """Marks an English template with its plural form (pybabel's ``-k NP_:1,2``); returns
+    both, which :func:`catalog`'s registration takes in place of one template."""
+    return singular, plural
+
+
 @dataclass(frozen=True)
 class Template:
     english: str  # the msgid: English with %(name)s placeholders
@@ -70,6 +81,23 @@ class Template:
     # translation may leave them out rather than show English inside its own sentence
     english_only: tuple[str, ...] = ()
     catalog: str = ""  # the module that registered it, one of CATALOGS
+    # a template counting something: its plural form (the msgid_plural) and the parameter
+    # whose number chooses between them
+    plural: str = ""
+    count: str = ""
+
+    def english_for(self, params: Mapping) -> str:
+        """The English template for these parameters: the plural one unless the count is 1."""
+        if self.plural and _count(params.get(self.count)) != 1:
+            return self.plural
+        return self.english
+
+
+def _count(value) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
 
 
 TEMPLATES: dict[str, Template] = {}
@@ -77,19 +105,29 @@ TEMPLATES: dict[str, Template] = {}
 
 def catalog(module: str) -> Callable[..., None]:
     """The function with which the catalog module ``module`` (one of :data:`CATALOGS`)
-    registers its templates: ``(message_id, english, kind=None, english_only=())``, the kind
-    being the id's first part unless given."""
+    registers its templates: ``(message_id, english, kind=None, english_only=(), count="n")``,
+    the kind being the id's first part unless given; ``english`` is one template (``N_``) or
+    a singular and a plural one (``NP_``), the parameter ``count`` choosing between them."""
     if module not in CATALOGS:
         raise ValueError(f"{module} is not one of the message catalogs (CATALOGS).")
 
     def template(
-        message_id: str, english: str, kind: str | None = None, english_only: tuple[str, ...] = ()
+        message_id: str,
+        english: str | tuple[str, str],
+        kind: str | None = None,
+        english_only: tuple[str, ...] = (),
+        count: str = "n",
     ) -> None:
         known = TEMPLATES.get(message_id)
         if known is not None and known.catalog != module:
             raise ValueError(f"The message {message_id!r} is already in {known.catalog}.")
         kind = kind or message_id.split(".")[0]
-        TEMPLATES[message_id] = Template(english, kind, tuple(english_only), module)
+        singular, plural = (english, "") if isinstance(english, str) else english
+        if plural and f"%({count})s" not in singular + plural:
+            raise ValueError(f"The message {message_id!r} does not say its count {count!r}.")
+        TEMPLATES[message_id] = Template(
+            singular, kind, tuple(english_only), module, plural, count if plural else ""
+        )
 
     return template
 
@@ -131,7 +169,7 @@ class Message(_Text):
             template = TEMPLATES[message_id]
         except KeyError:
             raise ValueError(f"No message template {message_id!r}.") from None
-        text = template.english % {k: str(v) for k, v in params.items()}
+        text = template.english_for(params) % {k: str(v) for k, v in params.items()}
         self = super().__new__(cls, text)
         self.id = message_id
         self.params = MappingProxyType(dict(params))
@@ -141,8 +179,9 @@ class Message(_Text):
 
     @property
     def template(self) -> str:
-        """The English template, the catalogs' msgid."""
-        return TEMPLATES[self.id].english
+        """The English template, the catalogs' msgid (for these parameters: the plural form
+        where the count is not 1)."""
+        return TEMPLATES[self.id].english_for(self.params)
 
     @property
     def kind(self) -> str:
@@ -249,14 +288,25 @@ def _opens_with_a_phrase(message: Message, template: str) -> bool:
     return opening is not None and isinstance(message.params.get(opening.group(1)), Message)
 
 
-def say(value, translate=None, lang: str = "en", name_card=None) -> str:
+def say(value, translate=None, lang: str = "en", name_card=None, translate_plural=None) -> str:
     """``value`` in a language: a Message by its template as ``translate`` gives it (a msgid
-    to its translation: a catalog's gettext) filled with its parameters, each said first; a
-    Listing item by item; a Named by its name in ``lang``; a card by ``name_card(code)``;
-    anything else (a player's name, a number) as it is. With no ``translate``: English."""
+    to its translation: a catalog's gettext; a counting template by ``translate_plural``, the
+    catalog's ngettext) filled with its parameters, each said first; a Listing item by item;
+    a Named by its name in ``lang``; a card by ``name_card(code)``; anything else (a player's
+    name, a number) as it is. With no ``translate``: English. French elides "de" and "que"
+    before a parameter said with a vowel ("d’avril")."""
     if isinstance(value, Message):
-        params = {k: say(v, translate, lang, name_card) for k, v in value.params.items()}
-        template = translate(value.template) if translate else value.template
+        params = {
+            k: say(v, translate, lang, name_card, translate_plural) for k, v in value.params.items()
+        }
+        known = TEMPLATES[value.id]
+        if known.plural and translate_plural:
+            count = _count(value.params.get(known.count))
+            template = translate_plural(known.english, known.plural, 2 if count is None else count)
+        else:
+            template = translate(value.template) if translate else value.template
+        if lang == "fr":
+            template = elide(template, params)
         text = template % params if params else template
         if value.capitalized or _opens_with_a_phrase(value, template):
             text = text[:1].upper() + text[1:]
@@ -265,9 +315,31 @@ def say(value, translate=None, lang: str = "en", name_card=None) -> str:
         return text
     if isinstance(value, Listing):
         sep = translate(value.sep) if translate and value.sep in SEPARATORS else value.sep
-        return sep.join(say(item, translate, lang, name_card) for item in value.items)
+        return sep.join(
+            say(item, translate, lang, name_card, translate_plural) for item in value.items
+        )
     if isinstance(value, Named):
         return value.in_language(lang)
     if isinstance(value, CardCode) and name_card is not None:
         return name_card(str(value))
     return "" if value is None else str(value)
+
+
+# French: "de" and "que" lose their vowel before a word that starts with one ("les quatre cartes
+# d’avril", "qu’Aki"); an h is left alone (aspirated or not, a name cannot tell).
+_ELIDED = re.compile(r"\b([dD]e|[qQ]ue) %\((\w+)\)s")
+_VOWELS = "aeiouâàéèêëîïôöûüœAEIOUÂÀÉÈÊËÎÏÔÖÛÜŒ"
+
+
+def elide(template: str, params: Mapping) -> str:
+    """A French ``template`` with "de %(x)s" written "d’%(x)s" where ``x`` is said with a
+    vowel (``params``: the parameters as said), and "que" likewise."""
+
+    def short(match: re.Match) -> str:
+        word, name = match.group(1), match.group(2)
+        said = str(params.get(name, ""))
+        if said[:1] and said[0] in _VOWELS:
+            return f"{word[0]}’%({name})s"
+        return match.group(0)
+
+    return _ELIDED.sub(short, template)

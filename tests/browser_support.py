@@ -30,8 +30,9 @@ from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-def open_browser():
-    """A headless Chromium (1280x1500) with a profile of its own; its console log is kept."""
+def open_browser(extra_flags=()):
+    """A headless Chromium (1280x1500) with a profile of its own; its console log is kept.
+    ``extra_flags``: more command-line switches (a fake camera, for instance)."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     profile = tempfile.mkdtemp(prefix="companion-chromium-")
@@ -47,6 +48,7 @@ def open_browser():
         "--disable-dev-shm-usage",
         "--window-size=1280,1500",
         f"--user-data-dir={profile}",
+        *extra_flags,
     ]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

@@ -1,5 +1,5 @@
 """Shared by every test: a bug in a command is a traceback that fails the test, not the
-command line's last-resort sentence (``companion.cli.CompanionGroup.invoke``); the match store,
+command line's last-resort sentence (``companion.cli.base.CompanionGroup.invoke``); the match store,
 the app's test client and a Koi-Koi match most tests start from; an app served for real (the
 browser tests). Helpers the web tests call are in ``web_support.py``."""
 

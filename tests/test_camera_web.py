@@ -406,7 +406,7 @@ def post_event(client, store, match_id, **fields):
 
 
 def checks_panel(page: str) -> str:
-    found = re.search(r'<section class="checks".*?</section>', page, re.S)
+    found = re.search(r'<details class="checks".*?</details>', page, re.S)
     return found.group(0) if found else ""
 
 
@@ -498,7 +498,7 @@ def test_calibration_proposes_zones_from_the_dealt_field(store, tmp_path):
 
     camera.boxes = camera.boxes[:2]
     page = client.get("/calibrate?propose=1").get_data(as_text=True)
-    assert "sees 2 face-up card(s)" in page and "Zones proposed" not in page
+    assert "sees 2 face-up cards" in page and "Zones proposed" not in page
 
 
 def test_a_camera_that_cannot_propose_offers_no_button(client):

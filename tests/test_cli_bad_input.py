@@ -579,7 +579,7 @@ def test_a_truth_file_of_the_wrong_shape_is_one_sentence(tmp_path, change):
 
 
 def test_nan_passes_no_float_range():
-    from companion.cli import FiniteFloatRange
+    from companion.cli.base import FiniteFloatRange
 
     assert click.FloatRange(0, 1).convert("nan", None, None) != 0  # nan slips through click's
     for value in ("nan", "inf"):
@@ -589,7 +589,7 @@ def test_nan_passes_no_float_range():
 
 
 def test_a_bug_is_one_sentence_and_exit_1_unless_tracebacks_are_asked_for(monkeypatch):
-    from companion.cli import TRACEBACK_VARIABLE
+    from companion.cli.base import TRACEBACK_VARIABLE
     from companion.game import scoring
 
     def broken(*args, **kwargs):

@@ -16,7 +16,8 @@ import pytest
 from companion import CompanionError
 from companion.bench.replay import ReplayReport, RoundReport
 from companion.game.cards import Deck
-from companion.summaries.koikoi import render_html, render_text, summary_from_store
+from companion.summaries import summary_from_store
+from companion.summaries.koikoi import render_html, render_text
 
 FERME = Path(__file__).parents[1] / "companion" / "game" / "decks" / "ferme-florale.toml"
 

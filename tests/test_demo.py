@@ -266,7 +266,7 @@ def test_the_camera_demo_tells_what_the_camera_read_in_the_pages_language():
             )
         store.append(match_id, {"type": "stop_called", "player": "Aki", "source": "camera"})
         page = client.get(f"/matches/{match_id}?lang=fr").get_data(as_text=True)
-        assert "Les cartes de Aki ont été ramassées : Stop, lu sur la table." in page
+        assert "Les cartes d’Aki ont été ramassées : Stop, lu sur la table." in page
         assert "Manche 1 : Aki" in page  # the round's end, and why, in French
         assert "The demo is over" not in page and "La démo est finie" not in page
 

@@ -475,7 +475,8 @@ def test_an_older_database_gets_the_game_column(tmp_path):
 
 
 def test_summary_of_a_hanamikoji_match(store):
-    from companion.summaries.koikoi import render, render_html, summary_from_store
+    from companion.summaries import summary_from_store
+    from companion.summaries.koikoi import render, render_html
 
     match = store.create_hanamikoji_match(["Aki", "Ben"])
     for counts in (

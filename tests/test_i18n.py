@@ -172,7 +172,7 @@ def test_an_unknown_lang_falls_back_to_english(client):
 def test_the_switch_links_keep_the_page_and_its_query(client, played):
     page = client.get(f"/matches/{played}/picker?player=Aki&lang=fr").get_data(as_text=True)
     switch = re.search(r'<nav class="lang-switch"[\s\S]*?</nav>', page).group(0)
-    assert 'aria-current="true">Français</b>' in switch
+    assert 'aria-current="true" title="Français"><span class="lang-name">Français</span>' in switch
     links = dict(re.findall(r'href="([^"]+)" data-lang="(\w+)"', switch))
     assert links == {
         f"/matches/{played}/picker?player=Aki&amp;lang=en": "en",
@@ -270,7 +270,7 @@ def test_the_engine_sentences_in_the_page_language(client, store):
     post_event(client, store, match_id, type="card_captured", player="Aki", card="12-1")
     english = visible_text(client.get(f"/matches/{match_id}?lang=en").get_data(as_text=True))
     assert (
-        "Ben holds 1 card(s) of month 02 (Plum Chaff 1 (02-3)): captures come in pairs" in english
+        "Ben holds 1 card of month 02 (Plum Chaff 1 (02-3)): captures come in pairs" in english
     )
     ja = visible_text(client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True))
     assert "Benの02月の札が1枚（梅のカス1 (02-3)）：札は2枚ずつ取るので" in ja
@@ -299,7 +299,13 @@ def test_an_engine_message_is_said_by_its_template(client):
         "Aki declares teshi (4 cards of one month in the dealt hand: 01-1 01-2 01-3 01-4): 6 points"
     )
     with client.application.test_request_context("/?lang=fr"):
-        assert say(Message("multiplier.field_brights", n=2)) == "2 lumière(s) dans le tapis servi"
+        # A count in the French plural rule's words: 0 and 1 are singular, 2 is plural.
+        assert say(Message("multiplier.field_brights", n=2)) == "2 lumières dans le tapis servi"
+        assert say(Message("multiplier.field_brights", n=1)) == "1 lumière dans le tapis servi"
+        assert say(Message("standing.points", n=0)) == "0 point"
+        # "de" elided before a vowel: the month's name in a photo's problem.
+        cut = Message("photo.cut", name="04.jpg", month="avril")
+        assert "d’avril" in say(cut) and "de avril" not in say(cut)
         assert say(declared) == (
             "Aki déclare Teshi (4 cartes d’un même mois dans la main servie: 01-1 01-2 01-3 "
             "01-4)\u00a0: 6 points"
@@ -499,18 +505,19 @@ def test_a_round_reason_a_multiplier_a_warning_and_yaku_names_in_french_and_japa
     }
     en, fr, ja = pages["en"], pages["fr"], pages["ja"]
     assert "Aki stops after 1 Koi with Yonkō 10: 20 points (base 10 x2)" in en
-    assert "1 Koi call(s) this round" in en
-    assert "Ben holds 1 card(s) of month 02 (Plum Chaff 1 (02-3))" in en  # named by the deck
+    assert "1 Koi call this round" in en
+    assert "Ben holds 1 card of month 02 (Plum Chaff 1 (02-3))" in en  # named by the deck
     assert "Aki dit Stop après 1 Koi-Koi avec Yonkō 10\u00a0: 20 points (base 10 ×2)" in fr
-    assert "1 Koi-Koi annoncé(s) dans la manche" in fr  # the ledger's multiplier
-    assert "Ben a 1 carte(s) du mois 02 (Prunier simple 1 (02-3))" in fr
+    assert "1 Koi-Koi annoncé dans la manche" in fr  # the ledger's multiplier
+    assert "Ben a 1 carte du mois 02 (Prunier simple 1 (02-3))" in fr
     assert "Akiがこいこい1回の後に勝負（四光 10点）：20点（基本点10×2）" in ja
     assert "この回のこいこい1回" in ja
     assert "Benの02月の札が1枚（梅のカス1 (02-3)）" in ja
     assert "Yonkō" not in ja and "四光" in ja  # the ledger's yaku too
     for lang in ("fr", "ja"):
         assert english_leftovers(pages[lang], lang) == []
-        assert "stops after" not in pages[lang] and "Koi call(s)" not in pages[lang]
+        assert "stops after" not in pages[lang] and "Koi call" not in pages[lang]
+        assert "(s)" not in pages[lang]  # plural forms by the catalog's rules, not by hand
         assert "captures come in pairs" not in pages[lang]
     summary = visible_text(
         client.get(f"/matches/{match_id}/summary?lang=ja").get_data(as_text=True)
@@ -603,14 +610,14 @@ def test_the_statistics_name_the_yaku_in_the_page_language(client, store):
 
 
 def test_a_dealt_hand_is_named_as_the_buttons_name_it_and_the_json_keeps_its_id(client, store):
-    from companion.summaries import koikoi
+    from companion import summaries
 
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     post_event(client, store, match_id, type="round_started")
     post_event(client, store, match_id, type="hand_declared", player="Ben", kind="teshi")
     page = visible_text(client.get(f"/matches/{match_id}/summary?lang=en").get_data(as_text=True))
     assert "Ben declares Teshi (4 cards of one month in the dealt hand): 6 points" in page
-    data = koikoi.summary_from_store(store, match_id).to_dict()
+    data = summaries.summary_from_store(store, match_id).to_dict()
     assert data["rounds"][0]["reason"] == (
         "Ben declares teshi (4 cards of one month in the dealt hand): 6 points"
     )

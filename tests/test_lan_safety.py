@@ -492,6 +492,31 @@ def test_a_database_with_corrupt_pages_answers_a_sentence_not_500(tmp_path):
     store.close()
 
 
+@pytest.mark.parametrize("host", ["a..b", "a" * 64 + ".example", ".", "a..b:5000"])
+def test_a_host_name_idna_cannot_encode_is_a_sentence_on_a_lan_server(store, host, caplog):
+    """The error page itself used to fail (its links cannot be built for such a host): a 500
+    and a traceback logged for every such request (issue 83)."""
+    app = create_app(store, join_code="1234567890")
+    with Running(app) as server:
+        app.config["LOOPBACK_ONLY"] = False  # as on 0.0.0.0: any name is answered
+        for path in ("/", "/matches/1", "/no-such-page"):
+            answer, _ = server.raw(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert answer.startswith(b"HTTP/1.1 400"), (path, answer[:80])
+            assert b"not a valid host name" in answer
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def test_head_on_a_hanamikoji_match_page_board_or_picker_is_answered_as_get(store):
+    """HEAD ran the Koi-Koi view on a Hanamikoji match: AttributeError in board_context."""
+    hanamikoji = store.create_hanamikoji_match(["Aki", "Ben"])
+    client = create_app(store).test_client()
+    for path in ("", "/board", "/picker?player=Aki"):
+        url = f"/matches/{hanamikoji}{path}"
+        head, get = client.head(url), client.get(url)
+        assert head.status_code == get.status_code == 303, url
+        assert head.headers["Location"] == get.headers["Location"]
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. What is stored must make sense
 # ---------------------------------------------------------------------------------------------

@@ -51,8 +51,8 @@ def test_the_draw_pile_goes_left_when_the_field_reaches_the_right_edge():
 @pytest.mark.parametrize(
     "boxes, players, words",
     [
-        (field()[:3], 2, "sees 3 face-up card(s)"),
-        ([], 2, "sees 0 face-up card(s)"),
+        (field()[:3], 2, "sees 3 face-up cards"),
+        ([], 2, "sees 0 face-up cards"),
         (field(rows=2, y0=0.05, row_step=0.4), 2, "no room for the capture areas"),
         (field(), 4, "No proposed layout for 4 players"),
         ([("a", 0, 1, 1)] * 4, 2, "four numbers"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,13 +17,14 @@ from companion.detections import Detections, class_id
 from companion.live import pipeline as pipeline_module
 from companion.live.capture_decider import (
     CaptureDecider,
-    DeciderSettings,
     Decision,
     Reading,
     pairs_up,
     resolve_group,
 )
-from companion.live.pipeline import LivePipeline, PipelineSettings
+from companion.live.pipeline import LivePipeline
+from companion.live.settings import DeciderSettings, PipelineSettings
+from companion.live.source_state import SourceState
 from companion.live.sources import LiveSource, SourceError, open_source
 from companion.live.tracker import Arrival, TableTracker
 from companion.live.zones import default_zones
@@ -525,9 +527,13 @@ def test_every_pipeline_setting_says_what_moving_it_trades_and_is_read():
     assert list(described) == names and len(names) >= 10
     for name, why in described.items():
         assert len(why) >= 40 and "\n" not in why and ":" in why, name
-    # each one is the pipeline's: read somewhere in the module
+    # each one is the pipeline's: read somewhere in its module, or by a property of the
+    # settings that the module reads (motion_size: motion_width and motion_height)
     tree = ast.parse(inspect.getsource(pipeline_module))
     read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    for node in ast.parse(inspect.getsource(PipelineSettings)).body[0].body:
+        if isinstance(node, ast.FunctionDef) and node.name in read:
+            read |= {sub.attr for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
     assert set(names) <= read
 
 
@@ -587,7 +593,7 @@ def test_an_unplugged_camera_is_reopened_with_backoff_within_five_seconds():
     for _ in range(200):  # 20 s unplugged, read every 0.1 s
         world["now"] += 0.1
         assert source.read() is None
-    assert source.state == "lost"
+    assert source.state is SourceState.LOST and SourceState.of(source).waiting
     assert world["opens"] < 15  # backoff, not a retry per read
     world["plugged"] = True
     back = world["now"]
@@ -595,6 +601,18 @@ def test_an_unplugged_camera_is_reopened_with_backoff_within_five_seconds():
         world["now"] += 0.1
         assert world["now"] - back <= 5.0
     assert source.state == "live"
+
+
+def test_a_source_state_reaches_json_as_its_plain_word():
+    class Odd:
+        state = "dozing"
+
+    assert SourceState.of(None) is SourceState.OFF and SourceState.of(Odd()) is SourceState.OFF
+    assert SourceState.of(Odd) is SourceState.OFF
+    Odd.state = "lost"  # a source of its own may still say it in a word
+    assert SourceState.of(Odd()) is SourceState.LOST
+    assert json.dumps({"camera": SourceState.LIVE}) == '{"camera": "live"}'
+    assert [s.value for s in SourceState] == ["connecting", "live", "lost", "ended", "off"]
 
 
 def test_sources_are_named_by_spec(tmp_path):
@@ -1182,3 +1200,35 @@ def test_a_two_round_match_is_scored_from_the_table_alone_without_a_tap(tmp_path
     assert report.rounds_total == 2
     assert [r.points for r in report.rounds] == [r["points"] for r in truth["rounds"]]
     assert report.rounds_exact == 2
+
+
+def test_a_settled_card_is_read_once_more_and_the_dealt_field_is_that_reading():
+    """With a taught deck the detector's looks skip its costly check (``verify`` turned off)
+    and the pipeline asks it (``verify_quad``) once for each card as it settles: a field the
+    looks misread opens the round with the cards the check names."""
+    from companion.detections import iou_matrix
+
+    class CheckingDetector(ScriptedDetector):
+        verify = True
+
+        def __init__(self, truth):
+            super().__init__()
+            self.truth, self.asked = truth, 0
+
+        def verify_quad(self, bgr, q):
+            self.asked += 1
+            spots = np.array([quad(x, y) for x, y in FIELD_SPOTS], np.float32)
+            best = int(iou_matrix(np.asarray(q, np.float32)[None], spots).argmax())
+            return self.truth[best], 0.99
+
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = CheckingDetector(DEAL)
+    table = Table(LivePipeline(detector, ZONES, store, match_id), detector)
+    assert detector.verify is False
+    misread = ["01-2", "02-4", "03-4", "05-2", "06-3", "08-4", "09-2", "11-3"]
+    for code, name, (x, y) in zip(DEAL, misread, FIELD_SPOTS, strict=True):
+        table.put(code, x, y, name=name)
+    table.run(25)
+    assert sorted(c.code for c in store.state(match_id).field) == sorted(DEAL)
+    assert detector.asked == len(DEAL)

@@ -56,7 +56,8 @@ def code_words(message_id: str, english: str) -> set:
 
 def catalog(lang: str) -> dict:
     with open(TRANSLATIONS / lang / "LC_MESSAGES" / "messages.po", "rb") as f:
-        return {m.id: m for m in read_po(f) if m.id}
+        # a plural entry by its singular msgid, as a template names it
+        return {m.id[0] if isinstance(m.id, tuple) else m.id: m for m in read_po(f) if m.id}
 
 
 # -- the type --------------------------------------------------------------------------------
@@ -171,11 +172,17 @@ def test_every_message_template_has_its_translation(lang):
     for message_id, template in TEMPLATES.items():
         entry = known.get(template.english)
         assert entry is not None, f"{lang}: {message_id} ({template.english!r}) is not extracted"
-        assert entry.string and not entry.fuzzy, f"{lang}: {message_id} is not translated"
+        strings = entry.string if isinstance(entry.string, tuple) else (entry.string,)
+        assert all(strings) and not entry.fuzzy, f"{lang}: {message_id} is not translated"
+        # a counting template is a plural entry, and only it
+        assert isinstance(entry.id, tuple) == bool(template.plural), message_id
+        if template.plural:
+            assert entry.id == (template.english, template.plural), message_id
         # every parameter is said, but another program's English words, which may be left out
-        said = set(PLACEHOLDER.findall(entry.string))
         english = set(PLACEHOLDER.findall(template.english))
-        assert english - set(template.english_only) <= said <= english, message_id
+        for string in strings:
+            said = set(PLACEHOLDER.findall(string))
+            assert english - set(template.english_only) <= said <= english, message_id
     for sep in SEPARATORS:
         assert known[sep].string, f"{lang}: the separator {sep!r} is not translated"
 
@@ -284,7 +291,7 @@ def test_warnings_have_a_kind():
     (unpaired,) = state.warnings
     assert unpaired.kind == "unpaired_month" and unpaired.params["player"] == "Ben"
     assert unpaired == (
-        "Ben holds 1 card(s) of month 02 (02-1): captures come in pairs, so one may be misread."
+        "Ben holds 1 card of month 02 (02-1): captures come in pairs, so one may be misread."
     )
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from companion.cli import LAB_COMMANDS, main
+from companion.cli import main
+from companion.cli.base import LAB_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 # an import hook that refuses the lab and what only the lab needs, as a player's install would
@@ -135,7 +136,7 @@ def hello_plugin():
 def test_a_command_registered_as_an_entry_point_runs_and_is_listed(monkeypatch):
     from importlib.metadata import EntryPoint
 
-    import companion.cli as cli
+    import companion.cli.base as cli
 
     entry = EntryPoint("hello-plugin", f"{__name__}:hello_plugin", cli.PLUGIN_GROUP)
     monkeypatch.setattr(cli, "plugin_entry_points", lambda: {"hello-plugin": entry})

@@ -17,7 +17,7 @@ PACKAGE = Path(companion.__file__).parent
 GAME_NAMES = set(registry.GAMES)
 # A game's own modules and templates may say its name (its state, its summary, its page).
 # The command list names the ``companion hanamikoji`` command, not a match's game.
-OWN_MODULES = {"game/registry.py", "cli/__init__.py"} | {
+OWN_MODULES = {"game/registry.py", "cli/base.py"} | {
     f"{folder}/{name}.py" for name in GAME_NAMES for folder in ("game", "summaries", "web", "cli")
 }
 

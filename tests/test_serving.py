@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 
 import pytest
 
@@ -139,7 +140,7 @@ def test_streams_get_threads_of_their_own_up_to_a_bound():
     release = threading.Event()
     dispatcher = StreamingDispatcher(threads=1, max_streams=2)
     try:
-        streams = [Channel("/matches/1/live", release) for _ in range(3)]
+        streams = [Channel("/live/stream.mjpg", release) for _ in range(3)]
         for channel in streams:
             dispatcher.add_task(channel)
         page = Channel("/matches/1", threading.Event())
@@ -151,10 +152,167 @@ def test_streams_get_threads_of_their_own_up_to_a_bound():
         assert len(dispatcher.streams.threads) == 2
         release.set()
         assert streams[2].started.wait(5)
-        for path in ("/live/stream.mjpg", "/matches/7/seq", "/matches/7/live"):
-            assert StreamingDispatcher.is_stream(Channel(path, release))
-        for path in ("/matches/7", "/matches/7/board", "/live", "/live/frame.jpg"):
+        assert StreamingDispatcher.is_stream(Channel("/live/stream.mjpg", release))
+        # The tally's streams are parked in the stream hub once answered: no thread of their own.
+        for path in ("/matches/7", "/matches/7/board", "/live", "/live/frame.jpg", "/matches/7/live"):
             assert not StreamingDispatcher.is_stream(Channel(path, release))
     finally:
         release.set()
         dispatcher.shutdown(timeout=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams parked in the hub: no thread each, nothing left behind when they end
+# ---------------------------------------------------------------------------------------------
+
+
+def _followers(app) -> int:
+    watcher = app.extensions.get("companion_watcher")
+    return sum(watcher.followers.values()) if watcher else 0
+
+
+def _until(condition, seconds: float = 5.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+@pytest.fixture
+def served_match(tmp_path):
+    """A served match (no join code, loopback); yields (server, app, store, match id)."""
+    from web_support import ServedApp
+
+    from companion.store import MatchStore
+
+    store = MatchStore.open(tmp_path / "m.db")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+    app = web.create_app(store)
+    with ServedApp(app) as running:
+        yield running.servers[0], app, store, match_id
+    store.close()
+
+
+def test_a_parked_stream_ends_with_its_connection_and_leaves_no_follower(served_match):
+    import socket
+    import threading
+
+    def threads():  # the watcher's own thread (one per app) aside
+        return sum(t.name != "seq-watcher" for t in threading.enumerate())
+
+    server, app, store, match_id = served_match
+    before = threads()
+    with socket.create_connection(("127.0.0.1", int(server.server_port)), timeout=5) as s:
+        s.sendall(f"GET /matches/{match_id}/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        assert b"retry: 1000" in s.recv(65536) or b"retry: 1000" in s.recv(65536)
+        assert server.stream_hub.counts()["streams"] == 1 and _followers(app) == 1
+        assert threads() == before  # no thread of its own
+    assert _until(lambda: server.stream_hub.counts()["streams"] == 0 and _followers(app) == 0)
+
+
+def test_a_parked_stream_carries_each_update_and_ends_after_max_seconds(served_match):
+    import http.client
+    import time
+
+    server, app, store, match_id = served_match
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
+    conn.request("GET", f"/matches/{match_id}/live?max_seconds=1.5")
+    reply = conn.getresponse()
+    assert reply.status == 200 and reply.getheader("Content-Type").startswith("text/event-stream")
+    started = time.monotonic()
+    store.append(match_id, {"type": "round_started"})
+    body = reply.read()  # to its end: the chunked body is closed properly
+    assert time.monotonic() - started < 5
+    assert body.startswith(b"retry: 1000\n") and b'"seq": 2' in body
+    assert _until(lambda: _followers(app) == 0 and server.stream_hub.counts()["streams"] == 0)
+
+
+def test_a_parked_long_poll_answers_as_soon_as_the_match_grows(served_match):
+    import http.client
+    import threading
+    import time
+
+    server, app, store, match_id = served_match
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
+    conn.request("GET", f"/matches/{match_id}/seq?after=1&timeout=20")
+    threading.Timer(0.3, lambda: store.append(match_id, {"type": "round_started"})).start()
+    started = time.monotonic()
+    reply = conn.getresponse()
+    assert reply.status == 200
+    assert json.loads(reply.read()) == {"match": match_id, "seq": 2}
+    assert time.monotonic() - started < 5
+    assert _until(lambda: _followers(app) == 0)
+
+
+def test_head_on_a_live_route_leaves_no_follower(app, client, match_id):
+    for url in (f"/matches/{match_id}/live", f"/matches/{match_id}/seq?after=5&timeout=1"):
+        response = client.head(url)
+        assert response.status_code == 200
+        response.close()  # as a WSGI server does once it has sent the answer
+        assert _followers(app) == 0, url
+
+
+def test_stream_budgets_count_an_ipv6_machine_by_its_network():
+    from companion.web.stream_hub import StreamHub, budget_key
+
+    assert budget_key("192.0.2.7") == "192.0.2.7"
+    assert budget_key("::ffff:192.0.2.7") == "192.0.2.7"
+    assert budget_key("2001:db8:1:2::5") == budget_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert budget_key("fe80::1%eth0") == "fe80::/64"
+    hub = StreamHub(per_address=2, untrusted=3, total=5)
+    try:
+        taken = [hub.reserve(f"2001:db8:1:2::{n}", trusted=False) for n in range(3)]
+        assert taken[2] is None  # two per machine, whatever address of its network it uses
+        assert hub.reserve("192.0.2.7", trusted=False) is not None
+        assert hub.reserve("192.0.2.8", trusted=False) is None  # three without the code
+        assert hub.reserve("192.0.2.8", trusted=True) is not None  # with it: not refused
+        taken[0].release()
+        taken[0].release()  # once only
+        assert hub.counts() == {"streams": 3, "untrusted": 2, "addresses": 2}
+    finally:
+        hub.shutdown()
+
+
+def test_the_hub_writes_a_followers_bytes_in_chunks_and_ends_its_stream():
+    import socket
+    import time
+
+    from companion.web.stream_hub import StreamHub
+
+    class Follower:
+        match_id, trusted, closed = 1, True, False
+
+        def start(self):
+            return b"first", False
+
+        def changed(self, seq):
+            return b"seq %d" % seq, seq >= 3
+
+        def due(self, now):
+            return b"", False
+
+        def next_due(self):
+            return time.monotonic() + 60
+
+        def close(self):
+            self.closed = True
+
+    hub = StreamHub()
+    server_side, client_side = socket.socketpair()
+    follower = Follower()
+    try:
+        hub.adopt(server_side, b"HEAD\r\n\r\n", follower, chunked=True)
+        hub.grown(1, 2)
+        hub.grown(1, 3)
+        client_side.settimeout(5)
+        data = b""
+        while more := client_side.recv(65536):
+            data += more
+    finally:
+        client_side.close()
+        hub.shutdown()
+    assert data.startswith(b"HEAD\r\n\r\n5\r\nfirst\r\n")
+    assert data.endswith(b"5\r\nseq 3\r\n0\r\n\r\n")  # the last update, then the end
+    assert follower.closed and hub.stream_count == 0

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from companion.cli import main
 from companion.demo import play_script
 from companion.store import MatchStore
+from companion.summaries import summary_from_store
 from companion.summaries.koikoi import (
     MatchSummary,
     build_summary,
@@ -21,7 +22,6 @@ from companion.summaries.koikoi import (
     render_html,
     render_pdf,
     render_text,
-    summary_from_store,
 )
 from companion.summaries.printable import find_chromium
 

@@ -419,7 +419,7 @@ def _a_deck():
 def test_a_three_player_round_is_dealt_played_and_laid_in_its_seats(seed):
     from companion.game.engine import replay
     from companion.live.zones import default_zones
-    from companion.simulator import rounds
+    from companion.simulator import plans, rounds
 
     plan = rounds.plan_match(seed, rounds.SimConfig(players=3, rules="hana-awase"))
     truth = rounds.truth_of(plan, "deck")
@@ -444,7 +444,7 @@ def test_a_three_player_round_is_dealt_played_and_laid_in_its_seats(seed):
     # play goes round counter-clockwise: A, then C (top right), then B (top left)
     first = [e["event"]["player"] for e in truth["events"] if e["event"]["type"] == "card_captured"]
     assert set(first) == {"A", "B", "C"}
-    assert rounds._Planner(plan.config, seed)._order("C") == ("C", "B", "A")
+    assert plans._Planner(plan.config, seed)._order("C") == ("C", "B", "A")
 
 
 def test_simulate_takes_two_or_three_players(tmp_path):

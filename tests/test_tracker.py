@@ -14,12 +14,12 @@ from test_live import FakeFrame
 from companion import CompanionError
 from companion.detections import Detections, class_id
 from companion.live import tracker as tracker_module
+from companion.live.settings import TrackerSettings
 from companion.live.tracker import (
     IllegalTransition,
     TableState,
     TableTracker,
     Track,
-    TrackerSettings,
     TrackState,
 )
 from companion.live.zones import default_zones
@@ -205,3 +205,47 @@ def test_the_table_state_is_a_snapshot():
         table.field = ()
     changed = dataclasses.replace(table, field=())
     assert changed.field == () and table.field == ("01-1",)
+
+
+def test_a_settled_card_is_read_again_once_and_that_reading_outweighs_the_looks():
+    """A taught deck's second reading (``verify``: its own points) is asked once, when the
+    card settles; it names the card against looks that keep misreading it, and is asked
+    again only once the card has been carried and settles elsewhere."""
+    asked = []
+
+    def verify(image, quad):
+        asked.append(np.asarray(quad).mean(axis=0).round().tolist())
+        return ("08-1", 0.99)
+
+    def det_at(cx):
+        quad = [[cx - 28, 375], [cx + 28, 375], [cx + 28, 465], [cx - 28, 465]]
+        return Detections(
+            quads=np.array([quad], np.float32),
+            class_ids=np.array([class_id("08-2")]),  # the looks misread it as the ribbon
+            confidence=np.array([0.9], np.float32),
+        )
+
+    image = np.zeros((720, 1280, 3), np.uint8)
+    plain, checked = TableTracker(ZONES), TableTracker(ZONES, verify=verify)
+    for i in range(6):
+        state = plain.update(det_at(488), FakeFrame(i, i / 10, image))
+        checked_state = checked.update(det_at(488), FakeFrame(i, i / 10, image))
+    assert state.field == ("08-2",)
+    assert checked_state.field == ("08-1",) and asked == [[488.0, 420.0]]
+    for i in range(6, 14):  # carried to another place of the field, where it settles again
+        checked_state = checked.update(det_at(700), FakeFrame(i, i / 10, image))
+    assert checked_state.field == ("08-1",) and asked == [[488.0, 420.0], [700.0, 420.0]]
+
+
+def test_a_second_reading_that_finds_nothing_leaves_the_looks_their_name():
+    tracker = TableTracker(ZONES, verify=lambda image, quad: None)
+    quad = [[460, 375], [516, 375], [516, 465], [460, 465]]
+    det = Detections(
+        quads=np.array([quad], np.float32),
+        class_ids=np.array([class_id("08-2")]),
+        confidence=np.array([0.9], np.float32),
+    )
+    image = np.zeros((720, 1280, 3), np.uint8)
+    for i in range(6):
+        state = tracker.update(det, FakeFrame(i, i / 10, image))
+    assert state.field == ("08-2",)

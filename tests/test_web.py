@@ -1153,6 +1153,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
     from companion import cli
     from companion.web import serving
 
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # its https certificate's home
     seen = {}
 
     def fake_serve(app, host, port, ready=None):
@@ -1172,6 +1173,7 @@ def test_serve_command_on_the_lan_prints_join_code_and_qr(monkeypatch, tmp_path)
     assert re.fullmatch(r"\d{10}", code)
     assert f"Join code: {code}" in result.output
     assert "█" in result.output and f"join?code={code}" in result.output
+    assert re.search(rf"https://\S+:5123/join\?code={code}", result.output)
 
 
 def test_serve_command_on_localhost_needs_no_code(monkeypatch, tmp_path):
@@ -1508,7 +1510,7 @@ def test_the_board_says_what_its_numbers_are(client, store, post, match_id):
     html = client.get(f"/matches/{match_id}").get_data(as_text=True)
     assert html.count('class="score-k">match total') == 2
     assert "this round if Aki stops" in html
-    assert "Koi call(s) this round: Aki ×1" in html or "Koi call(s) of the scorer: Aki ×1" in html
+    assert "Koi call this round: Aki ×1" in html or "Koi call of the scorer: Aki ×1" in html
     post(type="card_captured", player="Aki", card="12-1")  # a fourth bright: a new yaku
     assert post(type="stop_called", player="Aki").status_code == 200
     html = client.get(f"/matches/{match_id}").get_data(as_text=True)
@@ -1525,11 +1527,11 @@ def test_the_pair_warning_waits_for_the_turn_to_be_complete(client, store, post,
     assert "captures come in pairs" not in board
     post(type="card_captured", player="Ben", card="05-1")  # Ben's turn: Aki's was one card
     board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
-    assert "Aki holds 1 card(s) of month 03" in board
+    assert "Aki holds 1 card of month 03" in board
     assert "Ben holds" not in board
     post(type="card_captured", player="Ben", card=["06-1", "07-1"])  # a whole turn, unpaired
     board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
-    assert "Ben holds 1 card(s) of month 06" in board
+    assert "Ben holds 1 card of month 06" in board
     # Shown above the players, where the eyes are after a tap.
     assert board.index('class="warnings"') < board.index('class="players')
 

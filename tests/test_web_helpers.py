@@ -100,3 +100,70 @@ def test_both_games_read_whole_number_fields_with_the_one_helper(app):
     assert match.whole_number_field is hanamikoji.whole_number_field is forms.whole_number_field
     with app.test_request_context("/"):
         assert forms.whole_number_field({"count": " 12 "}, "count", "the count") == 12
+
+
+def test_a_change_form_is_read_by_its_event_classs_own_fields(app):
+    """A field added to an event class is read from the form with nothing else to list: by its
+    name and type, required ones checked here, the rest left to the engine."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from werkzeug.datastructures import MultiDict
+
+    from companion.game.events import required
+    from companion.web.forms import event_fields
+
+    @dataclass(frozen=True)
+    class Planted:
+        type: ClassVar[str] = "planted"
+        gardener: str = required()
+        rows: int = required(0)
+        seeds: tuple = ()
+        note: str | None = None
+        source: str | None = None
+
+    def read(**form):
+        return event_fields(
+            MultiDict(form),
+            Planted,
+            {"gardener": "the gardener", "rows": "the number of rows"},
+            unsent=frozenset({"source"}),
+            lists={"seeds": "seed"},
+        )
+
+    with app.test_request_context("/"):
+        assert read(gardener=" Aki ", rows="3", seed=["01-1", " ", "02-1"], source="camera") == {
+            "type": "planted",
+            "gardener": "Aki",
+            "rows": 3,
+            "seeds": ["01-1", "02-1"],
+        }
+        assert read(gardener="Aki", rows="0", note=" by the gate ")["note"] == "by the gate"
+        with pytest.raises(WebError, match=r"missing the gardener \(gardener\)"):
+            read(rows="3")
+        with pytest.raises(WebError, match="whole number"):
+            read(gardener="Aki", rows="three")
+
+
+def test_every_koikoi_event_the_page_records_is_read_from_its_fields(app):
+    """The Koi-Koi page reads each event type by its class: a player's card, a correction's new
+    card, a dealt hand's cards (the picker's card inputs), never what only the camera records."""
+    from werkzeug.datastructures import MultiDict
+
+    from companion.web.match import event_from_form
+
+    with app.test_request_context("/"):
+        form = MultiDict(
+            [("type", "card_captured"), ("player", "Aki"), ("card", "01-1"), ("confidence", "1")]
+        )
+        assert event_from_form(form) == {"type": "card_captured", "player": "Aki", "card": "01-1"}
+        form = MultiDict(
+            [("type", "hand_declared"), ("player", "Aki"), ("kind", "teshi")]
+            + [("card", code) for code in ("01-1", "01-2", "01-3", "01-4")]
+        )
+        assert event_from_form(form)["cards"] == ["01-1", "01-2", "01-3", "01-4"]
+        form = MultiDict([("type", "capture_corrected"), ("player", "Aki"), ("card", "01-1")])
+        with pytest.raises(WebError, match=r"missing the card \(new_card\)"):
+            event_from_form(form)
+        with pytest.raises(WebError, match=r"which player \(player\)"):
+            event_from_form(MultiDict([("type", "koi_called")]))

@@ -28,6 +28,8 @@ ENGLISH = re.compile(
 
 def _said_at_request_time(arg, assigned: dict) -> bool:
     """Whether the first argument of a WebError is a sentence said in the page's language."""
+    if _is_callers_missing_sentence(arg):
+        return True  # every caller's ``missing=`` is checked to be said (below)
     if isinstance(arg, ast.Call):
         func = arg.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
@@ -41,11 +43,50 @@ def _said_at_request_time(arg, assigned: dict) -> bool:
         if name == "str" and isinstance(arg.args[0], ast.Name):
             return assigned.get(arg.args[0].id) == "_l"
         return False
+    if isinstance(arg, ast.BoolOp):  # a caller's sentence, or this one
+        return all(_said_at_request_time(value, assigned) for value in arg.values)
     if isinstance(arg, ast.Attribute) and arg.attr == "sentence":
         return True  # a CompanionError's Message: the error handler says it
     if isinstance(arg, ast.Name):
         return assigned.get(arg.id) in ("_", "gettext")
     return False
+
+
+def _is_callers_missing_sentence(node) -> bool:
+    """``(missing or {}).get(name)``: the sentence a form's caller gave for a missing field."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr != "get":
+        return False
+    owner = node.func.value
+    if isinstance(owner, ast.BoolOp):
+        owner = owner.values[0]
+    return isinstance(owner, ast.Name) and owner.id == "missing"
+
+
+def _callers_missing_sentences():
+    """Every ``missing={...}`` a web module gives a form reader: its place and whether each
+    sentence in it is said in the page's language."""
+    for path in sorted(WEB.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assigned = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and isinstance(func, ast.Name):
+                        assigned[target.id] = func.id
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "missing":
+                if isinstance(node.value, ast.Dict):
+                    for value in node.value.values:
+                        yield f"{path.name}:{value.lineno}", _said_at_request_time(value, assigned)
+
+
+def test_every_missing_field_sentence_a_form_is_given_is_said_in_the_page_language():
+    found = list(_callers_missing_sentences())
+    assert found, "no form is given its own sentence for a missing field"
+    assert [place for place, said in found if not said] == []
 
 
 def _web_errors():
@@ -203,8 +244,8 @@ def test_a_refused_calibration_in_the_page_language(client, fake, lang, fields, 
 @pytest.mark.parametrize(
     ("lang", "cannot", "sees"),
     [
-        ("en", "This camera cannot propose zones", "The camera sees 2 face-up card(s)"),
-        ("fr", "Cette caméra ne peut pas proposer de zones", "La caméra voit 2 carte(s)"),
+        ("en", "This camera cannot propose zones", "The camera sees 2 face-up cards"),
+        ("fr", "Cette caméra ne peut pas proposer de zones", "La caméra voit 2 cartes"),
         ("ja", "このカメラは領域を提案できません", "カメラに見える表向きの札は2枚です"),
     ],
 )
@@ -356,3 +397,44 @@ def test_the_camera_demo_without_decks_is_said_in_the_page_language(store, monke
     codes = ("$COMPANION_SHARED/decks", "../shared/decks", "--camera")
     _check_said(said, lang, 503, english, *codes)
     assert "../shared/decks" in message(said) and store.matches() == []
+
+
+@pytest.mark.parametrize(
+    ("lang", "source", "deck"),
+    [
+        ("en", "simulated table (standard deck, 10 fps)", "Standard Hanafuda (Nintendo design)"),
+        ("fr", "table simulée (jeu standard, 10 images/s)", "Hanafuda standard (modèle Nintendo)"),
+        ("ja", "シミュレーションの卓（standardの札、10フレーム/秒）", "標準の花札（任天堂の絵柄）"),
+    ],
+)
+def test_the_camera_source_and_the_standard_decks_title_in_the_page_language(
+    client, fake, lang, source, deck
+):
+    from companion.game.cards import STANDARD_DECK
+    from companion.live.messages import Message
+    from companion.web.camera import _deck_title
+
+    fake.status = lambda: {
+        **FakeLive.status(fake),
+        "source": Message("source.simulated_table", deck="standard", fps="10"),
+    }
+    assert client.get(f"/live/status?lang={lang}").get_json()["source"] == source
+    page = client.get(f"/live?lang={lang}").get_data(as_text=True)
+    assert f'<span data-field="source">{source}</span>' in page
+    with client.application.test_request_context(f"/?lang={lang}"):
+        assert _deck_title(STANDARD_DECK) == deck
+
+
+def test_the_teach_page_elides_french_and_names_the_photos_in_japanese(client):
+    from flask import render_template_string
+
+    photo = "{{ _('Photo of %(month)s', month=month) }}"
+    with client.application.test_request_context("/?lang=fr"):
+        assert render_template_string(photo, month="avril") == "Photo d’avril"
+        assert render_template_string(photo, month="octobre") == "Photo d’octobre"
+        assert render_template_string(photo, month="mai") == "Photo de mai"
+        assert render_template_string(photo, month="<b>") == "Photo de &lt;b&gt;"  # escaped
+    with client.application.test_request_context("/?lang=en"):
+        assert render_template_string(photo, month="April") == "Photo of April"
+    japanese = client.get("/decks/teach?lang=ja").get_data(as_text=True)
+    assert "（と back）" not in japanese and "01〜12とback（裏面）" in japanese

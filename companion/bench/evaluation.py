@@ -11,9 +11,11 @@ import cv2
 import numpy as np
 
 from companion.bench.misses import annotate_misses
-from companion.detections import BACK, CLASSES, Detections
+from companion.detections import BACK, CLASSES, Detections, chaff_group, iou_matrix
 from companion.recognizer.decoding import DecodeTrace, names_a_card
 from companion.recognizer.settings import NONE_ID, RecognizerError, Settings
+from companion.simulator import synth
+from companion.simulator.closeup import render_closeup
 
 EVAL_IOU = 0.5
 MUST_FIND_VISIBLE = 0.4  # less visible labels are "don't care": neither missed nor false
@@ -107,6 +109,9 @@ class EvalReport:
     faces_called_back: int = 0
     backs_named: int = 0
     backs_to_find: int = 0
+    # loose cards and cards of fanned rows (partly covered) apart: found, named right, false
+    # cards (``LIES``)
+    by_lie: dict | None = None
 
     @property
     def labels(self) -> int:
@@ -123,6 +128,15 @@ class EvalReport:
     @property
     def chaff_accuracy(self) -> float | None:
         return self.overall.chaff_accuracy
+
+    @property
+    def named_right(self) -> float | None:
+        """The share of the cards to find found and named right for scoring (chaff twins
+        alike): recall times the chaff-equivalent accuracy."""
+        o = self.overall
+        if not o.labels or o.recall is None or o.chaff_accuracy is None:
+            return None
+        return round(o.recall * o.chaff_accuracy, 4)
 
     def to_dict(self) -> dict:
         return {
@@ -143,6 +157,8 @@ class EvalReport:
             "faces_called_back": self.faces_called_back,
             "backs_named": self.backs_named,
             "backs_to_find": self.backs_to_find,
+            "named_right": self.named_right,
+            **({"by_lie": self.by_lie} if self.by_lie is not None else {}),
             "intervals": self.intervals,
             **({"against": self.against} if self.against is not None else {}),
             "confused_pairs": self.confused_pairs,
@@ -228,8 +244,6 @@ def match_detections(
 
     Returns (label index per detection or -1, detection index per label or -1).
     """
-    from companion.detections import iou_matrix
-
     ious = iou_matrix(det.quads, np.asarray(quads, np.float32).reshape(-1, 4, 2))
     must = np.asarray(visible, np.float32).reshape(-1) >= MUST_FIND_VISIBLE
     det_to_label = np.full(len(det), -1)
@@ -252,8 +266,6 @@ def false_positive_kinds(
       less than 0.5, usually outlining the visible part only;
     - "no card": it overlaps no card (IoU < 0.1): the table, a hand, a box, paper or a phone.
     """
-    from companion.detections import iou_matrix
-
     unmatched = np.flatnonzero(det_to_label < 0)
     if len(unmatched) == 0:
         return []
@@ -291,8 +303,6 @@ def missed_card_kinds(
       doubtful second look, second chances' higher bar, NMS, one card once, the size check),
       or its detection was matched to a card it overlaps more (two cards of a tight row).
     """
-    from companion.detections import iou_matrix
-
     if len(missed) == 0:
         return []
     if looks:
@@ -371,13 +381,47 @@ def _condition_keys(cond: dict, visible: float, card: str, frame: str) -> list[s
     return keys
 
 
-def _render_for_eval(args):
-    from companion.simulator import synth
+LIES = ("loose", "fanned")  # a card fully in sight, or partly covered (a fanned row, a pile)
 
+
+def _lie(visible: float) -> str:
+    return "fanned" if visible < 0.95 else "loose"
+
+
+def false_card_lies(
+    det: Detections, quads: np.ndarray, visible: np.ndarray, det_to_label: np.ndarray
+) -> list[str]:
+    """Where each false card lies: "fanned" where it overlaps a partly covered card (IoU at
+    least 0.1), else "loose"."""
+    from companion.detections import iou_matrix
+
+    unmatched = np.flatnonzero(det_to_label < 0)
+    covered = np.asarray(quads, np.float32).reshape(-1, 4, 2)[np.asarray(visible) < 0.95]
+    if len(unmatched) == 0 or len(covered) == 0:
+        return ["loose"] * len(unmatched)
+    near = iou_matrix(det.quads[unmatched], covered).max(axis=1) >= 0.1
+    return ["fanned" if n else "loose" for n in near]
+
+
+def _lie_figures(tallies: dict, false_cards: dict, images: int) -> dict:
+    out = {}
+    for lie in LIES:
+        t = tallies[lie]
+        out[lie] = {
+            "labels": t.labels,
+            "found": t.found,
+            "named_right": t.chaff_equal,
+            "recall": round(t.found / t.labels, 4) if t.labels else None,
+            "named_right_share": round(t.chaff_equal / t.labels, 4) if t.labels else None,
+            "false_positives": false_cards[lie],
+            "false_positives_per_image": round(false_cards[lie] / images, 4) if images else None,
+        }
+    return out
+
+
+def _render_for_eval(args):
     seed, config = args
     if isinstance(config, Closeups):
-        from companion.simulator.closeup import render_closeup
-
         return render_closeup(seed, config.deck, config.width, config.height)
     return synth.render_scene(seed, config)
 
@@ -394,8 +438,6 @@ class Closeups:
 
 def rendered_scenes(config, seed: int, n: int, workers: int):
     """Scenes ``synth.scene_seed(seed, i)`` for i < n, rendered by ``workers`` processes."""
-    from companion.simulator import synth
-
     jobs = [(synth.scene_seed(seed, i), config) for i in range(n)]
     if workers <= 1:
         yield from map(_render_for_eval, jobs)
@@ -437,8 +479,6 @@ def evaluate(
     filling 30-80 % of the frame's short side (``companion.simulator.closeup``) instead of tables."""
     from collections import Counter
 
-    from companion.detections import chaff_group
-    from companion.simulator import synth
 
     config = synth.SceneConfig(width=width, height=height, decks=(str(deck),), lens_k=lens_k)
     if closeup:
@@ -446,6 +486,7 @@ def evaluate(
     synth.load_deck(str(deck))  # a clear error before rendering anything
     scenes = rendered_scenes(config, seed, n, workers)
     total, by_cond = _Tally(), {}
+    by_lie, false_by_lie = {lie: _Tally() for lie in LIES}, dict.fromkeys(LIES, 0)
     false_pos, detections, confused = 0, 0, Counter()
     fp_kinds, fp_by_scene = Counter(), {}  # scene key -> [images, false positives]
     miss_kinds, scenes_drawn = Counter(), 0
@@ -467,6 +508,8 @@ def evaluate(
             vis = np.array([lab.visible for lab in scene.labels], np.float32)
             det_to_label, label_to_det = match_detections(det, quads, vis)
             false_pos += int((det_to_label < 0).sum())
+            for lie in false_card_lies(det, quads, vis, det_to_label):
+                false_by_lie[lie] += 1
             kinds = false_positive_kinds(det, quads, vis, det_to_label)
             fp_kinds.update(kinds)
             missed = np.flatnonzero((vis >= MUST_FIND_VISIBLE) & (label_to_det < 0))
@@ -507,6 +550,7 @@ def evaluate(
                 elif found and CLASSES[pred] == BACK:
                     faces_called_back += 1
                 total.add(found, exact, chaff_eq)
+                by_lie[_lie(lab.visible)].add(found, exact, chaff_eq)
                 frame = frame_position(lab.quad, scene.image.shape[1], scene.image.shape[0])
                 for key in _condition_keys(scene.conditions, lab.visible, lab.card, frame):
                     by_cond.setdefault(key, _Tally()).add(found, exact, chaff_eq)
@@ -554,6 +598,7 @@ def evaluate(
         missed_card_kinds=dict(miss_kinds.most_common()),
         scenes_drawn=scenes_drawn if misses_dir is not None else None,
         faces_called_back=faces_called_back,
+        by_lie=_lie_figures(by_lie, false_by_lie, n),
         backs_named=backs_named,
         backs_to_find=backs_to_find,
         by_condition={k: by_cond[k].figures() for k in sorted(by_cond)},

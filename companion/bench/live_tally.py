@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from companion import CompanionError
+from companion.game.cards import ALL_CODES
 
 BENCH_PLAYERS = ["Aki", "Ben"]
 PROBE_INTERVAL = 0.25  # seconds between two page requests of the page prober
@@ -111,8 +112,6 @@ def percentile(values: list[float], q: float) -> float:
 def bench_events(count: int, taken=()) -> list[dict]:
     """``count`` events the engine accepts during a round: captures of distinct cards not
     ``taken`` yet, each undone by the next event, so no yaku ever interrupts the run."""
-    from companion.game.cards import ALL_CODES
-
     codes = [code for code in ALL_CODES if code not in set(taken)]
     events = []
     for i in range(count):
@@ -300,6 +299,8 @@ def run_live_bench(
     ``same_process``: run the followers as threads of this process instead of a child
     process (their work then competes with the server's for Python's interpreter lock).
     ``board_in_event``, ``long_match``, ``probe_pages``: see the module docstring."""
+    # Imported here, not at the top: the followers and the prober are processes started with
+    # this module, and must be following before the first event.
     from companion.store import MatchStore
     from companion.web import create_app, serving
 

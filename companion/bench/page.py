@@ -18,6 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from companion import CompanionError
+from companion.game import engine
+from companion.game.cards import ALL_CODES
+from companion.store import MatchStore
+from companion.web import create_app
 
 PLAYERS = ["Aki", "Ben"]
 ENGINE_EVENTS = 3000
@@ -68,9 +72,6 @@ def long_match_events(rounds: int = 12) -> list[dict]:
     pairs of a month in turn (with now and then a misread card taken back with undo), call
     Koi-Koi on their first two yaku and stop on the third, or let the cards run out. The last round
     is left in progress, a few turns in."""
-    from companion.game import engine
-    from companion.game.cards import ALL_CODES
-
     state = engine.replay(
         [engine.MatchStarted.new(PLAYERS, "livret", rounds=rounds, oya=PLAYERS[0])]
     )
@@ -113,9 +114,6 @@ def long_match_events(rounds: int = 12) -> list[dict]:
 def very_long_match_events(count: int = 3000, rounds: int = 12) -> list:
     """``count`` engine events: ``long_match_events`` (its last round going on), then one
     card captured and corrected back and forth: every event an effective one, kept in the log."""
-    from companion.game import engine
-    from companion.game.cards import ALL_CODES
-
     events = [engine.MatchStarted.new(PLAYERS, "livret", rounds=rounds, oya=PLAYERS[0])]
     events += [engine.Event.from_dict(e) for e in long_match_events(rounds)]
     state = engine.replay(events)
@@ -138,7 +136,6 @@ def engine_cost(count: int = 3000) -> tuple[float, float]:
     import gc
     import tracemalloc
 
-    from companion.game import engine
 
     events = very_long_match_events(count)
     gc.collect()
@@ -167,10 +164,6 @@ def _median_ms(call, repeat: int) -> float:
 
 
 def run_page_bench(repeat: int = 30, rounds: int = 12) -> PageBenchResult:
-    from companion.game.cards import ALL_CODES
-    from companion.store import MatchStore
-    from companion.web import create_app
-
     if not 1 <= repeat <= 1000:
         raise CompanionError("--repeat must be between 1 and 1000.")
     with tempfile.TemporaryDirectory(prefix="companion-page-bench-") as tmp:

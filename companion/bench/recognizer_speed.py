@@ -11,6 +11,7 @@ import numpy as np
 
 from companion.recognizer.detector import Recognizer
 from companion.recognizer.nets import MODELS_DIR, cpu_name, cpuinfo_text, int8_is_fast, open_session
+from companion.simulator import synth
 
 YARDSTICK = MODELS_DIR / "yolo11n_yardstick.onnx"
 YARDSTICK_SIDE = 640  # the yardstick's input: a frame letterboxed to 640x640, as YOLO11n's
@@ -21,8 +22,6 @@ BENCH_SCENES = 40
 
 def bench_scene(width: int = 1280, height: int = 720) -> tuple[np.ndarray, int]:
     """A realistic table frame: the first synth scene (seed 1, 2, ...) with 20+ labelled cards."""
-    from companion.simulator import synth
-
     config = synth.SceneConfig(width=width, height=height)
     for seed in range(1, 200):
         scene = synth.render_scene(seed, config)
@@ -40,8 +39,6 @@ def bench_frames(
 ) -> list[np.ndarray]:
     """The fixed benchmark set: scenes ``synth.scene_seed(seed, i)`` for i < n of one deck (a
     folder, or a deck name in ../shared/decks), rendered at ``width`` x ``height``."""
-    from companion.simulator import synth
-
     config = synth.SceneConfig(width=width, height=height, decks=(synth.resolve_deck_dir(deck),))
     return [synth.render_scene(synth.scene_seed(seed, i), config).image for i in range(n)]
 
@@ -79,6 +76,9 @@ class BenchReport:
     yolo11n_ms_median: float | None
     load_average_1min: float
     scene: dict = field(default_factory=dict)  # scenes, seed, deck, looks, named_by_deck
+    # with a taught deck (``taught_deck_costs``): the same look naming by the classifier
+    # alone, timed alternately, and what the deck's own points cost
+    taught: dict | None = None
 
     @property
     def speedup_vs_yolo11n(self) -> float | None:
@@ -104,7 +104,7 @@ class BenchReport:
         }
         if self.yolo11n_ms_median is not None:
             data["speedup_vs_yolo11n"] = self.speedup_vs_yolo11n
-        return data | self.scene
+        return data | (self.taught or {}) | self.scene
 
 
 def benchmark(
@@ -134,21 +134,40 @@ def benchmark(
         sess = open_session(Path(yardstick), threads)
         name = sess.get_inputs()[0].name
         inputs = [yardstick_input(f) for f in frames]
-    for k in range(warmup):
-        recognizer.detect(frames[k % len(frames)])
-        if sess:
-            sess.run(None, {name: inputs[k % len(frames)]})
-    times, ytimes, cards = [], [], {}
-    for k in range(runs):
-        i = k % len(frames)
-        t0 = time.perf_counter()
-        det = recognizer.detect(frames[i])
-        times.append((time.perf_counter() - t0) * 1000)
-        cards[i] = len(det)
-        if sess:
+    # with a taught deck: a look as the camera takes it (its cards checked by their points
+    # only as each settles), beside the same look naming by the classifier alone
+    namer, verify = recognizer.namer, recognizer.verify
+    recognizer.verify = False
+    times, ytimes, known, cards = [], [], [], {}
+    try:
+        for k in range(warmup):
+            recognizer.detect(frames[k % len(frames)])
+            if sess:
+                sess.run(None, {name: inputs[k % len(frames)]})
+        for k in range(runs):
+            i = k % len(frames)
             t0 = time.perf_counter()
-            sess.run(None, {name: inputs[i]})
-            ytimes.append((time.perf_counter() - t0) * 1000)
+            det = recognizer.detect(frames[i])
+            times.append((time.perf_counter() - t0) * 1000)
+            cards[i] = len(det)
+            if namer is not None:
+                recognizer.namer = None
+                t0 = time.perf_counter()
+                recognizer.detect(frames[i])
+                known.append((time.perf_counter() - t0) * 1000)
+                recognizer.namer = namer
+            if sess:
+                t0 = time.perf_counter()
+                sess.run(None, {name: inputs[i]})
+                ytimes.append((time.perf_counter() - t0) * 1000)
+    finally:
+        recognizer.namer, recognizer.verify = namer, verify
+    taught = None
+    if namer is not None:
+        taught = {
+            "known_deck_ms_median": round(float(np.median(known)), 2),
+            "taught_over_known": round(float(np.median(times) / np.median(known)), 2),
+        } | taught_deck_costs(recognizer, frames[:PHOTO_FRAMES])
     cpuinfo = cpuinfo_text()
     shapes = sorted({f"{f.shape[1]}x{f.shape[0]}" for f in frames})
     return BenchReport(
@@ -165,4 +184,44 @@ def benchmark(
         int8_dot_products=int8_is_fast(cpuinfo),
         yolo11n_ms_median=round(float(np.median(ytimes)), 2) if ytimes else None,
         load_average_1min=round(os.getloadavg()[0], 2),
+        taught=taught,
     )
+
+
+PHOTO_FRAMES = 10  # frames a taught deck's whole-frame check (detect on a photo) is timed on
+
+
+def taught_deck_costs(recognizer: Recognizer, frames: list[np.ndarray]) -> dict:
+    """What a taught deck's own points cost (``keypoints``): ``settle_check_ms_median``, one
+    card checked as it settles (``Recognizer.verify_quad``, over the face-up cards found in
+    ``frames`` long enough to be checked: ``settle_checks``), and ``photo_ms_median``, a whole
+    frame read with every card checked (``detect`` on a photo). Nothing for a deck without
+    points."""
+    import time
+
+    from companion.detections import BACK_ID
+    from companion.recognizer.keypoints import MIN_VERIFY_PX, long_side
+
+    if getattr(recognizer.namer, "verifier", None) is None:
+        return {}
+    verify = recognizer.verify
+    checks, photos = [], []
+    try:
+        for frame in frames:
+            recognizer.verify = True
+            t0 = time.perf_counter()
+            det = recognizer.detect(frame)
+            photos.append((time.perf_counter() - t0) * 1000)
+            for quad in det.quads[det.class_ids != BACK_ID]:
+                if long_side(quad) < MIN_VERIFY_PX:
+                    continue
+                t0 = time.perf_counter()
+                recognizer.verify_quad(frame, quad)
+                checks.append((time.perf_counter() - t0) * 1000)
+    finally:
+        recognizer.verify = verify
+    return {
+        "settle_check_ms_median": round(float(np.median(checks)), 2) if checks else None,
+        "settle_checks": len(checks),
+        "photo_ms_median": round(float(np.median(photos)), 2) if photos else None,
+    }

@@ -27,6 +27,7 @@ from companion.game.engine import IllegalEvent, apply
 from companion.live.pipeline import LivePipeline
 from companion.live.sources import VideoFileSource
 from companion.live.zones import Zones, default_zones
+from companion.simulator import synth
 from companion.store import MatchStore
 
 
@@ -581,7 +582,6 @@ def simulate(
     import subprocess
     import sys
 
-    from companion.simulator import synth
 
     decks = synth.find_shared_dir() / "decks"
     if deck is None:

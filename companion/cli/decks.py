@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from companion.cli import SEED, echo_json, friendly_errors, main, terminal_safe
+from companion.cli.base import SEED, echo_json, friendly_errors, terminal_safe
 
 decks_dir_option = click.option(
     "--decks-dir",
@@ -15,7 +15,7 @@ decks_dir_option = click.option(
 )
 
 
-@main.group("deck")
+@click.group("deck")
 def deck_group():
     """Add the deck you own, so that detect and the live pipeline name its cards."""
 
@@ -181,3 +181,6 @@ def deck_redesign(kind, out_dir, source, seed):
     else:
         where = recoloured_deck(source, out_dir, seed)
     click.echo(f"Wrote a {kind} deck in {where}.")
+
+
+COMMANDS = (deck_group,)

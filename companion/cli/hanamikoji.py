@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from companion.cli import echo_json, fail, friendly_errors, main
+from companion.cli.base import echo_json, fail, friendly_errors
 
 
-@main.command("hanamikoji")
+@click.command("hanamikoji")
 @click.option(
     "--round",
     "rounds",
@@ -37,3 +37,6 @@ def hanamikoji_command(rounds, players, as_json):
         echo_json(state.contract_dict())
     else:
         click.echo(state.text)
+
+
+COMMANDS = (hanamikoji_command,)

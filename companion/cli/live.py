@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from companion import CompanionError
-from companion.cli import DB_OPTION_HELP, echo_json, fail, friendly_errors, main, model_option
+from companion.cli.base import DB_OPTION_HELP, echo_json, fail, friendly_errors, model_option
 from companion.cli.decks import decks_dir_option
 
 ZONES_HELP = "Zone layout (TOML, see docs/LIVE.md); default: the two- or three-seat layout."
@@ -108,11 +108,20 @@ def new_match_setup(names, rules_name: str, rounds, oya) -> tuple[list, int, str
     return list(state.players), state.rounds_planned, state.next_oya
 
 
-@main.command("run")
+@click.command("run")
 @click.option("--camera", type=int, help="Webcam index (default 0).")
 @click.option("--video", type=click.Path(dir_okay=False), help="A video file, at its own pace.")
 @click.option("--images", type=click.Path(file_okay=False), help="A folder of images (10 fps).")
-@click.option("--url", help="A network stream OpenCV opens (rtsp://, http://...).")
+@click.option(
+    "--url",
+    help="A network stream OpenCV opens (rtsp://, http://...): a phone camera app's address "
+    "(docs/LIVE.md).",
+)
+@click.option(
+    "--phone", is_flag=True,
+    help="A phone's browser is the camera: scan the printed QR code with it, then tap 'Use "
+    "this phone as the camera' (serves the LAN in https; --host defaults to 0.0.0.0).",
+)  # fmt: skip
 @click.option("--zones", "zones_path", type=click.Path(dir_okay=False), help=ZONES_HELP)
 @click.option(
     "--rules", "rules_name", default="livret", show_default=True,
@@ -128,7 +137,11 @@ def new_match_setup(names, rules_name: str, rounds, oya) -> tuple[list, int, str
 )
 @click.option("--oya", help="Who deals first in a new match (default: the first player).")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_OPTION_HELP)
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    help="Address to listen on: 127.0.0.1 (this machine only), or 0.0.0.0 with --phone or to let "
+    "LAN tablets in (they need the join code).",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True)
 @model_option
 @deck_option
@@ -139,6 +152,7 @@ def run_command(
     video,
     images,
     url,
+    phone,
     zones_path,
     rules_name,
     players_text,
@@ -152,14 +166,19 @@ def run_command(
     decks_dir,
 ):
     """The camera pipeline and the tablet page together: the camera keeps the score."""
+    from companion.cli.base import page_address, say_lan_https, use_lan_https
     from companion.live.session import LiveSession
     from companion.live.sources import open_source
     from companion.store import MatchStore
     from companion.web import auth, create_app, hosts, serving
 
-    given = [s for s in (camera, video, images, url) if s is not None]
+    given = [s for s in (camera, video, images, url) if s is not None] + ([phone] if phone else [])
     if len(given) > 1:
-        fail("Give one source: --camera, --video, --images or --url.")
+        fail("Give one source: --camera, --video, --images, --url or --phone.")
+    if host is None:
+        host = "0.0.0.0" if phone else "127.0.0.1"
+    if phone and hosts.is_loopback(host):
+        fail(f"A phone cannot reach {host}: give --host 0.0.0.0 (or this machine's address).")
     names = parse_players(players_text)
     store = MatchStore.open(db)
     under_way = next((m for m in store.matches() if not m.finished), None)
@@ -186,7 +205,17 @@ def run_command(
         spec = url
     else:
         spec = f"camera:{camera or 0}"
-    source = open_source(spec)
+    if phone:
+        from companion.live.sources import PushedFrameSource
+
+        source = PushedFrameSource()
+    elif camera is None and not (video or images or url):
+        from companion.live.sources import CameraOrPhone
+
+        # No source named: the webcam, and the camera page offers a phone instead.
+        source = CameraOrPhone(open_source(spec))
+    else:
+        source = open_source(spec)
     taught = taught_deck_names(detector)
     if under_way is None:
         match_id = store.create_match(
@@ -214,18 +243,30 @@ def run_command(
     )
     lan = not hosts.is_loopback(host)
     join_code = auth.new_join_code() if lan else None
-    public_url = f"http://{hosts.url_host(hosts.lan_address(host))}:{port}" if lan else None
+    public_url = f"https://{hosts.url_host(hosts.lan_address(host))}:{port}" if lan else None
     app = create_app(store, live=session, join_code=join_code, public_url=public_url)
     app.config["DECKS_DIR"] = decks_dir  # where the tablet's "Teach a deck" page keeps decks
+    if lan:
+        use_lan_https(app, host)
 
     def on_ready(server):
-        shown_host = hosts.lan_address(host) if lan else host
-        click.echo(
-            f"Hanafuda Companion: open http://{hosts.url_host(shown_host)}:{server.server_port}/"
-        )
+        url = page_address(host, server.server_port)
+        click.echo(f"Hanafuda Companion: open {url}")
         click.echo(f"Camera: {source.describe()}  (Ctrl+C to stop)")
         if join_code:
             click.echo(f"Join code: {join_code}")
+            # The phone that films goes straight to its camera page once joined.
+            join_url = f"{url}join?code={join_code}" + ("&next=/phone" if phone else "")
+            click.echo(auth.qr_text(join_url))
+            if phone:
+                click.echo(
+                    f"Scan with the phone that films the table: {join_url} ; join, then tap "
+                    "'Use this phone as the camera'. Prop it above the table, held sideways."
+                )
+            else:
+                click.echo(f"Scan to join: {join_url}")
+        if lan:
+            say_lan_https(app, host, server.server_port)
 
     session.start()
     try:
@@ -251,7 +292,7 @@ def parse_drop(text: str) -> tuple[int, float]:
     return first, length
 
 
-@main.command("replay")
+@click.command("replay")
 @click.argument("video", type=click.Path(dir_okay=False))
 @click.option("--zones", "zones_path", type=click.Path(dir_okay=False), help=ZONES_HELP)
 @click.option(
@@ -327,7 +368,7 @@ def replay_command(
         click.echo(report.text(card_words(detector)))
 
 
-@main.command("bench-pipeline")
+@click.command("bench-pipeline")
 @click.option(
     "--video", type=click.Path(dir_okay=False),
     help="A 1280x720 simulated table.mp4 (its truth.json beside it); default: one rendered now.",
@@ -355,3 +396,6 @@ def bench_pipeline_command(video, frames, video_fps, as_json, model_path):
             f"ms/frame; steady to event p95 {result['steady_to_event_ms_p95']} ms; at most "
             f"{result['behind_s_max']:.2f} s behind a {result['video_fps']:g} fps camera"
         )
+
+
+COMMANDS = (run_command, replay_command, bench_pipeline_command)

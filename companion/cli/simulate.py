@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from companion.cli import RULES_OPTION_HELP, SEED, FiniteFloatRange, friendly_errors, main
+from companion.cli.base import RULES_OPTION_HELP, SEED, FiniteFloatRange, friendly_errors
 
 
-@main.command("simulate")
+@click.command("simulate")
 @click.option(
     "--deck",
     required=True,
@@ -120,3 +120,6 @@ def simulate_command(
         f"{stats['seconds_per_round']} s per round ({stats['cpu_seconds_per_round']} s of CPU), "
         f"{stats['ms_per_frame']} ms per frame."
     )
+
+
+COMMANDS = (simulate_command,)

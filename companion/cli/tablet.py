@@ -7,10 +7,16 @@ from pathlib import Path
 
 import click
 
-from companion.cli import echo_json, fail, friendly_errors, main
+from companion.cli.base import (
+    echo_json,
+    fail,
+    friendly_errors,
+    open_store_for_reading,
+    terminal_safe,
+)
 
 
-@main.command("bench-page")
+@click.command("bench-page")
 @click.option("--repeat", type=int, default=30, show_default=True, help="Requests per figure.")
 @click.option("--rounds", type=click.IntRange(6, 12), default=12, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
@@ -34,7 +40,7 @@ def bench_page_command(repeat, rounds, as_json):
 DB_HELP = "SQLite database (default: $COMPANION_DB, else the per-user data folder)."
 
 
-@main.command("export")
+@click.command("export")
 @click.argument("match")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write to FILE, not stdout.")
@@ -42,8 +48,6 @@ DB_HELP = "SQLite database (default: $COMPANION_DB, else the per-user data folde
 def export_command(match, db, out):
     """Export MATCH (an id) as JSON: how it is listed and its whole event log."""
     import json
-
-    from companion.cli import open_store_for_reading
 
     with open_store_for_reading(db) as store:
         data = store.export_match(store.resolve_match(match).id)
@@ -58,7 +62,7 @@ def export_command(match, db, out):
         click.echo(text, nl=False)
 
 
-@main.command("import")
+@click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @friendly_errors
@@ -81,56 +85,48 @@ def import_command(file, db):
     click.echo(f"Imported {file} as match {match_id}.")
 
 
-@main.command("backup")
+@click.command("backup")
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @friendly_errors
 def backup_command(target, db):
     """Copy the whole database to TARGET (a new file), even while `serve` runs."""
-    from companion.cli import open_store_for_reading
-
     with open_store_for_reading(db) as store:
         path = store.backup(target)
     click.echo(f"Backed up the database to {path}.")
 
 
-@main.command("rename")
+@click.command("rename")
 @click.argument("match")
 @click.argument("title")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @friendly_errors
 def rename_command(match, title, db):
     """Give MATCH a new TITLE ("" for none)."""
-    from companion.cli import open_store_for_reading, terminal_safe
-
     with open_store_for_reading(db) as store:
         info = store.rename_match(match, title)
     click.echo(f"Match {info.id} is now {terminal_safe(info.label, keep='')!r}.")
 
 
-@main.command("archive")
+@click.command("archive")
 @click.argument("match")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @click.option("--undo", is_flag=True, help="Bring the match back among the others.")
 @friendly_errors
 def archive_command(match, db, undo):
     """Put MATCH away: listed apart on the page, kept whole."""
-    from companion.cli import open_store_for_reading
-
     with open_store_for_reading(db) as store:
         info = store.archive_match(match, not undo)
     click.echo(f"Match {info.id} is {'archived' if info.archived else 'back among the others'}.")
 
 
-@main.command("delete")
+@click.command("delete")
 @click.argument("match")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask (the match and its log are gone).")
 @friendly_errors
 def delete_command(match, db, yes):
     """Delete MATCH and its whole log (`companion export` it first to keep a copy)."""
-    from companion.cli import open_store_for_reading, terminal_safe
-
     with open_store_for_reading(db) as store:
         info = store.get_match(match)
         label = terminal_safe(info.label, keep="")
@@ -140,13 +136,12 @@ def delete_command(match, db, yes):
     click.echo(f"Deleted match {info.id} ({label}).")
 
 
-@main.command("stats")
+@click.command("stats")
 @click.option("--db", "db", type=click.Path(dir_okay=False), help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @friendly_errors
 def stats_command(db, as_json):
     """Each player across all matches: matches, wins, points, yaku made, Koi calls that paid."""
-    from companion.cli import open_store_for_reading, terminal_safe
     from companion.stats import statistics
 
     with open_store_for_reading(db) as store:
@@ -155,3 +150,6 @@ def stats_command(db, as_json):
         echo_json(figures.to_dict())
     else:
         click.echo(terminal_safe(figures.text()))
+
+
+COMMANDS = (bench_page_command, export_command, import_command, backup_command, rename_command, archive_command, delete_command, stats_command)

@@ -13,13 +13,12 @@ from pathlib import Path
 import click
 
 from companion import CompanionError
-from companion.cli import (
+from companion.cli.base import (
     SEED,
     FiniteFloatRange,
     echo_json,
     fail,
     friendly_errors,
-    main,
     model_option,
     pct,
 )
@@ -50,7 +49,7 @@ lens_k_option = click.option(
 )
 
 
-@main.command()
+@click.command()
 @click.option(
     "--out",
     "out_dir",
@@ -166,7 +165,7 @@ def load_with_deck(model_path, threads, nets, deck, decks_dir):
     return Recognizer.load(model_path, threads=threads, nets=nets).with_deck(user_deck)
 
 
-@main.command("detect")
+@click.command("detect")
 @click.argument("images", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document (a list, one entry per image)."
@@ -264,7 +263,7 @@ def echo_comparison(against_path: str, other: dict) -> None:
     click.echo(f"  false positives / image {other['false_positives_per_image']:.3f}; {false_rate}")
 
 
-@main.command("eval")
+@click.command("eval")
 @click.option(
     "--deck",
     required=True,
@@ -327,6 +326,13 @@ def echo_comparison(against_path: str, other: dict) -> None:
     show_default=True,
     help="... and those found by their shape alone (a card-shaped rectangle on the table).",
 )
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="With --with-deck: confirm the deck's cards by their own points (names, cards the "
+    "nets missed, outlines that are not a card).",
+)
 @friendly_errors
 def eval_command(
     deck,
@@ -348,6 +354,7 @@ def eval_command(
     one_look,
     rescue,
     shapes,
+    verify,
 ):
     """Score the recognizer on synthetic scenes of one deck (IoU >= 0.5 matching)."""
     from companion.bench.evaluation import evaluate
@@ -357,6 +364,7 @@ def eval_command(
     recognizer = load_with_deck(model_path, 2, nets, with_deck, decks_dir)
     recognizer.any_distance = not one_look
     recognizer.rescue, recognizer.shape_proposals = rescue, shapes
+    recognizer.verify = verify
     other = Recognizer.load(against_path, nets=nets) if against_path else None
     report = evaluate(
         recognizer,
@@ -458,7 +466,7 @@ def eval_command(
         )
 
 
-@main.command("bench")
+@click.command("bench")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: ms_median, ms_p95, yolo11n_ms_median."
 )
@@ -553,3 +561,6 @@ def bench_command(
             f"{result.yolo11n_ms_median:.1f} ms ({result.speedup_vs_yolo11n:.1f}x slower "
             "than the full pass)"
         )
+
+
+COMMANDS = (render, detect_command, eval_command, bench_command)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from companion.messages import (
     N_,
+    NP_,
     SEPARATORS,
     TEMPLATES,
     CardCode,
@@ -20,7 +21,7 @@ from companion.messages import (
     say,
 )
 
-__all__ = ["Message", "Listing", "Named", "CardCode", "TEMPLATES", "SEPARATORS", "N_", "say"]
+__all__ = ["Message", "Listing", "Named", "CardCode", "TEMPLATES", "SEPARATORS", "N_", "NP_", "say"]
 
 _template = catalog(__name__)
 
@@ -29,31 +30,78 @@ _template = catalog(__name__)
 _template("multiplier.seven_or_more", N_("%(n)s points, 7 or more"), "multiplier")
 _template("multiplier.more_than_seven", N_("%(n)s points, more than 7"), "multiplier")
 # kind "koi_calls": a multiplier counting Koi calls (the page names who called)
-_template("multiplier.koi_own", N_("%(n)s Koi call(s) of the scorer"), "koi_calls")
+_template(
+    "multiplier.koi_own",
+    NP_("%(n)s Koi call of the scorer", "%(n)s Koi calls of the scorer"),
+    "koi_calls",
+)
 _template("multiplier.koi_beyond_bonus", N_("%(n)s Koi calls of the scorer"), "koi_calls")
-_template("multiplier.koi_all", N_("%(n)s Koi call(s) this round"), "koi_calls")
+_template(
+    "multiplier.koi_all",
+    NP_("%(n)s Koi call this round", "%(n)s Koi calls this round"),
+    "koi_calls",
+)
 _template("multiplier.opponent_koi", N_("the opponent called Koi"), "multiplier")
-_template("multiplier.field_brights", N_("%(n)s bright(s) in the dealt field"), "multiplier")
+_template(
+    "multiplier.field_brights",
+    NP_("%(n)s bright in the dealt field", "%(n)s brights in the dealt field"),
+    "multiplier",
+)
 # The Koi-Koi bonus line among the yaku (koi = "bonus")
 _template("yaku.koi_bonus_one", N_("Koi-Koi (%(n)s call)"), "yaku")
 _template("yaku.koi_bonus", N_("Koi-Koi (%(n)s calls)"), "yaku")
 _template("yaku.points", N_("%(name)s %(points)s"), "yaku")
 
 # -- Koi-Koi: how a round ended (companion.game.engine) ----------------------------------------
-_template("round.stop", N_("%(side)s stops with %(yaku)s: %(points)s points"))
+# A round's points are counted: "1 point", "6 points" (count="points").
 _template(
-    "round.stop_after_koi", N_("%(side)s stops after %(koi)s Koi with %(yaku)s: %(points)s points")
+    "round.stop",
+    NP_(
+        "%(side)s stops with %(yaku)s: %(points)s point",
+        "%(side)s stops with %(yaku)s: %(points)s points",
+    ),
+    count="points",
+)
+_template(
+    "round.stop_after_koi",
+    NP_(
+        "%(side)s stops after %(koi)s Koi with %(yaku)s: %(points)s point",
+        "%(side)s stops after %(koi)s Koi with %(yaku)s: %(points)s points",
+    ),
+    count="points",
 )
 _template("round.with_base", N_("%(reason)s (base %(base)s x%(mult)s)"))
-_template("round.declared", N_("%(side)s declares %(kind)s (%(what)s): %(points)s points"))
+_template(
+    "round.declared",
+    NP_(
+        "%(side)s declares %(kind)s (%(what)s): %(points)s point",
+        "%(side)s declares %(kind)s (%(what)s): %(points)s points",
+    ),
+    count="points",
+)
 _template(
     "round.declared_cards",
-    N_("%(side)s declares %(kind)s (%(what)s: %(cards)s): %(points)s points"),
+    NP_(
+        "%(side)s declares %(kind)s (%(what)s: %(cards)s): %(points)s point",
+        "%(side)s declares %(kind)s (%(what)s: %(cards)s): %(points)s points",
+    ),
+    count="points",
 )
-_template("round.oya_scores", N_("Cards ran out: the Oya %(oya)s scores %(points)s points"))
+_template(
+    "round.oya_scores",
+    NP_(
+        "Cards ran out: the Oya %(oya)s scores %(points)s point",
+        "Cards ran out: the Oya %(oya)s scores %(points)s points",
+    ),
+    count="points",
+)
 _template(
     "round.last_yaku_maker",
-    N_("Cards ran out and %(side)s (not the Oya) made the last yaku: %(yaku)s, %(points)s points"),
+    NP_(
+        "Cards ran out and %(side)s (not the Oya) made the last yaku: %(yaku)s, %(points)s point",
+        "Cards ran out and %(side)s (not the Oya) made the last yaku: %(yaku)s, %(points)s points",
+    ),
+    count="points",
 )
 _template(
     "round.draw_oya_made_last", N_("Cards ran out, a draw: the Oya %(oya)s made the last yaku")
@@ -61,7 +109,11 @@ _template(
 _template("round.draw_no_yaku", N_("Cards ran out, a draw: nobody made a yaku"))
 _template("round.draw", N_("Cards ran out, a draw: nothing is scored"))
 _template("round.entered_draw", N_("Entered by hand: a draw"))
-_template("round.entered", N_("Entered by hand: %(points)s points"))
+_template(
+    "round.entered",
+    NP_("Entered by hand: %(points)s point", "Entered by hand: %(points)s points"),
+    count="points",
+)
 _template(
     "round.card_values_winner", N_("Cards ran out: card values %(table)s; %(winner)s has the most")
 )
@@ -85,9 +137,11 @@ _template(
 )
 _template(
     "warning.unpaired_month",
-    N_(
-        "%(player)s holds %(n)s card(s) of month %(month)s (%(cards)s): captures come in "
-        "pairs, so one may be misread."
+    NP_(
+        "%(player)s holds %(n)s card of month %(month)s (%(cards)s): captures come in "
+        "pairs, so one may be misread.",
+        "%(player)s holds %(n)s cards of month %(month)s (%(cards)s): captures come in "
+        "pairs, so one may be misread.",
     ),
     "unpaired_month",
 )
@@ -105,8 +159,13 @@ _template("outcome.wins", N_("%(winner)s wins the match: %(table)s."), "outcome"
 _template("outcome.tie", N_("Tie between %(sides)s: %(table)s."), "outcome")
 _template("outcome.ends_in_tie", N_("The match ends in a tie: %(table)s."), "outcome")
 _template("outcome.ran_out", N_("%(table)s (%(sides)s ran out of points)"), "standing")
-_template("standing.points", N_("%(n)s points"), "standing")
-_template("standing.rounds_won", N_("%(n)s rounds won, %(points)s points"), "standing")
+_template("standing.points", NP_("%(n)s point", "%(n)s points"), "standing")
+# points: a standing.points message, which counts them in its own words
+_template(
+    "standing.rounds_won",
+    NP_("%(n)s round won, %(points)s", "%(n)s rounds won, %(points)s"),
+    "standing",
+)
 _template("standing.entry", N_("%(name)s %(value)s"), "standing")
 _template(
     "progress.tied", N_("Tied after %(n)s rounds: one more round decides (%(table)s)."), "progress"
@@ -130,8 +189,12 @@ _template("event.round_started", N_("Round started, %(oya)s is Oya"), "event")
 _template("event.round_started_by_rules", N_("Round started"), "event")  # Oya left to the rules
 _template(
     "event.round_started_brights",
-    N_("Round started, %(oya)s is Oya, %(count)s bright(s) in the field"),
+    NP_(
+        "Round started, %(oya)s is Oya, %(count)s bright in the field",
+        "Round started, %(oya)s is Oya, %(count)s brights in the field",
+    ),
     "event",
+    count="count",
 )
 _template("event.card_captured", N_("%(player)s captured %(card)s"), "event")
 _template("event.capture_checked", N_("%(player)s: %(card)s checked, right as read"), "event")
@@ -153,7 +216,7 @@ _template("event.undo", N_("Undo"), "event")
 # -- Hanamikoji (companion.game.hanamikoji) ----------------------------------------------------
 _template("hanamikoji.player", N_("player %(side)s"), "player")
 _template("hanamikoji.geishas", N_("%(n)s geishas"), "condition")
-_template("hanamikoji.points", N_("%(n)s points"), "condition")
+_template("hanamikoji.points", NP_("%(n)s point", "%(n)s points"), "condition")
 _template("hanamikoji.wins", N_("%(winner)s wins with %(table)s."), "outcome")
 _template(
     "hanamikoji.both_conditions",
@@ -204,6 +267,7 @@ _template(
     N_("In progress: round %(n)s of at most %(most)s, %(starts)s starts."),
     "progress",
 )
+
 
 # -- refusals: why an event, a card or a count is refused (IllegalEvent, HanamikojiError,
 # CardError, ScoringError). Their English is the error's one sentence, which the CLI prints and

@@ -19,6 +19,9 @@ The rest of a round's life, read from the table for players who forget the table
   (``cards_ran_out``). A field the rules deal again, gathered before any capture: ``redeal``;
   a round without its field (dealt again, or opened on the tablet): ``field_dealt`` from the
   next deal.
+
+Every wait, threshold and count it decides by is a field of ``DeciderSettings``
+(``companion/live/settings.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from companion import CompanionError
 from companion.game.cards import twin_group
 from companion.game.engine import (
     CardCaptured,
@@ -41,245 +43,10 @@ from companion.game.engine import (
     StopCalled,
 )
 from companion.live.messages import Message
+from companion.live.settings import CLOCK_SLACK, DeciderSettings
 from companion.live.tracker import Arrival, TableState
-from companion.live.tuning import CLOCK_SLACK, check_ranges, describe, tuning
 
 _FLOOR = 1e-9  # the probability of a code a look did not offer (its log stays finite)
-
-
-@dataclass(frozen=True)
-class DeciderSettings:
-    """The capture decider's tuning: every wait, threshold and count it decides by, each with
-    what moving it trades (``DeciderSettings.describe()`` lists them). Seconds are the frames'
-    own clock; odds multiply a reading's likelihood. A value out of range is refused."""
-
-    # -- reading a capture ------------------------------------------------------------------
-    settle_seconds: float = tuning(
-        0.08,
-        "seconds from the first look with nothing moving over a card to its decision: less "
-        "decides cards still being laid, more delays every capture (0.08: one more look at 10"
-        " looks a second)",
-    )
-    sure: float = tuning(
-        0.8,
-        "a lone card read at least this surely is registered before its partner arrives: "
-        "lower registers more misreads alone, higher makes more cards wait",
-        high=1.0,
-    )
-    partner_wait: float = tuning(
-        2.5,
-        "seconds a doubtful lone card waits for its partner to help read it: more reads more "
-        "cards by their pair, but records a lone capture later",
-    )
-    pair_window: float = tuning(
-        8.0,
-        "seconds (about one turn) within which a capture's partner is expected, so a card not"
-        " pairing with it is flagged: more flags cards against older odd captures, less "
-        "misses a slow partner",
-    )
-    odd_month_odds: float = tuning(
-        20.0,
-        "how many times less likely a group's reading is for each month it leaves odd "
-        "(captures come in pairs): more overrules the looks more often, less keeps misreads "
-        "that break a pair",
-        low=1.0,
-    )
-    field_left_odds: float = tuning(
-        4.0,
-        "how many times likelier a code is for having just left the field (and less likely "
-        "for lying on it): more favours the field's cards over what the looks say",
-        low=1.0,
-    )
-    field_recent_frames: int = tuning(
-        60,
-        "frames during which a card that left the field counts as just left: more favours "
-        "cards taken turns ago",
-    )
-    check_below: float = tuning(
-        0.6,
-        "a card read with less probability than this (chaff of a month counted as one) is "
-        "flagged for a check: higher asks the players more often, lower lets more misreads "
-        "through unasked",
-        high=1.0,
-    )
-    unlikely: float = tuning(
-        0.03,
-        "a reading the pair rule chose although its looks gave it less than this is flagged: "
-        "higher flags more of the pair rule's choices, lower trusts it more",
-        high=1.0,
-    )
-    codes_weighed: tuple = tuning(
-        ((4, 5), (6, 3)),
-        "(group size up to, likeliest codes weighed per card) in order: more codes find a "
-        "reading far down a card's list, at a cost growing as a power of the group's size",
-    )
-    codes_weighed_beyond: int = tuning(
-        2,
-        "likeliest codes weighed per card in a group larger than those of codes_weighed: more "
-        "finds rarer readings of large groups, at a cost growing fast with the group",
-        low=1,
-    )
-    max_combos: int = tuning(
-        20000,
-        "joint readings of a group weighed at most: more finds the best reading of a large "
-        "group, at a cost per look that grows with it",
-        low=1,
-    )
-    alternatives: int = tuning(
-        3,
-        "next likeliest codes kept with a capture (offered first when correcting it): more "
-        "makes the tablet's list longer",
-    )
-    over_capture_pairs: float = tuning(
-        0.1,
-        "a card found over a player's capture is a new card only if it has this probability "
-        "of pairing with a capture waiting for its partner: lower records misreads of the "
-        "covered card, higher misses cards laid over a row",
-        high=1.0,
-    )
-    stop_tapped_wait: float = tuning(
-        2.0,
-        "seconds a Stop tapped while a capture settles waits for it to be decided first: more"
-        " records a slow last capture, but shows the round's end later",
-    )
-    # -- Koi and Stop read from the table ---------------------------------------------------
-    koi_hold: float = tuning(
-        0.2,
-        "seconds the cards laid beyond the player's turn stay counted before a Koi is read: "
-        "more ignores a brief miscount, but reads the Koi later",
-    )
-    episode_settle: float = tuning(
-        1.0,
-        "seconds after a decision is asked during which the player's own turn is still "
-        "counted (a card on its way, his draw): more reads a Koi later, never wrongly; less "
-        "may take his own card for the next player's",
-    )
-    gathered_share: float = tuning(
-        0.25,
-        "captures in sight at most this share of the most seen since the question: the "
-        "captures were gathered (a wrist on one player's rows hides fewer; a sweep leaves "
-        "none); higher reads a Stop from a hidden row",
-        high=1.0,
-    )
-    gathered_least: int = tuning(
-        2,
-        "captures seen since the question, at least, for their going to be a sweep: less "
-        "reads a Stop from one card hidden",
-    )
-    stop_after: float = tuning(
-        1.0,
-        "seconds the captures stay gathered before a Stop is read: more ignores a hand "
-        "resting over them longer, but reads the Stop later",
-    )
-    gathered_after: float = tuning(
-        1.5,
-        "seconds without a sight of any capture (no hand over them) before the table counts "
-        "as gathered: less takes a passing shadow for a sweep, more ends a round later",
-    )
-    # -- a round's end and the next deal ----------------------------------------------------
-    ran_out_after: float = tuning(
-        2.0,
-        "seconds without the pile's backs in view (after some were) before the cards ran out:"
-        " less ends a round when the pile is hidden, more ends it later",
-    )
-    deal_steady: float = tuning(
-        0.5,
-        "seconds a whole dealt field lies unchanged before the round is opened: less opens on"
-        " a deal still being laid, more opens later",
-    )
-    deal_short: int = tuning(
-        2,
-        "field cards a deal may show fewer than the rules deal (covered, misread) and still "
-        "count as a deal: more takes a partly cleared table for a deal",
-    )
-    deal_short_after: float = tuning(
-        3.0,
-        "seconds a deal short of cards lies unchanged before the round is opened anyway: less"
-        " opens on a deal still being laid",
-    )
-    clear_at_most: int = tuning(
-        2,
-        "face-up cards in sight at most for the table to be clear (a stray card left lying): "
-        "more takes a half-gathered table for a clear one",
-    )
-    clear_held: float = tuning(
-        0.5,
-        "seconds the table stays that clear, hand or not, before a new deal may open a round "
-        "(a hand hides some cards, never a whole table): less takes a covered table for a "
-        "clear one",
-    )
-    swept_after: float = tuning(
-        1.0,
-        "seconds a field the rules deal again lies gathered before the redeal is read: less "
-        "takes a hand over the field for a sweep",
-    )
-    # -- after the camera was away (a dropped stream, a dark or covered lens, a restart) -----
-    back_settle: float = tuning(
-        1.0,
-        "seconds the table is watched after the camera comes back (no hand over it, no card "
-        "waiting) before it is compared with what was recorded: less compares a table still "
-        "being read, more holds the round's decisions longer",
-    )
-    back_settle_most: float = tuning(
-        5.0,
-        "seconds after the camera comes back by which the table is compared with what was "
-        "recorded whatever lies or moves there: less compares under a resting arm, more "
-        "holds the round's decisions longer",
-    )
-    field_changed: int = tuning(
-        2,
-        "field cards that may be named differently before and after the camera was away (as "
-        "many in sight: misreads) with the table still counting as unchanged: more lets a "
-        "card swapped in the gap pass unnoticed, less asks the players after short gaps",
-        low=0,
-    )
-    captures_gone_share: float = tuning(
-        0.5,
-        "the round's recorded captures in sight after the camera came back at most this "
-        "share of them: the round's cards were gathered while it was away (nothing more is "
-        "decided in that round); higher takes a row half hidden for a gathering",
-        high=1.0,
-    )
-    laid_after_stop: int = tuning(
-        2,
-        "looks in a row showing more cards than when a tapped Stop closed the round before "
-        "the tablet says play went on: less shows it for a card merely uncovered",
-        low=1,
-    )
-
-    def __post_init__(self):
-        check_ranges(self, "decider", skip=("codes_weighed",))
-        object.__setattr__(self, "codes_weighed", self._check_codes_weighed(self.codes_weighed))
-
-    @staticmethod
-    def _check_codes_weighed(value) -> tuple:
-        try:
-            pairs = [(int(size), int(count)) for size, count in value]
-            good = (
-                pairs == [tuple(p) for p in value]
-                and all(size >= 1 and count >= 1 for size, count in pairs)
-                and all(a[0] < b[0] for a, b in itertools.pairwise(pairs))
-            )
-        except (TypeError, ValueError):
-            good = False
-        if not good:
-            raise CompanionError(
-                "The decider's codes_weighed must be (group size, codes per card) pairs of whole "
-                f"numbers of 1 or more, by growing size, not {value!r}."
-            )
-        return tuple(pairs)
-
-    def codes_per_card(self, group_size: int) -> int:
-        """How many of each card's likeliest codes a group of this many cards weighs."""
-        for size, count in self.codes_weighed:
-            if group_size <= size:
-                return count
-        return self.codes_weighed_beyond
-
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        """Each setting's name -> what moving it trades, one line."""
-        return describe(cls)
 
 
 DEFAULT_SETTINGS = DeciderSettings()

@@ -6,7 +6,7 @@ demos (their narration: :mod:`companion.demo`) and the zones' calibration say
 
 from __future__ import annotations
 
-from companion.messages import N_, Message, catalog
+from companion.messages import N_, NP_, Message, catalog
 
 __all__ = ["Message"]
 
@@ -104,9 +104,11 @@ _template(
 )
 _template(
     "zone.field_too_few_cards",
-    N_(
-        "The camera sees %(n)s face-up card(s): deal the field (%(least)s or more cards) and "
-        "try again."
+    NP_(
+        "The camera sees %(n)s face-up card: deal the field (%(least)s or more cards) and "
+        "try again.",
+        "The camera sees %(n)s face-up cards: deal the field (%(least)s or more cards) and "
+        "try again.",
     ),
     "zone",
 )
@@ -182,3 +184,10 @@ _template(
     "demo.camera_stop", N_("%(player)s's cards were gathered: Stop, read from the table."), "demo"
 )
 _template("demo.camera_round_end", N_("Round %(n)s: %(reason)s"), "demo")
+
+# -- the camera's source, as the live view's state line names it (LiveSource.describe) ---------
+_template("source.camera", N_("camera %(target)s"))
+_template("source.stream", N_("stream %(url)s"))
+_template("source.video", N_("video %(name)s (%(fps)s fps)"))
+_template("source.images", N_("images in %(path)s (%(n)s, %(fps)s fps)"))
+_template("source.simulated_table", N_("simulated table (%(deck)s deck, %(fps)s fps)"))

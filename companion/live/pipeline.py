@@ -27,6 +27,9 @@ read from the play seen afterwards (``CaptureDecider.came_back``).
 The store is the truth: corrections, removals and undos made on the tablet are read back
 (by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
 the round and a removed one is never brought back.
+
+The motion gate's and the restart's numbers are the fields of ``PipelineSettings``
+(``companion/live/settings.py``, with the tracker's and the decider's).
 """
 
 from __future__ import annotations
@@ -40,120 +43,10 @@ import numpy as np
 from companion.detections import Detections
 from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
-from companion.live.capture_decider import Away, CaptureDecider, DeciderSettings, Decision
-from companion.live.tracker import TableState, TableTracker, TrackerSettings, TrackState
-from companion.live.tuning import CLOCK_SLACK, check_ranges, describe, tuning
+from companion.live.capture_decider import Away, CaptureDecider, Decision
+from companion.live.settings import CLOCK_SLACK, DeciderSettings, PipelineSettings, TrackerSettings
+from companion.live.tracker import TableState, TableTracker, TrackState
 from companion.live.zones import CAPTURES, Zones
-
-
-@dataclass(frozen=True)
-class PipelineSettings:
-    """The pipeline's own tuning: the motion gate that decides when the detector looks, and
-    how a restarted pipeline finds its place in the match, each with what moving it trades
-    (``PipelineSettings.describe()`` lists them). Seconds are the frames' own clock. A value
-    out of range is refused."""
-
-    # -- the motion gate -------------------------------------------------------------------------
-    motion_width: int = tuning(
-        160,
-        "pixels across the small grey copy each frame is compared on: more sees smaller "
-        "changes, at a cost per frame (160x90 with motion_height: a 16:9 camera's shape)",
-        low=8,
-    )
-    motion_height: int = tuning(
-        90,
-        "pixels down the small grey copy each frame is compared on: more sees smaller changes,"
-        " at a cost per frame",
-        low=8,
-    )
-    pixel_change: int = tuning(
-        14,
-        "grey levels (0..255) a small-picture pixel must change by to count as changed: less "
-        "takes camera noise and flicker for motion, more misses a dark card laid on a dark mat",
-        high=255,
-    )
-    changed: float = tuning(
-        0.0015,
-        "share of the small picture's pixels changed (since the previous frame: motion; since"
-        " the detector's last look: a change) for the detector to look: less looks at noise, "
-        "more misses a card slid in quietly until the next refresh",
-        high=1.0,
-    )
-    settle_after_motion: float = tuning(
-        0.6,
-        "seconds the detector keeps looking after motion stops, so a card put down is seen "
-        "steadily at once: more costs looks at a still table, less settles cards later",
-    )
-    refresh: float = tuning(
-        1.0,
-        "seconds between looks at most, whatever the motion: less costs looks at a still "
-        "table, more leaves a change the gate missed unseen longer",
-    )
-    look_every: float = tuning(
-        0.08,
-        "seconds between looks at least (10 a second at 30 fps: every third frame; every "
-        "frame at 10-12 fps): less settles a card sooner, but costs a 30 fps camera its real "
-        "time",
-    )
-    # -- a camera that was away ---------------------------------------------------------------
-    gap_after: float = tuning(
-        1.5,
-        "seconds between two pictures (of the frames' own clock) beyond which the camera was "
-        "away (a stream that dropped, a lens dark or covered): the table is then read afresh"
-        " and compared with what was recorded, and what it did not see is asked, never "
-        "guessed; less takes a slow machine's dropped frames for a gap, more may read a "
-        "decision from a table that changed unseen",
-    )
-    blind_contrast: float = tuning(
-        4.0,
-        "grey levels (0..255) of spread (standard deviation) below which the small picture "
-        "shows nothing (a dark room, a lens covered or capped): such a frame is not looked "
-        "at, as if none came; more takes a plain, evenly lit table for a covered lens",
-        high=255,
-    )
-    # -- captures settling when a Stop is tapped ---------------------------------------------
-    settling_seen_within: int = tuning(
-        2,
-        "looks since an undecided card in a capture area was last seen for it to still be "
-        "settling (a tapped Stop waits for it): more waits for a card hidden longer, less "
-        "records the Stop before a card the hand half hides",
-    )
-    # -- starting again on a match under way -------------------------------------------------
-    resume_watch: float = tuning(
-        1.0,
-        "seconds a pipeline started between two rounds watches the table (no hand over it) "
-        "before what lies there may be a new deal (until then a table holding captures is the"
-        " ended round's, cleared away first): less may take the ended round's cards for a "
-        "deal, more opens the next round later",
-    )
-    same_deal: int = tuning(
-        6,
-        "cards in common with an earlier round's dealt field that make the first field of "
-        "that size seen after a start that round's recording played again: less mistakes this"
-        " round's deal for an old one, more decides an old round's cards into this one",
-        low=1,
-    )
-    recognised: float = tuning(
-        0.25,
-        "probability an arrival must give a recorded capture not yet matched to a card (chaff"
-        " of a month as one card) for it to be that capture, adopted without an event (its "
-        "likeliest reading always is): lower adopts misreads of new cards as old ones, higher"
-        " records old cards again",
-        high=1.0,
-    )
-
-    def __post_init__(self):
-        check_ranges(self, "pipeline")
-
-    @property
-    def motion_size(self) -> tuple[int, int]:
-        """(width, height) of the small grey copy the motion gate compares."""
-        return self.motion_width, self.motion_height
-
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        """Each setting's name -> what moving it trades, one line."""
-        return describe(cls)
 
 
 @dataclass
@@ -187,12 +80,16 @@ class LivePipeline:
         pipeline_settings: PipelineSettings | None = None,
     ):
         self.detector = detector
+        if hasattr(detector, "verify"):
+            # a taught deck's cards are checked by their own points once, as each settles
+            # (``_verify_settled``), not in every look: a look stays as fast as a known deck's
+            detector.verify = False
         self.zones = zones
         self.store = store
         self.match_id = match_id
         self._seats = seats
         self.tracker_settings = tracker_settings or TrackerSettings()
-        self.tracker = TableTracker(zones, self.tracker_settings)
+        self.tracker = TableTracker(zones, self.tracker_settings, verify=self._verify_settled)
         self.decider_settings = decider_settings or DeciderSettings()
         self.decider = CaptureDecider(self.decider_settings)
         self.pipeline_settings = pipeline_settings or PipelineSettings()
@@ -374,6 +271,12 @@ class LivePipeline:
         self._prev_small = small
         self._last_small = small
         return moved, changed
+
+    def _verify_settled(self, image: np.ndarray, quad: np.ndarray):
+        """The detector's second reading of a card that has just settled, or None where it has
+        none (``Recognizer.verify_quad``: a taught deck's own points)."""
+        verify = getattr(self.detector, "verify_quad", None)
+        return verify(image, quad) if verify is not None else None
 
     def should_detect(self, now: float, changed: float) -> bool:
         """Whether the detector looks at the frame of time ``now`` (seconds)."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from companion.live.messages import Message
 from companion.live.pipeline import LivePipeline
+from companion.live.source_state import SourceState
 from companion.live.zones import Zones, default_zones
 
 JPEG_QUALITY = 80
@@ -44,6 +45,7 @@ FROZEN_AFTER = 3.0  # seconds
 ADVICE = {
     "camera": "check that it is plugged in and that no other program is using it",
     "stream": "check the address and that the camera is switched on and on this network",
+    "phone": "check that the phone's camera page is open, sending, and its screen on",
 }
 
 
@@ -157,7 +159,7 @@ class LiveSession:
     def absent(self) -> bool:
         """Whether the source has sent no picture for ``NO_PICTURE_AFTER`` seconds while it
         should (connecting or lost; a recording that ended is not absent)."""
-        if getattr(self.source, "state", "off") not in ("connecting", "lost"):
+        if not SourceState.of(self.source).waiting:
             return False
         return self._down_since is not None and (
             self._clock() - self._down_since >= NO_PICTURE_AFTER
@@ -176,16 +178,16 @@ class LiveSession:
         )
 
     def status(self) -> dict:
-        state = getattr(self.source, "state", "off")
+        state = SourceState.of(self.source)
         times = self._times[-30:]
         fps = 0.0
         if len(times) >= 2 and times[-1] > times[0]:
             fps = (len(times) - 1) / (times[-1] - times[0])
         proposal = self.pipeline.proposal
-        if self.frozen and state == "live":
-            state = "lost"
+        if self.frozen and state is SourceState.LIVE:
+            state = SourceState.LOST  # a frozen picture is no picture: the page says why
         return {
-            "camera": state if state in ("connecting", "live", "lost", "ended") else "off",
+            "camera": state.value,
             "source": self.source.describe() if self.source else "none",
             "fps": round(fps, 1),
             "frames": self.pipeline.frames,
@@ -197,16 +199,16 @@ class LiveSession:
             else {"kind": proposal.kind, "text": proposal.text},
         }
 
-    def _message(self, state: str) -> str:
+    def _message(self, state: SourceState) -> str:
         if self.absent():
             return self.absent_sentence()
         if self.frozen:
             return Message("camera.frozen")
-        if state == "lost":
+        if state is SourceState.LOST:
             return Message("camera.lost")
-        if state == "connecting":
+        if state is SourceState.CONNECTING:
             return Message("camera.connecting")
-        if state == "ended":
+        if state is SourceState.ENDED:
             return Message("camera.recording_ended")
         if self.pipeline.match_id is None:
             return Message("camera.no_match")
@@ -301,12 +303,12 @@ class LiveSession:
 
     def _watch_source(self, got_picture: bool) -> None:
         """Keep when the pictures stopped, and put each change of state in the log once."""
-        state = getattr(self.source, "state", "off")
-        if got_picture or state not in ("connecting", "lost"):
+        state = SourceState.of(self.source)
+        if got_picture or not state.waiting:
             self._down_since = None
         elif self._down_since is None:
             self._down_since = self._clock()
-        said = "absent" if self.absent() else state
+        said = "absent" if self.absent() else state.value
         if said == self._said:
             return
         self._said = said
@@ -314,10 +316,10 @@ class LiveSession:
         name = name[:1].upper() + name[1:]
         line = {
             "absent": self.absent_sentence(),
-            "connecting": f"{name}: connecting.",
-            "live": f"{name}: live.",
-            "lost": f"{name}: lost; keep score by hand, it reconnects by itself.",
-            "ended": f"{name}: the recording has ended.",
+            SourceState.CONNECTING: f"{name}: connecting.",
+            SourceState.LIVE: f"{name}: live.",
+            SourceState.LOST: f"{name}: lost; keep score by hand, it reconnects by itself.",
+            SourceState.ENDED: f"{name}: the recording has ended.",
         }.get(said, f"{name}: {said}.")
         try:
             self._log(line)
@@ -373,7 +375,7 @@ class LiveSession:
         # that does not answer) is said to be absent on the page all the same.
         self._down_since = self._clock()
         while not self._stopping.is_set():
-            if self.source.state == "ended":
+            if self.source.state == SourceState.ENDED:
                 self._watch_source(False)
                 self.message = Message("camera.recording_ended")
                 self._stopping.wait(0.5)

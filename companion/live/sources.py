@@ -1,8 +1,10 @@
-"""Frame sources: a webcam, a video file, a folder of images or a network stream, one interface.
+"""Frame sources: a webcam, a video file, a folder of images, a network stream or the pictures a
+phone's browser posts, one interface.
 
     source = open_source("camera:0")     # or "table.mp4", "frames/", "rtsp://..."
+    source = PushedFrameSource()         # pictures posted by a phone's browser (run --phone)
     frame = source.read()                # Frame(image, index, time) or None (nothing right now)
-    source.state                         # connecting | live | lost | ended
+    source.state                         # a SourceState: connecting | live | lost | ended
 
 A camera or stream that fails (unplugged, stalled) is reopened with backoff, 0.5 s doubling up
 to 5 s, so recognition resumes within 5 s of it coming back; meanwhile ``read`` returns None
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +26,8 @@ import cv2
 import numpy as np
 
 from companion import CompanionError
+from companion.live.messages import Message
+from companion.live.source_state import SourceState
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 FOLDER_FPS = 10.0
@@ -63,7 +69,7 @@ class Frame:
 class FrameSource:
     """Base of all sources: ``read()``, ``state``, ``describe()``, ``close()``."""
 
-    state = "connecting"
+    state = SourceState.CONNECTING
     fps: float = 0.0
 
     def read(self) -> Frame | None:  # pragma: no cover - interface
@@ -82,7 +88,7 @@ class FrameSource:
 
     def __iter__(self):
         """The frames of a recording, in order (None-free); ends when the source ends."""
-        while self.state != "ended":
+        while self.state != SourceState.ENDED:
             frame = self.read()
             if frame is not None:
                 yield frame
@@ -106,18 +112,18 @@ class VideoFileSource(FrameSource):
             raise SourceError(f"{self.path} is not a video OpenCV can read.")
         self.fps = float(self._cap.get(cv2.CAP_PROP_FPS) or 0) or 10.0
         self._index = 0
-        self.state = "live"
+        self.state = SourceState.LIVE
 
     @property
     def finite(self) -> bool:
         return True
 
     def read(self) -> Frame | None:
-        if self.state == "ended":
+        if self.state == SourceState.ENDED:
             return None
         ok, image = self._cap.read()
         if not ok or image is None:
-            self.state = "ended"
+            self.state = SourceState.ENDED
             self._cap.release()
             return None
         frame = Frame(image, self._index, self._index / self.fps)
@@ -127,21 +133,21 @@ class VideoFileSource(FrameSource):
     def skip(self) -> bool:
         """Pass over the next frame without decoding it (a camera's dropped frame); False
         once the video has ended."""
-        if self.state == "ended":
+        if self.state == SourceState.ENDED:
             return False
         if not self._cap.grab():
-            self.state = "ended"
+            self.state = SourceState.ENDED
             self._cap.release()
             return False
         self._index += 1
         return True
 
     def describe(self) -> str:
-        return f"video {self.path.name} ({self.fps:g} fps)"
+        return Message("source.video", name=self.path.name, fps=f"{self.fps:g}")
 
     def close(self) -> None:
         self._cap.release()
-        self.state = "ended"
+        self.state = SourceState.ENDED
 
 
 class ImageFolderSource(FrameSource):
@@ -156,7 +162,7 @@ class ImageFolderSource(FrameSource):
             raise SourceError(f"The folder {self.path} holds no images.")
         self.fps = float(fps)
         self._index = 0
-        self.state = "live"
+        self.state = SourceState.LIVE
 
     @property
     def finite(self) -> bool:
@@ -169,19 +175,19 @@ class ImageFolderSource(FrameSource):
             image = cv2.imread(str(self.files[index]), cv2.IMREAD_COLOR)
             if image is not None:  # an unreadable file is skipped, its number kept
                 return Frame(image, index, index / self.fps)
-        self.state = "ended"
+        self.state = SourceState.ENDED
         return None
 
     def skip(self) -> bool:
         """Pass over the next image without reading it; False once there is none left."""
         if self._index >= len(self.files):
-            self.state = "ended"
+            self.state = SourceState.ENDED
             return False
         self._index += 1
         return True
 
     def describe(self) -> str:
-        return f"images in {self.path} ({len(self.files)}, {self.fps:g} fps)"
+        return Message("source.images", path=self.path, n=len(self.files), fps=f"{self.fps:g}")
 
 
 class LiveSource(FrameSource):
@@ -203,7 +209,7 @@ class LiveSource(FrameSource):
         self._retry_at = 0.0
         self._index = 0
         self._start: float | None = None
-        self.state = "connecting"
+        self.state = SourceState.CONNECTING
         self.failures = 0
         self._was_live = False
 
@@ -232,12 +238,12 @@ class LiveSource(FrameSource):
             except Exception:
                 pass
             self._cap = None
-        self.state = "lost" if self._was_live else "connecting"
+        self.state = SourceState.LOST if self._was_live else SourceState.CONNECTING
         self._retry_at = now + self._delay
         self._delay = min(self._delay * 2, BACKOFF_MAX)
 
     def read(self) -> Frame | None:
-        if self.state == "ended":
+        if self.state == SourceState.ENDED:
             return None
         if self._cap is None and not self._open():
             return None
@@ -251,7 +257,7 @@ class LiveSource(FrameSource):
             return None
         if self._start is None:
             self._start = now
-        self.state = "live"
+        self.state = SourceState.LIVE
         self._was_live = True
         self._delay = BACKOFF_FIRST
         frame = Frame(image, self._index, now - self._start)
@@ -260,8 +266,8 @@ class LiveSource(FrameSource):
 
     def describe(self) -> str:
         if isinstance(self.target, int):
-            return f"camera {self.target}"
-        return f"stream {redact_url(self.target)}"
+            return Message("source.camera", target=self.target)
+        return Message("source.stream", url=redact_url(self.target))
 
     @property
     def kind(self) -> str:
@@ -272,7 +278,7 @@ class LiveSource(FrameSource):
         if self._cap is not None:
             self._cap.release()
             self._cap = None
-        self.state = "ended"
+        self.state = SourceState.ENDED
 
 
 # Query parameters that carry a secret in camera URLs (``?user=...&password=...``, tokens).
@@ -316,7 +322,8 @@ def _open_capture(target):
 
 
 def open_source(spec: str | int | Path) -> FrameSource:
-    """``camera:N`` (or a bare integer), a video file, a folder of images, or a URL."""
+    """``camera:N`` (or a bare integer), a video file, a folder of images, or a URL (an http
+    address that answers with a web page or an error instead of a video is one sentence)."""
     quiet_video_logs()
     if isinstance(spec, int):
         return LiveSource(spec)
@@ -329,6 +336,9 @@ def open_source(spec: str | int | Path) -> FrameSource:
     if text.isdigit():
         return LiveSource(int(text))
     if "://" in text:
+        problem = not_a_video_sentence(text)  # an address that answers, but not with a video
+        if problem:
+            raise SourceError(problem)
         return LiveSource(text)
     path = Path(text).expanduser()
     if path.is_dir():
@@ -336,3 +346,168 @@ def open_source(spec: str | int | Path) -> FrameSource:
     if path.is_file():
         return VideoFileSource(path)
     raise SourceError(f"No camera, video, image folder or stream at {text!r}.")
+
+
+# A picture pushed by a phone's browser (``companion.web.phone``): JPEG, as its canvas makes
+# it, or PNG.
+PUSHED_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
+PUSH_QUEUE = 3  # pictures kept waiting for the pipeline; a full queue drops its oldest
+# No picture for this long and a phone that was sending is lost (its screen went off, the page
+# was closed, it left the Wi-Fi): a phone sends about 10 a second.
+PUSH_LOST_AFTER = 3.0  # seconds
+
+
+class PushedFrameSource(FrameSource):
+    """Pictures posted to the server (a phone's browser used as the camera: ``run --phone``).
+
+    ``push(data)`` keeps a posted picture (from a web request's thread); ``read()`` (the
+    pipeline's thread) decodes the newest one and drops any older still waiting, as a camera
+    drops the frames a slow reader misses, so that the pipeline never falls behind the table.
+    A frame's ``time`` is when it arrived, from the first one. ``state``: connecting until
+    the first picture, lost when none has come for ``lost_after`` seconds, live otherwise.
+    """
+
+    kind = "phone"
+
+    def __init__(
+        self, queue: int = PUSH_QUEUE, lost_after: float = PUSH_LOST_AFTER, clock=time.monotonic
+    ):
+        self._waiting: deque = deque(maxlen=queue)
+        self._arrived = threading.Condition()
+        self._clock = clock
+        self.lost_after = float(lost_after)
+        self._last_at: float | None = None
+        self._start: float | None = None
+        self._index = 0
+        self._closed = False
+        self.received = 0  # pictures posted
+        self.dropped = 0  # posted but never read: a newer one came first
+        self.unreadable = 0  # posted but not a picture OpenCV could decode
+
+    @property
+    def state(self) -> str:
+        if self._closed:
+            return "ended"
+        if self._last_at is None:
+            return "connecting"
+        return "live" if self._clock() - self._last_at < self.lost_after else "lost"
+
+    def push(self, data: bytes) -> None:
+        """Keep one posted picture as the newest; a body that is not a JPEG or PNG is one
+        sentence (SourceError) and nothing is kept."""
+        if not data.startswith(PUSHED_MAGIC):
+            raise SourceError("A camera picture is sent as a JPEG or PNG image.")
+        with self._arrived:
+            if len(self._waiting) == self._waiting.maxlen:
+                self.dropped += 1
+            self._last_at = now = self._clock()
+            self._waiting.append((bytes(data), now))
+            self.received += 1
+            self._arrived.notify_all()
+
+    def read(self, wait: float = 0.05) -> Frame | None:
+        """The newest picture posted since the last read (waiting up to ``wait`` seconds for
+        one), or None."""
+        with self._arrived:
+            if not self._waiting and not self._closed and wait > 0:
+                self._arrived.wait(wait)
+            if not self._waiting:
+                return None
+            data, at = self._waiting.pop()
+            self.dropped += len(self._waiting)
+            self._waiting.clear()
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        if image is None:
+            self.unreadable += 1
+            return None
+        if self._start is None:
+            self._start = at
+        frame = Frame(image, self._index, at - self._start)
+        self._index += 1
+        return frame
+
+    def describe(self) -> str:
+        return "the phone's camera"
+
+    def close(self) -> None:
+        with self._arrived:
+            self._closed = True
+            self._waiting.clear()
+            self._arrived.notify_all()
+
+
+# What a web address that is not a video stream answers with, said in one sentence: the page
+# of a phone camera app (its address without /video), an error, some JSON.
+STREAM_TYPES = ("multipart/", "video/", "image/", "application/octet-stream", "application/x-")
+PROBE_SECONDS = 3.0
+
+
+def not_a_video_sentence(url: str, timeout: float = PROBE_SECONDS) -> str | None:
+    """For an http(s) address: one sentence when it answers with something that is not a
+    video (an error status, a web page, JSON); None when it looks like a stream, or does not
+    answer at all (a camera not yet switched on: ``run`` keeps trying)."""
+    import urllib.error
+    import urllib.request
+
+    if not url.lower().startswith(("http://", "https://")):
+        return None
+    shown = redact_url(url)
+    request = urllib.request.Request(url, headers={"User-Agent": "hanafuda-companion"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 - the player's own camera
+            kind = (answer.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    except urllib.error.HTTPError as exc:
+        return (
+            f"{shown} answers {exc.code} {exc.reason}, not a video: check the address the "
+            "camera app shows (for IP Webcam it ends in /video)."
+        )
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    if not kind or kind.startswith(STREAM_TYPES):
+        return None
+    what = {"text/html": "a web page", "application/json": "JSON"}.get(kind, kind)
+    return (
+        f"{shown} answers with {what}, not a video: give the address of the video stream "
+        "itself (for IP Webcam it ends in /video)."
+    )
+
+
+class CameraOrPhone(FrameSource):
+    """A webcam, or a phone's browser once one sends pictures (``run`` given no source: the
+    camera page offers the phone). From a phone's first picture on, the phone is the camera
+    (the players chose it) and the webcam is let go; until then the webcam is read."""
+
+    def __init__(self, camera: FrameSource, phone: PushedFrameSource | None = None):
+        self.camera = camera
+        self.phone = phone or PushedFrameSource()
+        self._camera_open = True
+
+    @property
+    def active(self) -> FrameSource:
+        return self.phone if self.phone.received else self.camera
+
+    @property
+    def state(self) -> str:
+        return self.active.state
+
+    @property
+    def kind(self) -> str:
+        return getattr(self.active, "kind", "camera")
+
+    def push(self, data: bytes) -> None:
+        self.phone.push(data)
+
+    def read(self) -> Frame | None:
+        if not self.phone.received:
+            return self.camera.read()
+        if self._camera_open:  # on the reading thread, where the webcam is read
+            self._camera_open = False
+            self.camera.close()
+        return self.phone.read()
+
+    def describe(self) -> str:
+        return self.active.describe()
+
+    def close(self) -> None:
+        self.camera.close()
+        self.phone.close()

@@ -25,7 +25,8 @@ refusing a move its phase does not allow (``IllegalTransition``)::
 
 Registration (which steady arrival becomes which capture) is the ``CaptureDecider``'s call
 (``companion/live/capture_decider.py``); the tracker only offers arrivals and remembers decisions.
-Every threshold, wait and count it decides by is a field of ``TrackerSettings``.
+Every threshold, wait and count it decides by is a field of ``TrackerSettings``
+(``companion/live/settings.py``, beside the decider's and the pipeline's).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion import CompanionError
 from companion.detections import (
     BACK,
     BACK_ID,
@@ -49,248 +49,11 @@ from companion.detections import (
     quad_iou,
 )
 from companion.game.cards import ALL_CODES, chaff_twins, twin_group
-from companion.live.tuning import CLOCK_SLACK, check_ranges, describe, tuning
+from companion.live.settings import CLOCK_SLACK, TrackerSettings
 from companion.live.zones import CAPTURES, FIELD, Zones
 
 N_CODES = len(ALL_CODES)
 CODE_IDS = {code: i for i, code in enumerate(ALL_CODES)}
-
-
-@dataclass(frozen=True)
-class TrackerSettings:
-    """The tracker's tuning: every threshold, wait and count it follows cards by, each with what
-    moving it trades (``TrackerSettings.describe()`` lists them). Distances are in card heights,
-    seconds are the frames' own clock, looks are the detector's looks. A value out of range is
-    refused."""
-
-    # -- naming a card ------------------------------------------------------------------------
-    window: int = tuning(
-        5,
-        "looks a track's name is fused over (and steadiness counted in): more outlasts a run of "
-        "misreads, less follows a card's true name sooner after one",
-        low=1,
-    )
-    steady_looks: int = tuning(
-        3,
-        "looks of the last window a card must be seen in to settle (at most window): more holds "
-        "back a card glimpsed through glare, fewer settles a card passing by",
-        low=1,
-    )
-    look_floor: float = tuning(
-        1e-4,
-        "the least probability one look gives any code: lower lets one bad look rule a card's "
-        "name out, higher lets a track's name turn more slowly on clear looks",
-        high=0.02,
-    )
-    names_tried: int = tuning(
-        6,
-        "a track's likeliest codes tried, in order, when codes are handed out (one card per "
-        "code): more names a card by a far-fetched code rather than leaving it unnamed",
-        low=1,
-    )
-    doubtful_below: float = tuning(
-        0.8,
-        "a field card named with less probability than this is listed as doubtful: higher "
-        "lists more cards, lower hides more misreads",
-        high=1.0,
-    )
-    doubtful_alternatives: int = tuning(
-        3, "readings listed for a doubtful field card: more shows unlikelier ones too", low=1
-    )
-    arrival_candidates: int = tuning(
-        5,
-        "readings an arrival offers the decider, likeliest first: fewer hides a card's true "
-        "name from the pair rule when the looks ranked it low",
-        low=1,
-    )
-    # -- following a card from look to look ---------------------------------------------------
-    same_card_iou: float = tuning(
-        0.55,
-        "a look overlapping a track this much (IoU) is the same card: lower takes the next card"
-        " of a fanned row (overlapping about 0.5) for the one below, higher loses cards nudged",
-        high=1.0,
-    )
-    same_name_distance: float = tuning(
-        0.45,
-        "card heights within which a look with a track's name is that card: more follows a "
-        "card moved further, but may take a neighbour's look",
-    )
-    shifted_reach: float = tuning(
-        1.0,
-        "card heights within which a registered capture missing from the last look is found "
-        "again under its name (shifted as it was let go, nudged under a hand): more risks "
-        "taking another card of the same name for it",
-    )
-    agree: float = tuning(
-        0.02,
-        "least chance that a look and a track name the same card for the look to join it: "
-        "higher splits a card misread once into two tracks, lower lets a card laid on another "
-        "join the one below",
-        high=1.0,
-    )
-    agreeing_looks: int = tuning(
-        3,
-        "looks a track needs before its name can refuse a look: fewer lets a newborn track's "
-        "first misread refuse the card's true looks",
-        low=1,
-    )
-    same_name_bonus: float = tuning(
-        0.5,
-        "what naming a track's card adds to a look's claim on it (against overlap): more "
-        "prefers the named look over the overlapping one",
-    )
-    distance_penalty: float = tuning(
-        0.1,
-        "what each card height of distance takes off a look's claim on a track: more prefers "
-        "the nearest look over the best overlapping one",
-    )
-    # -- lying still ----------------------------------------------------------------------------
-    moved: float = tuning(
-        0.2,
-        "card heights a track's centre moves from where it came to rest for it to be carried "
-        "(in a hand: its looks start again): less restarts cards a detector's jitter moves",
-    )
-    at_rest: float = tuning(
-        0.2,
-        "seconds a card lies still before it is steady (besides being seen in most looks): a "
-        "card held a moment just above its place, or a faster camera, settles no sooner; "
-        "longer delays every capture as much",
-    )
-    still: float = tuning(
-        0.1,
-        "card heights (about 5 mm) a card not yet steady may stray from where it came to rest "
-        "and still be resting: lower catches a steadier hand, but lets a detector's jitter on "
-        "a lying card hold it back",
-    )
-    disturbed_margin: float = tuning(
-        0.1,
-        "share of a card's box added around it where motion counts as moving over it: more "
-        "holds a card back for a hand moving beside it",
-    )
-    capture_patience: int = tuning(
-        8,
-        "looks an unregistered card in a capture area may be missed before it is gone (it "
-        "cannot leave the area, only be covered): more keeps a card taken back longer",
-        low=1,
-    )
-    carried_away_looks: int = tuning(
-        20,
-        "an unregistered card unseen for more looks than this is gone even with a hand over "
-        "the table (carried away): fewer drops cards a long-lingering arm covers",
-        low=1,
-    )
-    # -- a hand over the table -----------------------------------------------------------------
-    hand_motion: float = tuning(
-        0.02,
-        "share of the frame moving at once that means a hand or an arm: lower takes a "
-        "flicker or a shadow for a hand (freezing the table), higher misses a small hand",
-        high=1.0,
-    )
-    hand_lingers: int = tuning(
-        1,
-        "looks after the last sign of a hand during which it still counts as present (it is "
-        "only just leaving): more freezes the table longer after every turn",
-    )
-    vanished_at_once: int = tuning(
-        3,
-        "steady cards missing from one look at once that mean something covers them: fewer "
-        "takes two cards picked up together for a hand",
-        low=1,
-    )
-    covered_at_most: float = tuning(
-        2.0,
-        "seconds after which cards missing together were taken away (a gathered field), not "
-        "covered by a hand: more freezes the table longer when cards go",
-    )
-    # -- captures --------------------------------------------------------------------------------
-    on_top_confidence: float = tuning(
-        0.3,
-        "a capture's look naming another free card at least this surely also feeds a track of "
-        "its own over the capture (the next card of a fanned row): lower makes cards of "
-        "misreads",
-        high=1.0,
-    )
-    overlap: float = tuning(
-        0.6,
-        "an arrival overlapping a registered capture this much (IoU) may be a misread of it "
-        "(the decider asks more of it): lower suspects more cards laid over captures",
-        high=1.0,
-    )
-    contained: float = tuning(
-        0.75,
-        "share of a smaller track lying within a capture for it to be a look at part of that "
-        "card, not a card (a fanned card lies half outside): lower drops real cards",
-        high=1.0,
-    )
-    smaller: float = tuning(
-        0.8,
-        "a track this much smaller than a capture (by area) may show only part of it: higher "
-        "takes a whole card over a capture for a part of it",
-        high=1.0,
-    )
-    # -- the end of a round ----------------------------------------------------------------------
-    in_sight: float = tuning(
-        2.0,
-        "seconds: a card seen this recently when the round ends is in sight, and tells when "
-        "the table is cleared (the others, deep in a fanned row, go with them)",
-    )
-    cleared_after: float = tuning(
-        1.0,
-        "seconds without a sight of the ended round's cards in sight before they were cleared "
-        "away: less clears a table a hand only covers",
-    )
-    cleared_share: float = tuning(
-        0.2,
-        "the ended round's cards are cleared once no more than this share of those in sight is "
-        "still seen (a card left lying does not hold the next round up): less waits for the "
-        "last cards",
-        high=1.0,
-    )
-    cleared_missed_looks: int = tuning(
-        3,
-        "looks an ended round's card in sight must be missed to count as taken away when the "
-        "table's clearing is judged: fewer clears a table a hand briefly covers",
-        low=1,
-    )
-    left_missed_looks: int = tuning(
-        2,
-        "looks after which an ended round's card in sight, missed, is taken away and never "
-        "followed again (a card dealt at its place is a new one): more takes a new card for "
-        "an old one",
-        low=1,
-    )
-    # -- what the table shows ------------------------------------------------------------------
-    backs_looks: int = tuning(
-        3,
-        "looks over which the most backs seen are counted (a hand hides the pile now and "
-        "then): more keeps a pile taken away counted longer",
-        low=1,
-    )
-    in_sight_looks: int = tuning(
-        2,
-        "a card seen in the last this many looks is in sight (a gathered table shows few): "
-        "more counts cards just taken away",
-        low=1,
-    )
-
-    def __post_init__(self):
-        check_ranges(self, "tracker")
-        if self.steady_looks > self.window:
-            raise CompanionError(
-                f"The tracker's steady_looks must be at most its window ({self.window}), "
-                f"not {self.steady_looks}."
-            )
-
-    @property
-    def field_patience(self) -> int:
-        """Looks a field card may be missed before it is gone: once missed this many of the
-        last ``window``, it can no longer be seen in ``steady_looks`` of them."""
-        return self.window - self.steady_looks + 1
-
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        """Each setting's name -> what moving it trades, one line."""
-        return describe(cls)
 
 
 DEFAULT_SETTINGS = TrackerSettings()
@@ -363,6 +126,10 @@ class Track:
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
     code: str | None = None  # the code handed out this update
+    # the code a taught deck's own points found when it settled (``TableTracker.verify``) and
+    # the share of the belief it holds: it outweighs the looks until the card is carried away
+    verified: str | None = None
+    verified_share: float = 0.0
 
     # -- transitions -------------------------------------------------------------------------
 
@@ -420,12 +187,18 @@ class Track:
         return float(max(np.linalg.norm(q[0] - q[3]), np.linalg.norm(q[1] - q[2]), 1.0))
 
     def posterior(self) -> np.ndarray:
-        """Fused probability over the 48 codes (geometric mean of the looks, normalised)."""
+        """Fused probability over the 48 codes (geometric mean of the looks, normalised); a
+        card verified by its points (``verified``) holds ``verified_share`` of it."""
         if not self.looks:
-            return np.full(N_CODES, 1.0 / N_CODES)
-        mean = np.mean(np.stack(self.looks), axis=0)
-        p = np.exp(mean - mean.max())
-        return p / p.sum()
+            p = np.full(N_CODES, 1.0 / N_CODES)
+        else:
+            mean = np.mean(np.stack(self.looks), axis=0)
+            p = np.exp(mean - mean.max())
+            p /= p.sum()
+        if self.verified is not None:
+            p = (1.0 - self.verified_share) * p
+            p[ALL_CODES.index(self.verified)] += self.verified_share
+        return p
 
 
 @dataclass(frozen=True)
@@ -505,11 +278,15 @@ def look_vector(det: Detections, i: int, floor: float = DEFAULT_SETTINGS.look_fl
 
 
 class TableTracker:
-    """``tracker.update(detections, frame) -> TableState``; see the module docstring."""
+    """``tracker.update(detections, frame) -> TableState``; see the module docstring.
+    ``verify(image, quad) -> (code, confidence) | None``: a second, costlier reading of one
+    card, asked once when a card settles (a taught deck's own points,
+    ``Recognizer.verify_quad``); its code then outweighs the looks."""
 
-    def __init__(self, zones: Zones, settings: TrackerSettings = DEFAULT_SETTINGS):
+    def __init__(self, zones: Zones, settings: TrackerSettings = DEFAULT_SETTINGS, verify=None):
         self.zones = zones
         self.settings = settings
+        self.verify = verify
         self.tracks: dict[int, Track] = {}
         self._next_id = 1
         self._updates = 0
@@ -639,9 +416,26 @@ class TableTracker:
             elif track.quiet_time == float("inf"):
                 track.quiet_time = frame.time
         self._settle(u, frame.index, frame.time, hand, occluded)
+        self._verify_settled(frame)
         cleared = self._clear_ended(frame.time)
         self.state = self._table_state(frame, hand, cleared)
         return self.state
+
+    def _verify_settled(self, frame) -> None:
+        """Ask ``verify`` about each card that settled on this frame and has no verified code
+        yet: once a card, not every frame (it costs tens of ms a card)."""
+        image = getattr(frame, "image", None)
+        if self.verify is None or image is None:
+            return
+        for track in self.tracks.values():
+            if (
+                track.state is TrackState.SETTLED
+                and track.steady_since == frame.index
+                and track.verified is None
+            ):
+                found = self.verify(image, track.quad)
+                if found is not None and found[0] in ALL_CODES:
+                    track.verified, track.verified_share = found[0], self.settings.verified_share
 
     def _clear_ended(self, now: float) -> bool:
         """Drop the ended round's cards once (nearly) none of those in sight has been seen for
@@ -763,6 +557,7 @@ class TableTracker:
                     track.unsettle()
                 track.hits.clear()
                 track.looks.clear()
+                track.verified = None  # read again where it comes to rest
             # a capture-area card is not counted until it lies: one that stirs, steady or
             # not, is still in a hand (a field card once steady stays so: it is not decided)
             watched = track.state is TrackState.ARRIVING or (

@@ -500,9 +500,10 @@ def add_deck(
     settings = settings or Settings.from_dict(model_settings())
     session = open_session(EMBEDDER, 2)
     rng = np.random.default_rng(seed)
-    crops, ids = [], []
+    crops, ids, faces = [], [], {}
     for code, path in files.items():
-        made = card_views(_face(path), settings, rng, views)
+        faces[code] = _face(path)
+        made = card_views(faces[code], settings, rng, views)
         crops.append(made)
         ids += [CLASSES.index(code)] * len(made)
     return store_deck(
@@ -518,6 +519,7 @@ def add_deck(
         decks_dir=decks_dir,
         source=image_dir,
         start=start,
+        faces=faces,
     )
 
 
@@ -535,11 +537,13 @@ def store_deck(
     decks_dir,
     source,
     start: float,
+    faces: dict[str, np.ndarray] | None = None,
 ) -> UserDeck:
     """Deck ``name`` made from its cards' crops (``ids``: each crop's class), whether they came
     from scans or from photos: the classifier's view of them, their descriptors, the back's
     references (refused when the back looks like one of the faces), the names file kept with
-    the deck; stored in ``decks_dir`` and returned."""
+    the deck, the points of its straightened ``faces`` (by code; ``keypoints.DeckKeypoints``;
+    None: found again in ``source``); stored in ``decks_dir`` and returned."""
     crops = np.concatenate(crops)
     ids = np.array(ids, np.int64)
     agreement, sureness = classifier_view(crops, ids)
@@ -571,8 +575,68 @@ def store_deck(
         sureness=sureness,
         back_embeddings=back_embeddings,
     )
-    deck.save(decks_dir)
+    folder = deck.save(decks_dir)
+    from companion.recognizer.keypoints import KEYPOINTS_FILE, DeckKeypoints
+
+    faces = faces if faces is not None else source_faces(source)
+    try:
+        if faces:
+            DeckKeypoints.from_faces(faces).save(folder)
+        else:  # taught again from what shows no face: the former points are another's
+            (folder / KEYPOINTS_FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise DeckError(
+            Message("deck.cannot_keep", name=repr(name), folder=folder, reason=reason)
+        ) from None
     return deck
+
+
+def source_faces(source: str | Path) -> dict[str, np.ndarray]:
+    """The straightened faces (by code) of the scans or the twelve photos a deck was taught
+    from, found again there; empty where that folder is gone or holds neither."""
+    folder = Path(source)
+    if not source or not _is_dir(folder):
+        return {}
+    try:
+        return {code: _face(path) for code, path in deck_images(folder).items()}
+    except DeckError:
+        pass
+    from companion.recognizer.photos import read_photos
+
+    try:
+        photos = read_photos(folder)
+    except DeckError:
+        return {}
+    return {
+        f"{photo.month:02d}-{k + 1}": face
+        for photo in photos
+        if not photo.problem
+        for k, face in enumerate(photo.faces)
+    }
+
+
+def deck_keypoints(deck: UserDeck):
+    """The points of a taught deck's faces (``keypoints.DeckKeypoints``): those kept in its
+    folder, else (a deck taught before they were kept) found again from the scans or photos it
+    was taught from and kept for next time; None where those are gone too (the deck is then
+    named as before, by its references alone)."""
+    from companion.recognizer.keypoints import DeckKeypoints
+
+    if not deck.folder:
+        return None
+    kept = DeckKeypoints.load(deck.folder)
+    if kept is not None:
+        return kept
+    faces = source_faces(deck.source)
+    if not faces:
+        return None
+    found = DeckKeypoints.from_faces(faces)
+    try:
+        found.save(deck.folder)
+    except OSError:
+        pass  # a read-only folder: found again next time
+    return found
 
 
 def _read_back(back_photo, image_dir):
@@ -620,6 +684,14 @@ def model_settings() -> dict:
 BACK_MARGIN = 0.03
 
 
+def verifier_for(deck: UserDeck):
+    """The ``keypoints.Verifier`` of a deck (None where its points cannot be had)."""
+    from companion.recognizer.keypoints import Verifier
+
+    kept = deck_keypoints(deck)
+    return None if kept is None or len(kept.class_ids) == 0 else Verifier(kept)
+
+
 class DeckNamer:
     """The stage that names detections after a user deck: ``namer(bgr, det) -> Detections``.
     Each face-up detection's crop (cut upright by its quad) is embedded; a card's score is the
@@ -650,6 +722,8 @@ class DeckNamer:
         self._starts = np.flatnonzero(np.diff(self._ref_card[self._by_card], prepend=-1))
         # the names the players' deck gives its slots (the tablet and detect show them)
         self.names = deck.names_deck()
+        # the deck's cards found by their own points (None: no faces to take them from)
+        self.verifier = verifier_for(deck)
 
     def similarity(self, crops: np.ndarray) -> np.ndarray:
         """How near each crop (N, H, W, 3, cut as the detector cuts a card) lies to the deck's

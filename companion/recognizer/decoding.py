@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from companion.detections import BACK_ID, Detections, final_cards
+from companion.detections import BACK_ID, Detections, final_cards, quad_size_offsets
 from companion.recognizer.geometry import (
     crop_cards,
     crop_matrices,
@@ -71,8 +71,6 @@ def acceptance_features(
     """(N, len(ACCEPT_FEATURES)) features of N crops for the learned acceptance rule:
     classifier outputs ``probs`` (N, classes + none), ``flip`` (N, 1), the quads found (N,4,2,
     image pixels) and the localizer's heat at their centres (N)."""
-    from companion.detections import quad_size_offsets
-
     n = len(probs)
     card_probs = probs[:, :NONE_ID]
     best = card_probs.argmax(axis=1)

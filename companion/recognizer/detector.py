@@ -9,7 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from companion.detections import BACK_ID, Detections
+from companion.detections import BACK_ID, CLASSES, Detections
 from companion.recognizer.decks import RESCUE_BELOW
 from companion.recognizer.decoding import Decoder, DecodeTrace
 from companion.recognizer.distance import (
@@ -20,6 +20,7 @@ from companion.recognizer.distance import (
     more_zooms,
 )
 from companion.recognizer.geometry import view_size
+from companion.recognizer.keypoints import VERIFIED_CONFIDENCE
 from companion.recognizer.nets import NET_SETS, NETS, auto_nets, metadata_path, open_session
 from companion.recognizer.settings import RecognizerError, Settings
 
@@ -50,6 +51,10 @@ class Recognizer:
         # unsure (``decks.rescue_cards``), and those found by their shape alone
         self.rescue = True
         self.shape_proposals = False  # measured: no more cards found on tables, more false ones
+        # a taught deck's cards confirmed by their own points (``keypoints``) in every look;
+        # the live pipeline turns it off and checks a card once, when it settles
+        # (``verify_quad``): it costs tens of ms a card
+        self.verify = True
 
     @classmethod
     def load(
@@ -127,18 +132,45 @@ class Recognizer:
             factor = MAX_SIDE / max(image.shape[:2])
             image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
         rescue = self.namer is not None and self.rescue and self.namer.deck.sureness < RESCUE_BELOW
-        if rescue and trace is None:
+        verifier = self._verifier() if self.verify else None
+        if (rescue or verifier is not None) and trace is None:
             trace = DecodeTrace()
         det = self._looks(image, trace)
         if rescue:
             det = self._rescued(image, det, trace)
         if self.namer is not None and len(det):
             det = self.namer(image, det)
+        if verifier is not None:
+            proposals = [q for q, _ in trace.looks if len(q)]
+            proposals = np.concatenate(proposals) if proposals else np.zeros((0, 4, 2))
+            det = verifier.frame(image, det, proposals)
         if factor != 1.0 and len(det):
             det = Detections(
                 det.quads / factor, det.class_ids, det.confidence, det.alt_ids, det.alt_scores
             )
         return det
+
+    def _verifier(self):
+        """The taught deck's ``keypoints.Verifier`` (None: no deck, or one with no points)."""
+        return getattr(self.namer, "verifier", None)
+
+    def verify_quad(self, bgr: np.ndarray, quad: np.ndarray) -> tuple[str, float] | None:
+        """The card of the taught deck that its own points find at ``quad`` (4, 2; frame
+        pixels) in a frame, as (code, how sure), or None: no deck with points, a card too small
+        to show them, or too few matching. For a card that has just settled: a few tens of ms."""
+        verifier = self._verifier()
+        image = as_bgr(bgr)
+        if verifier is None or image is None:
+            return None
+        quad = np.asarray(quad, np.float32).reshape(4, 2)
+        if max(image.shape[:2]) > MAX_SIDE:
+            factor = MAX_SIDE / max(image.shape[:2])
+            image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+            quad = quad * factor
+        found = verifier.quad(image, quad)
+        if found is None:
+            return None
+        return CLASSES[found.class_id], VERIFIED_CONFIDENCE
 
     def _rescued(self, image: np.ndarray, det: Detections, trace: DecodeTrace) -> Detections:
         """``det`` and the cards of a taught deck of a design of its own that the decode

@@ -358,10 +358,11 @@ def teach_from_photos(
     settings = Settings.from_dict(model_settings())
     session = open_session(EMBEDDER, 2)
     rng = np.random.default_rng(seed)
-    crops, ids = [], []
+    crops, ids, faces = [], [], {}
     for photo in photos:
         for k, (quad, face) in enumerate(zip(photo.quads, photo.faces, strict=True)):
             code = f"{photo.month:02d}-{k + 1}"
+            faces[code] = face
             made = np.concatenate(
                 [
                     card_views(face, settings, rng, PHOTO_VIEWS),
@@ -383,4 +384,5 @@ def teach_from_photos(
         decks_dir=decks_dir,
         source=photo_dir,
         start=start,
+        faces=faces,
     )

@@ -15,3 +15,10 @@ BUILDERS = {
 def build_summary(state, info, events):
     """The summary of a match (its ``MatchInfo``), by its game's module."""
     return BUILDERS[registry.game(info.game)](state, info, events)
+
+
+def summary_from_store(store, match=None):
+    """The summary of match ``match`` (the most recent one when None) in a MatchStore, by its
+    game's module."""
+    info = store.resolve_match(match)
+    return build_summary(store.state(info.id), info, store.events(info.id))

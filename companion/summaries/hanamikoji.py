@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from companion import CompanionError
 from companion.game.hanamikoji import GEISHAS, MAX_ROUNDS, SIDES, round_lines
 from companion.game.messages import Message
 from companion.summaries import printable
@@ -110,8 +111,6 @@ class HanamikojiSummary:
             return self.render_pdf()
         if fmt == "json":
             return (json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n").encode()
-        from companion import CompanionError
-
         raise CompanionError(f"Unknown format {fmt!r}: choose one of text, html, pdf, json.")
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from companion import CompanionError
+from companion.game.cards import Deck, card_name_in
 from companion.game.messages import Listing, Message
+from companion.messages import say
 from companion.summaries import printable
 from companion.summaries.printable import PLAYER_COLOURS
 
@@ -90,8 +92,6 @@ class MatchSummary:
         """code -> "its name in ``lang`` (code)" by the match's deck, or None (codes alone)."""
         if self.deck is None:
             return None
-        from companion.game.cards import Deck, card_name_in
-
         deck = Deck.from_names_data(self.deck)
 
         def name_card(code: str) -> str:
@@ -105,8 +105,6 @@ class MatchSummary:
     def said(self, value, lang: str = "en") -> str:
         """An engine's sentence of this summary in English words (the CLI's and the built-in
         PDF's), its cards named by the match's deck."""
-        from companion.messages import say
-
         return say(value, lang=lang, name_card=self.card_namer(lang))
 
     @property
@@ -209,14 +207,6 @@ def build_summary(state, info=None, events=None) -> MatchSummary:
             _said(n) for r in (getattr(state, "rounds", []) or []) for n in getattr(r, "notes", ())
         ],
     )
-
-
-def summary_from_store(store, match=None) -> MatchSummary:
-    """The summary of match ``match`` (the most recent one when None) in a MatchStore."""
-    from companion import summaries  # the game's own summary (a Hanamikoji match's too)
-
-    info = store.resolve_match(match)
-    return summaries.build_summary(store.state(info.id), info, store.events(info.id))
 
 
 def _yaku_line(yaku) -> YakuLine:

@@ -67,7 +67,13 @@ def environment(lang: str = "en"):
     @jinja2.pass_context
     def say_filter(context, value):
         name_card = context.get("name_card")
-        return say(value, translate=translations.gettext, lang=lang, name_card=name_card)
+        return say(
+            value,
+            translate=translations.gettext,
+            lang=lang,
+            name_card=name_card,
+            translate_plural=translations.ngettext,
+        )
 
     env.filters["say"] = say_filter
     return env

@@ -69,6 +69,15 @@ live session the pages say "no camera" and the picture endpoints answer 404::
                                         page, the live view beside the tally; 503 with one
                                         sentence without card images to film; 404 elsewhere
 
+A phone's browser as the camera (``companion.web.phone``; ``companion run --phone``)::
+
+    GET  /phone                         "Use this phone as the camera": takes the phone's back
+                                        camera and posts about 10 pictures a second, shown with
+                                        the zones over them; the screen kept awake
+    POST /live/push                     body: one JPEG or PNG picture (at most 2 MB), for the
+                                        session's PushedFrameSource; 204; 409 when the camera
+                                        is not a phone, 404 without a camera
+
 Teaching a deck (``companion.web.teach``: the twelve month photos, checked one by one, then the
 deck kept where ``companion deck add`` keeps it)::
 
@@ -90,28 +99,48 @@ saw: a stale one gets 409) and ``request_id`` (a resent request is a no-op). Wit
 set, nothing can be changed (403) until the browser has entered the code at ``/join``; with
 ``read_only=True`` nothing can be changed at all. Join codes are judged a few a second for the
 whole server, whatever the address (``companion.web.auth``). A body over its route's limit
-(64 KB, an import 4 MB, a teaching photo 16 MB) is refused with 413 before it is read
-(``companion.web.limits``). ``serve`` on a loopback address also refuses requests made under
-any other host name (DNS rebinding).
+(64 KB, an import 4 MB, a teaching photo 16 MB, a phone's camera picture 2 MB) is refused with
+413 before it is read (``companion.web.limits``). ``serve`` on a loopback address also refuses
+requests made under any other host name (DNS rebinding); on another address it speaks https
+(``companion.web.tls``), plain HTTP being left to this machine's own browser.
 
 The modules: one blueprint per area (``matches``, ``match``, ``hanamikoji``, ``camera``,
-``teach``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); ``games``: each game's
-page and new-match form, keyed by the game (``game.registry``); what views share
+``teach``, ``phone``, ``auth``, and ``tally_stream`` waiting on ``seq_watcher``); ``games``:
+each game's page and new-match form, keyed by the game (``game.registry``); what views share
 (``pages``: the store, rendering, ``go_to``; ``forms``: reading fields; ``errors``: the
 one-sentence 4xx; ``tiles``, ``event_log``, ``chart``: what the match page draws); what guards
 every request (``security``, ``limits``, ``auth``); serving it (``serving``: waitress;
-``hosts``: addresses). This module is the app factory alone.
+``hosts``: addresses; ``tls``: https on the LAN). This module is the app factory alone.
 """
 
 from __future__ import annotations
 
 import secrets
 
-from flask import Flask
+from flask import Flask, current_app
 from werkzeug.routing import IntegerConverter
 
 from companion import CompanionError
 from companion.resources import package_path
+from companion.store import MatchStore
+from companion.web import (
+    auth,
+    camera,
+    errors,
+    hanamikoji,
+    i18n,
+    limits,
+    match,
+    matches,
+    phone,
+    security,
+    tally_stream,
+    teach,
+)
+from companion.web.auth import can_change, csrf_token
+from companion.web.forms import new_request_id
+from companion.web.games import match_url, new_match_games
+from companion.web.tiles import tile
 
 WEB_DIR = package_path("web")  # templates/ and static/ ship inside the package
 
@@ -140,8 +169,6 @@ def create_app(
     (the default database). ``join_code``: required before any change (LAN serving);
     ``read_only``: refuse every change; ``public_url``: the address shown in the QR code;
     ``live``: the camera's ``LiveSession`` (None: no camera, the camera pages say so)."""
-    from companion.store import MatchStore
-
     if not isinstance(store, MatchStore):
         store = MatchStore.open(store)
     if join_code is not None:
@@ -169,19 +196,6 @@ def create_app(
     app.extensions["companion_store"] = store
     app.extensions["companion_live"] = live
 
-    from companion.web import (
-        auth,
-        camera,
-        errors,
-        hanamikoji,
-        i18n,
-        limits,
-        match,
-        matches,
-        security,
-        tally_stream,
-        teach,
-    )
 
     # Match ids are ASCII digits only: ``\d`` would also take "٤" (match 4) or "²".
     app.url_map.converters["int"] = AsciiIntConverter
@@ -197,19 +211,13 @@ def create_app(
     app.register_blueprint(auth.bp)
     app.register_blueprint(hanamikoji.bp)
     app.register_blueprint(teach.bp)
+    app.register_blueprint(phone.bp)
     app.context_processor(_template_globals)
     return app
 
 
 def _template_globals() -> dict:
     """What every template may use beside its own context."""
-    from flask import current_app
-
-    from companion.web.auth import can_change, csrf_token
-    from companion.web.forms import new_request_id
-    from companion.web.games import match_url, new_match_games
-    from companion.web.tiles import tile
-
     config = current_app.config
     return {
         "can_change": can_change(),

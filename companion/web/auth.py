@@ -110,7 +110,20 @@ def init_app(app) -> None:
         if not is_join and not joined():
             raise WebError(_("Enter the join code first: without it this page is read-only."), 403)
         _check_csrf()
+        if not is_join and app.config.get("JOIN_CODE"):
+            _trust_this_address()
         return None
+
+
+def _trust_this_address() -> None:
+    """Tell the server (``companion.web.stream_hub``) that this request's address belongs to a
+    tablet that entered the join code: its requests go first and it is not budgeted as a
+    stranger's."""
+    from companion.web.stream_hub import HUB_KEY
+
+    hub = request.environ.get(HUB_KEY)
+    if hub is not None:
+        hub.trust(request.remote_addr or "")
 
 
 def _recent_failures(addr: str) -> int:
@@ -185,6 +198,7 @@ def join():
             403,
         )
     session["joined"] = code
+    _trust_this_address()
     return go_to(next_url)
 
 

@@ -25,10 +25,15 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from companion import CompanionError
+from companion.game.cards import STANDARD_DECK
+from companion.live.source_state import SourceState
+from companion.web.auth import joined
 from companion.web.errors import WebError
 from companion.web.forms import seconds_arg
-from companion.web.i18n import say
-from companion.web.pages import go_to
+from companion.web.i18n import card_name, say
+from companion.web.match import camera_names_for_unrecorded, taught_names
+from companion.web.pages import go_to, store
+from companion.web.teach import decks_dir
 
 bp = Blueprint("camera", __name__)
 
@@ -42,11 +47,11 @@ BOUNDARY = "frame"
 
 # What each state of the camera means for the players, in one sentence.
 STATE_MESSAGES = {
-    "off": NO_CAMERA,
-    "connecting": _l("Connecting to the camera…"),
-    "live": _l("The camera keeps the score; fix any misread card by hand."),
-    "lost": LOST,
-    "ended": _l("The video has ended; keep scoring by hand."),
+    SourceState.OFF: NO_CAMERA,
+    SourceState.CONNECTING: _l("Connecting to the camera…"),
+    SourceState.LIVE: _l("The camera keeps the score; fix any misread card by hand."),
+    SourceState.LOST: LOST,
+    SourceState.ENDED: _l("The video has ended; keep scoring by hand."),
 }
 ZONE_LABELS = {"field": _l("Field"), "draw_pile": _l("Draw pile")}
 # A source that has sent no picture for 5 s: which one, and what to check (the session says
@@ -59,6 +64,10 @@ ABSENT = {
     "stream": _l(
         "No picture from %(source)s for 5 s: check the address and that the camera is "
         "switched on and on this network; still trying."
+    ),
+    "phone": _l(
+        "No picture from %(source)s for 5 s: check that the phone's camera page is open, "
+        "sending, and its screen on; still trying."
     ),
     "source": _l("No picture from %(source)s for 5 s: check the camera; still trying."),
 }
@@ -79,8 +88,6 @@ def _require_live():
 def _require_pictures():
     """The session, for a request allowed to see the camera's pictures: with a join code set
     (serving on the LAN), only tablets that entered it see the room, as only they may change."""
-    from companion.web.auth import joined
-
     session = _require_live()
     if not joined():
         raise WebError(
@@ -94,7 +101,7 @@ def camera_status() -> dict:
     session = live_session()
     if session is None:
         return {
-            "camera": "off",
+            "camera": SourceState.OFF.value,
             "source": "",
             "fps": 0.0,
             "frames": 0,
@@ -103,7 +110,8 @@ def camera_status() -> dict:
             "proposal": None,
         }
     raw = dict(session.status() or {})
-    camera = raw.get("camera") if raw.get("camera") in STATE_MESSAGES else "connecting"
+    camera = raw.get("camera")
+    camera = SourceState(camera) if camera in STATE_MESSAGES else SourceState.CONNECTING
     try:
         fps = float(raw.get("fps") or 0.0)
     except (TypeError, ValueError):
@@ -112,8 +120,8 @@ def camera_status() -> dict:
 
     # Whatever the session says, a camera URL's password is never shown or sent.
     status = {
-        "camera": camera,
-        "source": redact_url(raw.get("source") or ""),
+        "camera": camera.value,
+        "source": redact_url(say(raw.get("source") or "")),  # named in the page's language
         "fps": round(fps, 1) if math.isfinite(fps) else 0.0,
         "frames": int(raw.get("frames") or 0),
         "match_id": raw.get("match_id"),
@@ -130,10 +138,10 @@ def camera_status() -> dict:
     else:
         status["proposal"] = None
     absent = raw.get("absent")
-    if camera in ("connecting", "lost") and absent:
+    if camera.waiting and absent:
         sentence = ABSENT.get(str(absent), ABSENT["source"])
         status["message"] = sentence % {"source": status["source"] or _("the camera")}
-    elif camera == "lost":
+    elif camera is SourceState.LOST:
         status["message"] = str(LOST)  # whatever the source said: the players need to know this
     elif not status["message"]:
         status["message"] = str(STATE_MESSAGES[camera])
@@ -191,7 +199,13 @@ def view():
 
 
 def _deck_title(names) -> str:
-    return _("the standard names") if names is None else names.title
+    from companion.game.cards import STANDARD_DECK
+
+    if names is None:
+        return _("the standard names")
+    if names.title == STANDARD_DECK.title:  # the product's own deck, named in the page's words
+        return _("Standard Hanafuda (Nintendo design)")
+    return names.title
 
 
 def deck_choice(match_id) -> dict:
@@ -200,9 +214,6 @@ def deck_choice(match_id) -> dict:
     progress keeps other names than the camera's deck (it recorded its deck when it started),
     one sentence saying so."""
     from companion.recognizer.decks import list_decks
-    from companion.web.match import camera_names_for_unrecorded, taught_names
-    from companion.web.pages import store
-    from companion.web.teach import decks_dir
 
     session = live_session()
     if session is None:
@@ -243,7 +254,6 @@ def use_deck():
     live view, and in a match started afterwards); deck="" for the standard names. A name
     that is not a taught deck is one sentence (404), and nothing changes."""
     from companion.recognizer.decks import UserDeck, list_decks
-    from companion.web.teach import decks_dir
 
     session = _require_live()
     if not hasattr(session, "use_deck"):
@@ -294,10 +304,6 @@ def cards():
     live view writes these names over the picture (which carries the outlines only), placed
     so that no two cover each other. No codes, no confidences: the players read names, those
     of the deck the camera was taught (``run --deck``) where it was."""
-    from companion.game.cards import STANDARD_DECK
-    from companion.web.i18n import card_name
-    from companion.web.match import taught_names
-
     session = _require_pictures()
     deck = taught_names() or STANDARD_DECK
     looked = getattr(session, "cards_in_view", None)
@@ -387,8 +393,6 @@ def stream():
 @bp.get("/live/crop")
 def crop():
     """The camera's picture of one captured card (the "check this card" panel shows it)."""
-    from companion.game.cards import STANDARD_DECK
-
     session = _require_pictures()
     player = (request.args.get("player") or "").strip()
     if not player:

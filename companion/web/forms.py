@@ -1,10 +1,12 @@
 """What a request's fields and arguments are read as: whole numbers written in ASCII digits,
-a number of seconds; and the fresh id each change button carries."""
+a number of seconds, an engine event's fields; and the fresh id each change button carries."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
+from collections.abc import Mapping
 
 from flask import request
 from flask_babel import gettext as _
@@ -63,3 +65,50 @@ def seconds_arg(name: str, default: float, most: float) -> float:
             _("%(name)s must be between 0 and %(most)s seconds.", name=name, most=f"{most:g}"), 400
         )
     return value
+
+
+def event_fields(
+    form,
+    event_class,
+    what: Mapping[str, str],
+    *,
+    missing: Mapping[str, str] | None = None,
+    unsent: frozenset[str] = frozenset(),
+    lists: Mapping[str, str] | None = None,
+) -> dict:
+    """The event a change form describes, as a dict for ``event_class.from_dict``: the event
+    class's own fields (an engine event is a dataclass), read by their names and types.
+
+    A required field named in ``what`` (its name for a player: "the card") or ``missing`` (the
+    whole sentence said when it is absent) is checked here: a 400 when it is absent, a whole
+    number where the field is one. Every other field goes to the engine as sent, for it to refuse in its own
+    sentence: a required one even when empty, an optional one only when given. A tuple field
+    is the form's repeated input (``lists`` renames it: the picker sends a hand's cards as
+    ``card`` inputs). The fields in ``unsent`` are never read (what only the camera records).
+    """
+    event: dict = {"type": event_class.type}
+    for f in dataclasses.fields(event_class):
+        if f.name in unsent:
+            continue
+        name = (lists or {}).get(f.name, f.name)
+        required = f.metadata.get("required", False)
+        kind = str(f.type).split(" |")[0]
+        if kind == "tuple":
+            items = [v.strip() for v in form.getlist(name) if v.strip()]
+            if items:
+                event[f.name] = items
+            continue
+        raw = (form.get(name) or "").strip()
+        if required and (f.name in what or f.name in (missing or {})):
+            if kind == "int":
+                raw = whole_number_field(form, name, what[f.name])
+            elif not raw:
+                raise WebError(
+                    (missing or {}).get(f.name)
+                    or _("The request is missing %(what)s (%(name)s).", what=what[f.name], name=name),
+                    400,
+                )
+            event[f.name] = raw
+        elif raw or required:
+            event[f.name] = raw
+    return event

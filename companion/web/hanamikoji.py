@@ -28,8 +28,9 @@ from companion.game import registry
 from companion.game.hanamikoji import GEISHAS, ITEMS_PER_PLAYER, MAX_ROUNDS, SIDES, Event, other
 from companion.web.errors import WebError
 from companion.web.event_log import LogLine, taken_back
-from companion.web.forms import whole_number_field
+from companion.web.forms import event_fields, whole_number_field
 from companion.web.pages import go_to, is_htmx, render, store
+from companion.web.seq_watcher import notify
 
 bp = Blueprint("hanamikoji", __name__, url_prefix="/matches/<int:match_id>/hanamikoji")
 
@@ -166,19 +167,22 @@ def board(match_id: int):
 
 
 def event_from_form(form) -> dict:
+    """The Hanamikoji event a change form describes: the fields of its event class, as sent
+    (the engine says whether they make sense)."""
     kind = (form.get("type") or "").strip()
     if not kind:
         raise WebError(_("The request does not say what happened (type)."), 400)
     if kind not in EVENT_TYPES:
         raise WebError(_("%(kind)r is not something this page can record.", kind=kind), 400)
-    event: dict = {"type": kind}
-    if kind == "items_set":
-        player = (form.get("player") or "").strip()
-        if player not in SIDES:
-            raise WebError(_("The request does not say which side (player A or B)."), 400)
-        event["player"] = player
-        event["geisha"] = (form.get("geisha") or "").strip()
-        event["count"] = whole_number_field(form, "count", _("the number of items"))
+    no_side = _("The request does not say which side (player A or B).")
+    event = event_fields(
+        form,
+        Event.registry[kind],
+        {"count": _("the number of items")},
+        missing={"player": no_side},
+    )
+    if "player" in event and event["player"] not in SIDES:
+        raise WebError(no_side, 400)
     return event
 
 
@@ -194,7 +198,6 @@ def record(match_id: int):
         raise WebError(_("The request has no request id (request_id); reload the page."), 400)
     event = Event.from_dict(event_from_form(form))
     st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.seq_watcher import notify
 
     notify()
     if is_htmx():

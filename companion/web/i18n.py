@@ -10,7 +10,13 @@ from __future__ import annotations
 from urllib.parse import quote, urlencode
 
 from flask import request
-from flask_babel import Babel, get_locale
+from flask_babel import Babel, get_locale, get_translations, gettext
+from flask_babel import gettext as _
+
+from companion import CompanionError, messages
+from companion.game.cards import STANDARD_DECK, card_name_in
+from companion.live.source_state import SourceState
+from companion.web.pages import own_page
 
 LANGUAGES = {"en": "English", "fr": "Français", "ja": "日本語"}
 DEFAULT_LANGUAGE = "en"
@@ -39,8 +45,6 @@ def language() -> str:
 def switch_url(lang: str) -> str:
     """This page in ``lang``: the same address and query, ``lang`` replaced. A page answering
     a POST (an error page) switches on the match list instead."""
-    from companion.web.pages import own_page
-
     # Only a page of this site that exists is repeated: an error page for an address such as
     # "/\\evil.example/" (a browser reads the backslash as a slash: another host) or one with
     # a tab in it switches on the match list instead.
@@ -59,28 +63,24 @@ def switch_url(lang: str) -> str:
 def card_name(card) -> str:
     """A card's name in the page's language (its English one where the deck has none). In
     Japanese, a standard card is written in kanji (松に鶴), not in the deck's romaji."""
-    from companion.game.cards import card_name_in
-
     return card_name_in(card, language())
 
 
 def say(value, deck=None) -> str:
     """An engine's words (a Message, a yaku's Named name...) in the page's language, by the
     catalogs; cards in them by their name in ``deck`` (the standard deck by default)."""
-    from flask_babel import get_translations
-
-    from companion import messages
-
+    translations = get_translations()
     return messages.say(
-        value, get_translations().gettext, language(), lambda code: named_card(code, deck)
+        value,
+        translations.gettext,
+        language(),
+        lambda code: named_card(code, deck),
+        translations.ngettext,
     )
 
 
 def named_card(code: str, deck=None) -> str:
     """A card as a log line names it: its name in the page's language and its code."""
-    from companion import CompanionError
-    from companion.game.cards import STANDARD_DECK
-
     try:
         card = (deck or STANDARD_DECK).card(str(code))
     except CompanionError:
@@ -90,21 +90,17 @@ def named_card(code: str, deck=None) -> str:
 
 def camera_states() -> dict[str, str]:
     """The camera's states (``/live/status``'s ``camera``) as the page names them."""
-    from flask_babel import gettext as _
-
     return {
-        "off": _("off"),
-        "connecting": _("connecting"),
-        "live": _("live"),
-        "lost": _("lost"),
-        "ended": _("ended"),
+        SourceState.OFF: _("off"),
+        SourceState.CONNECTING: _("connecting"),
+        SourceState.LIVE: _("live"),
+        SourceState.LOST: _("lost"),
+        SourceState.ENDED: _("ended"),
     }
 
 
 def script_words() -> dict:
     """The words the page's scripts write themselves (``data-words`` on the body)."""
-    from flask_babel import gettext as _
-
     return {
         "camera": camera_states(),
         "camera_says": _("Camera: %(text)s", text="{text}"),
@@ -117,8 +113,6 @@ def rule_text(text) -> str:
     """A rule file's own words (an option's label or description, a preset's title) in the
     page's language when the catalogs know them, else as the file wrote them. Plain text:
     escaped where it is shown (a rule file can come from anywhere)."""
-    from flask_babel import gettext
-
     return gettext(str(text)) if text else ""
 
 
@@ -139,8 +133,38 @@ def extract_rule_texts(fileobj, keywords, comment_tags, options):
             yield 0, "_", text, []
 
 
+def _template_gettext():
+    """The templates' ``_``/``gettext`` and ``ngettext``: Jinja's own (the translation filled
+    with its escaped parameters, ``num`` the count of ``ngettext``), French elided where a
+    parameter starts with a vowel ("Photo d’avril", as the engines' sentences are)."""
+    from flask_babel import get_translations
+    from jinja2 import pass_context
+    from markupsafe import Markup
+
+    from companion.messages import elide
+
+    def fill(context, text, variables):
+        if variables and language() == "fr":
+            text = elide(text, {k: str(v) for k, v in variables.items()})
+        if context.eval_ctx.autoescape:
+            text = Markup(text)
+        return text % variables
+
+    @pass_context
+    def gettext(context, string, **variables):
+        return fill(context, get_translations().ugettext(string), variables)
+
+    @pass_context
+    def ngettext(context, singular, plural, num, **variables):
+        variables.setdefault("num", num)
+        return fill(context, get_translations().ungettext(singular, plural, num), variables)
+
+    return {"_": gettext, "gettext": gettext, "ngettext": ngettext}
+
+
 def init_app(app) -> None:
     Babel(app, locale_selector=select_locale, default_translation_directories="translations")
+    app.jinja_env.globals.update(_template_gettext())
     app.add_template_filter(say, "say")
     app.add_template_filter(rule_text, "rule_text")
 

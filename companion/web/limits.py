@@ -28,10 +28,15 @@ MULTIPART_OVERHEAD = 16 * 1024  # the form's boundaries and fields around the up
 # megapixels is 3 to 15 MB. More lets a stranger make the server write more for each request.
 PHOTO_MAX_BYTES = 16 * 1024 * 1024
 PHOTO_PATH = "/decks/teach/photo"
+# One picture of a phone used as the camera (``companion.web.phone``), about 10 a second: a
+# 1280x720 JPEG is 100 to 400 KB; a 4K one at most about 2 MB.
+PUSH_MAX_BYTES = 2 * 1024 * 1024
+PUSH_PATH = "/live/push"
 # POST routes taking more than a form, and how much (their file and the form around it)
 UPLOAD_LIMITS = {
     IMPORT_PATH: IMPORT_MAX_BYTES + MULTIPART_OVERHEAD,
     PHOTO_PATH: PHOTO_MAX_BYTES + MULTIPART_OVERHEAD,
+    PUSH_PATH: PUSH_MAX_BYTES,
 }
 # The server's own ceiling: no route takes more (waitress's ``max_request_body_size``).
 SERVER_MAX_BYTES = max(UPLOAD_LIMITS.values())

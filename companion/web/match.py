@@ -36,12 +36,17 @@ from companion.game import engine
 from companion.game.cards import Deck
 from companion.game.engine import MatchState
 from companion.game.rules import RuleSet
+from companion.live.source_state import SourceState
+from companion.summaries import summary_from_store
+from companion.summaries.koikoi import render_html
 from companion.web import chart, event_log, tiles
+from companion.web.auth import can_change, csrf_token
 from companion.web.errors import WebError
-from companion.web.forms import new_request_id, whole_number_field
+from companion.web.forms import event_fields, new_request_id, whole_number_field
 from companion.web.games import of_match
 from companion.web.i18n import language
 from companion.web.pages import is_htmx, render, store
+from companion.web.seq_watcher import notify
 
 bp = Blueprint("match", __name__, url_prefix="/matches/<int:match_id>")
 
@@ -49,9 +54,6 @@ MAX_HAND_CARDS = 10  # a dealt hand: 8 cards at two, 10 at three or more (the en
 MAX_CARDS_AT_ONCE = 8  # a turn captures at most 4 cards from the hand's play and 4 from the draw
 # What the page records: every engine event but the match's start (the new-match form does it).
 EVENT_TYPES = frozenset(engine.EVENT_TYPES) - {"match_started"}
-PLAYER_EVENTS = frozenset(
-    name for name, kind in engine.EVENT_TYPES.items() if "player" in kind.__dataclass_fields__
-)
 SUMMARY_INLINE_HANDLERS = ("window.print()",)
 SUMMARY_HANDLER_HASHES = " ".join(
     "'sha256-" + base64.b64encode(hashlib.sha256(h.encode()).digest()).decode() + "'"
@@ -195,7 +197,10 @@ def side_of(state: MatchState, player: str) -> str:
 def other_game():
     """Another game's match has its own page (``games.PAGES``); its summary is here."""
     match_id = (request.view_args or {}).get("match_id")
-    if match_id is None or request.method != "GET" or request.endpoint == "match.summary":
+    # HEAD too: it runs the same view as GET, and this view cannot draw another game's board.
+    if match_id is None or request.method not in ("GET", "HEAD"):
+        return None
+    if request.endpoint == "match.summary":
         return None
     page = of_match(match_id).page
     if page != "match.page":
@@ -241,8 +246,6 @@ def _cached_board_fragment(match_id: int) -> str:
 def board_fragment(match_id: int) -> tuple[int, str]:
     """``(seq, html)``: the board as this session sees it at the match's last seq (its
     language, whether it may change, its CSRF token and fresh request ids)."""
-    from companion.web.auth import csrf_token
-
     seq, _key, html = shared_board(match_id)
     html = html.replace(CSRF_MARK, csrf_token())
     parts = html.split(RID_MARK)
@@ -255,8 +258,6 @@ def shared_board(match_id: int, seq_hint: int | None = None) -> tuple[int, tuple
     request ids are left as ``CSRF_MARK`` and ``RID_MARK`` for each to fill in. ``key`` names
     this rendering; ``seq_hint``, the seq a live follower was told of, spares it a query when
     that board is rendered already."""
-    from companion.web.auth import can_change
-
     cache = current_app.extensions.setdefault("companion_board_cache", {})
     variant = (can_change(), language(), _camera_deals(match_id))
     seq = seq_hint
@@ -352,7 +353,7 @@ def _camera_deals(match_id: int) -> bool:
         status = session.status() or {}
     except Exception:  # noqa: BLE001 - a session that cannot say: the players deal by hand
         return False
-    return status.get("match_id") == match_id and status.get("camera") in ("live", "connecting")
+    return status.get("match_id") == match_id and status.get("camera") in (SourceState.LIVE, SourceState.CONNECTING)
 
 
 @bp.get("/picker")
@@ -396,50 +397,34 @@ def picker(match_id: int):
     )
 
 
-def _text_field(form, name: str, what: str) -> str:
-    raw = (form.get(name) or "").strip()
-    if not raw:
-        raise WebError(_("The request is missing %(what)s (%(name)s).", what=what, name=name))
-    return raw
+# The fields of a Koi-Koi event that only the camera records: the page never sends them.
+CAMERA_FIELDS = frozenset({"source", "confidence", "check", "alternatives"})
 
 
 def event_from_form(form) -> dict:
-    """The engine event a change form describes: the fields the event type takes, as sent.
-    Whether they make sense (a player of the match, a card of the deck, a declaration the
-    rules allow...) is the engine's to say."""
+    """The engine event a change form describes: the fields its event type takes (the event
+    class's own), as sent. Whether they make sense (a player of the match, a card of the deck, a
+    declaration the rules allow...) is the engine's to say."""
     kind = (form.get("type") or "").strip()
     if not kind:
         raise WebError(_("The request does not say what happened (type)."), 400)
     if kind not in EVENT_TYPES:
         raise WebError(_("%(kind)r is not something the page can record.", kind=kind), 400)
-    event: dict = {"type": kind}
-    if kind in PLAYER_EVENTS:
-        player = (form.get("player") or "").strip()
-        if not player:
-            raise WebError(_("The request does not say which player (player)."), 400)
-        event["player"] = player
-    if kind in ("card_captured", "capture_checked", "capture_corrected", "capture_removed"):
-        event["card"] = _text_field(form, "card", _("the card"))
-    if kind == "capture_corrected":
-        event["new_card"] = _text_field(form, "new_card", _("the card"))
-    if kind == "hand_declared":
-        event["kind"] = _text_field(form, "kind", _("the kind of hand"))
-        cards = [c.strip() for c in form.getlist("card") if c.strip()]
-        if len(cards) > MAX_HAND_CARDS:
-            raise WebError(_("A dealt hand holds at most %(n)d cards.", n=MAX_HAND_CARDS), 400)
-        if cards:  # the dealt hand, picked on the picker: the engine checks that it qualifies
-            event["cards"] = cards
-    if kind == "field_brights_set":
-        event["count"] = whole_number_field(form, "count", _("the number of brights"))
-    if kind == "round_entered":  # a round played away from the tablet; no winner: a draw
-        for name in ("winner", "points", "oya"):
-            if (form.get(name) or "").strip():
-                event[name] = form[name].strip()
-    if kind == "round_started":
-        if (form.get("oya") or "").strip():  # else the engine picks the one the rules name
-            event["oya"] = form["oya"].strip()
-        if (form.get("field_brights") or "").strip():
-            event["field_brights"] = whole_number_field(form, "field_brights", _("the number of brights"))
+    event = event_fields(
+        form,
+        engine.EVENT_TYPES[kind],
+        {
+            "card": _("the card"),
+            "new_card": _("the card"),
+            "kind": _("the kind of hand"),
+            "count": _("the number of brights"),
+        },
+        missing={"player": _("The request does not say which player (player).")},
+        unsent=CAMERA_FIELDS,
+        lists={"cards": "card"},  # a dealt hand's cards, picked on the picker
+    )
+    if len(event.get("cards", ())) > MAX_HAND_CARDS:
+        raise WebError(_("A dealt hand holds at most %(n)d cards.", n=MAX_HAND_CARDS), 400)
     return event
 
 
@@ -463,7 +448,6 @@ def record(match_id: int):
     else:
         event = engine.Event.from_dict(fields)  # IllegalEvent: 400
         st.append(match_id, event, expected_seq=expected_seq, request_id=request_id)
-    from companion.web.seq_watcher import notify
 
     notify()
     if is_htmx():  # the new board (rendered once for its seq), and the picker closed
@@ -473,11 +457,9 @@ def record(match_id: int):
 
 @bp.get("/summary")
 def summary(match_id: int):
-    from companion.summaries import koikoi as summary_module
-
     info = store().get_match(match_id)  # 404 for an unknown match
-    summary_data = summary_module.summary_from_store(store(), info.id)
-    html = summary_module.render_html(
+    summary_data = summary_from_store(store(), info.id)
+    html = render_html(
         summary_data, back_url=url_for("match.page", match_id=match_id), lang=language()
     )
     response = current_app.response_class(html, mimetype="text/html")

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 from flask import Blueprint, current_app, redirect, request, url_for
 from flask_babel import gettext as _
 
 from companion import CompanionError
+from companion.game.rules import RuleSet
+from companion.stats import statistics
+from companion.store import MAX_EXPORT_BYTES, load_export
+from companion.web.auth import can_change, join_qr_svg
 from companion.web.errors import WebError
 from companion.web.event_log import team_label
 from companion.web.forms import whole_number
 from companion.web.games import new_match_form, of_match
+from companion.web.match import taught_names
 from companion.web.pages import go_to, render, store
 
 bp = Blueprint("matches", __name__)
@@ -20,8 +26,6 @@ MAX_NAME_LENGTH = 24
 
 
 def _presets() -> list[tuple[str, str]]:
-    from companion.game.rules import RuleSet
-
     presets = []
     for name in RuleSet.presets():
         try:
@@ -32,8 +36,6 @@ def _presets() -> list[tuple[str, str]]:
 
 
 def _ruleset(name: str):
-    from companion.game.rules import RuleSet
-
     if not name:
         raise WebError(_("Choose a rule preset."), 400)
     if name not in RuleSet.presets():
@@ -43,8 +45,6 @@ def _ruleset(name: str):
 
 @bp.get("/")
 def index():
-    from companion.game.rules import RuleSet
-
     presets = _presets()
     default = (
         "livret" if any(p == "livret" for p, _ in presets) else (presets[0][0] if presets else "")
@@ -85,8 +85,6 @@ def standing(match) -> dict | None:
 
 def _invite() -> dict | None:
     """The join code and its QR code, shown to those who already joined (to invite others)."""
-    from companion.web.auth import can_change, join_qr_svg
-
     code = current_app.config.get("JOIN_CODE")
     if not code or not can_change():
         return None
@@ -207,8 +205,6 @@ def _teams_from_form(form, names) -> tuple[list[str], dict | None]:
 
 def _taught_deck() -> dict | None:
     """The names of the deck the camera is taught (``run --deck``), for the new match to keep."""
-    from companion.web.match import taught_names
-
     names = taught_names()
     return None if names is None else names.names_data()
 
@@ -289,8 +285,6 @@ def delete(match_id: int):
 
 @bp.get("/matches/<int:match_id>/export")
 def export(match_id: int):
-    import json
-
     data = store().export_match(match_id)
     response = current_app.response_class(
         json.dumps(data, ensure_ascii=False, indent=2) + "\n", mimetype="application/json"
@@ -309,8 +303,6 @@ _import_slots = threading.BoundedSemaphore(IMPORTS_AT_ONCE)
 
 @bp.post("/matches/import")
 def import_match():
-    from companion.store import MAX_EXPORT_BYTES, load_export
-
     upload = request.files.get("file")
     if upload is None:
         raise WebError(_("Choose the exported match (a .json file) to import."), 400)
@@ -340,6 +332,4 @@ def import_match():
 
 @bp.get("/stats")
 def stats():
-    from companion.stats import statistics
-
     return render("stats.html", None, figures=statistics(store()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import request
 from flask_babel import gettext as _
-from werkzeug.exceptions import SecurityError
+from werkzeug.exceptions import BadHost, SecurityError
 
 from companion.web.hosts import host_name, is_loopback
 from companion.web.pages import is_htmx
@@ -23,6 +23,16 @@ def init_app(app) -> None:
         # Raised before URLs can be built, so no template: plain text.
         return (
             _("This server answers only to its own address (localhost)."),
+            400,
+            {"Content-Type": "text/plain; charset=utf-8"},
+        )
+
+    @app.errorhandler(BadHost)
+    def bad_host_name(exc):
+        # A Host header no URL can be built with (an empty label, one over 63 characters):
+        # no page can be drawn for it either, so one plain sentence.
+        return (
+            _("The address this request was sent to is not a valid host name."),
             400,
             {"Content-Type": "text/plain; charset=utf-8"},
         )

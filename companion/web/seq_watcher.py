@@ -6,6 +6,7 @@ tells it at once, from the appending thread (``MatchStore.add_listener``): the f
 with no polling delay and no query. For appends made by other processes (the CLI, another server
 on the same database) a watcher thread also looks at the store every ``CHECK_INTERVAL`` (one
 query per followed match, however many followers); ``notify()`` makes it look at once.
+Listeners (``add_listener``: the server's stream hub) hear of every growth without waiting.
 """
 
 from __future__ import annotations
@@ -33,15 +34,29 @@ class SeqWatcher:
         self.seqs: dict[int, int] = {}
         self.followers: Counter = Counter()
         self.thread: threading.Thread | None = None
+        self.listeners: list = []  # called with (match_id, seq) when a followed match grows
         _watchers.add(self)
         match_store.add_listener(self.appended)
 
     def appended(self, match_id: int, seq: int) -> None:
         """The store's word that ``match_id`` now ends at ``seq``: wake its followers now."""
         with self.changed:
-            if match_id in self.followers and seq > self.seqs.get(match_id, 0):
-                self.seqs[match_id] = seq
-                self.changed.notify_all()
+            if match_id not in self.followers or seq <= self.seqs.get(match_id, 0):
+                return
+            self.seqs[match_id] = seq
+            self.changed.notify_all()
+        self._tell(match_id, seq)
+
+    def add_listener(self, listener) -> None:
+        """Call ``listener(match_id, seq)`` whenever a followed match grows (from the thread
+        that saw it: it must only take note)."""
+        with self.changed:
+            if listener not in self.listeners:
+                self.listeners.append(listener)
+
+    def _tell(self, match_id: int, seq: int) -> None:
+        for listener in list(self.listeners):
+            listener(match_id, seq)
 
     def follow(self, match_id: int) -> int:
         seq = self.store.last_seq(match_id)  # UnknownMatchError before anything starts
@@ -81,13 +96,15 @@ class SeqWatcher:
                 except Exception:  # noqa: BLE001 - a closed store: skip it quietly
                     continue
             with self.changed:
-                grown = False
+                grown = []
                 for match_id, seq in fresh.items():
                     if seq > self.seqs.get(match_id, 0):
                         self.seqs[match_id] = seq
-                        grown = True
+                        grown.append((match_id, seq))
                 if grown:
                     self.changed.notify_all()
+            for match_id, seq in grown:
+                self._tell(match_id, seq)
 
 
 def notify() -> None:

@@ -51,8 +51,10 @@ from flask import (
 from flask_babel import gettext as _
 
 from companion import CompanionError
+from companion.game.cards import STANDARD_DECK, Deck
+from companion.web.auth import can_change
 from companion.web.errors import WebError
-from companion.web.i18n import card_name, say
+from companion.web.i18n import card_name, language, say
 from companion.web.pages import go_to, is_htmx
 
 bp = Blueprint("teach", __name__, url_prefix="/decks")
@@ -311,8 +313,6 @@ def _said(data: dict) -> str:
 
 def _names_deck(folder: Path | None):
     """The deck that names the slots: the names file sent, else the standard deck."""
-    from companion.game.cards import STANDARD_DECK, Deck
-
     if folder is not None and (folder / NAMES_FILE).is_file():
         try:
             return Deck.load(folder / NAMES_FILE)
@@ -324,7 +324,6 @@ def _names_deck(folder: Path | None):
 def month_label(month: int) -> str:
     """A month as the photos' sentences name it (March, mars, 3月), in the page's language."""
     from companion.recognizer.photos import month_named
-    from companion.web.i18n import language
 
     return month_named(month).in_language(language())
 
@@ -421,8 +420,6 @@ def _back_to_page(fragment: str | None = None, **context):
 
 @bp.get("/teach")
 def page():
-    from companion.web.auth import can_change
-
     if can_change():
         # the token before any photo: twelve photos picked at once are sent side by side, and
         # each would otherwise start a teaching of its own
@@ -478,8 +475,6 @@ def remove_back():
 
 @bp.post("/teach/names")
 def names():
-    from companion.game.cards import Deck
-
     if request.form.get("forget"):
         folder = pending_dir()
         if folder is not None:

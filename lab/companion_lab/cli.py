@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import click
 
 from companion import __version__
-from companion.cli import FiniteFloatRange, echo_json, fail, friendly_errors, pct
+from companion.cli.base import FiniteFloatRange, echo_json, fail, friendly_errors, pct
 from companion.cli.vision import (
     count_option,
     deck_names,

@@ -155,6 +155,38 @@
   });
 
   document.addEventListener("DOMContentLoaded", follow);
+
+  // "Check this card" (the board's #checks) steps aside when nobody answers it: after its
+  // data-aside-after seconds it folds to a one-line badge, so the game goes on around it; a
+  // tap opens it again and it stays open. The same checks keep their clock and their state
+  // across the board's refreshes (sessionStorage, keyed by the checks shown).
+  var asideTimer = null;
+  function remember(key, value) {
+    try {
+      if (value === undefined) return window.sessionStorage.getItem(key);
+      window.sessionStorage.setItem(key, value);
+    } catch (e) { /* storage refused: the panel just starts its clock again */ }
+    return null;
+  }
+  function checksAside() {
+    clearTimeout(asideTimer);
+    var panel = document.getElementById("checks");
+    if (!panel) return;
+    var key = "companion-checks " + panel.dataset.checks;
+    var seen = Number(remember(key + " seen")) || 0;
+    if (!seen) { seen = Date.now(); remember(key + " seen", String(seen)); }
+    var summary = panel.querySelector("summary");
+    if (summary) summary.addEventListener("click", function () {
+      remember(key + " opened", panel.open ? "" : "1");  // the tap opens it, or folds it
+    });
+    if (remember(key + " opened")) return;
+    var wait = Number(panel.dataset.asideAfter || 20) * 1000 - (Date.now() - seen);
+    if (wait <= 0) { panel.open = false; return; }
+    asideTimer = setTimeout(function () {
+      if (document.getElementById("checks") === panel) panel.open = false;
+    }, wait);
+  }
+  document.addEventListener("DOMContentLoaded", checksAside);
   // A refresh asked for while the board's own request was under way can be lost: look again
   // now and then, so that an announced change is never left unshown for long.
   setInterval(refreshIfBehind, 1500);
@@ -162,6 +194,7 @@
   // The board was refreshed by someone else's change while the picker is open: refresh the
   // picker too, so that a tap on it is made against the match as it is now.
   function boardReplaced() {
+    checksAside();
     var overlay = document.querySelector("#modal .overlay[data-src]");
     if (overlay && window.htmx) {
       htmx.ajax("GET", overlay.dataset.src, { target: "#modal", swap: "innerHTML" });

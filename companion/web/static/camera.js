@@ -51,6 +51,13 @@
     return function () { clearTimeout(timer); };
   }
 
+  // No picture to show: the sentence saying so instead of a broken image (and its alt text
+  // under the zones' names); a picture shown before stays, the sentence over its foot.
+  function noPicture(img, missing) {
+    if (!img.complete || !img.naturalWidth) img.hidden = true;
+    if (missing) missing.hidden = false;
+  }
+
   // Snapshots: load the next picture off-screen and swap it in once it has arrived, so the
   // view never flickers and never asks faster than the tablet can show.
   function refreshFrames(img, frameUrl, missing) {
@@ -71,7 +78,7 @@
       };
       probe.onerror = function () {
         if (stopped) return;
-        if (missing) missing.hidden = false;
+        noPicture(img, missing);
         next(RETRY_MS);
       };
       probe.src = frameUrl + (frameUrl.indexOf("?") === -1 ? "?" : "&") + "t=" + Date.now();
@@ -196,6 +203,9 @@
     var img = document.getElementById("live-frame");
     var missing = document.getElementById("frame-missing");
     if (!img) return;
+    img.addEventListener("error", function () { noPicture(img, missing); });
+    img.addEventListener("load", function () { img.hidden = false; });
+    if (img.complete && !img.naturalWidth && img.getAttribute("src")) noPicture(img, missing);
     nameCards(view, img);
     var stop = refreshFrames(img, view.dataset.frame, missing);
     document.querySelectorAll('input[name="live-mode"]').forEach(function (radio) {
@@ -204,7 +214,7 @@
         stop();
         if (radio.value === "stream") {
           stop = function () { img.removeAttribute("src"); };
-          img.onerror = function () { if (missing) missing.hidden = false; };
+          img.onerror = function () { noPicture(img, missing); };
           img.src = view.dataset.stream + "?t=" + Date.now();
         } else {
           img.onerror = null;
@@ -215,7 +225,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    var holder = document.querySelector("#live-view[data-status], #calibrate[data-status], #camera-link[data-status]");
+    var holder = document.querySelector("#live-view[data-status], #calibrate[data-status], #phone-camera[data-status], #camera-link[data-status]");
     if (holder) pollStatus(holder.dataset.status);
     var view = document.getElementById("live-view");
     if (view) liveView(view);
