@@ -23,6 +23,7 @@ import sqlite3
 import sys
 import threading
 import unicodedata
+import urllib.parse
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,15 @@ class MatchInfo:
     finished: bool = False
     game: str = registry.KOIKOI.name  # the name of its game (``registry.GAMES``)
     archived: bool = False  # put away: listed apart, kept whole
+    # the score as of ``standing["seq"]`` (``standing_of``): each side, its members and
+    # total, the round it is at; None where no change was made since it was kept
+    standing: dict | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def current_standing(self) -> dict | None:
+        """The kept score when it is the score after the last event, else None (replay)."""
+        kept = self.standing
+        return kept if kept is not None and kept.get("seq") == self.last_seq else None
 
     @property
     def label(self) -> str:
@@ -194,6 +204,15 @@ def m003_match_archived(db: sqlite_utils.Database) -> None:
     db["matches"].add_column("archived", int, not_null_default=0)
 
 
+@migrations()
+def m004_match_standing(db: sqlite_utils.Database) -> None:
+    # The score as listed (``standing``), written with each change, so that the match list
+    # reads it instead of replaying every log; NULL until a change is made by this version.
+    db["matches"].add_column("standing", str)
+
+
+JOURNAL_SUFFIX = "-wal"  # SQLite's write-ahead log beside the database file
+
 EXPORT_FORMAT = "hanafuda-companion-match"
 EXPORT_VERSION = 1
 
@@ -247,6 +266,12 @@ class MatchStore:
         self.damaged: str | None = None  # what the integrity check found: no writes then
         self._games: dict[int, str] = {}  # match_id -> game (never changes)
         self._identity: tuple[int, int] | None = None  # the file's (device, inode) once open
+        # The write-ahead log's (device, inode): events live there until a checkpoint copies
+        # them into the file, so a deleted log would take them with it.
+        self._journal_identity: tuple[int, int] | None = None
+        self._busy_timeout = 15.0
+        self.read_only = False  # opened read-only (a copy on read-only media): no writes
+        self._refused_as_read_only = False  # opening found the file or its folder read-only
         # Called as listener(match_id, last_seq) after each append made through this store
         # (the live tally wakes its followers at once instead of waiting for its next look).
         self._listeners: list[weakref.WeakMethod] = []
@@ -277,12 +302,37 @@ class MatchStore:
                     raise StoreError(f"Cannot open the database {path}: {exc.strerror}.") from None
                 if is_dir:
                     raise StoreError(f"The database path {path} is a folder, not a file.")
+                if _read_only_file(path):  # a copy on read-only media: read it as it is
+                    return cls._open_read_only(path)
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout)
                 except (OSError, sqlite3.Error) as exc:
                     raise StoreError(f"Cannot open the database {path}: {exc}.") from exc
                 store = cls(sqlite_utils.Database(conn), path)
+                store._busy_timeout = busy_timeout
+                try:
+                    store._prepare()
+                except StoreError:
+                    if not store._refused_as_read_only:
+                        raise
+                    store.db.conn.close()
+                    return cls._open_read_only(path)  # the system refused writing: read it
+                return store
+        store._prepare()
+        return store
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> MatchStore:
+        """The database at ``path`` opened for reading only (``immutable``: SQLite then needs
+        no journal files beside it); every change is refused with one sentence."""
+        uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro&immutable=1"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"Cannot open the database {path}: {exc}.") from None
+        store = cls(sqlite_utils.Database(conn), path)
+        store.read_only = True
         store._prepare()
         return store
 
@@ -290,6 +340,9 @@ class MatchStore:
         try:
             with self._lock:
                 on_disk = bool(self.db.execute("PRAGMA database_list").fetchone()[2])
+                if self.read_only:
+                    self.damaged = self._integrity_problem()
+                    return
                 if on_disk:
                     problem = self._integrity_problem()
                     if problem:
@@ -305,19 +358,54 @@ class MatchStore:
         except sqlite3.DatabaseError as exc:
             where = self.path or "the database"
             if _is_write_failure(exc):
+                text = str(exc).lower()
+                self._refused_as_read_only = "readonly" in text or "read-only" in text
                 raise StoreError(_cannot_write(where, exc)) from None
             raise StoreError(f"{where} is not a usable match database ({exc}).") from exc
         self._identity = self._file_identity()
+        self._journal_identity = self._file_identity(JOURNAL_SUFFIX)
 
-    def _file_identity(self) -> tuple[int, int] | None:
-        """The database file's (device, inode), to notice it being deleted or replaced."""
+    def _file_identity(self, suffix: str = "") -> tuple[int, int] | None:
+        """The database file's (device, inode), or its write-ahead log's (``suffix`` "-wal"),
+        to notice it being deleted or replaced."""
         if self.path is None:
             return None
         try:
-            found = os.stat(self.path)
+            found = os.stat(f"{self.path}{suffix}")
         except OSError:
             return None
         return (found.st_dev, found.st_ino)
+
+    def _journal_lost(self) -> bool:
+        """Whether the write-ahead log this connection writes into is no longer the file on
+        disk (deleted or replaced while in use)."""
+        expected = self._journal_identity
+        return expected is not None and self._file_identity(JOURNAL_SUFFIX) != expected
+
+    def _rescue_journal(self) -> None:
+        """The write-ahead log was deleted while in use: the events in it are still readable
+        through this connection, so copy them all into the database file (a checkpoint) and
+        reconnect, which starts a new log on disk. StoreError when they cannot all be
+        copied (another program holds the log)."""
+        conn = self.db.conn
+        if self._file_identity() != self._identity:  # the file went too: nothing to keep it in
+            raise StoreError(Message("refusal.database_replaced"))
+        try:
+            busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error:
+            busy, logged, copied = 1, 0, -1
+        if busy or copied != logged or _held_elsewhere(self.path):
+            # Everything readable is in the file now; but another process still writes into
+            # the deleted log, and two logs behind one index would garble both: no new one.
+            raise StoreError(Message("refusal.journal_held"))
+        conn.close()
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=self._busy_timeout)
+        self.db.conn = conn
+        with self.db.ensure_autocommit_on():
+            self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("SELECT count(*) FROM matches").fetchone()  # opens the new log
+        self._journal_identity = self._file_identity(JOURNAL_SUFFIX)
 
     def _check_file_still_there(self) -> None:
         """Refuse a write once the database file has been deleted or replaced: SQLite would
@@ -327,10 +415,8 @@ class MatchStore:
         if expected is None:
             return
         if self._file_identity() != expected:
-            raise StoreError(
-                f"The database file {self.path} was deleted or replaced while in use; nothing "
-                "was recorded: restart the program (restore a backup if it was deleted)."
-            )
+            # no path: the tablet shows this sentence, and the path is the server's business
+            raise StoreError(Message("refusal.database_replaced"))
 
     def _integrity_problem(self) -> str | None:
         """What SQLite's quick check finds wrong with the file (None when it is sound)."""
@@ -351,6 +437,9 @@ class MatchStore:
     def _reading(self):
         """A read under the lock; a damaged row or page is a StoreError, not a traceback."""
         with self._lock:
+            if self._journal_lost():  # noticed at the next look, not only at the next write
+                with contextlib.suppress(StoreError, sqlite3.Error):
+                    self._rescue_journal()  # what fails here, the next write says
             try:
                 yield
             except CompanionError:
@@ -377,6 +466,8 @@ class MatchStore:
         cannot interleave with another process's (a deferred transaction would fail its
         read-to-write upgrade instead of waiting)."""
         with self._lock:
+            if self.read_only:
+                raise StoreError(Message("refusal.read_only_database"))
             if self.damaged:
                 where = self.path or "the database"
                 raise StoreError(
@@ -384,6 +475,8 @@ class MatchStore:
                     "to it: restore a backup or start a new database."
                 )
             self._check_file_still_there()
+            if self._journal_lost():  # what was acknowledged lies in a deleted file: keep it
+                self._rescue_journal()
             conn = self.db.conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -395,6 +488,8 @@ class MatchStore:
                     raise
                 else:
                     conn.execute("COMMIT")
+                    if self._journal_lost():  # deleted while writing: before acknowledging
+                        self._rescue_journal()
             except sqlite3.IntegrityError:
                 # Only a writer that bypassed the seq check could collide on (match_id, seq).
                 raise StaleEventError(Message("refusal.stale")) from None
@@ -465,7 +560,7 @@ class MatchStore:
         with self._lock, self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished, game) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?)",
+                " last_seq, finished, game, standing) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)",
                 [
                     title,
                     json.dumps(listing["players"], ensure_ascii=False),
@@ -475,6 +570,7 @@ class MatchStore:
                     json.dumps(listing["options"], ensure_ascii=False, sort_keys=True),
                     created,
                     game.name,
+                    _standing_json(state, 1),
                 ],
             )
             match_id = cursor.lastrowid
@@ -605,14 +701,25 @@ class MatchStore:
             raise CompanionError(Message("refusal.export_too_deep"))
         engine = registry.game(game).engine
         events, times, ids = [], [], []
+        if rows and isinstance(rows[0], dict):  # its names as written, before the engine's
+            for name in _raw_names(rows[0].get("event")):
+                _check_printable(name, "field.player_name")
+        first_with: dict[str, int] = {}  # request id -> the event that first gave it
+        for n, row in enumerate(rows, 1):
+            rid = row.get("request_id") if isinstance(row, dict) else None
+            rid = None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH]
+            if rid is not None and rid in first_with:  # two changes cannot be one request
+                raise CompanionError(
+                    Message("refusal.export_duplicate_request", n=n, first=first_with[rid])
+                )
+            first_with.setdefault(rid, n)
+            ids.append(rid)
         try:
             for n, row in enumerate(rows, 1):
                 if not isinstance(row, dict) or row.get("seq") != n:
                     raise CompanionError(Message("refusal.export_event_order", n=n))
                 events.append(engine.Event.from_dict(row.get("event")))  # IllegalEvent
                 times.append(_timestamp(row.get("created_at")))
-                rid = row.get("request_id")
-                ids.append(None if rid is None else str(rid)[:MAX_REQUEST_ID_LENGTH])
             if not events:
                 raise CompanionError(Message("refusal.export_no_event"))
             started = engine.apply(None, events[0])  # the set-up, checked as a new match's
@@ -637,16 +744,18 @@ class MatchStore:
             listing["rounds"],
             listing["oya"],
             json.dumps(listing["options"], ensure_ascii=False, sort_keys=True),
-            _timestamp(info.get("created_at") or times[0]),
+            _timestamp(info.get("created_at"), times[0]),
             len(events),
             int(state.finished),
             game,
             int(info.get("archived") is True),
+            _standing_json(state, len(events)),
         ]
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO matches (title, players, rules, rounds, oya, options, created_at,"
-                " last_seq, finished, game, archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " last_seq, finished, game, archived, standing)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 fields,
             )
             match_id = cursor.lastrowid
@@ -899,8 +1008,8 @@ class MatchStore:
                 )
                 stored.append(StoredEvent(seq, event, created, rid))
             conn.execute(
-                "UPDATE matches SET last_seq = ?, finished = ? WHERE id = ?",
-                [seq, int(new_state.finished), match_id],
+                "UPDATE matches SET last_seq = ?, finished = ?, standing = ? WHERE id = ?",
+                [seq, int(new_state.finished), _standing_json(new_state, seq), match_id],
             )
         self._cache[match_id] = (seq, new_state)
         return stored
@@ -1032,12 +1141,42 @@ def _title(title) -> str | None:
     return title
 
 
-def _timestamp(value) -> str:
-    """An export's time of an event, or now when it has none a person could read."""
-    text = str(value) if isinstance(value, str | int | float) else ""
-    if not text or len(text) > 40 or not text.isprintable():
-        return _now()
-    return text
+EARLIEST_YEAR = 2000  # no match was recorded by this program before
+
+
+def _timestamp(value, otherwise: str | None = None) -> str:
+    """An export's time (of an event, of the match) as kept: a date and time this program
+    could have written, from ``EARLIEST_YEAR`` to tomorrow; else ``otherwise`` (the match's
+    first event's time) or now. A number, a year 9999 or text that is no date is not a time
+    to list a match by."""
+    text = value if isinstance(value, str) else ""
+    try:
+        when = datetime.datetime.fromisoformat(text) if 0 < len(text) <= 40 else None
+    except ValueError:
+        when = None
+    if when is not None:
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        latest = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        if when.year >= EARLIEST_YEAR and when <= latest and text.isprintable():
+            return text
+    return otherwise if otherwise is not None else _now()
+
+
+def _raw_names(started) -> list[str]:
+    """Every name an export's start event writes (its players, Oya, first player, teams and
+    their members), as written: a name is checked before the engine reads it."""
+    if not isinstance(started, dict):
+        return []
+    names: list = []
+    for key in ("players", "oya", "first"):
+        value = started.get(key)
+        names += value if isinstance(value, list) else [value]
+    teams = started.get("teams")
+    if isinstance(teams, dict):
+        for team, members in teams.items():
+            names += [team, *(members if isinstance(members, list) else [])]
+    return [n for n in names if isinstance(n, str)]
 
 
 def _depth(value, limit: int = MAX_EXPORT_DEPTH) -> int:
@@ -1077,6 +1216,46 @@ def _cannot_write(where, exc: BaseException) -> str:
     )
 
 
+# SQLite's shared-memory index: every connection to the database holds a read lock on this
+# byte of ``NAME-shm`` while it is open (os_unix.c, UNIX_SHM_DMS)
+_SHM_DMS_BYTE = 128
+
+
+def _held_elsewhere(path: Path) -> bool:
+    """Whether another process has the database open (a read lock on its index's byte that
+    every connection holds); True where this cannot be known (not Linux, no index file)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import fcntl
+    import struct
+
+    try:
+        handle = os.open(f"{path}-shm", os.O_RDWR)
+    except OSError:
+        return True
+    try:
+        # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid (and padding)
+        asked = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _SHM_DMS_BYTE, 1, 0)
+        found = fcntl.fcntl(handle, fcntl.F_GETLK, asked)
+        return struct.unpack("hhqqi4x", found)[0] != fcntl.F_UNLCK
+    except OSError:
+        return True
+    finally:
+        os.close(handle)
+
+
+def _read_only_file(path: Path) -> bool:
+    """Whether ``path`` is a database this user may read but not change: the file, or the
+    folder SQLite keeps its journal in, read-only (a backup on a CD, a locked USB stick)."""
+    try:
+        if not path.is_file():
+            return False
+    except OSError:
+        return False
+    folder = path.parent
+    return not os.access(path, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK)
+
+
 def _is_write_failure(exc: BaseException) -> bool:
     """Whether SQLite failed to write (a full disk, a read-only file or folder, an I/O error)
     rather than found the data damaged."""
@@ -1089,6 +1268,37 @@ def _is_write_failure(exc: BaseException) -> bool:
 
 def _event_json(event) -> str:
     return json.dumps(event.to_dict(), ensure_ascii=False, sort_keys=True)
+
+
+def standing_of(state) -> dict:
+    """A match's score as the match list shows it: each side with its members and total, the
+    round it is at and the rounds planned (both games' states give these)."""
+    return {
+        "sides": [
+            [side, list(state.members(side)), state.totals.get(side, 0)] for side in state.players
+        ],
+        "round": state.round_number,
+        "rounds": state.rounds_planned,
+    }
+
+
+def _standing_json(state, seq: int) -> str | None:
+    try:
+        return json.dumps({"seq": seq, **standing_of(state)}, ensure_ascii=False)
+    except (AttributeError, TypeError, ValueError):  # a state that cannot say it: replayed
+        return None
+
+
+def _kept_standing(text) -> dict | None:
+    """The kept score of a row, or None where it is missing or not what this version writes
+    (the list then replays that match)."""
+    try:
+        kept = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(kept, dict) or not isinstance(kept.get("sides"), list):
+        return None
+    return kept
 
 
 def _match_info(row: dict) -> MatchInfo:
@@ -1105,4 +1315,5 @@ def _match_info(row: dict) -> MatchInfo:
         finished=bool(row["finished"]),
         game=row.get("game") or registry.KOIKOI.name,
         archived=bool(row.get("archived")),
+        standing=_kept_standing(row.get("standing")),
     )

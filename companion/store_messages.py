@@ -34,6 +34,25 @@ _refusal(
 _refusal("refusal.nothing_to_record", N_("There is nothing to record."))
 _refusal("refusal.not_a_match_number", N_("%(value)s is not a match number."))
 _refusal("refusal.title_length", N_("The title must be at most %(most)s characters."))
+_refusal(
+    "refusal.database_replaced",
+    N_(
+        "The database file was deleted or replaced while in use; nothing was recorded: restart "
+        "the program (restore a backup if it was deleted)."
+    ),
+)
+_refusal(
+    "refusal.journal_held",
+    N_(
+        "The database's journal file was deleted while in use and another program still holds "
+        "it; nothing was recorded: close the other programs using this database and restart "
+        "this one."
+    ),
+)
+_refusal(
+    "refusal.read_only_database",
+    N_("This database is read-only here (a copy on read-only media); nothing was recorded."),
+)
 # A match export read back (companion.store.import_match: the tablet's import)
 _refusal("refusal.export_not_ours", N_("This is not a match exported by Hanafuda Companion."))
 _refusal(
@@ -49,5 +68,9 @@ _refusal(
 )
 _refusal("refusal.export_event_order", N_("The export's event %(n)s is missing or out of order."))
 _refusal("refusal.export_no_event", N_("The export holds no event."))
+_refusal(
+    "refusal.export_duplicate_request",
+    N_("The export's event %(n)s repeats the request id of event %(first)s: it is not an export."),
+)
 _refusal("refusal.export_nested", N_("The export's rules or events are too deeply nested."))
 _refusal("refusal.export_value", N_("The export holds a value no match has (%(detail)s)."))

@@ -233,3 +233,28 @@ def test_the_teach_page_offers_the_camera_the_deck_just_taught(client):
     # a deck that is not there (removed since) gets no such button
     page = client.get("/decks/teach?taught=gone").get_data(as_text=True)
     assert 'id="use-taught-deck"' not in page
+
+
+@pytest.mark.parametrize(
+    "damage", [{"deck.json": "{not json"}, {"deck.json": "{}", "references.npz": "x"}]
+)
+def test_an_unreadable_deck_is_one_sentence_without_the_servers_folder(
+    store, session, tmp_path, damage
+):
+    from companion.web import create_app
+
+    broken = tmp_path / "decks" / "broken"
+    broken.mkdir(parents=True)
+    for name, text in damage.items():
+        (broken / name).write_text(text)
+    app = create_app(store, testing=True, live=session)
+    app.config["DECKS_DIR"] = str(tmp_path / "decks")
+    client = app.test_client()
+    for lang, said in (("en", "cannot be read"), ("fr", "illisible")):
+        answer = client.post(
+            f"/live/deck?lang={lang}", data={"csrf_token": csrf(client), "deck": "broken"}
+        )
+        text = answer.get_data(as_text=True)
+        assert answer.status_code == 409 and said in text
+        assert str(tmp_path) not in text and "JSON" not in text and "pickle" not in text
+    assert session.deck_name is None

@@ -1288,3 +1288,33 @@ def test_the_dealt_field_is_read_before_the_first_capture_only():
         apply(state, {"type": "field_dealt", "field": ["02-1"]})
     with pytest.raises(IllegalEvent, match="listed twice"):
         replay([start("livret"), {"type": "round_started"}, {"type": "field_dealt", "field": ["02-1", "2-1"]}])
+
+
+def test_an_undo_bomb_replays_each_event_a_bounded_number_of_times(monkeypatch):
+    """5,000 capture/remove pairs then 9,998 undos (an import within every limit): each undo
+    past the remembered states replays from the nearest kept state, not from the start."""
+    import companion.game.engine as engine_module
+
+    log = [MatchStarted.new(["A", "B"], "livret", rounds=6, oya="A"), {"type": "round_started"}]
+    for _ in range(5000):
+        log += [{"type": "card_captured", "player": "A", "card": "01-1"},
+                {"type": "capture_removed", "player": "A", "card": "01-1"}]  # fmt: skip
+    log += [{"type": "undo"}] * 9998
+    calls = []
+    real_apply = engine_module.apply
+
+    def counted(state, event):
+        calls.append(1)
+        return real_apply(state, event)
+
+    monkeypatch.setattr(engine_module, "apply", counted)
+    state = engine_module.replay(log)
+    assert len(calls) < 2 * len(log), f"{len(calls)} events applied for a log of {len(log)}"
+    # the same state as the two events the undos left, applied from the start
+    expected = replay(log[:4])
+    assert state.to_dict() == expected.to_dict()
+    assert [e.to_dict() for e in state.log] == [e.to_dict() for e in expected.log]
+    assert len(state.log) == 4 and state.captures["A"] == []
+    # and it goes on: undone to the start, a new line, undone again
+    state = apply(apply(apply(state, {"type": "undo"}), {"type": "undo"}), {"type": "undo"})
+    assert len(state.log) == 1

@@ -461,6 +461,57 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path):
     conn.close()
 
 
+JOURNAL_DELETER = textwrap.dedent(
+    """
+    import os, sys
+    from companion.store import MatchStore
+    from companion.bench.live_tally import bench_events
+
+    store = MatchStore.open(sys.argv[1])
+    match_id = int(sys.argv[2])
+    events = iter(bench_events(100000))
+    for n in range(45):
+        journal = sys.argv[1] + "-wal"
+        if n in (5, 25) and os.path.exists(journal):  # "stray" files cleaned up meanwhile
+            os.remove(journal)
+        stored = store.append(match_id, next(events), request_id=f"d-{n}")
+        print(stored.seq, flush=True)
+    sys.stdin.readline()  # held open until killed
+    """
+)
+
+
+def test_journal_deleted_while_in_use_loses_nothing_acknowledged(tmp_path):
+    path = tmp_path / "journal.db"
+    with MatchStore.open(path) as s:
+        match_id = s.create_match(players=["Aki", "Ben"])
+        s.append(match_id, {"type": "round_started"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", JOURNAL_DELETER, str(path), str(match_id)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    acked = []
+    try:
+        while len(acked) < 45:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            acked.append(int(line))
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert len(acked) == 45, proc.stderr.read()
+
+    with MatchStore.open(path) as reopened:
+        seqs = [e.seq for e in reopened.events(match_id)]
+        assert set(acked) <= set(seqs), f"{len(set(acked) - set(seqs))} acknowledged lost"
+        assert seqs == list(range(1, len(seqs) + 1))
+
+
 RACER = textwrap.dedent(
     """
     import sys, time
@@ -612,3 +663,96 @@ def test_statistics_across_matches(store):
     assert aki.koi_calls == 2 and aki.koi_paid == 2
     assert aki.yaku_made >= 2 and aki.points > 0 and ben.points == -aki.points
     assert figures.players[0].name == "Aki"
+
+
+def test_journal_deleted_then_a_look_keeps_what_was_acknowledged(tmp_path):
+    """Deleted after the last write: the next read copies the log's events into the file."""
+    path = tmp_path / "look.db"
+    store = MatchStore.open(path)
+    match_id = store.create_match(players=["Aki", "Ben"])
+    store.append(match_id, {"type": "round_started"})
+    os.remove(f"{path}-wal")
+    assert store.last_seq(match_id) == 2
+    copy = tmp_path / "copy.db"  # the file alone, as a kill -9 would leave it
+    copy.write_bytes(path.read_bytes())
+    with MatchStore.open(copy) as reopened:
+        assert reopened.last_seq(match_id) == 2
+    assert store.append(match_id, {"type": "undo"}).seq == 3
+    assert os.path.exists(f"{path}-wal")  # a new log on disk
+    store.close()
+
+
+def test_a_backup_on_read_only_media_opens_for_reading(tmp_path, monkeypatch):
+    """A copy on a CD or a locked stick: read as it is (no journal files made beside it), and
+    a change is refused with one sentence, never "free some space"."""
+    path = tmp_path / "backup.db"
+    with MatchStore.open(tmp_path / "live.db") as live:
+        match_id = live.create_match(players=["Aki", "Ben"])
+        live.append(match_id, {"type": "round_started"})
+        live.backup(path)
+    before = path.read_bytes()
+    # the tests run as root, who may write anywhere: the system says what it says to a user
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: not mode & os.W_OK and real_access(p, mode))
+    with MatchStore.open(path) as copy:
+        assert copy.read_only
+        assert [m.id for m in copy.matches()] == [match_id]
+        assert len(copy.state(match_id).log) == 2
+        with pytest.raises(StoreError, match="read-only") as refused:
+            copy.append(match_id, {"type": "undo"})
+        assert "free some space" not in str(refused.value)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.db", "live.db"]
+
+
+def test_an_import_with_nonsense_metadata_is_refused_or_dated_sensibly(store):
+    match_id = store.create_match(players=["Aki", "Ben"])
+    store.append(match_id, {"type": "round_started"}, request_id="r-1")
+    store.append(match_id, {"type": "card_captured", "player": "Aki", "card": "01-1"},
+                 request_id="r-2")  # fmt: skip
+    export = store.export_match(match_id)
+    first_time = export["events"][0]["created_at"]
+    for nonsense in (-1, "9" * 40, "0001-01-01T00:00:00", "3000-01-01T00:00:00", "tomorrow"):
+        data = json.loads(json.dumps(export))
+        data["match"]["created_at"] = nonsense
+        assert store.get_match(store.import_match(data)).created_at == first_time
+    kept = json.loads(json.dumps(export))
+    kept["match"]["created_at"] = "2024-05-01T10:00:00+00:00"
+    assert store.get_match(store.import_match(kept)).created_at.startswith("2024-05-01")
+
+    named = json.loads(json.dumps(export))
+    named["events"][0]["event"]["players"] = ["A\x00ki", "Ben"]
+    with pytest.raises(CompanionError, match="player name cannot hold control characters"):
+        store.import_match(named)
+
+    twice = json.loads(json.dumps(export))
+    twice["events"][2]["request_id"] = "r-1"
+    with pytest.raises(CompanionError) as refused:
+        store.import_match(twice)
+    assert "repeats the request id of event 2" in str(refused.value)
+    assert "changed" not in str(refused.value)
+
+
+def test_journal_deleted_while_another_process_holds_it_is_refused_not_split(tmp_path):
+    """Two processes on one database: a new log beside the one the other still writes into
+    would garble both, so a write is refused in one sentence until the other has closed;
+    what was acknowledged is kept in the file meanwhile."""
+    path = tmp_path / "shared.db"
+    store = MatchStore.open(path)
+    match_id = store.create_match(players=["Aki", "Ben"])
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from companion.store import MatchStore; "
+         "s = MatchStore.open(sys.argv[1]); s.matches(); print('open', flush=True); "
+         "sys.stdin.readline()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert other.stdout.readline().strip() == "open"
+    os.remove(f"{path}-wal")
+    with pytest.raises(StoreError, match="another program still holds it"):
+        store.append(match_id, {"type": "round_started"})
+    other.communicate("\n", timeout=30)
+    assert store.append(match_id, {"type": "round_started"}).seq == 2
+    store.close()
+    with MatchStore.open(path) as reopened:
+        assert reopened.last_seq(match_id) == 2

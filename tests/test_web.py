@@ -1583,3 +1583,41 @@ def test_a_koi_read_from_the_table_is_said_on_the_board_with_one_tap_to_undo(
     store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped: nothing to say
     board = client.get(f"/matches/{match_id}/board", headers=HX).get_data(as_text=True)
     assert 'id="camera-call"' not in board
+
+
+def test_the_match_list_shows_scores_without_replaying_a_log(tmp_path, monkeypatch):
+    """After a restart, the list reads each match's score as its last change kept it: no
+    log is replayed (an imported match of 20,000 events took seconds each); a row without a
+    kept score (written by an older version) is replayed."""
+    import companion.game.engine as koikoi
+    import companion.game.hanamikoji as hanamikoji
+
+    path = tmp_path / "list.db"
+    with MatchStore.open(path) as store:
+        played = store.create_match(players=["Aki", "Ben"], rounds=6)
+        store.append(played, {"type": "round_entered", "winner": "Aki", "points": 5})
+        store.append_many(
+            played,
+            [{"type": "round_started"}, {"type": "card_captured", "player": "Aki", "card": "01-1"}],
+        )
+        imported = store.import_match(store.export_match(played))
+        hana = store.create_hanamikoji_match(["Aki", "Ben"])
+        expected = {m: store.state(m).totals for m in (played, imported, hana)}
+        old = store.create_match(players=["Cho", "Dan"], rounds=6)
+        store.append(old, {"type": "round_started"})
+        store.db.execute("UPDATE matches SET standing = NULL WHERE id = ?", [old])
+        store.db.conn.commit()
+    applied = []
+    for module in (koikoi, hanamikoji):
+        real = module.apply
+        monkeypatch.setattr(
+            module, "apply", lambda s, e, real=real: applied.append(e) or real(s, e)
+        )
+    restarted = MatchStore.open(path)
+    page = create_app(restarted, testing=True).test_client().get("/").get_data(as_text=True)
+    aki, ben = expected[played]["Aki"], expected[played]["Ben"]
+    assert aki == 5 and f"Aki <b>{aki}</b> · Ben <b>{ben}</b>" in page
+    assert page.count(f"Aki <b>{aki}</b>") == 2  # the match and its imported copy
+    assert "Cho <b>0</b> · Dan <b>0</b>" in page  # the row without a kept score: replayed
+    assert len(applied) == 2, f"{len(applied)} events replayed to show the list"  # old's two
+    assert expected[imported] == expected[played]

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,6 +32,9 @@ def terminal_safe(text: str, keep: str = "\n") -> str:
     out = []
     for ch in text:
         code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): that byte
+            out.append(f"\\x{code - 0xDC00:02x}")
+            continue
         if ch in keep or not (code < 0x20 or 0x7F <= code < 0xA0 or code in _BIDI_CONTROLS):
             out.append(ch)
         else:
@@ -40,8 +44,14 @@ def terminal_safe(text: str, keep: str = "\n") -> str:
 
 def fail(message: str) -> None:
     """Print one sentence to stderr and exit with code 2 (bad input)."""
-    click.echo(f"Error: {terminal_safe(str(message), keep='')}", err=True)
+    text = terminal_safe(str(message), keep="")
+    # a name quoted with repr() shows a byte that was not UTF-8 as '\udcff': say the byte
+    text = _ESCAPED_BYTE.sub(lambda found: f"\\x{found.group(1)}", text)
+    click.echo(f"Error: {text}", err=True)
     sys.exit(2)
+
+
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
 
 
 def friendly_errors(func):

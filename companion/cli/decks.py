@@ -51,18 +51,38 @@ def deck_group():
     help="Deck definition naming and re-roling the cards (companion/game/decks/NAME.toml or a "
     "path), e.g. ferme-florale.",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Replace the deck of that name if there is one (it is kept until the new one is "
+    "written whole).",
+)
 @decks_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print what was stored as JSON.")
 @friendly_errors
-def deck_add(name, image_dir, photo_dir, names_file, back_photo, definition, decks_dir, as_json):
+def deck_add(
+    name, image_dir, photo_dir, names_file, back_photo, definition, replace, decks_dir, as_json
+):
     """Add deck NAME from IMAGE_DIR (one scan per card, named like 01-1.png, as in
     ../shared/decks) or from twelve photos (--photos DIR). Takes seconds on a CPU; no
     training."""
-    from companion.recognizer.decks import DeckError, add_deck, default_decks_dir
+    from companion.recognizer.decks import (
+        DeckError,
+        add_deck,
+        check_deck_name,
+        default_decks_dir,
+        list_decks,
+    )
     from companion.recognizer.photos import PhotoError, teach_from_photos
 
     if (image_dir is None) == (photo_dir is None):
         raise DeckError("Give either a folder of card scans (DIR) or --photos DIR, not both.")
+    check_deck_name(name)
+    if not replace and name in list_decks(decks_dir):
+        raise DeckError(
+            f"There is already a deck named {name!r}: give --replace to replace it, or choose "
+            "another name."
+        )
     if photo_dir is not None:
         try:
             deck = teach_from_photos(

@@ -130,7 +130,12 @@ def delete_command(match, db, yes):
     with open_store_for_reading(db) as store:
         info = store.get_match(match)
         label = terminal_safe(info.label, keep="")
-        if not yes and not click.confirm(f"Delete match {info.id} ({label}) and its log?"):
+        try:
+            sure = yes or click.confirm(f"Delete match {info.id} ({label}) and its log?")
+        except click.Abort:  # no answer: standard input empty or closed, or Ctrl+C
+            click.echo("", err=True)
+            fail("No answer was read, so nothing was deleted: answer y, or give --yes.")
+        if not sure:
             fail("Nothing was deleted.")
         store.delete_match(info.id)
     click.echo(f"Deleted match {info.id} ({label}).")

@@ -525,7 +525,7 @@ def replay(events) -> MatchState:
 def _undo(state: MatchState) -> MatchState:
     if not state.started:
         raise IllegalEvent(Message("refusal.nothing_to_undo"))
-    return undo(state, replay, IllegalEvent)
+    return undo(state, replay, IllegalEvent, apply)
 
 
 # -- handlers (each mutates the fresh copy it is given) -----------------------------------------

@@ -167,19 +167,48 @@ class EventLog(Sequence):
     """A match's effective events, shared between the states of one line of play: each state
     sees the first ``len`` events of one append-only list, so recording an event costs the
     same at event 3,000 as at event 3 (no copy of the log). A state that takes another line
-    (a new event after an undo) copies the events it shares, once."""
+    (a new event after an undo) copies the events it shares, once.
 
-    __slots__ = ("_events", "_length")
+    Every ``CHECKPOINT_EVERY`` events the log also keeps the state reached there
+    (``keep``), so that an undo past the states a state remembers replays from the nearest
+    one (``state_before``) instead of from the start: each undo costs at most
+    ``CHECKPOINT_EVERY`` events of replay, however long the log and however many undos."""
 
-    def __init__(self, events: list | None = None, length: int | None = None):
+    __slots__ = ("_events", "_length", "_kept")
+
+    def __init__(self, events: list | None = None, length: int | None = None, kept=None):
         self._events = [] if events is None else events
         self._length = len(self._events) if length is None else length
+        self._kept: dict = {} if kept is None else kept  # length -> the state reached there
 
     def appended(self, event) -> EventLog:
         if self._length == len(self._events):  # the tip of its line: share the list
             self._events.append(event)
-            return EventLog(self._events, self._length + 1)
-        return EventLog([*self._events[: self._length], event])
+            return EventLog(self._events, self._length + 1, self._kept)
+        # another line from here: the states kept up to here are this line's too
+        kept = {n: state for n, state in self._kept.items() if n <= self._length}
+        return EventLog([*self._events[: self._length], event], kept=kept)
+
+    def keep(self, state) -> None:
+        """Keep ``state`` (the state after this log's events) when its length is a checkpoint:
+        a copy that remembers no earlier state, so that it holds only itself."""
+        if self._length % CHECKPOINT_EVERY == 0 and self._length:
+            kept = state._copy()
+            kept._previous = None
+            self._kept[self._length] = kept
+
+    def state_before(self, apply: Callable, replay: Callable):
+        """The state after all but the last of this log's events: the nearest kept state at
+        or before there, with the events after it applied (``replay`` of them from the start
+        when none is kept)."""
+        target = self._length - 1
+        start = target - target % CHECKPOINT_EVERY
+        state = self._kept.get(start) if start else None
+        if state is None or len(state.log) != start:
+            return replay(self[:target])
+        for event in self._events[start:target]:
+            state = apply(state, event)
+        return state
 
     def __len__(self) -> int:
         return self._length
@@ -203,9 +232,12 @@ class EventLog(Sequence):
         return f"<EventLog of {self._length} events>"
 
 
-# How many earlier states a state keeps for ``undo``; undoing further back replays the
-# effective log, so a long match holds a bounded number of states in memory.
+# How many earlier states a state keeps for ``undo``; undoing further back replays from the
+# nearest state its log kept, one every CHECKPOINT_EVERY events, so a long match holds a
+# bounded number of states in memory (one per CHECKPOINT_EVERY events) and no undo replays
+# more than CHECKPOINT_EVERY events.
 UNDO_SNAPSHOTS = 64
+CHECKPOINT_EVERY = 64
 
 
 def remember(new, previous, logged) -> None:
@@ -214,6 +246,7 @@ def remember(new, previous, logged) -> None:
     than UNDO_SNAPSHOTS back. States have ``log`` and ``_previous``."""
     new.log = previous.log.appended(logged)
     new._previous = previous
+    new.log.keep(new)
     state = new
     for _ in range(UNDO_SNAPSHOTS):
         state = state._previous
@@ -222,13 +255,17 @@ def remember(new, previous, logged) -> None:
     state._previous = None
 
 
-def undo(state, replay: Callable, error: type[CompanionError]):
-    """The state before ``state``'s latest effective event (never before the first)."""
+def undo(state, replay: Callable, error: type[CompanionError], apply: Callable | None = None):
+    """The state before ``state``'s latest effective event (never before the first); past
+    the states it remembers, replayed from the nearest state its log kept with ``apply``
+    (from the start with ``replay`` when no ``apply`` is given)."""
     if len(state.log) <= 1:
         raise error(Message("refusal.nothing_to_undo"))
     if state._previous is not None:
         return state._previous
-    return replay(state.log[:-1])  # past the kept snapshots: replayed
+    if apply is None:
+        return replay(state.log[:-1])
+    return state.log.state_before(apply, replay)  # past the remembered states
 
 
 def replay_log(events, apply: Callable, error: type[CompanionError]):

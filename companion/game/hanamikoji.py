@@ -721,7 +721,7 @@ def apply(state: HanamikojiState | None, event) -> HanamikojiState:
     state = state or HanamikojiState()
     event = Event.from_dict(event)
     if isinstance(event, Undo):
-        return undo(state, replay, HanamikojiError)
+        return undo(state, replay, HanamikojiError, apply)
     if not state.started and not isinstance(event, HanamikojiStarted):
         raise HanamikojiError(Message("refusal.no_hanamikoji_match"))
     if state.started and isinstance(event, HanamikojiStarted):

@@ -286,30 +286,41 @@ SECRET_PARAMETERS = re.compile(
     r"(?i)^(user(name)?|login|pass(word|wd)?|pwd|token|access_token|key|api_?key|auth|secret"
     r"|sig(nature)?|session)$"
 )
-_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
 def redact_url(text) -> str:
     """``text`` with the credentials of any URL in it hidden: ``rtsp://user:pass@cam/x`` is
     ``rtsp://***@cam/x``, and a secret query parameter's value is ``***``. A camera's URL is
-    shown on the page, in ``/live/status`` and in the terminal: never its password."""
+    shown on the page, in ``/live/status`` and in the terminal: never its password.
+
+    A password may hold any character (a space, ``#``, ``/``, ``@``), so everything from the
+    scheme up to the last ``@`` on the URL's line (before any next URL) is hidden: at worst
+    more than the password, never part of it."""
     text = str(text)
-    if "://" not in text:
-        return text
-    found = re.search(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S*", text)
+    found = _SCHEME.search(text)
     if found is None:
         return text
-    url = found.group(0)
-    clean = _USERINFO.sub(r"\1***@", url)
-    if "?" in clean:
-        head, _, query = clean.partition("?")
+    start = found.end()
+    following = _SCHEME.search(text, start)
+    end = following.start() if following else len(text)
+    newline = text.find("\n", start, end)
+    end = newline if newline >= 0 else end
+    rest = text[start:end]
+    at = rest.rfind("@")
+    if at >= 0:
+        rest = "***" + rest[at:]
+    blank = re.search(r"\s", rest)  # the URL ends at a blank; its query is read up to there
+    url, after = (rest[: blank.start()], rest[blank.start() :]) if blank else (rest, "")
+    if "?" in url:
+        head, _, query = url.partition("?")
         query, hash_mark, fragment = query.partition("#")
         parts = []
         for part in query.split("&"):
             name, equals, _value = part.partition("=")
             parts.append(f"{name}=***" if equals and SECRET_PARAMETERS.match(name) else part)
-        clean = head + "?" + "&".join(parts) + hash_mark + fragment
-    return text[: found.start()] + clean + redact_url(text[found.end() :])
+        url = head + "?" + "&".join(parts) + hash_mark + fragment
+    return text[:start] + url + after + redact_url(text[end:])
 
 
 def _open_capture(target):

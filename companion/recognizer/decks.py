@@ -13,7 +13,10 @@ which one it uses.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import re
 import shutil
 import time
@@ -262,14 +265,32 @@ class UserDeck:
     def codes(self) -> list[str]:
         return sorted({CLASSES[i] for i in self.class_ids})
 
-    def save(self, decks_dir: str | Path) -> Path:
-        """Write the deck into ``decks_dir``/NAME; DeckError (one sentence) when that folder
-        cannot be made or written (read-only, full, a file in the way)."""
-        folder = Path(decks_dir) / self.name
-        _make_folder(folder, self.name)
+    def save(
+        self, decks_dir: str | Path, names_file: str | Path | None = None, also=None
+    ) -> Path:
+        """Write the deck into ``decks_dir``/NAME, replacing a deck of that name as a whole or
+        not at all: it is written in a folder of its own beside it, then swapped in by
+        renaming, so that a write cut short (a full disk, a killed process) leaves the deck
+        that was there. ``names_file``: the deck's own names (a deck file, already checked),
+        kept with it; ``also(folder)`` writes what else the deck keeps (its cards' points) in
+        the same folder before the swap. DeckError (one sentence) when it cannot be written
+        (read-only, full, a file in the way)."""
+        decks_dir = Path(decks_dir)
+        folder = decks_dir / self.name
+        _make_folder(decks_dir, self.name)
+        staging = decks_dir / f".{self.name}{STAGING_MARK}{os.getpid()}-{time.time_ns()}"
         try:
-            self._write(folder)
+            if folder.exists() and not folder.is_dir():  # a file in the way: never replaced
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+            staging.mkdir()
+            if names_file is not None:
+                shutil.copyfile(names_file, staging / NAMES_FILE)
+            if also is not None:
+                also(staging)
+            self._write(staging)
+            _swap_in(staging, folder)
         except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
             reason = exc.strerror or str(exc)
             raise DeckError(
                 Message("deck.cannot_keep", name=repr(self.name), folder=folder, reason=reason)
@@ -301,14 +322,18 @@ class UserDeck:
             "classifier_sureness": round(float(self.sureness), 4),
             "back": self.back_embeddings is not None,
         }
-        if self.definition != NAMES_FILE:  # taught again without its own names
-            (folder / NAMES_FILE).unlink(missing_ok=True)
         (folder / "deck.json").write_text(json.dumps(meta, indent=2) + "\n")
+        for path in folder.iterdir():  # on disk before the swap makes them the deck
+            with open(path, "rb") as written:
+                os.fsync(written.fileno())
 
     @classmethod
     def load(cls, name: str, decks_dir: str | Path | None = None) -> UserDeck:
         decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
         folder = decks_dir / name
+        if NAME_RE.fullmatch(name) and not _is_file(folder / "deck.json") and _is_dir(decks_dir):
+            with contextlib.suppress(OSError):
+                _restore_replaced(decks_dir)  # a replacement cut short puts the old deck back
         if not NAME_RE.fullmatch(name) or not _is_file(folder / "deck.json"):
             known = ", ".join(list_decks(decks_dir)) or "none yet"
             shown = name if len(name) <= 40 else f"{name[:30]}..."
@@ -366,12 +391,78 @@ class UserDeck:
             raise ValueError("its back's references are not crops' features like its cards'")
 
 
+# A deck being written is ``.NAME.new-...`` beside the decks; the deck it replaces is moved
+# to ``.NAME.old-...`` for the instant of the swap. Neither is a deck name (NAME_RE).
+STAGING_MARK = ".new-"
+REPLACED_MARK = ".old-"
+
+
+def _swap_in(staging: Path, folder: Path) -> None:
+    """Make the written folder ``staging`` the deck ``folder``: the old deck is renamed away,
+    the new one renamed in, the old one removed. Killed between the two renames, the old deck
+    is put back where it was by ``_restore_replaced`` the next time the decks are listed."""
+    replaced = None
+    if folder.exists():
+        token = staging.name.split(STAGING_MARK)[-1]
+        replaced = folder.with_name(f".{folder.name}{REPLACED_MARK}{token}")
+        os.rename(folder, replaced)
+    try:
+        os.rename(staging, folder)
+    except OSError:
+        if replaced is not None:
+            os.rename(replaced, folder)
+        raise
+    _sync_folder(folder.parent)
+    if replaced is not None:
+        shutil.rmtree(replaced, ignore_errors=True)
+
+
+def _sync_folder(folder: Path) -> None:
+    """The renames in ``folder`` on disk (a power cut keeps one deck or the other)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def _restore_replaced(decks_dir: Path) -> None:
+    """Put back a deck left renamed away by a replacement cut short between its two renames,
+    and remove what a cut-short write left (never a deck)."""
+    for path in decks_dir.iterdir():
+        name = path.name
+        if name.startswith(".") and REPLACED_MARK in name:
+            deck = decks_dir / name[1:].split(REPLACED_MARK)[0]
+            if NAME_RE.fullmatch(deck.name) and not deck.exists():
+                with contextlib.suppress(OSError):
+                    os.rename(path, deck)
+                    continue
+            shutil.rmtree(path, ignore_errors=True)
+        elif name.startswith(".") and STAGING_MARK in name:
+            with contextlib.suppress(OSError):
+                if time.time() - path.stat().st_mtime > STALE_STAGING_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)
+
+
+STALE_STAGING_SECONDS = 3600  # a deck being written for longer than this was cut short
+
+
 def list_decks(decks_dir: str | Path | None = None) -> list[str]:
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     if not _is_dir(decks_dir):
         return []
     try:
-        return sorted(p.name for p in decks_dir.iterdir() if _is_file(p / "deck.json"))
+        _restore_replaced(decks_dir)
+        return sorted(
+            p.name
+            for p in decks_dir.iterdir()
+            if NAME_RE.fullmatch(p.name) and _is_file(p / "deck.json")
+        )
     except OSError as exc:
         raise DeckError(
             Message("deck.folder_unreadable", folder=decks_dir, reason=exc.strerror)
@@ -463,14 +554,6 @@ def check_deck_name(name: str) -> None:
         )
 
 
-def store_names(folder: Path, names_file: str | Path) -> str:
-    """Keep a deck file (already checked) in the deck's ``folder`` as its own names; returns
-    the definition the deck records."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(names_file, folder / NAMES_FILE)
-    return NAMES_FILE
-
-
 def add_deck(
     name: str,
     image_dir: str | Path,
@@ -496,7 +579,7 @@ def add_deck(
     files = deck_images(image_dir)
     back = _read_back(back_photo, image_dir)  # a bad back: its sentence before any work
     decks_dir = decks_dir or default_decks_dir()
-    _make_folder(Path(decks_dir) / name, name)  # and for a place it cannot be kept
+    _make_folder(Path(decks_dir), name)  # and for a place it cannot be kept
     settings = settings or Settings.from_dict(model_settings())
     session = open_session(EMBEDDER, 2)
     rng = np.random.default_rng(seed)
@@ -561,7 +644,7 @@ def store_deck(
         check_back(back_embeddings, embeddings, ids, back.name)
     decks_dir = Path(decks_dir) if decks_dir else default_decks_dir()
     if names_file is not None:
-        definition = store_names(decks_dir / name, names_file)
+        definition = NAMES_FILE  # the file itself is kept with the deck by ``save``
     deck = UserDeck(
         name,
         str(definition),
@@ -575,20 +658,15 @@ def store_deck(
         sureness=sureness,
         back_embeddings=back_embeddings,
     )
-    folder = deck.save(decks_dir)
-    from companion.recognizer.keypoints import KEYPOINTS_FILE, DeckKeypoints
+    from companion.recognizer.keypoints import DeckKeypoints
 
     faces = faces if faces is not None else source_faces(source)
-    try:
+
+    def write_keypoints(folder: Path) -> None:  # taught again from no face: no former points
         if faces:
             DeckKeypoints.from_faces(faces).save(folder)
-        else:  # taught again from what shows no face: the former points are another's
-            (folder / KEYPOINTS_FILE).unlink(missing_ok=True)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise DeckError(
-            Message("deck.cannot_keep", name=repr(name), folder=folder, reason=reason)
-        ) from None
+
+    deck.save(decks_dir, names_file, also=write_keypoints)
     return deck
 
 

@@ -144,13 +144,22 @@ def _long_side(quad: np.ndarray) -> float:
     return float((np.linalg.norm(quad[3] - quad[0]) + np.linalg.norm(quad[2] - quad[1])) / 2)
 
 
+# The long side a photo is read at for teaching: the photos the teaching is measured on
+# (``simulator.teaching``) are 1600 px; a phone's 4000 px photo is decoded at half its size
+# (JPEG), holding a quarter of the memory, with cards still over FACE_HEIGHT tall.
+TEACH_LONG_SIDE = 2000
+
+
 def _read_image(path: Path) -> np.ndarray | None:
-    """A photo's pixels (BGR), or None where the file cannot be read or decoded."""
+    """A photo's pixels (BGR) at the size teaching needs (``TEACH_LONG_SIDE`` at most), or
+    None where the file cannot be read or decoded."""
+    from companion.recognizer.image_files import decoded
+
     try:
         data = np.fromfile(str(path), np.uint8)
     except OSError:
         return None
-    return cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    return decoded(data, TEACH_LONG_SIDE)
 
 
 def read_month_photo(path: Path, month: int) -> MonthPhoto:

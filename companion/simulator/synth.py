@@ -260,11 +260,22 @@ def _background_files(sources: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple(files)
 
 
+def _check_backgrounds(sources) -> None:
+    """Each background given is an image, or a folder holding some: one not usable is one
+    sentence before any scene is drawn, not silently left out."""
+    for src in sources:
+        files = _background_files((str(src),))
+        if not files:
+            raise SynthError(f"The background folder {str(src)[:200]} holds no images.")
+        if not Path(src).is_dir():
+            _texture(files[0])  # SynthError: "... cannot be read"
+
+
 @functools.lru_cache(maxsize=128)
 def _texture(path: Path) -> np.ndarray:
     img = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if img is None:
-        raise SynthError(f"Background image {path} cannot be read.")
+        raise SynthError(f"Background image {path} cannot be read: it is not a PNG or JPEG image.")
     return img
 
 
@@ -1423,7 +1434,7 @@ def write_dataset(
     for d in config.decks or default_deck_dirs():
         load_deck(str(d))  # fail before writing anything
     if config.backgrounds:
-        _background_files(tuple(str(b) for b in config.backgrounds))
+        _check_backgrounds(config.backgrounds)
     try:
         (out / "images").mkdir(parents=True, exist_ok=True)
     except OSError as exc:

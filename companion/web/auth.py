@@ -26,10 +26,18 @@ JOIN_LOCKOUT_SECONDS = 60
 # at 2 + 2 codes a second, finding a 10-digit code takes some 40 years on average.
 FIRST_TRIES_PER_SECOND = 2.0
 RETRIES_PER_SECOND = 2.0
+# A third budget for addresses a player is known by: one that joined in the last hours, or
+# one whose only wrong code in the last minute was a typo. A guesser reaches it only with an
+# address's first wrong code, which the first tries' budget paces: at twice that rate it
+# cannot be spent by a flood, so a player's retry is judged whatever the flood. A guesser
+# then gets at most 2 + 2 + 2 codes a second judged: some 26 years for a 10-digit code.
+KNOWN_TRIES_PER_SECOND = 2 * FIRST_TRIES_PER_SECOND
+KNOWN_FOR_SECONDS = 12 * 3600  # how long an address that joined is known
 GUESS_BURST = 5  # codes judged at once before the rate applies (a table of tablets joining)
 MAX_ADDRESSES_KEPT = 10_000  # addresses remembered for their last try
 _failed_joins: dict[str, list[float]] = {}
 _tried_joins: dict[str, float] = {}  # address -> when it last sent a code, oldest first
+_joined_from: dict[str, float] = {}  # address -> when a code sent from it was right
 _failed_lock = threading.Lock()
 
 
@@ -55,15 +63,17 @@ class GuessBudget:
 
 
 def _budgets(app) -> dict[str, GuessBudget]:
-    """The app's two budgets of judged codes (one set per app: tests get fresh ones)."""
+    """The app's three budgets of judged codes (one set per app: tests get fresh ones)."""
     with _failed_lock:
-        return app.extensions.setdefault(
-            "companion_join_budgets",
-            {
-                "first": GuessBudget(FIRST_TRIES_PER_SECOND, GUESS_BURST),
-                "retry": GuessBudget(RETRIES_PER_SECOND, GUESS_BURST),
-            },
-        )
+        budgets = app.extensions.setdefault("companion_join_budgets", {})
+        for lane, rate in (
+            ("first", FIRST_TRIES_PER_SECOND),
+            ("known", KNOWN_TRIES_PER_SECOND),
+            ("retry", RETRIES_PER_SECOND),
+        ):
+            if lane not in budgets:
+                budgets[lane] = GuessBudget(rate, GUESS_BURST)
+        return budgets
 
 
 def same_secret(sent, expected) -> bool:
@@ -155,6 +165,26 @@ def _record_try(addr: str) -> None:
         _tried_joins[addr] = now  # newest last
 
 
+def _known(addr: str, failures: int) -> bool:
+    """Whether a player is known at ``addr``: it joined lately, or its one wrong code in the
+    last minute was a typo."""
+    with _failed_lock:
+        when = _joined_from.get(addr)
+        if when is not None and time.monotonic() - when < KNOWN_FOR_SECONDS:
+            return True
+    return failures == 1
+
+
+def _record_joined(addr: str) -> None:
+    now = time.monotonic()
+    with _failed_lock:
+        if len(_joined_from) > MAX_ADDRESSES_KEPT:  # bounded: the oldest go first
+            while len(_joined_from) > MAX_ADDRESSES_KEPT:
+                del _joined_from[next(iter(_joined_from))]
+        _joined_from.pop(addr, None)
+        _joined_from[addr] = now
+
+
 def _record_failure(addr: str) -> None:
     with _failed_lock:
         _failed_joins.setdefault(addr, []).append(time.monotonic())
@@ -183,8 +213,12 @@ def join():
     if not sent:
         raise WebError(_("Type the join code shown on the server."), 400)
     # An address that has tried in the last minute (wrong, or refused for want of budget)
-    # draws on the retries' budget: only a first try draws on the first tries' one.
-    lane = "retry" if failures or _tried_lately(addr) else "first"
+    # draws on the retries' budget: only a first try draws on the first tries' one, and a
+    # player known at the address (joined lately, or one typo) on the known one.
+    if _known(addr, failures):
+        lane = "known"
+    else:
+        lane = "retry" if failures or _tried_lately(addr) else "first"
     _record_try(addr)
     if not _budgets(current_app)[lane].take():
         raise WebError(
@@ -199,6 +233,7 @@ def join():
         )
     session["joined"] = code
     _trust_this_address()
+    _record_joined(addr)
     return go_to(next_url)
 
 

@@ -264,7 +264,16 @@ def use_deck():
         where = decks_dir()
         if name not in list_decks(where):
             raise WebError(_("There is no taught deck named %(name)s.", name=name[:40]), 404)
-        deck = UserDeck.load(name, where)  # a deck that cannot be read: its one sentence
+        try:
+            deck = UserDeck.load(name, where)
+        except CompanionError:  # its sentence names the server's folder and a library's words
+            raise WebError(
+                _(
+                    "The taught deck %(name)s cannot be read: teach it again, or remove it.",
+                    name=name[:40],
+                ),
+                409,
+            ) from None
     session.use_deck(deck)
     return go_to(url_for("camera.view"))
 

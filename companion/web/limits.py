@@ -87,6 +87,10 @@ class LimitedRequestParser(HTTPRequestParser):
 
     def received(self, data):
         consumed = super().received(data)
+        if self.completed and self.expect_continue:
+            # No body to invite: waitress would answer "100 Continue", mark the request
+            # incomplete again and wait for a body that never comes (until its timeout).
+            self.expect_continue = False
         if isinstance(self.error, ServerNotImplemented):
             # A transfer coding other than chunked: the client's request is wrong (4xx), not
             # a failure of this server (waitress says 501).

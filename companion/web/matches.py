@@ -63,23 +63,32 @@ def index():
     )
 
 
-STANDINGS_LISTED = 30  # the newest matches show their score in the list (each is a replay)
+STANDINGS_LISTED = 30  # the newest matches show their score in the list
 
 
 def standing(match) -> dict | None:
-    """A listed match's score: each side's total, and the round it is at. None when its log
-    cannot be replayed (the match page then says why; the list must not fail for it)."""
+    """A listed match's score: each side's total, and the round it is at. The score kept with
+    the match's last change where there is one (no replay); else its replay. None when its
+    log cannot be replayed (the match page then says why; the list must not fail for it)."""
+    from companion.store import standing_of
+
+    kept = match.current_standing
+    if kept is not None:
+        try:
+            return _shown_standing(kept)
+        except (KeyError, TypeError, ValueError):  # a row edited by hand: replayed instead
+            pass
     try:
-        state = store().state(match.id)
+        return _shown_standing(standing_of(store().state(match.id)))
     except CompanionError:  # one damaged log must not take the list down
         return None
+
+
+def _shown_standing(kept: dict) -> dict:
     return {
-        "totals": [
-            (team_label(side, state.members(side)), state.totals.get(side, 0))
-            for side in state.players
-        ],
-        "round": state.round_number,
-        "rounds": state.rounds_planned,
+        "totals": [(team_label(side, members), total) for side, members, total in kept["sides"]],
+        "round": kept["round"],
+        "rounds": kept["rounds"],
     }
 
 

@@ -33,7 +33,6 @@ import os
 import re
 import secrets
 import shutil
-import struct
 import threading
 import time
 from pathlib import Path
@@ -64,16 +63,18 @@ BACK = "back"  # the place of the deck's back among the months' (its photo: ``ba
 # A photo's pixels, at most: a 50-megapixel phone's photo passes; a file declaring more (a
 # decompression bomb: a few KB of PNG that decodes to gigabytes) is refused before decoding.
 PHOTO_MAX_PIXELS = 52_000_000
-# The long side a photo is kept at: the cards' references are cut at 256 px a card, which a
-# card on a photo of this size already gives; larger photos only cost time and disk.
-KEPT_LONG_SIDE = 3000
+# The long side a photo is kept at: the size teaching reads it at (``photos._read_image``):
+# the cards' references are cut at 256 px a card, which a card on a photo of this size
+# already gives; larger photos only cost memory, time and disk.
+KEPT_LONG_SIDE = 2000
 PREVIEW_LONG_SIDE = 720  # the photo as the page shows it
 PENDING_HOURS = 6  # photos sent but never taught are removed after this long
 MAX_PENDING = 8  # teachings kept at once (browsers); the oldest beyond go
 TOKEN_RE = re.compile(r"^[0-9a-f]{32}$")
 NAMES_FILE = "names.toml"
-# Checking a photo decodes it (some 36 MB for 12 megapixels): two at a time, as many as cores
-_checking = threading.BoundedSemaphore(2)
+# Checking a photo decodes it and looks for its cards (some 100 MB at KEPT_LONG_SIDE): one at
+# a time, so that twelve photos sent from each of five tablets at once cost one's memory
+_checking = threading.BoundedSemaphore(1)
 _teaching = threading.Lock()  # one deck taught at a time: it takes the machine's cores
 
 
@@ -149,35 +150,6 @@ def _forget_pending() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def image_kind_and_size(data: bytes) -> tuple[str, int, int] | None:
-    """("jpg" | "png", width, height) read from a photo's header, without decoding it; None
-    for anything else (or a header that says no size)."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR" and len(data) >= 24:
-        width, height = struct.unpack(">II", data[16:24])
-        return "png", width, height
-    if not data.startswith(b"\xff\xd8"):
-        return None
-    at = 2
-    while at + 4 <= len(data):
-        if data[at] != 0xFF:
-            return None
-        marker = data[at + 1]
-        if marker == 0xFF:  # fill byte
-            at += 1
-            continue
-        if marker in (0x01, *range(0xD0, 0xD9)):  # markers without a length
-            at += 2
-            continue
-        (length,) = struct.unpack(">H", data[at + 2 : at + 4])
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a frame's header
-            if at + 9 > len(data):
-                return None
-            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
-            return "jpg", width, height
-        at += 2 + length
-    return None
-
-
 def _slot(value) -> int | str:
     """A photo's place: its month (1 to 12), or ``BACK``."""
     text = str(value or "").strip()
@@ -199,6 +171,8 @@ def keep_photo(folder: Path, slot: int | str, data: bytes) -> Path:
     import cv2
     import numpy as np
 
+    from companion.recognizer.image_files import decoded, image_kind_and_size
+
     found = image_kind_and_size(data)
     if found is None:
         raise WebError(_("This file is not a photo: send a JPEG or PNG image."), 415)
@@ -214,16 +188,17 @@ def keep_photo(folder: Path, slot: int | str, data: bytes) -> Path:
             413,
         )
     with _checking:
-        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-        if image is None:
-            raise WebError(_("This photo cannot be read: save it again as JPEG or PNG."), 400)
-        long_side = max(image.shape[:2])
-        if long_side > KEPT_LONG_SIDE:
-            scale = KEPT_LONG_SIDE / long_side
-            image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        if max(width, height) > KEPT_LONG_SIDE:  # decoded shrunk (JPEG), one large at a time
+            image = decoded(data, KEPT_LONG_SIDE)
+            if image is None:
+                raise WebError(_("This photo cannot be read: save it again as JPEG or PNG."), 400)
             kind = "jpg"
             ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 95])
             data = encoded.tobytes() if ok else data
+            del image, encoded
+        elif cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) is None:
+            # kept as sent (at most KEPT_LONG_SIDE): only whether it decodes is checked here
+            raise WebError(_("This photo cannot be read: save it again as JPEG or PNG."), 400)
     stem = _stem(slot)
     for old in folder.glob(f"{stem}.*"):
         old.unlink(missing_ok=True)
@@ -246,15 +221,16 @@ def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
     """Read the place's photo as ``deck add --photos`` does, keep what was seen (the cards'
     outlines on a shrunk copy, or what to fix) in ``seen/MM.json`` and return it."""
     import cv2
-    import numpy as np
 
-    from companion.recognizer.photos import back_photo_problem, read_month_photo
+    from companion.recognizer.image_files import give_memory_back
+    from companion.recognizer.photos import _read_image, back_photo_problem, read_month_photo
 
     stem = _stem(slot)
     with _checking:
         if slot == BACK:
             back, problem = back_photo_problem(path)
-            image = cv2.imdecode(np.fromfile(str(path), np.uint8), cv2.IMREAD_COLOR)
+            # the picture the back was found on (its quad is in its pixels)
+            image = back.image if back is not None else _read_image(path)
             quads = [back.quad] if back is not None else []
         else:
             photo = read_month_photo(path, slot)
@@ -269,6 +245,8 @@ def check_photo(folder: Path, slot: int | str, path: Path) -> dict:
             cv2.imwrite(str(folder / "seen" / f"{stem}.jpg"), small, [cv2.IMWRITE_JPEG_QUALITY, 82])
             seen["size"] = [small.shape[1], small.shape[0]]
             seen["quads"] = [[[round(float(v) * scale, 1) for v in p] for p in q] for q in quads]
+        del image
+        give_memory_back()
     # written whole, then put in place: a page rendered meanwhile reads the old one or this
     temporary = folder / "seen" / f".{stem}.json.part"
     temporary.write_text(json.dumps(seen))
@@ -580,6 +558,9 @@ def save():
         raise
     finally:
         _teaching.release()
+        from companion.recognizer.image_files import give_memory_back
+
+        give_memory_back()  # the twelve photos and their crops: hundreds of MB back
     _forget_pending()
     target = url_for("teach.page", taught=deck.name)
     return go_to(target)
