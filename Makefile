@@ -8,7 +8,10 @@ PIP = $(PY) -m pip install -q --disable-pip-version-check -c constraints.txt
 .PHONY: demo test setup setup-test browser lint wheel-check lock
 
 ## make demo: install the companion and open a scripted demo match at http://127.0.0.1:5000
+## (the companion command is in $(VENV)/bin: say so first, every command of the README is one
+## line away)
 demo: setup
+	@echo "The companion is installed in $(VENV): run '. $(VENV)/bin/activate' to put 'companion' on the PATH (or run $(VENV)/bin/companion)."
 	$(PY) -m companion.cli demo
 
 ## make test: install the product and the lab (torch) and everything the tests need (Chromium

@@ -6,7 +6,8 @@ gets corrected, a Koi-Koi call, a Stop and rounds won. ``play_script`` appends i
 a readable pace (instantly in tests); ``run_demo`` serves the page while a thread plays it.
 
 ``companion demo --camera`` (and the scripted demo page's "Watch the camera keep score" link)
-shows the camera keeping the score instead: a short simulated round, filmed as it is played
+shows the camera keeping the score instead: simulated rounds where yaku are made and Koi and
+Stop are read from the table, filmed as they are played
 (``SimulatedTable``, the frames of ``companion simulate`` rendered one by one, no file) and read
 by the real pipeline (recognizer, tracker, capture decider, engine) into a match of its own; its
 page shows the live view beside the tally. The simulator films card images, which the package
@@ -31,11 +32,16 @@ from companion.resources import package_path
 
 DEMO_SCRIPT = package_path("data", "demo-match.json")
 MAX_PACE = 600.0  # seconds between events: beyond ten minutes nobody is watching
-# The camera demo: a short livret round between these players, ``CAMERA_TURNS`` turns long,
-# from the first seed at or after ``CAMERA_SEED`` whose round needs no Koi/Stop answer in them
-# (nobody taps in a demo) and captures something; the next round follows on the next seed.
+# The camera demo: livret rounds between these players, each played until a yaku is made and
+# its maker stops, the Koi and the Stop read from the table (nobody taps in a demo). The first
+# rounds are these seeds of the simulator, each dealt by the previous one's winner: a Stop at
+# 33 s of video (the totals move within the first minute), then a Koi and a Stop, then a Koi
+# and a Stop dealt by the other player. Later rounds: the next seeds whose round ends with a
+# Stop within ``CAMERA_STOP_BY`` seconds.
 CAMERA_PLAYERS = ("Aki", "Ben")
-CAMERA_SEED = 1
+CAMERA_ROUNDS = (37, 84, 20)
+CAMERA_STOP_BY = 60.0  # seconds of video
+CAMERA_SEED = 1  # the short rounds of ``turns`` (tests), from this seed on
 CAMERA_TURNS = 6
 CAMERA_DECKS = ("traditional-ngs", "modern-mantia", "hwatu-korean")  # preferred first
 
@@ -43,7 +49,16 @@ CAMERA_DECKS = ("traditional-ngs", "modern-mantia", "hwatu-korean")  # preferred
 @dataclass(frozen=True)
 class DemoStep:
     event: dict  # an engine event as a dict (``Event.from_dict``)
-    say: str = ""
+    say: str = ""  # a Message (its English as a str) the page says in its language, or text
+
+
+def narration(text: str) -> str:
+    """A script's ``say``: the id of a sentence of the catalogs (``demo.*``, in
+    ``companion/live/messages.py``) as that Message, said in the page's language; any other
+    text as it is written."""
+    from companion.messages import TEMPLATES
+
+    return Message(text) if text in TEMPLATES else text
 
 
 @dataclass(frozen=True)
@@ -64,7 +79,9 @@ def load_script(path: str | Path | None = None) -> DemoScript:
         data = json.loads(path.read_text(encoding="utf-8"))
         match = data["match"]
         steps = [
-            DemoStep({k: v for k, v in item.items() if k != "say"}, item.get("say", ""))
+            DemoStep(
+                {k: v for k, v in item.items() if k != "say"}, narration(item.get("say", ""))
+            )
             for item in data["events"]
         ]
         return DemoScript(
@@ -264,26 +281,60 @@ def demo_plan(seed: int, turns: int = CAMERA_TURNS, config=None):
     raise CompanionError(f"No quiet demo round among seeds {seed} to {seed + 199}.")
 
 
+def scoring_plan(seed: int, oya: str | None = None, *, search: bool = True, config=None):
+    """The plan of a demo round dealt by ``oya`` (a seat): ``seed``'s, or with ``search`` the
+    first from ``seed`` on that ends with a Stop within ``CAMERA_STOP_BY`` seconds of video (a
+    yaku made, Koi and Stop read from the table) and needs nothing the camera cannot see (a
+    redeal, a dealt-hand declaration)."""
+    from dataclasses import replace
+
+    from companion.simulator import rounds
+
+    config = replace(config or rounds.SimConfig(p_distractor=0.1), oya=oya, max_turns=None)
+    for candidate in range(seed, seed + (500 if search else 1)):
+        plan = rounds.plan_match(candidate, config)
+        if not search:
+            return plan
+        kinds = {e["event"]["type"]: e["frame"] for e in plan.events}
+        if "redeal" in kinds or "hand_declared" in kinds or "stop_called" not in kinds:
+            continue
+        if kinds["stop_called"] <= CAMERA_STOP_BY * config.fps:
+            return plan
+    raise CompanionError(f"No demo round ending in a Stop among seeds {seed} to {seed + 499}.")
+
+
 class SimulatedTable:
     """A frame source (``companion.live.sources.FrameSource``'s interface) filming simulated
     rounds as they are played: one plan after another (``rounds`` of them, None: for ever),
-    each frame rendered when the pipeline asks for it, ``time`` = index / fps as for a video."""
+    each frame rendered when the pipeline asks for it, ``time`` = index / fps as for a video.
+    The rounds are the demo's scoring rounds (``CAMERA_ROUNDS``, then ``scoring_plan``), each
+    dealt by the previous one's winner; with ``turns``, short rounds of that many turns that
+    need no Koi/Stop answer (``demo_plan``)."""
 
     finite = True  # played at its own pace, as a recording
 
     def __init__(self, deck_dir: str, *, seed: int = CAMERA_SEED, rounds: int | None = 1,
-                 turns: int = CAMERA_TURNS, config=None):  # fmt: skip
+                 turns: int | None = None, config=None):  # fmt: skip
         self.deck_dir = deck_dir
         self.turns = turns
         self.config = config
         self.rounds_left = rounds
         self.plans: list = []
         self._seed = seed
+        self._scripted = list(CAMERA_ROUNDS)
         self._frames = None
         self._index = 0
         self.fps = 10.0
         self.state = SourceState.LIVE
         self._next_plan()
+
+    def _plan(self):
+        if self.turns is not None:
+            return demo_plan(self._seed, self.turns, self.config)
+        oya = self.plans[-1].next_oya if self.plans else None
+        if self._scripted:
+            return scoring_plan(self._scripted.pop(0), oya, search=False, config=self.config)
+        return scoring_plan(self._seed, oya, config=self.config)
 
     def _next_plan(self) -> bool:
         from companion.simulator import rounds
@@ -292,8 +343,8 @@ class SimulatedTable:
             if self.rounds_left <= 0:
                 return False
             self.rounds_left -= 1
-        plan = demo_plan(self._seed, self.turns, self.config)
-        self._seed = plan.seed + 1
+        plan = self._plan()
+        self._seed = max(self._seed, plan.seed + 1)
         self.plans.append(plan)
         self.fps = float(plan.config.fps)
         self._frames = rounds.render_frames(plan, self.deck_dir)
@@ -342,6 +393,10 @@ class CameraDemo:
         self.session = None
         self.match_id: int | None = None
         self._lock = threading.Lock()
+        self.told: dict = {}  # seq -> what the page tells of that event
+        self._told_seq = 0
+        self._state = None
+        self._telling = threading.Lock()
 
     def start(self) -> int:
         from companion.live.session import LiveSession
@@ -372,9 +427,48 @@ class CameraDemo:
             )
             self.app.extensions["companion_live"] = self.session
             self.app.config["LIVE_BESIDE"] = match_id
+            # what the camera reads is told on the page as it is recorded (asked by the page)
+            self.app.config.setdefault("NARRATION", {})[match_id] = self.narrate
+            self.app.config.setdefault("NARRATION_GOES_ON", set()).add(match_id)
             self.session.start()
             self.match_id = match_id
             return match_id
+
+    def narrate(self) -> dict:
+        """The story so far, seq -> Message, told from the events recorded: a deal read, each
+        capture, a Koi or a Stop read from the table, a round's end and why."""
+        with self._telling:
+            self._tell()
+            return dict(self.told)
+
+    def _tell(self) -> None:
+        from companion.game.engine import apply
+        from companion.messages import CardCode
+
+        for stored in self.store.events(self.match_id, after_seq=self._told_seq):
+            self._told_seq = stored.seq
+            before = self._state
+            self._state = state = apply(before, stored.event)
+            event = stored.event
+            line = None
+            if event.type == "round_started":
+                line = Message("demo.camera_round", n=state.round_number)
+            elif event.type == "card_captured":
+                card = CardCode(event.card)
+                line = Message("demo.camera_capture", player=event.player, card=card)
+            elif event.type == "koi_called" and getattr(event, "source", None) == "camera":
+                line = Message("demo.camera_koi", player=event.player)
+            elif event.type == "stop_called" and getattr(event, "source", None) == "camera":
+                line = Message("demo.camera_stop", player=event.player)
+            if before is not None and len(state.rounds) > len(before.rounds):
+                result = state.rounds[-1]
+                if line is not None:
+                    self.told[stored.seq] = line
+                line = Message("demo.camera_round_end", n=result.number, reason=result.reason)
+                self.told[stored.seq + 0.5] = line  # after what ended it, on the same event
+                continue
+            if line is not None:
+                self.told[stored.seq] = line
 
     def stop(self) -> None:
         if self.session is not None:

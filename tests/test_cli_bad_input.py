@@ -210,6 +210,7 @@ BATTERY: dict[str, tuple[list[str], dict[str, tuple[str, ...]]]] = {
         {
             "@0": IN_FILES, "--zones": IN_FILES + ("{rules_bigint}",), "--truth": JSON_FILES,
             "--restart-at": BAD_INTS, "--restart-from": ("", "middle"),
+            "--drop-at": ("", "abc", "5", "5:", ":3", "-1:2", "5:nan", "5:0", "5:1e9", "\x00"),
             "--model": MODELS, "--deck": DECK_NAMES, "--decks-dir": DECK_DIRS,
         },
     ),  # fmt: skip

@@ -201,3 +201,155 @@ def test_demo_command_end_to_end(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     assert not list(tmp_path.glob("companion-demo-*"))  # the temporary database is gone
+
+
+# -- the narration in the page's language; the camera demo's rounds score --------------------
+
+
+@pytest.mark.parametrize(
+    "lang, last",
+    [
+        ("fr", "Manche 4 : à vous. Ajoutez des prises"),
+        ("ja", "第4回：あなたの番です。"),
+        ("en", "Round 4: your turn. Add captures"),
+    ],
+)
+def test_the_scripted_demos_story_is_told_in_the_pages_language(lang, last):
+    from companion.web import create_app
+
+    with MatchStore.open(":memory:") as store:
+        script = load_script()
+        match_id = play_script(store, script)
+        app = create_app(store, testing=True)
+        app.config["NARRATION"] = {
+            match_id: {k + 2: step.say for k, step in enumerate(script.steps) if step.say}
+        }
+        page = app.test_client().get(f"/matches/{match_id}?lang={lang}").get_data(as_text=True)
+    assert 'class="story panel"' in page
+    assert html.escape(last, quote=False) in page
+    if lang != "en":  # no English left in the story
+        assert "your turn" not in page and "Undo the last event" not in page
+
+
+def test_the_camera_demo_tells_what_the_camera_read_in_the_pages_language():
+    from companion.demo import CameraDemo
+    from companion.web import create_app
+
+    with MatchStore.open(":memory:") as store:
+        app = create_app(store, testing=True)
+        demo = CameraDemo(app, store)
+        match_id = store.create_match(players=["Aki", "Ben"], rules="livret", oya="Aki")
+        demo.match_id = match_id  # as start() does, without a camera
+        app.config["NARRATION"] = {match_id: demo.narrate}
+        app.config["NARRATION_GOES_ON"] = {match_id}
+        field = ["01-3", "02-1", "04-2", "06-1", "07-3", "08-2", "10-2", "12-4"]
+        for event in (
+            {"type": "round_started", "field": field},
+            {"type": "card_captured", "player": "Aki", "card": "01-1", "source": "camera"},
+            {"type": "card_captured", "player": "Aki", "card": "01-3", "source": "camera"},
+            {"type": "card_captured", "player": "Aki", "card": "03-1", "source": "camera"},
+            {"type": "card_captured", "player": "Aki", "card": "03-2", "source": "camera"},
+            {"type": "card_captured", "player": "Aki", "card": "08-1", "source": "camera"},
+            {"type": "card_captured", "player": "Aki", "card": "08-2", "source": "camera"},
+        ):
+            store.append(match_id, event)
+        assert store.state(match_id).pending_decision == "Aki"  # Sanko
+        store.append(match_id, {"type": "koi_called", "player": "Aki", "source": "camera"})
+        client = app.test_client()
+        page = client.get(f"/matches/{match_id}?lang=ja").get_data(as_text=True)
+        assert "Akiの役の後も場が続きました：こいこい（卓から読み取り）。" in page
+        assert "カメラが見ました：Akiが" in page
+        for card in ("12-1", "12-2"):  # the Phoenix: four brights, a better yaku
+            store.append(
+                match_id,
+                {"type": "card_captured", "player": "Aki", "card": card, "source": "camera"},
+            )
+        store.append(match_id, {"type": "stop_called", "player": "Aki", "source": "camera"})
+        page = client.get(f"/matches/{match_id}?lang=fr").get_data(as_text=True)
+        assert "Les cartes d’Aki ont été ramassées : Stop, lu sur la table." in page
+        assert "Manche 1 : Aki" in page  # the round's end, and why, in French
+        assert "The demo is over" not in page and "La démo est finie" not in page
+
+
+def test_the_camera_demos_first_rounds_make_yaku_read_koi_and_stop_and_score_in_a_minute():
+    from companion.demo import CAMERA_ROUNDS, scoring_plan
+
+    plans, oya = [], None
+    for seed in CAMERA_ROUNDS:
+        plan = scoring_plan(seed, oya, search=False)
+        plans.append(plan)
+        oya = plan.next_oya
+    kinds = [[(e["event"]["type"], e["frame"]) for e in p.events] for p in plans]
+    for plan, events in zip(plans, kinds, strict=True):
+        types = [t for t, _ in events]
+        assert "stop_called" in types and "redeal" not in types and "hand_declared" not in types
+        assert any(r.points and max(r.points.values()) > 0 for r in plan.rounds)
+    first_stop = next(f for t, f in kinds[0] if t == "stop_called")
+    assert first_stop / plans[0].config.fps <= 45  # the totals move within the first minute
+    assert any(t == "koi_called" for events in kinds[:2] for t, _ in events)
+    # each round is dealt by the one the live match says deals it: the previous winner
+    for before, after in zip(plans, plans[1:], strict=False):
+        dealt = next(e["event"]["oya"] for e in after.events if e["event"]["type"] == "round_started")
+        assert dealt == before.next_oya
+    # later rounds: the next seeds that end with a Stop in the first minute
+    later = scoring_plan(max(CAMERA_ROUNDS) + 1, oya)
+    stop = next(e["frame"] for e in later.events if e["event"]["type"] == "stop_called")
+    assert stop / later.config.fps <= 60
+
+
+def test_make_demo_says_how_to_reach_the_companion_command():
+    """After `make demo`, `companion` is in .venv/bin, not on the PATH: the demo says how to
+    reach it, and so does the README."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    dry = subprocess.run(
+        ["make", "-n", "demo"], cwd=root, capture_output=True, text=True, timeout=60
+    ).stdout
+    said = [line for line in dry.splitlines() if line.startswith("echo")]
+    assert said and ". .venv/bin/activate" in said[0] and ".venv/bin/companion" in said[0]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    make_demo = readme.index("make demo")
+    assert ". .venv/bin/activate" in readme[make_demo : make_demo + 1200]
+
+
+@pytest.mark.slow
+def test_the_camera_demos_first_round_is_scored_from_the_table_within_a_minute(tmp_path):
+    """The first round of `demo --camera`, filmed as it is played and read by the real
+    pipeline with no tap: a yaku made, the Stop read from the table, the totals moved before
+    the first minute of video is over."""
+    from companion.demo import CAMERA_PLAYERS, CameraDemo, SimulatedTable, camera_deck_dir
+    from companion.web import create_app
+
+    try:
+        deck = camera_deck_dir()
+    except CompanionError as exc:
+        pytest.skip(str(exc))
+    store = MatchStore.open(tmp_path / "demo.db")
+    app = create_app(store, testing=True)
+    source = SimulatedTable(deck, rounds=1)
+    moved_at = []
+    demo = CameraDemo(app, store, realtime=False, source=source, echo=lambda line: None)
+    match_id = demo.start()
+    try:
+        deadline = time.monotonic() + 1500
+        while source.state != "ended" and time.monotonic() < deadline:
+            state = store.state(match_id)
+            if not moved_at and any(state.totals.values()):
+                moved_at.append(demo.session.pipeline.last_frame.time)
+            time.sleep(0.2)
+        assert source.state == "ended"
+    finally:
+        demo.stop()
+    (plan,) = source.plans
+    state = store.state(match_id)
+    seats = dict(zip(("A", "B"), CAMERA_PLAYERS, strict=True))
+    assert state.rounds and state.rounds[0].kind == "stop"
+    assert state.rounds[0].points == {seats[s]: n for s, n in plan.rounds[0].points.items()}
+    stops = [s.event for s in store.events(match_id) if s.event.type == "stop_called"]
+    assert [e.source for e in stops] == ["camera"]
+    assert moved_at and moved_at[0] <= 60.0
+    story = demo.narrate()
+    assert any(line.id == "demo.camera_stop" for line in story.values())

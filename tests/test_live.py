@@ -31,6 +31,10 @@ from companion.live.zones import default_zones
 from companion.store import MatchStore
 
 W, H = 1280, 720
+# A cloth with a weave: an empty table still shows something (an even picture is a lens
+# covered, or a dark room, and is not looked at).
+_WEAVE = np.random.default_rng(0).integers(40, 80, (H // 16, W // 16)).astype(np.uint8)
+TABLE_CLOTH = np.repeat(np.kron(_WEAVE, np.ones((16, 16), np.uint8))[..., None], 3, axis=2)
 ZONES = default_zones(2)
 FIELD_SPOTS = [(250 + 110 * (i % 4), 300 if i < 4 else 420) for i in range(8)]
 DEAL = ["01-1", "02-3", "03-3", "05-1", "06-2", "08-3", "09-4", "11-2"]
@@ -394,7 +398,7 @@ class Table:
             self.cards.pop(code)
 
     def image(self):
-        image = np.zeros((H, W, 3), np.uint8)
+        image = TABLE_CLOTH.copy()
         for name, xy, _, _ in self.cards.values():
             q = np.array(quad(*xy), np.int32)
             shade = 120 + 7 * sum(map(ord, name)) % 120  # another reading: other pixels
@@ -744,7 +748,9 @@ def test_the_live_session_serves_status_frames_crops_and_zones(tmp_path):
     from companion.live.sources import Frame, FrameSource
 
     class Recorded(FrameSource):
-        """The frames of a Table scene, as a source."""
+        """The frames of a Table scene, as a source (a recording: still frames are frames)."""
+
+        finite = True
 
         def __init__(self, frames):
             self.frames, self.state = list(frames), "live"

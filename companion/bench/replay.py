@@ -149,6 +149,8 @@ class ReplayReport:
     fps_video: float = 10.0
     recognised: int = 0  # recorded captures recognised where they lay (no event)
     restarts: list = field(default_factory=list)  # frames after which a new pipeline took over
+    drops: list = field(default_factory=list)  # (frame, seconds) the camera showed nothing
+    asked: int = 0  # questions put to the tablet about what the camera did not see
 
     @property
     def rounds_exact(self) -> int:
@@ -181,6 +183,10 @@ class ReplayReport:
             )
         if self.restarts:
             data.update(restarts=self.restarts, recognised=self.recognised)
+        if self.restarts or self.drops:
+            data.update(asked=self.asked)
+        if self.drops:
+            data.update(drops=[list(d) for d in self.drops])
         return data
 
     def text(self, card_words=None) -> str:
@@ -264,11 +270,16 @@ class _Answers:
     Koi, Stop, round ends and deals from the table)."""
 
     WAIT = 3.0
+    # seconds a player takes to answer a question the camera puts to the tablet (it did not
+    # see the answer: a gap, a restart); answered as the truth's player did, with taps or none
+    ASKED_WAIT = 3.0
 
     def __init__(self, truth: dict | None, taps: str = "truth"):
         if taps not in TAPS:
             raise CompanionError(f"Taps are 'truth' or 'none', not {taps!r}.")
         self.none = taps == "none"
+        self.asked_left = list((truth or {}).get("decisions", []))
+        self.asked_since: int | None = None
         truth = {} if self.none else (truth or {})
         calls = [
             item["frame"]
@@ -291,6 +302,34 @@ class _Answers:
     def tapped(self, tap) -> None:
         self.taps.remove(tap)
 
+    def answered(self, round_number: int, player: str) -> None:
+        """That decision is in the store: no question about it is answered again."""
+        for i, d in enumerate(self.asked_left):
+            if (d.get("round"), d.get("player")) == (round_number, player):
+                del self.asked_left[i]
+                return
+
+    def answer_asked(self, state, frame_index: int, fps: float, question: str | None):
+        """The players' answer to the camera's question (``question``: "decision", "round"
+        or None), ``ASKED_WAIT`` after it was put: "koi" or "stop" as the truth's player
+        answered (stop when it has none left), or "ran_out" (a round whose cards went unseen
+        ended on the tablet); None: not yet."""
+        if question is None:
+            self.asked_since = None
+            return None
+        if self.asked_since is None:
+            self.asked_since = frame_index
+        if frame_index - self.asked_since < self.ASKED_WAIT * fps:
+            return None
+        self.asked_since = None
+        if question == "round":
+            return "ran_out"
+        player = state.pending_decision
+        for d in self.asked_left:
+            if (d.get("round"), d.get("player")) == (state.round_number, player):
+                return d.get("answer", "stop")
+        return "stop"
+
     def answer(self, state, frame_index: int, fps: float) -> str | None:
         """ "koi", "stop", or None: not yet (the player has not tapped)."""
         if self.none or not (state.pending_decision and state.round_in_progress):
@@ -312,9 +351,26 @@ class _Answers:
         return None
 
 
-def answer_as_the_truth_did(answers, store, match_id: int, frame_index: int, fps: float) -> list:
+def question_of(pipeline, state) -> str | None:
+    """What the camera asks the tablet now: "decision" (a Koi/Stop it did not see answered),
+    "round" (a round whose cards went while it was away), or None."""
+    if pipeline is None or state is None or not state.round_in_progress:
+        return None
+    decider = pipeline.decider
+    player = state.pending_decision
+    if player is not None and decider.asked(state, player):
+        return "decision"
+    if player is None and decider.moved_on == state.round_number:
+        return "round"
+    return None
+
+
+def answer_as_the_truth_did(
+    answers, store, match_id: int, frame_index: int, fps: float, pipeline=None
+) -> list:
     """Record the players' taps due by ``frame_index`` (``answers``: the truth's, or none with
-    ``--taps none``); returns what was appended."""
+    ``--taps none``), and their answers to what the camera (``pipeline``) asks the tablet;
+    returns what was appended."""
     appended = []
     for tap in answers.due_taps(frame_index):
         try:
@@ -331,8 +387,32 @@ def answer_as_the_truth_did(answers, store, match_id: int, frame_index: int, fps
             appended.append(store.append(match_id, event))
         except IllegalEvent:  # the camera read it from the table first
             break
+        answers.answered(state.round_number, player)
         state = store.state(match_id)
+    kind = answers.answer_asked(state, frame_index, fps, question_of(pipeline, state))
+    if kind is not None:
+        player = state.pending_decision
+        event = {
+            "koi": {"type": "koi_called", "player": player},
+            "stop": {"type": "stop_called", "player": player},
+            "ran_out": {"type": "cards_ran_out"},
+        }[kind]
+        try:
+            appended.append(store.append(match_id, event))
+            if player is not None:
+                answers.answered(state.round_number, player)
+        except IllegalEvent:
+            pass
     return appended
+
+
+def dropped_frames(drops, fps: float) -> set:
+    """The frame numbers a camera showed nothing for: each (first frame, seconds) of
+    ``drops``."""
+    out = set()
+    for first, seconds in drops:
+        out.update(range(int(first), int(first) + int(round(float(seconds) * fps))))
+    return out
 
 
 def replay_video(
@@ -343,23 +423,30 @@ def replay_video(
     truth: dict | None = None,
     limit: int | None = None,
     taps: str = "truth",
+    drops=(),
 ) -> ReplayReport:
     """Run the pipeline over every frame of ``video`` (as fast as the machine goes).
     ``taps``: "truth" (Koi/Stop and what the camera cannot see tapped from the truth file) or
-    "none" (no tap: the truth only scores)."""
+    "none" (no tap: the truth only scores); the players answer what the camera asks the
+    tablet either way. ``drops``: (frame, seconds) from which the camera showed nothing (a
+    stream that dropped out): those frames never reach the pipeline, the taps go on."""
     source = VideoFileSource(video)
     zones, store, match_id = _replayed_match(truth, zones)
     pipeline = LivePipeline(detector, zones, store, match_id)
     answers = _Answers(truth, taps)
     report = ReplayReport(truth=truth is not None, fps_video=source.fps)
+    report.drops = sorted((int(f), float(s)) for f, s in drops)
+    unseen = dropped_frames(report.drops, source.fps)
     event_ms: dict[int, float] = {}
     start = last = time.perf_counter()
     last_cpu = time.process_time()
     with source:
         for frame in source:
             t0 = time.perf_counter()
-            appended = pipeline.process(frame)
-            appended += answer_as_the_truth_did(answers, store, match_id, frame.index, source.fps)
+            appended = [] if frame.index in unseen else pipeline.process(frame)
+            appended += answer_as_the_truth_did(
+                answers, store, match_id, frame.index, source.fps, pipeline
+            )
             now = time.perf_counter()
             ms = (now - t0) * 1000
             report.frame_ms.append(ms)
@@ -375,6 +462,7 @@ def replay_video(
     report.frames = pipeline.frames
     report.detected_frames = pipeline.detected_frames
     report.recognised = len(pipeline.recognised)
+    report.asked = pipeline.asked
     _rounds(report, store, match_id, pipeline)
     if truth:
         _compare(report, truth, pipeline, event_ms)

@@ -46,6 +46,7 @@ def _answers_left(truth, store, match_id, done_until: int, taps: str = "truth") 
                 if (d.get("round"), d.get("player")) == key:
                     del answers.left[i]
                     break
+            answers.answered(*key)
     answers.taps = [(f, e) for f, e in answers.taps if f > done_until]
     return answers
 
@@ -88,7 +89,7 @@ def replay_with_restarts(
                 t0 = time.perf_counter()
                 appended = pipeline.process(local)
                 appended += answer_as_the_truth_did(
-                    answers, store, match_id, frame.index, source.fps
+                    answers, store, match_id, frame.index, source.fps, pipeline
                 )
                 ms = (time.perf_counter() - t0) * 1000
                 report.frame_ms.append(ms)
@@ -102,6 +103,7 @@ def replay_with_restarts(
         report.frames += pipeline.frames
         report.detected_frames += pipeline.detected_frames
         report.recognised += len(pipeline.recognised)
+        report.asked += pipeline.asked
     report.seconds = time.perf_counter() - start
     pipeline.captures = records
     _rounds(report, store, match_id, pipeline)

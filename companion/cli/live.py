@@ -275,6 +275,23 @@ def run_command(
         session.stop()
 
 
+def parse_drop(text: str) -> tuple[int, float]:
+    """``--drop-at FRAME:SECONDS`` as (frame, seconds); one sentence when it is not that."""
+    import math
+
+    frame, colon, seconds = str(text).partition(":")
+    try:
+        first, length = int(frame), float(seconds)
+    except ValueError:
+        first, length = -1, math.nan
+    if not colon or first < 0 or not math.isfinite(length) or not 0 < length <= 3600:
+        fail(
+            f"--drop-at takes FRAME:SECONDS (a frame number and 0 to 3600 seconds, such as "
+            f"200:19), not {text!r}."
+        )
+    return first, length
+
+
 @click.command("replay")
 @click.argument("video", type=click.Path(dir_okay=False))
 @click.option("--zones", "zones_path", type=click.Path(dir_okay=False), help=ZONES_HELP)
@@ -299,6 +316,11 @@ def run_command(
     help="After a restart, go on from that frame (the cards lying as they were) or play the "
     "video again from its start.",
 )  # fmt: skip
+@click.option(
+    "--drop-at", "drop_at", multiple=True, metavar="FRAME:SECONDS",
+    help="The camera shows nothing from this frame for this many seconds, as a stream that "
+    "drops out (repeatable).",
+)  # fmt: skip
 @model_option
 @deck_option
 @decks_dir_option
@@ -311,6 +333,7 @@ def replay_command(
     as_json,
     restart_at,
     restart_from,
+    drop_at,
     model_path,
     deck,
     decks_dir,
@@ -318,6 +341,9 @@ def replay_command(
     """Run the real pipeline on a video: per round, the captured cards and the points."""
     from companion.bench.replay import load_truth, replay_video
 
+    drops = [parse_drop(text) for text in drop_at]
+    if drops and restart_at:
+        fail("Give --drop-at or --restart-at, not both.")
     truth = load_truth(truth_path) if truth_path else None
     detector = live_detector(model_path, deck, decks_dir)
     if restart_at:
@@ -333,7 +359,9 @@ def replay_command(
             taps=taps,
         )
     else:
-        report = replay_video(video, detector, zones=_zones(zones_path), truth=truth, taps=taps)
+        report = replay_video(
+            video, detector, zones=_zones(zones_path), truth=truth, taps=taps, drops=drops
+        )
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -69,8 +69,29 @@ class Reading:
 
 @dataclass(frozen=True)
 class Proposal:
-    kind: str  # "redeal" | "next_round" | "reading"
+    kind: str  # "redeal" | "next_round" | "reading" | "asked"
     text: Message  # the page says it in its language
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the camera last saw of a round with no hand over the table: the steady field
+    cards, the captures recorded by then and how many of them lay in sight."""
+
+    round: int
+    field: frozenset
+    captured: int
+    in_sight: int
+
+
+@dataclass(frozen=True)
+class Away:
+    """The camera did not see the table for a while: ``seconds`` of it (None: the pipeline
+    started again on a match under way, for as long as nobody knows) and what it had last
+    seen (None after a restart)."""
+
+    seconds: float | None = None
+    before: Seen | None = None
 
 
 @dataclass(frozen=True)
@@ -268,12 +289,56 @@ class CaptureDecider:
         self._laid_since_stop = 0  # looks in a row showing more cards than then
         self._clear_since: float | None = None
         self._episode_time = 0.0
+        # the camera away: nothing decided from what it did not see
+        self.away: Away | None = None  # came back, the table not yet compared
+        self._back_at: float | None = None  # the first look since it came back
+        self._away_seconds: float | None = None  # how long, for the question asked
+        self._asked: dict = {}  # decision -> the question put to the tablet (never read)
+        self.seen: Seen | None = None  # the round's table as last seen, no hand over it
+        self.moved_on: int | None = None  # a round whose cards went while the camera was away
+        self._taking_over: int | None = None  # captures, at most, made while it was away
+
+    def came_back(self, away: Away, memory: CaptureDecider | None = None) -> CaptureDecider:
+        """This decider after the camera was away (``away``): a fresh one, as after a
+        restart, that keeps what ``memory`` (the decider before) answered, asked and began,
+        and compares the table with what was seen before deciding anything but captures."""
+        if memory is not None:
+            self._spoken = memory._spoken
+            self._began = memory._began
+            self._asked = memory._asked
+            self._registered_at = memory._registered_at
+        self.away = away
+        self._away_seconds = away.seconds
+        return self
+
+    @property
+    def asking(self) -> Message | None:
+        """The question put to the tablet about a decision the camera did not see answered,
+        while it is pending; None otherwise."""
+        return self._question
+
+    _question: Message | None = None
 
     def step(self, table: TableState, match, *, seats: dict) -> tuple[Decision, ...]:
         """What this look at the table decides, in the order the store appends it."""
         out: list[Decision] = []
         if match is None or not match.started or match.finished:
             return ()
+        self._question = self._open_question(match)
+        if self.away is not None and not self._compared(table, match):
+            # the table is read afresh first: nothing is decided from it yet
+            self._in_round = self._in_round or match.round_in_progress
+            return ()
+        if match.round_in_progress and self.moved_on == match.round_number:
+            self._in_round = True
+            return ()  # the round's cards were gathered unseen: the tablet ends it
+        if match.round_in_progress and not table.hand_present:
+            self.seen = Seen(
+                match.round_number,
+                frozenset(table.field),
+                sum(len(c) for c in match.captures.values()),
+                sum(table.captures_in_sight.values()),
+            )
         if match.round_in_progress:
             self._round_under_way(table, match, seats, out)
         else:
@@ -296,9 +361,95 @@ class CaptureDecider:
     def shown(self) -> Proposal | None:
         """What the tablet shows from the camera: what the table showed against a tap (kind
         "reading"), else what the camera suggests (a redeal, the next round)."""
+        if self._question is not None:
+            return Proposal("asked", self._question)
         if self.notice:
             return Proposal("reading", self.notice)
         return self.proposal
+
+    # -- after the camera was away ----------------------------------------------------------
+
+    def _compared(self, table: TableState, match) -> bool:
+        """Whether the table seen since the camera came back has been compared with what was
+        seen before (once it has settled: no hand, no card waiting, for ``back_settle``; or
+        after ``back_settle_most`` whatever it shows). When it changed (or nothing was seen
+        before: a restart), the Koi/Stop questions pending now are put to the tablet, never
+        read from the table; when the round's captures are gone, the round is left to the
+        tablet."""
+        s = self.settings
+        if self._back_at is None:
+            self._back_at = table.time
+        waited = table.time - self._back_at
+        if waited < s.back_settle - CLOCK_SLACK or (
+            table.hand_present and waited < s.back_settle_most
+        ):
+            return False
+        before, self.away = self.away.before, None
+        if before is not None and before.round != match.round_number:
+            before = None
+        captured = sum(len(c) for c in match.captures.values())
+        in_sight = sum(table.captures_in_sight.values())
+        arrived = sum(len(a) for a in table.arrivals.values())  # captures made meanwhile
+        if before is None:
+            changed = True
+        else:
+            changed = (
+                captured != before.captured
+                or arrived > 0
+                or len(before.field) != len(table.field)
+                or len(before.field ^ frozenset(table.field)) > s.field_changed
+                or in_sight < before.in_sight
+            )
+        if not changed or not match.round_in_progress:
+            return True
+        for player in match.pending_players:
+            self._ask(match, player)
+        # a decision the captures made meanwhile call for may have been answered meanwhile
+        self._taking_over = captured + arrived
+        gone = captured >= s.gathered_least and in_sight <= s.captures_gone_share * captured
+        if before is not None and gone:
+            self.moved_on = match.round_number
+            self._closed_on_deal = True  # what lies next is the next round's
+            # asked once the pending decisions are answered
+            self._asked[("round", match.round_number)] = Message(
+                "camera.away_round_gone", seconds=_seconds(self._away_seconds)
+            )
+        self._question = self._open_question(match)
+        return True
+
+    def _ask(self, match, player: str) -> None:
+        key = _episode_key(match, player)
+        if key in self._spoken or key in self._asked:
+            return
+        if self._away_seconds is None:
+            question = Message("camera.restart_ask", player=player)
+        else:
+            question = Message(
+                "camera.away_ask", player=player, seconds=_seconds(self._away_seconds)
+            )
+        self._asked[key] = question
+
+    def _open_question(self, match) -> Message | None:
+        """The question put to the tablet that is still open: a pending decision asked
+        about, or the round whose cards went while the camera was away."""
+        if not match.round_in_progress:
+            return None
+        for player in match.pending_players:
+            asked = self._asked.get(_episode_key(match, player))
+            if asked is not None:
+                return asked
+        if self.moved_on != match.round_number:
+            return None
+        return self._asked.get(("round", match.round_number))
+
+    @property
+    def questions(self) -> int:
+        """Questions put to the tablet so far (this decider and those it came back from)."""
+        return len(self._asked)
+
+    def asked(self, match, player: str) -> bool:
+        """Whether ``player``'s pending decision was put to the tablet (never read)."""
+        return _episode_key(match, player) in self._asked
 
     # -- during a round ----------------------------------------------------------------------
 
@@ -317,6 +468,8 @@ class CaptureDecider:
         if not match.field and not _captured(match) and self._read_field(table, match, out):
             return
         player = self._watch(table, match)
+        if player is not None and any(self.asked(match, p) for p in match.pending_players):
+            player = None  # put to the tablet: play seen now does not answer it
         self._captures(table, match, seats, out)
         if player is not None and self._koi_from_captures(match, player, out):
             player = None  # answered this look: the next look sees the match without it
@@ -428,6 +581,11 @@ class CaptureDecider:
                 self.notice = None  # answered on the tablet
             return None
         key = _episode_key(match, player)
+        if self._taking_over is not None:
+            if sum(len(c) for c in match.captures.values()) > self._taking_over:
+                self._taking_over = None  # play seen live since
+            elif key not in self._began:
+                self._ask(match, player)
         if key != self._episode:
             self._episode = key
             # a question asked again (an answer undone on the tablet) keeps where it began
@@ -717,6 +875,10 @@ class CaptureDecider:
             return None
         self._deal_since = None
         return field_cards
+
+
+def _seconds(seconds: float | None) -> int:
+    return int(round(seconds or 0))
 
 
 def _captured(match) -> bool:

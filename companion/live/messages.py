@@ -1,6 +1,7 @@
 """The camera's sentences: the templates of what the live session, its capture decider, the
-camera demo and the zones' calibration say (:mod:`companion.live`), registered in the message
-catalogs (:mod:`companion.messages`, whose :class:`Message` the live code takes from here).
+demos (their narration: :mod:`companion.demo`) and the zones' calibration say
+(:mod:`companion.live`), registered in the message catalogs (:mod:`companion.messages`, whose
+:class:`Message` the live code takes from here).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ _template(
     "camera.lost", N_("The camera is lost: keep score by hand, it reconnects by itself."), "camera"
 )
 _template("camera.connecting", N_("Connecting to the camera."), "camera")
+_template(
+    "camera.frozen",
+    N_("The camera's picture is frozen: nothing is read from the table until it moves again."),
+    "camera",
+)
 _template(
     "camera.no_match",
     N_("Start a match on the tablet: the camera follows the latest one."),
@@ -56,6 +62,25 @@ _template(
     "proposal",
 )
 
+# what the camera did not see (a dropped stream, a covered lens, a restart): asked, never read
+_template(
+    "camera.away_ask",
+    N_("The camera was away for %(seconds)s s: did %(player)s stop or call Koi?"),
+    "proposal",
+)
+_template(
+    "camera.restart_ask",
+    N_("The camera started again while %(player)s was deciding: did %(player)s stop or call Koi?"),
+    "proposal",
+)
+_template(
+    "camera.away_round_gone",
+    N_(
+        "The camera was away for %(seconds)s s and the round's captures are gone: end the round "
+        "on the tablet."
+    ),
+    "proposal",
+)
 
 # -- the camera's zones (companion.live.zones, companion.live.layout): a calibration refused --
 # %(zone)s is the zone's name as the layout writes it, quoted ('field', 'captures_A')
@@ -100,6 +125,65 @@ _template(
 # refusal names
 _template("phrase.the_zone_file", N_("the zone file"), "phrase")
 
+# -- the demos' narration (companion.demo): the scripted match's story, the camera demo's -----
+_template("demo.round1_deal", N_("Round 1: Aki deals."), "demo")
+_template("demo.aki_crane", N_("Aki takes the Crane with a pine card."), "demo")
+_template("demo.ben_sake_cup", N_("Ben takes the Sake cup."), "demo")
+_template("demo.aki_curtain", N_("Aki takes the Curtain."), "demo")
+_template("demo.ben_butterflies", N_("Ben takes the Butterflies."), "demo")
+_template(
+    "demo.misread_deer",
+    N_("The camera misreads the Deer as the maple blue ribbon..."),
+    "demo",
+)
+_template("demo.ben_fixes_deer", N_("...and Ben fixes it in two taps: it is the Deer."), "demo")
+_template("demo.aki_plum_chaff", N_("Aki takes two plum chaff."), "demo")
+_template(
+    "demo.ben_inoshikacho",
+    N_("Ben takes the Boar: Boar, Deer and Butterflies make Ino-Shika-Cho."),
+    "demo",
+)
+_template("demo.ben_koi", N_("Ben calls Koi-Koi and plays on."), "demo")
+_template("demo.aki_sanko", N_("Aki takes the Moon: Crane, Curtain and Moon make Sanko."), "demo")
+_template(
+    "demo.aki_stops_doubled",
+    N_("Aki stops: Ben's Koi-Koi doubles Aki's score. Aki wins round 1."),
+    "demo",
+)
+_template("demo.round2_deal", N_("Round 2: the winner, Aki, deals."), "demo")
+_template("demo.ben_sake_cup_again", N_("Ben takes the Sake cup again."), "demo")
+_template(
+    "demo.willow_by_mistake",
+    N_("A willow card still on the table is counted for Aki by mistake..."),
+    "demo",
+)
+_template("demo.willow_removed", N_("...and removed from Aki's captures."), "demo")
+_template(
+    "demo.ben_hanami",
+    N_("Ben takes the Curtain: with the Sake cup, that is Hanami-de-ippai."),
+    "demo",
+)
+_template("demo.ben_stops", N_("Ben stops and wins round 2."), "demo")
+_template("demo.round3_deal", N_("Round 3: Ben deals."), "demo")
+_template("demo.aki_phoenix", N_("Aki takes the Phoenix."), "demo")
+_template("demo.aki_rain_man", N_("Aki takes the Rain man."), "demo")
+_template("demo.undo_bens", N_("Oops, that was Ben's: undo the last event."), "demo")
+_template("demo.round3_draw", N_("The cards run out with no yaku: round 3 is a draw."), "demo")
+_template(
+    "demo.round4_your_turn",
+    N_("Round 4: your turn. Add captures, call Koi or Stop, fix a card, print the summary."),
+    "demo",
+)
+# the camera demo tells what the camera read, as it records it
+_template("demo.camera_round", N_("The camera saw the deal: round %(n)s begins."), "demo")
+_template("demo.camera_capture", N_("The camera saw %(player)s take %(card)s."), "demo")
+_template(
+    "demo.camera_koi", N_("Play went on after %(player)s's yaku: Koi, read from the table."), "demo"
+)
+_template(
+    "demo.camera_stop", N_("%(player)s's cards were gathered: Stop, read from the table."), "demo"
+)
+_template("demo.camera_round_end", N_("Round %(n)s: %(reason)s"), "demo")
 
 # -- the camera's source, as the live view's state line names it (LiveSource.describe) ---------
 _template("source.camera", N_("camera %(target)s"))

@@ -18,6 +18,12 @@ matched to yet (a restart, a video played again from its start, a card typed on 
 are recognised where they lie, by their readings, and adopted without an event; only the
 other arrivals go to the capture decider.
 
+What the camera did not see, it does not decide: a picture that shows nothing (dark, covered)
+is not looked at, and a gap in the pictures (a stream that dropped, a lens uncovered) has the
+table read afresh, as after a restart, and compared with what was seen before; a Koi/Stop
+whose answer may have fallen in the gap (or before a restart) is asked on the tablet, never
+read from the play seen afterwards (``CaptureDecider.came_back``).
+
 The store is the truth: corrections, removals and undos made on the tablet are read back
 (by seq) and applied to the tracker, so a corrected card stays corrected for the rest of
 the round and a removed one is never brought back.
@@ -37,7 +43,7 @@ import numpy as np
 from companion.detections import Detections
 from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
-from companion.live.capture_decider import CaptureDecider, Decision
+from companion.live.capture_decider import Away, CaptureDecider, Decision
 from companion.live.settings import CLOCK_SLACK, DeciderSettings, PipelineSettings, TrackerSettings
 from companion.live.tracker import TableState, TableTracker, TrackState
 from companion.live.zones import CAPTURES, Zones
@@ -110,6 +116,9 @@ class LivePipeline:
         self._earlier_round = False  # a recording of an earlier round is being played again
         self._deal_checked = False  # a field of a deal's size was seen since the start
         self._watch_from: float | None = None  # started between rounds: watching since
+        self._last_time: float | None = None  # the last picture that showed something
+        self.blind_frames = 0  # frames that showed nothing (dark, covered)
+        self.gaps: list[tuple[float, float]] = []  # (time back, seconds away) of each gap
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -162,7 +171,12 @@ class LivePipeline:
                     and last.seq not in self._own
                     and self._settling is None
                 )
-                if tapped_stop and self._still_settling():
+                if self.decider.moved_on == self._match_state.round_number:
+                    # its cards went while the camera was away: what lies is the next round's,
+                    # read afresh (looked at as after motion, to settle at once)
+                    self.tracker.reset_round()
+                    self._motion_at = self.table.time
+                elif tapped_stop and self._still_settling():
                     # the turn's last capture may lie still, not yet decided: decided first
                     until = self.table.time + self.decider_settings.stop_tapped_wait
                     self._settling = (last.seq, last.event.to_dict(), until)
@@ -237,13 +251,16 @@ class LivePipeline:
 
     # -- one frame ---------------------------------------------------------------------------
 
-    def motion(self, image: np.ndarray) -> tuple[float, float]:
-        """(fraction moved since the previous frame, fraction changed since the detector's
-        last look), on a small blurred grey copy."""
+    def small(self, image: np.ndarray) -> np.ndarray:
+        """The frame as the small grey copy the motion gate compares (not yet blurred)."""
         grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
+        return cv2.resize(grey, self.pipeline_settings.motion_size, interpolation=cv2.INTER_AREA)
+
+    def motion(self, image: np.ndarray, small: np.ndarray | None = None) -> tuple[float, float]:
+        """(fraction moved since the previous frame, fraction changed since the detector's
+        last look), on a small blurred grey copy (``small``: the frame's, made already)."""
         s = self.pipeline_settings
-        small = cv2.resize(grey, s.motion_size, interpolation=cv2.INTER_AREA)
-        small = cv2.GaussianBlur(small, (3, 3), 0)
+        small = cv2.GaussianBlur(self.small(image) if small is None else small, (3, 3), 0)
         moved = changed = 1.0
         if self._prev_small is not None:
             mask = cv2.absdiff(small, self._prev_small) > s.pixel_change
@@ -274,11 +291,23 @@ class LivePipeline:
         settling = self._motion_at is not None and now - self._motion_at <= s.settle_after_motion
         return changed >= s.changed or settling
 
+    def blind(self, small: np.ndarray) -> bool:
+        """Whether the picture (its small grey copy) shows nothing: a dark room, a lens covered
+        or capped (nearly even)."""
+        return float(small.std()) < self.pipeline_settings.blind_contrast
+
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
         with self._lock:
             self.frames += 1
-            moved, changed = self.motion(frame.image)
+            small = self.small(frame.image)
+            if self.blind(small):
+                self.blind_frames += 1  # not looked at: the camera is away until it shows
+                return []
+            last, self._last_time = self._last_time, frame.time
+            if last is not None and frame.time - last > self.pipeline_settings.gap_after:
+                self._came_back(frame.time - last)
+            moved, changed = self.motion(frame.image, small)
             if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
             self.last_frame = frame
@@ -310,10 +339,31 @@ class LivePipeline:
                 self._sync()
             return appended
 
+    def _came_back(self, seconds: float) -> None:
+        """The camera saw nothing for ``seconds``: the table is read afresh, as after a
+        restart (the captures recorded meanwhile recognised where they lie, those made
+        meanwhile taken over), and the decider compares it with what it saw before deciding
+        anything else; what it cannot tell is asked on the tablet."""
+        self.gaps.append((self._last_time, seconds))
+        away = Away(seconds, self.decider.seen)
+        self.tracker = TableTracker(self.zones, self.tracker_settings)
+        self.table = self.tracker.state
+        fresh = CaptureDecider(self.decider_settings)
+        self.decider = fresh.came_back(away, memory=self.decider)
+        self._settling = None
+        self._prev_small = self._detected_small = self._moving = None
+        self._detected_at = self._motion_at = None
+        self._resumed, self._watch_from = False, None
+        self._deal_checked, self._earlier_round = False, False
+
     def _append_decided(self, decisions: tuple[Decision, ...], frame, state) -> list:
         """Append the decider's events; register each capture with its physical card."""
         appended = []
         for decision in decisions:
+            if decision.event.type == "round_started" and self._an_earlier_deal(
+                decision.event.field
+            ):
+                continue  # a recording played again: that round was played already
             try:
                 stored = self._append(decision.event)
             except IllegalEvent as exc:  # the tablet got there first, or the round ended
@@ -340,6 +390,12 @@ class LivePipeline:
                 )
         return appended
 
+    def _an_earlier_deal(self, field) -> bool:
+        """Whether ``field`` is a round's dealt field already recorded (``same_deal`` cards
+        in common): a recording played again, never a new deal."""
+        cards = set(field or ())
+        return any(len(cards & dealt) >= self.pipeline_settings.same_deal for dealt in self._dealt)
+
     def _leftovers(self, state, now: float) -> None:
         """Started between two rounds (killed after a Stop, before the cards were gathered):
         while the table is first watched, a table holding captures is the ended round's, its
@@ -347,6 +403,9 @@ class LivePipeline:
         before a deal opens the next round; a table showing only a field is a new deal."""
         if not self._resumed:
             self._resumed = True
+            if state.round_in_progress and self.decider.away is None and not self.gaps:
+                # started again on a round under way: its pending answers were not seen
+                self.decider.came_back(Away())
             between = bool(state.rounds) and not state.round_in_progress and not state.finished
             self._watch_from = now if between else None
         if self._watch_from is None:
@@ -427,6 +486,11 @@ class LivePipeline:
             if adopted:
                 left = tuple(a for a in arrivals if a.track not in adopted)
                 self.table = replace(self.table, arrivals={**self.table.arrivals, seat: left})
+
+    @property
+    def asked(self) -> int:
+        """Questions put to the tablet about what the camera did not see (a gap, a restart)."""
+        return self.decider.questions
 
     @property
     def proposal(self):

@@ -36,6 +36,11 @@ BEHIND_AT_MOST = 0.25  # seconds a recording played in real time may lag before 
 # the terminal): long enough for a webcam to start or a stream to connect, short enough that
 # the players are not left wondering. The source keeps retrying all the same.
 NO_PICTURE_AFTER = 5.0  # seconds
+# A live camera's sensor never gives the same picture twice for long: a stream sending one
+# picture over and over this long (a stalled encoder, a phone's camera app in the background)
+# is frozen, and its pictures are not looked at until one differs (the pipeline then sees a
+# gap, and compares the table with what it saw: a still table was merely still).
+FROZEN_AFTER = 3.0  # seconds
 # What to check when a source sends nothing, by kind of source ("camera", "stream").
 ADVICE = {
     "camera": "check that it is plugged in and that no other program is using it",
@@ -115,6 +120,8 @@ class LiveSession:
         # One line per change of the source's state (connecting, live, lost, absent, ended).
         self._log = log or logging.getLogger("companion.live").info
         self._down_since: float | None = None  # since when no picture has come
+        self._same: tuple | None = None  # (a sample of the last picture, since when the same)
+        self.frozen = False  # a live source sending one picture over and over
         self._said: str | None = None  # the last state put in the log
 
     # -- the web page's side ------------------------------------------------------------------
@@ -177,6 +184,8 @@ class LiveSession:
         if len(times) >= 2 and times[-1] > times[0]:
             fps = (len(times) - 1) / (times[-1] - times[0])
         proposal = self.pipeline.proposal
+        if self.frozen and state is SourceState.LIVE:
+            state = SourceState.LOST  # a frozen picture is no picture: the page says why
         return {
             "camera": state.value,
             "source": self.source.describe() if self.source else "none",
@@ -193,6 +202,8 @@ class LiveSession:
     def _message(self, state: SourceState) -> str:
         if self.absent():
             return self.absent_sentence()
+        if self.frozen:
+            return Message("camera.frozen")
         if state is SourceState.LOST:
             return Message("camera.lost")
         if state is SourceState.CONNECTING:
@@ -321,6 +332,9 @@ class LiveSession:
         frame = self.source.read()
         self._watch_source(frame is not None)
         if frame is None:
+            self._same = None  # the same picture again after none is not a frozen stream
+            return False
+        if self._stuck(frame):
             return False
         with self._reading:
             self.pipeline.process(frame)
@@ -330,6 +344,19 @@ class LiveSession:
         del self._times[:-60]
         self.message = Message("camera.following", n=self.pipeline.match_id)
         return True
+
+    def _stuck(self, frame) -> bool:
+        """Whether a live source has sent this very picture for ``FROZEN_AFTER`` seconds (a
+        recording may hold still frames; a camera's noise never does)."""
+        if getattr(self.source, "finite", False):
+            return False
+        sample = np.ascontiguousarray(frame.image[::8, ::8])
+        if self._same is None or not np.array_equal(sample, self._same[0]):
+            self._same = (sample, frame.time)
+            self.frozen = False
+            return False
+        self.frozen = frame.time - self._same[1] >= FROZEN_AFTER
+        return self.frozen
 
     def _catch_up(self, behind: float) -> None:
         """A recording played at its pace drops the frames the pipeline is too late for, as

@@ -493,6 +493,33 @@ class DeciderSettings:
         " for each to be credited to the one player holding an odd number of its month (his "
         "capture's partner, missed): more credits cards on a round cut short",
     )
+    # -- after the camera was away (a dropped stream, a dark or covered lens, a restart) -----
+    back_settle: float = tuning(
+        1.0,
+        "seconds the table is watched after the camera comes back (no hand over it, no card "
+        "waiting) before it is compared with what was recorded: less compares a table still "
+        "being read, more holds the round's decisions longer",
+    )
+    back_settle_most: float = tuning(
+        5.0,
+        "seconds after the camera comes back by which the table is compared with what was "
+        "recorded whatever lies or moves there: less compares under a resting arm, more "
+        "holds the round's decisions longer",
+    )
+    field_changed: int = tuning(
+        2,
+        "field cards that may be named differently before and after the camera was away (as "
+        "many in sight: misreads) with the table still counting as unchanged: more lets a "
+        "card swapped in the gap pass unnoticed, less asks the players after short gaps",
+        low=0,
+    )
+    captures_gone_share: float = tuning(
+        0.5,
+        "the round's recorded captures in sight after the camera came back at most this "
+        "share of them: the round's cards were gathered while it was away (nothing more is "
+        "decided in that round); higher takes a row half hidden for a gathering",
+        high=1.0,
+    )
     laid_after_stop: int = tuning(
         2,
         "looks in a row showing more cards than when a tapped Stop closed the round before "
@@ -583,6 +610,22 @@ class PipelineSettings:
         "seconds between looks at least (10 a second at 30 fps: every third frame; every "
         "frame at 10-12 fps): less settles a card sooner, but costs a 30 fps camera its real "
         "time",
+    )
+    # -- a camera that was away ---------------------------------------------------------------
+    gap_after: float = tuning(
+        1.5,
+        "seconds between two pictures (of the frames' own clock) beyond which the camera was "
+        "away (a stream that dropped, a lens dark or covered): the table is then read afresh"
+        " and compared with what was recorded, and what it did not see is asked, never "
+        "guessed; less takes a slow machine's dropped frames for a gap, more may read a "
+        "decision from a table that changed unseen",
+    )
+    blind_contrast: float = tuning(
+        4.0,
+        "grey levels (0..255) of spread (standard deviation) below which the small picture "
+        "shows nothing (a dark room, a lens covered or capped): such a frame is not looked "
+        "at, as if none came; more takes a plain, evenly lit table for a covered lens",
+        high=255,
     )
     # -- captures settling when a Stop is tapped ---------------------------------------------
     settling_seen_within: int = tuning(

@@ -61,12 +61,17 @@ class SimConfig:
     backgrounds: tuple[str, ...] = ()  # texture folders/files; default ../shared/backgrounds
     rows: str = "overlap"  # how captures lie: "overlap" (top 60 % shows) or "apart"
     players: int = 2  # 2, or 3 (B and C share the top edge, as default_zones(3) has them)
+    oya: str | None = None  # who deals first (a seat); default: A
 
     def __post_init__(self):
         if self.rows not in ("overlap", "apart"):
             raise SimulateError(f"Captures lie 'overlap' or 'apart', not {self.rows!r}.")
         if self.players not in AROUND:
             raise SimulateError(f"A simulated table has 2 or 3 players, not {self.players}.")
+        if self.oya is not None and self.oya not in self.seats:
+            raise SimulateError(
+                f"The first dealer is one of the seats {', '.join(self.seats)}, not {self.oya!r}."
+            )
 
     @property
     def seats(self) -> tuple[str, ...]:
@@ -175,6 +180,7 @@ class MatchPlan:
     rounds: list[RoundPlan]
     frames: int
     rules_name: str
+    next_oya: str | None = None  # who deals the round after the last one filmed
 
     def resting_pose(self, code: str, frame: int) -> Pose | None:
         """Where ``code`` lies at ``frame`` when not moving (None: off the table or moving)."""
@@ -448,7 +454,9 @@ class _Planner:
                 f"Rule set {self.rules.name!r} plays at most {lengths[-1]} rounds, "
                 f"not {cfg.rounds}."
             )
-        started = MatchStarted.new(list(self.players), cfg.rules, rounds=longer[0]).to_dict()
+        started = MatchStarted.new(
+            list(self.players), cfg.rules, rounds=longer[0], oya=cfg.oya
+        ).to_dict()
         if Path(cfg.rules).suffix.lower() != ".toml":
             started.pop("rules_text", None)  # a preset: its name is enough to replay
         self._event(started)
@@ -467,6 +475,7 @@ class _Planner:
             self.rounds,
             self.frame,
             self.rules.name,
+            self.state.next_oya,
         )
 
     def _deal_sizes(self) -> tuple[int, int]:

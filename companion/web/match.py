@@ -123,6 +123,8 @@ def board_context(match_id: int) -> dict:
     for p in players:
         p["leads"] = len(leaders) == 1 and p["name"] == leaders[0] and len(players) > 1
     told = (current_app.config.get("NARRATION") or {}).get(match_id) or {}
+    if callable(told):  # a story told as it is recorded (the camera demo's)
+        told = told()
     # A Koi or Stop the camera read from the table, while it is the latest change: one tap
     # takes it back.
     latest = state.log[-1] if state.log else None
@@ -132,8 +134,11 @@ def board_context(match_id: int) -> dict:
             camera_call = {"player": latest.player, "kind": latest.type.split("_")[0]}
     return {
         # A scripted demo's narration up to this event, newest last (empty for a real match).
-        "story": [text for at, text in sorted(told.items()) if at <= seq][-3:],
-        "story_done": bool(told) and seq >= max(told),
+        "story": [text for at, text in sorted(told.items()) if at <= seq + 0.5][-3:],
+        # the scripted story has an end; the camera demo's goes on as long as it plays
+        "story_done": bool(told)
+        and seq >= max(told)
+        and match_id not in current_app.config.get("NARRATION_GOES_ON", ()),
         "camera_call": camera_call,
         "koi_callers": ", ".join(f"{side} ×{n}" for side, n in state.koi.items() if n),
         "info": info,

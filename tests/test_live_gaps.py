@@ -1,0 +1,258 @@
+"""What the camera did not see, it does not decide: a stream that drops out, a lens dark or
+covered, a pipeline started again. Hand-written detection sequences through the real tracker
+and decider (the helpers of test_live); a simulated round cut at each kind of moment is
+measured by ``companion replay --drop-at`` (docs/LIVE.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_live import DEAL, FIELD_SPOTS, ZONES, ScriptedDetector, Table, hanami_for_aki, live
+
+from companion.live.pipeline import LivePipeline
+from companion.store import MatchStore
+
+__all__ = ["live"]  # the fixture, used by name
+
+DEAL_2 = ["01-2", "02-1", "04-2", "06-1", "07-3", "08-2", "10-2", "12-4"]
+
+
+def away(table, seconds, during=None):
+    """The camera sees nothing for ``seconds`` (its frames never come); ``during`` changes
+    the table meanwhile."""
+    if during is not None:
+        during(table)
+    table.index += round(seconds * 10)
+
+
+def round_life(store, match_id):
+    """The events that are not captures (after match_started), as (type, player)."""
+    return [
+        (s.event.type, getattr(s.event, "player", None))
+        for s in store.events(match_id)[1:]
+        if s.event.type != "card_captured"
+    ]
+
+
+def stopped_gathered_and_dealt_again(table, play_on=False):
+    """Aki stops; every card is gathered; the next round is dealt (and, with ``play_on``, its
+    first turns are played: Ben takes 06-1 with 06-3, cards are laid on the field)."""
+    table.cards.clear()
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    if play_on:
+        table.take("06-1")
+        table.put("06-1", 300, 100)
+        table.put("06-3", 330, 100)
+        table.put("11-1", 470, 360)
+        table.put("05-2", 580, 360)
+
+
+@pytest.mark.parametrize("play_on", [False, True], ids=["new-deal", "new-deal-and-play"])
+def test_a_stop_made_while_the_camera_was_away_is_asked_never_guessed(live, play_on):
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    assert store.state(match_id).pending_decision == "Aki"
+    events = round_life(store, match_id)
+    away(table, 19, lambda t: stopped_gathered_and_dealt_again(t, play_on))
+    table.run(80)  # the camera is back: 8 s of the new table
+    assert round_life(store, match_id) == events  # no Koi, no Stop, no round end, no deal
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "asked"
+    assert "19 s" in proposal.text and "Aki" in proposal.text
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # answered on the tablet
+    table.run(40)
+    state = store.state(match_id)
+    assert state.rounds[0].winner == "Aki" and state.rounds[0].kind == "stop"
+    assert state.round_number == 2 and state.round_in_progress
+    assert table.pipeline.proposal is None or table.pipeline.proposal.kind != "asked"
+    dealt = set(DEAL_2) - ({"06-1"} if play_on else set())
+    assert dealt <= {c.code for c in state.field}
+    if play_on:  # the next round's first capture goes to the next round
+        assert sorted(c.code for c in state.captures["Ben"]) == ["06-1", "06-3"]
+        assert state.rounds[0].points["Aki"] > 0
+
+
+def test_play_seen_after_a_gap_does_not_answer_a_koi_asked_on_the_tablet(live):
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+
+    def ben_plays_on(t):  # Aki said Koi; Ben laid a card that took nothing
+        t.put("04-1", 470, 360)
+
+    away(table, 6, ben_plays_on)
+    table.run(20)
+    table.run(3, hand=True)
+    table.put("12-1", 580, 360)  # and Ben's draw: plainly a Koi, had it been seen
+    table.run(20)
+    assert ("koi_called", "Aki") not in round_life(store, match_id)
+    assert table.pipeline.proposal.kind == "asked"
+    assert store.state(match_id).pending_decision == "Aki"
+    store.append(match_id, {"type": "koi_called", "player": "Aki"})
+    table.take("11-2")  # play goes on and is read again
+    table.run(3, hand=True)
+    table.put("11-1", 600, 100)
+    table.put("11-2", 630, 100)
+    table.run(12)
+    assert sorted(c.code for c in store.state(match_id).captures["Ben"]) == ["11-1", "11-2"]
+    assert [e for e in round_life(store, match_id) if e[0] == "koi_called"] == [
+        ("koi_called", "Aki")
+    ]
+
+
+def test_a_short_gap_over_a_still_table_changes_nothing_and_koi_is_read(live):
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    away(table, 3)  # Aki thinks; the stream drops and comes back, the table as it was
+    table.run(20)
+    assert table.pipeline.gaps and not table.pipeline.asked
+    table.run(3, hand=True)
+    table.put("04-1", 470, 360)
+    table.run(8)
+    table.run(3, hand=True)
+    table.put("12-1", 580, 360)
+    table.run(10)
+    calls = [s.event for s in store.events(match_id) if s.event.type == "koi_called"]
+    assert [(e.player, e.source) for e in calls] == [("Aki", "camera")]
+
+
+def test_a_capture_made_while_the_camera_was_away_is_taken_over(live):
+    store, match_id, table = live
+    table.run(5)
+
+    def aki_takes_the_pine(t):
+        t.take("01-1")
+        t.put("01-1", 300, 620)
+        t.put("01-3", 330, 620)
+
+    away(table, 4, aki_takes_the_pine)
+    table.run(25)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["01-1", "01-3"]
+    assert [s.event.type for s in store.events(match_id)].count("card_captured") == 2
+
+
+def dark(table, seconds):
+    """The lens covered (an even, nearly black picture): the detector finds nothing."""
+    from companion.live.sources import Frame
+
+    for _ in range(round(seconds * 10)):
+        table.detector.looks = []
+        image = np.full((720, 1280, 3), 6, np.uint8)
+        table.events += table.pipeline.process(Frame(image, table.index, table.index / 10))
+        table.index += 1
+
+
+def test_nothing_is_decided_while_the_lens_is_covered(live):
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    events = round_life(store, match_id)
+    dark(table, 6)  # a sleeve over the lens: no card seen, no hand seen, no backs
+    assert round_life(store, match_id) == events  # not read as the cards gathered
+    assert table.pipeline.blind_frames == 60
+    table.run(30)  # uncovered, the table as it was: play goes on being read
+    assert round_life(store, match_id) == events
+    assert not table.pipeline.asked
+
+
+def test_a_frozen_stream_is_a_gap():
+    """A live stream that sends the same picture over and over (a stalled encoder) is not
+    looked at: the table it shows is not the table."""
+    from companion.live.session import LiveSession
+    from companion.live.sources import Frame, FrameSource
+
+    class Stalled(FrameSource):
+        fps = 10.0
+
+        def __init__(self, picture):
+            self.picture, self.index, self.state = picture, 0, "live"
+
+        def read(self):
+            frame = Frame(self.picture, self.index, self.index / 10)
+            self.index += 1
+            return frame
+
+        def describe(self):
+            return "stream"
+
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6)
+    detector = ScriptedDetector()
+    scene = Table(LivePipeline(detector, ZONES, store, match_id), detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        scene.put(code, x, y)
+    source = Stalled(scene.image())
+    session = LiveSession(source, detector, store, match_id=match_id, realtime=False)
+    detector.looks = list(scene.cards.values())
+    for _ in range(60):
+        session.step()
+    assert session.pipeline.frames < 60 and session.frozen
+    status = session.status()
+    assert status["camera"] == "lost" and status["message"].id == "camera.frozen"
+    source.picture = source.picture.copy()
+    source.picture[:20, :20] = 255  # it moves again
+    session.step()
+    assert not session.frozen and session.status()["camera"] == "live"
+
+
+def test_a_restart_while_a_koi_or_stop_is_awaited_asks_it_and_play_seen_again_never_answers():
+    """Killed while Aki's Koi/Stop was awaited, started again on a recording played from its
+    start: an empty table, then the deal and Aki's captures laid again in front of it; the
+    cards coming into sight once counted as play going on (a Koi nobody called)."""
+    from test_live_restart import ROWS, new_match, start
+
+    store, match_id = new_match()
+    table = start(store, match_id, {}, 20)  # the table before the deal
+
+    def play(t):
+        for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+            t.put(code, x, y)
+        t.run(25)
+        for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
+            t.take(dealt)
+            t.run(3, hand=True)
+            t.put(dealt, *ROWS["Aki"][spots[0]])
+            t.put(hand, *ROWS["Aki"][spots[1]])
+            t.run(10)
+        t.run(3, hand=True)
+        t.put("12-1", 470, 360)  # Ben's card, taking nothing
+        t.run(10)
+        t.take("08-3")
+        t.run(3, hand=True)
+        t.put("08-3", 700, 620)
+        t.put("08-1", 734, 620)  # Aki's third bright: Sanko
+        t.run(10)
+
+    play(table)
+    assert store.state(match_id).pending_decision == "Aki"
+    events = round_life(store, match_id)
+    again = start(store, match_id, {}, 20)  # the same recording from its start
+    play(again)
+    again.run(30)
+    assert round_life(store, match_id) == events
+    assert again.pipeline.proposal.kind == "asked" and "Aki" in again.pipeline.proposal.text
+
+
+def test_replay_drop_at_keeps_those_frames_from_the_pipeline(tmp_path):
+    import cv2
+    from click.testing import CliRunner
+
+    from companion.bench.replay import replay_video
+    from companion.cli import main
+
+    video = tmp_path / "table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (64, 36))
+    weave = np.random.default_rng(1).integers(40, 200, (36, 64, 3)).astype(np.uint8)
+    for _ in range(40):
+        writer.write(weave)
+    writer.release()
+    report = replay_video(video, ScriptedDetector(), drops=[(10, 2.0)])
+    assert report.frames == 20  # frames 10 to 29 never reached it
+    data = report.to_dict()
+    assert data["drops"] == [[10, 2.0]] and data["asked"] == 0
+    refused = CliRunner().invoke(main, ["replay", str(video), "--drop-at", "10"])
+    assert refused.exit_code == 2 and "FRAME:SECONDS" in refused.output
