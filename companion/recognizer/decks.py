@@ -658,13 +658,20 @@ def store_deck(
         sureness=sureness,
         back_embeddings=back_embeddings,
     )
+    from companion.recognizer import design_references
     from companion.recognizer.keypoints import DeckKeypoints
 
     faces = faces if faces is not None else source_faces(source)
+    design = None
+    if design_references.wanted(deck):
+        session = design_references.design_session()
+        design = design_references.DesignReferences.of_crops(session, crops, ids)
 
     def write_keypoints(folder: Path) -> None:  # taught again from no face: no former points
         if faces:
             DeckKeypoints.from_faces(faces).save(folder)
+        if design is not None:
+            design.save(folder)
 
     deck.save(decks_dir, names_file, also=write_keypoints)
     return deck
@@ -802,6 +809,21 @@ class DeckNamer:
         self.names = deck.names_deck()
         # the deck's cards found by their own points (None: no faces to take them from)
         self.verifier = verifier_for(deck)
+        # a design of its own is named by the design embedder's references too
+        self.design, self.design_session = None, None
+        from companion.recognizer import design_references
+
+        if design_references.wanted(deck):
+            self.design_session = design_references.design_session()
+            self.design = design_references.for_deck(deck, self.design_session, settings)
+        if self.design is not None:
+            design_card = np.searchsorted(self.card_ids, self.design.class_ids)
+            self._design_by_card = np.argsort(design_card, kind="stable")
+            self._design_starts = np.flatnonzero(
+                np.diff(design_card[self._design_by_card], prepend=-1)
+            )
+            if len(self._design_starts) != len(self.card_ids):
+                self.design = None  # references of other cards than the deck's: not used
 
     def similarity(self, crops: np.ndarray) -> np.ndarray:
         """How near each crop (N, H, W, 3, cut as the detector cuts a card) lies to the deck's
@@ -815,16 +837,28 @@ class DeckNamer:
             nearest = np.maximum(nearest, (feats @ self.deck.back_embeddings.T).max(axis=1))
         return nearest
 
-    def _describe(self, bgr: np.ndarray, det: Detections, rows: np.ndarray) -> np.ndarray:
+    def _crops(self, bgr: np.ndarray, det: Detections, rows: np.ndarray) -> np.ndarray:
         matrices = crop_matrices(quads_to_rboxes(det.quads[rows]), self.settings)
-        return describe(
-            self.session, crop_cards(bgr, matrices, self.settings), self.deck.descriptor
-        )
+        return crop_cards(bgr, matrices, self.settings)
 
     def _nearest_by_card(self, feats: np.ndarray) -> np.ndarray:
         """Each crop's similarity to each card's nearest reference: (crops, cards)."""
         sims = feats @ self.deck.embeddings.T  # (crops, refs)
         return np.maximum.reduceat(sims[:, self._by_card], self._starts, axis=1)
+
+    def _named_by_design(self, crops: np.ndarray, best: np.ndarray) -> np.ndarray:
+        """``best`` (crops, cards) blended with the crops' nearest design references of each
+        card (``design_references.DESIGN_WEIGHT``), still in similarity units; as it was
+        where the deck has none."""
+        if self.design is None or len(crops) == 0:
+            return best
+        from companion.recognizer.design_references import DESIGN_WEIGHT
+
+        sims = embed(self.design_session, crops) @ self.design.embeddings.T
+        design = np.maximum.reduceat(
+            sims[:, self._design_by_card], self._design_starts, axis=1
+        )
+        return (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
         if self.deck.back_embeddings is not None:
@@ -839,8 +873,9 @@ class DeckNamer:
         faces = np.flatnonzero(faces)
         if len(faces) == 0:
             return det
-        best = self._nearest_by_card(self._describe(bgr, det, faces))
-        return self._named(det, faces, best)
+        crops = self._crops(bgr, det, faces)
+        best = self._nearest_by_card(describe(self.session, crops, self.deck.descriptor))
+        return self._named(det, faces, self._named_by_design(crops, best))
 
     def _with_own_back(self, bgr: np.ndarray, det: Detections) -> Detections:
         """Naming by a deck that was shown its back: every detection, whatever the classifier
@@ -852,7 +887,8 @@ class DeckNamer:
         if len(det) == 0:
             return det
         rows = np.arange(len(det))
-        feats = self._describe(bgr, det, rows)
+        crops = self._crops(bgr, det, rows)
+        feats = describe(self.session, crops, self.deck.descriptor)
         best = self._nearest_by_card(feats)
         to_back = (feats @ self.deck.back_embeddings.T).max(axis=1)
         is_back = to_back > best.max(axis=1) + BACK_MARGIN
@@ -871,7 +907,7 @@ class DeckNamer:
         faces = np.flatnonzero(~is_back)
         if len(faces) == 0:
             return det
-        return self._named(det, faces, best[faces])
+        return self._named(det, faces, self._named_by_design(crops[faces], best[faces]))
 
     def _named(self, det: Detections, faces: np.ndarray, best: np.ndarray) -> Detections:
         """``det`` with the detections ``faces`` named after the deck's cards (``best``: their

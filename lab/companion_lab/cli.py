@@ -489,6 +489,30 @@ def kitchen_photos_command(seeds, decks, workers, write_dir, as_json):
     click.echo("  refused: " + (", ".join(f"{k} {v}" for k, v in sorted(refused.items())) or "none"))
 
 
+@main.command("train-design-embedder")
+@click.option("--out", "out_dir", default="companion/models", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Where design_embedder.onnx, its weights and its record are written.")
+@click.option("--minutes", default=60.0, show_default=True, type=click.FloatRange(0.1, 10000),
+              help="How long to train (the nets are written every five minutes too).")
+@seed_option("Made-up decks and augmentation seed.")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64))
+@click.option("--resume", "resume_from", type=click.Path(dir_okay=False),
+              help="Start from these weights (design_embedder.pt) instead of the classifier's.")
+@friendly_errors
+def train_design_embedder_command(out_dir, minutes, seed, threads, resume_from):
+    """Train the embedding that names the cards of a taught deck of any design, by metric
+    learning on many made-up decks (each episode: one deck's 48 cards, its reference crops
+    and crops of its cards on a table), starting from the classifier's weights."""
+    try:
+        from companion_lab.design_embedder import EmbedderConfig, train_design_embedder
+    except ImportError:
+        fail(NEEDS_TORCH)
+    config = EmbedderConfig(minutes=minutes, seed=seed, threads=threads)
+    record = train_design_embedder(out_dir, config, checkpoint=resume_from)
+    click.echo(json.dumps(record, indent=2))
+
+
 def _parse_size(value):
     """'768x448' -> (768, 448); None stays None."""
     if value is None:

@@ -1,0 +1,79 @@
+"""The design embedder's training: made-up decks are drawn the same for a seed and differ
+between seeds and between the cards of a month; the crops it learns from are the product's crop
+size with their cards' indices; a short run lowers the loss of a fixed episode; the exported
+file gives the torch net's unit-length features to uint8 crops, as the product feeds them."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from companion_lab import design_embedder as de  # noqa: E402
+
+from companion.recognizer.decks import model_settings  # noqa: E402
+from companion.recognizer.nets import open_session  # noqa: E402
+from companion.recognizer.settings import Settings  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return Settings.from_dict(model_settings())
+
+
+def test_a_motley_deck_is_drawn_the_same_for_its_seed_and_its_cards_differ():
+    first, again, other = de.motley_deck(3), de.motley_deck(3), de.motley_deck(4)
+    assert len(first) == 48 and first[0].shape == (de.FACE_H, de.FACE_W, 3)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not np.array_equal(first[0], other[0])
+    # the four cards of January are four different pictures
+    jan = [first[k].astype(np.int16) for k in range(4)]
+    assert min(np.abs(a - b).mean() for i, a in enumerate(jan) for b in jan[i + 1 :]) > 1.0
+
+
+def test_a_repainted_deck_changes_the_pictures_but_keeps_their_size():
+    faces = de.motley_deck(5)
+    painted = de.repainted_deck(faces, seed=2)
+    assert [p.shape for p in painted] == [f.shape for f in faces]
+    assert np.abs(painted[0].astype(np.int16) - faces[0]).mean() > 5
+
+
+def test_views_are_crops_of_the_product_size_with_their_cards(settings):
+    faces = de.motley_deck(6)[:6]
+    rng = np.random.default_rng(0)
+    refs = de.reference_views(faces[2], rng, settings, 3)
+    assert refs.shape == (6, settings.inputs.crop_height, settings.inputs.crop_width, 3)
+    crops, ids = de.table_views(faces, rng, settings, per_card=2)
+    assert crops.shape[0] == 12 and ids.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert crops.dtype == np.uint8 and crops.std() > 10  # pictures, not blanks
+
+
+def test_training_lowers_the_loss_of_an_episode_and_the_export_matches_torch(settings, tmp_path):
+    from companion_lab.training import _as_input
+
+    torch.manual_seed(0)
+    net = de.build_embedder_net()
+    rng = np.random.default_rng(1)
+    faces = de.motley_deck(8)[:8]
+    refs = np.concatenate([de.reference_views(f, rng, settings, 2) for f in faces])
+    ref_ids = torch.from_numpy(np.repeat(np.arange(8), 4))
+    queries, query_ids = de.table_views(faces, rng, settings, per_card=2)
+    r, q, qi = _as_input(refs), _as_input(queries), torch.from_numpy(query_ids)
+    optimiser = torch.optim.Adam(net.parameters(), lr=1e-3)
+    net.train()
+    first, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
+    for _ in range(10):
+        loss, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    with torch.no_grad():  # still the batch's own statistics, as ``first``
+        after, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
+    net.eval()
+    with torch.no_grad():
+        expected = net(q[:5]).numpy()
+    assert float(after) < float(first.detach()) * 0.8
+    out = de.export_design_embedder(net, tmp_path / "design_embedder.onnx", settings)
+    got = open_session(out, 1).run(None, {"crop": np.ascontiguousarray(queries[:5])})[0]
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
