@@ -21,7 +21,7 @@ import re
 import shutil
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
@@ -817,13 +817,22 @@ class DeckNamer:
             self.design_session = design_references.design_session()
             self.design = design_references.for_deck(deck, self.design_session, settings)
         if self.design is not None:
+            known = np.isin(self.design.class_ids, self.card_ids)
+            self.design = replace(
+                self.design,
+                embeddings=self.design.embeddings[known],
+                class_ids=self.design.class_ids[known],
+            )
+            # the cards it has references of (made again from photos, one may be unreadable
+            # now): the others are named by the first references alone
             design_card = np.searchsorted(self.card_ids, self.design.class_ids)
             self._design_by_card = np.argsort(design_card, kind="stable")
             self._design_starts = np.flatnonzero(
                 np.diff(design_card[self._design_by_card], prepend=-1)
             )
-            if len(self._design_starts) != len(self.card_ids):
-                self.design = None  # references of other cards than the deck's: not used
+            self._design_cards = np.unique(design_card)
+            if len(self._design_cards) == 0:
+                self.design = None
 
     def similarity(self, crops: np.ndarray) -> np.ndarray:
         """How near each crop (N, H, W, 3, cut as the detector cuts a card) lies to the deck's
@@ -855,7 +864,8 @@ class DeckNamer:
         from companion.recognizer.design_references import DESIGN_WEIGHT
 
         sims = embed(self.design_session, crops) @ self.design.embeddings.T
-        design = np.maximum.reduceat(
+        design = best.copy()
+        design[:, self._design_cards] = np.maximum.reduceat(
             sims[:, self._design_by_card], self._design_starts, axis=1
         )
         return (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)

@@ -291,11 +291,11 @@ def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.n
     side of 40-150 pixels), tilted in depth, turned any way, on a flat or textured table; half
     the time it lies in a fanned row, another card of the deck over part of it or under it; the
     box around it is the detector's, a little off."""
-    h0, w0 = FACE_H, FACE_W
+    h0 = FACE_H
     crops, ids = [], []
     for card in range(len(faces)):
         for _ in range(per_card):
-            long = rng.uniform(40, 150)
+            long = math.exp(rng.uniform(math.log(36), math.log(150)))
             scale = long / h0
             size = int(long * 2.6)
             grain = rng.normal(0, rng.uniform(2, 12), (size // 2 + 1, size // 2 + 1))
@@ -313,21 +313,26 @@ def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.n
                 _lay(table, face, quad)
 
             quad = quad_at(centre)
-            fanned = rng.random() < 0.5
+            fanned = rng.random() < 0.55
             others = [k for k in range(len(faces)) if k != card]
-            if fanned:  # a neighbour under it, another over it, shifted along the row
-                along = np.array([math.cos(angle), math.sin(angle)])
-                across = np.array([-math.sin(angle), math.cos(angle)])
-                shift = rng.uniform(0.3, 0.7)
-                direction = across if rng.random() < 0.7 else along
-                span = (w0 if direction is across else h0) * scale
-                if rng.random() < 0.5:
-                    under = others[int(rng.integers(len(others)))]
-                    lay(faces[under], quad_at(centre - direction * span * shift))
+            width_way = np.array([math.cos(angle), math.sin(angle)])
+            long_way = np.array([-math.sin(angle), math.cos(angle)])
+            if fanned and rng.random() < 0.8:
+                # a capture row: cards side by side along their width, each laid over the one
+                # before it, a strip of 38-72 % of a card's width showing of each covered one
+                n = int(rng.integers(2, 7))
+                place = int(rng.integers(n))
+                step = rng.uniform(0.38, 0.72) * FACE_W * scale * rng.choice([-1.0, 1.0])
+                for j in range(n):
+                    face = faces[card] if j == place else faces[others[int(rng.integers(47))]]
+                    wobble = rng.normal(0, 0.01 * long, 2)
+                    lay(face, quad if j == place else quad_at(
+                        centre + (j - place) * step * width_way + wobble))  # fmt: skip
+            elif fanned:  # another card over its lower or upper part (a second row)
                 lay(faces[card], quad)
                 over = others[int(rng.integers(len(others)))]
-                offset = rng.uniform(0.3, 0.75)
-                lay(faces[over], quad_at(centre + direction * span * offset))
+                offset = rng.uniform(0.35, 0.75) * FACE_H * scale * rng.choice([-1.0, 1.0])
+                lay(faces[over], quad_at(centre + offset * long_way))
             else:
                 lay(faces[card], quad)
             gain, bias = rng.uniform(0.6, 1.3), rng.uniform(-30, 30)
