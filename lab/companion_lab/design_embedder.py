@@ -285,6 +285,27 @@ def _lay(table: np.ndarray, face: np.ndarray, quad: np.ndarray) -> None:
     cv2.copyTo(warped, mask, table)
 
 
+def _degraded(table: np.ndarray, rng, long: float) -> np.ndarray:
+    """What a webcam does to a small card across the table: out of focus, smeared by a hand's
+    or the camera's motion, washed out by a lamp or a window, compressed."""
+    if rng.random() < 0.4:
+        table = cv2.GaussianBlur(table, (0, 0), rng.uniform(0.5, 2.5) * long / 100)
+    if rng.random() < 0.2:
+        length = max(3, int(rng.uniform(0.03, 0.12) * long))
+        kernel = np.zeros((length, length), np.float32)
+        kernel[length // 2] = 1.0 / length
+        turn = cv2.getRotationMatrix2D((length / 2 - 0.5, length / 2 - 0.5), rng.uniform(0, 180), 1)
+        kernel = cv2.warpAffine(kernel, turn, (length, length))
+        table = cv2.filter2D(table, -1, kernel / max(kernel.sum(), 1e-6))
+    if rng.random() < 0.15:  # washed out: the dark tones lifted toward white
+        lift = rng.uniform(0.3, 0.7)
+        table = (255 - (255 - table.astype(np.float32)) * (1 - lift)).astype(np.uint8)
+    if rng.random() < 0.3:
+        ok, data = cv2.imencode(".jpg", table, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(30, 80))])
+        table = cv2.imdecode(data, cv2.IMREAD_COLOR) if ok else table
+    return table
+
+
 def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Crops of the deck's cards lying on a table as a camera sees them: ``per_card`` of each
     card, (48 * per_card, crop h, crop w, 3) and their card indices. The card is small (a long
@@ -344,6 +365,7 @@ def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.n
                 cv2.fillPoly(mask, [pts], 1.0)
                 mask = cv2.GaussianBlur(mask, (0, 0), size / 20)[..., None]
                 table = (table * (1 - rng.uniform(0.3, 0.6) * mask)).astype(np.uint8)
+            table = _degraded(table, rng, long)
             rbox = quads_to_rboxes(quad[None])[0]
             rbox[:2] += rng.normal(0, 0.04, 2) * rbox[2:4]
             rbox[2:4] *= np.exp(rng.normal(0, 0.06))
