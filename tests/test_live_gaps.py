@@ -256,3 +256,62 @@ def test_replay_drop_at_keeps_those_frames_from_the_pipeline(tmp_path):
     assert data["drops"] == [[10, 2.0]] and data["asked"] == 0
     refused = CliRunner().invoke(main, ["replay", str(video), "--drop-at", "10"])
     assert refused.exit_code == 2 and "FRAME:SECONDS" in refused.output
+
+
+@pytest.mark.parametrize("first", ["empty-table", "deal-lying"])
+def test_a_restart_after_the_stop_plays_the_ended_round_again_without_opening_one(first):
+    """Killed while Aki's Stop was awaited, started again on the recording played from its
+    start (its first picture an empty table, or the deal already lying): the Stop is asked
+    and answered; the ended round's deal and its play, seen again, open no round (neither
+    the deal, an earlier round's, nor a field read once its captures are under way, nor
+    the field cards remembered while a hand gathers them); the next deal, after the table
+    was gathered, opens the next round."""
+    from test_live_restart import ROWS, new_match, start
+
+    def play(t):
+        for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+            t.put(code, x, y)
+        t.run(25)
+        for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
+            t.take(dealt)
+            t.run(3, hand=True)
+            t.put(dealt, *ROWS["Aki"][spots[0]])
+            t.put(hand, *ROWS["Aki"][spots[1]])
+            t.run(10)
+        t.run(3, hand=True)
+        t.put("12-1", 470, 360)  # Ben's card, taking nothing
+        t.run(10)
+        t.take("08-3")
+        t.run(3, hand=True)
+        t.put("08-3", 700, 620)
+        t.put("08-1", 734, 620)  # Aki's third bright: Sanko
+        t.run(10)
+
+    store, match_id = new_match()
+    table = start(store, match_id, {}, 20)
+    play(table)
+    assert store.state(match_id).pending_decision == "Aki"
+    if first == "deal-lying":
+        again = start(store, match_id, {}, 20)
+    else:
+        detector = ScriptedDetector()
+        again = Table(LivePipeline(detector, ZONES, store, match_id), detector)
+        again.run(20)
+    again.run(30)
+    assert again.pipeline.proposal.kind == "asked"
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # answered on the tablet
+    again.run(20)
+    play(again)
+    again.run(30)
+    assert not store.state(match_id).round_in_progress
+    for code in list(again.cards):  # the cards gathered under a sweeping hand
+        again.take(code)
+        again.run(2, hand=True)
+    again.run(20)
+    assert [e.event.type for e in again.events] == []  # nothing opened, nothing captured
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        again.put(code, x, y)
+    again.run(30)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert set(DEAL_2) == {c.code for c in state.field}

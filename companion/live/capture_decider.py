@@ -311,6 +311,13 @@ class CaptureDecider:
         self._away_seconds = away.seconds
         return self
 
+    def played_again(self) -> None:
+        """The deal just read is an earlier round's, played again (a recording from its
+        start): no round opens from it, and its play is no sign against a Stop tapped."""
+        self._deal_since = None
+        self._tapped = None
+        self.proposal = None
+
     @property
     def asking(self) -> Message | None:
         """The question put to the tablet about a decision the camera did not see answered,
@@ -865,6 +872,8 @@ class CaptureDecider:
         if len(field_cards) < deal - s.deal_short:
             self._deal_since = None
             return None
+        if table.cards_in_sight < deal - s.deal_short:
+            return None  # field cards remembered, not seen: a deal lies in sight
         if field_cards != self._deal_codes or self._deal_since is None:
             self._deal_codes, self._deal_since = field_cards, table.time
             if not playing:
