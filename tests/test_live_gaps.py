@@ -315,3 +315,76 @@ def test_a_restart_after_the_stop_plays_the_ended_round_again_without_opening_on
     state = store.state(match_id)
     assert state.round_number == 2 and state.round_in_progress
     assert set(DEAL_2) == {c.code for c in state.field}
+
+
+# A short cut (2 s) over each kind of moment; the capture and the Koi are above. The long
+# cuts and the restarts over a simulated match: ``python -m companion.bench.gaps``.
+
+
+def test_a_short_cut_as_the_stop_is_said_leaves_the_stop_to_the_gathering_seen(live):
+    """A stops: the final table lies still while points are counted, the camera away 2 s of
+    it. Back, the table is as it was: nothing asked, and the sweep seen after reads the Stop."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    away(table, 2)
+    table.run(15)
+    assert not table.pipeline.asked and store.state(match_id).round_in_progress
+    gather(table, "03-1", "03-3", "09-1", "09-4")
+    table.run(40)
+    stops = [(s.event.player, s.event.source) for s in store.events(match_id)
+             if s.event.type == "stop_called"]  # fmt: skip
+    assert stops == [("Aki", "camera")]
+    assert store.state(match_id).rounds[-1].winner == "Aki"
+
+
+def test_a_short_cut_over_the_gathering_asks_the_decision_and_the_next_deal_opens(live):
+    """A stops; the camera is away the 2 s his captures are swept: back, they are gone with
+    no answer seen. The decision is asked, never read (a Stop is likely, not seen); answered
+    on the tablet, the field gathered in sight and the next deal open the next round."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(20)
+    events = round_life(store, match_id)
+    away(table, 2, lambda t: t.take("03-1", "03-3", "09-1", "09-4"))
+    table.run(40)
+    assert round_life(store, match_id) == events
+    assert table.pipeline.proposal.kind == "asked" and "Aki" in table.pipeline.proposal.text
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})
+    gather(table, *[c for c in DEAL if c not in ("03-3", "09-4")])
+    table.run(15)
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    state = store.state(match_id)
+    assert state.rounds[0].winner == "Aki" and state.rounds[0].kind == "stop"
+    assert state.round_number == 2 and sorted(c.code for c in state.field) == sorted(DEAL_2)
+
+
+def test_a_short_cut_over_the_next_deal_opens_the_round_on_the_deal_seen_back(live):
+    """The round ended, the table gathered in sight; the camera is away the 2 s the next
+    field is dealt: back, the deal lying opens the next round, nothing asked."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped
+    table.run(10)
+    gather(table, *table.cards)
+    table.run(15)
+
+    def dealt(t):
+        for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+            t.put(code, x, y)
+
+    away(table, 2, dealt)
+    table.run(40)  # the table compared a second after, the deal opened once it lies still
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.field) == sorted(DEAL_2)
+    assert not table.pipeline.asked

@@ -291,7 +291,10 @@ class LivePipeline:
         if since < s.look_every - CLOCK_SLACK:
             return False
         settling = self._motion_at is not None and now - self._motion_at <= s.settle_after_motion
-        return changed >= s.changed or settling
+        # back from a gap, the table is looked at closely until it has been compared with what
+        # was recorded: compared a still moment later, before the next move hides it
+        comparing = self.decider.away is not None
+        return changed >= s.changed or settling or comparing
 
     def blind(self, small: np.ndarray) -> bool:
         """Whether the picture (its small grey copy) shows nothing: a dark room, a lens covered
