@@ -388,3 +388,26 @@ def test_a_short_cut_over_the_next_deal_opens_the_round_on_the_deal_seen_back(li
     assert state.round_number == 2 and state.round_in_progress
     assert sorted(c.code for c in state.field) == sorted(DEAL_2)
     assert not table.pipeline.asked
+
+
+def test_a_round_dealt_and_begun_while_the_camera_was_away_is_opened_and_its_captures_taken_over(
+    live,
+):
+    """The round ended and was gathered in sight; the camera away 19 s while the next round
+    is dealt and Ben takes 06-1 with 06-3: back, the round under way is opened on the field
+    lying and Ben's capture taken over (never taken for the ended round's cards left lying)."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped
+    table.run(10)
+    gather(table, *table.cards)
+    table.run(15)
+    away(table, 19, lambda t: stopped_gathered_and_dealt_again(t, play_on=True))
+    table.run(40)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.captures["Ben"]) == ["06-1", "06-3"]
+    assert {"01-2", "02-1", "04-2", "07-3"} <= {c.code for c in state.field}

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import time
 from pathlib import Path
+
+import numpy as np
 
 from companion.bench.replay import load_truth, question_of, replay_video
 from companion.bench.restart import replay_with_restarts
@@ -29,7 +32,8 @@ FINAL_HOLD_S = 2.0  # the simulated round's final table lies still this long bef
 
 class RememberingDetector:
     """A detector that looks at each distinct picture once: the same picture (a video played
-    again, replayed in another cell) gets the looks it got the first time."""
+    again, replayed in another cell) gets the looks it got the first time. Pictures are told
+    apart by every third pixel of every third row (a decoded video's frames differ there)."""
 
     def __init__(self, detector):
         self.inner = detector
@@ -37,7 +41,10 @@ class RememberingDetector:
         self.hits = 0
 
     def detect(self, image):
-        key = hashlib.blake2b(memoryview(image.data).cast("B"), digest_size=16).digest()
+        sample = np.ascontiguousarray(image[::3, ::3])
+        key = hashlib.md5(sample.data, usedforsecurity=False).digest() + bytes(
+            str(image.shape), "ascii"
+        )
         found = self.looks.get(key)
         if found is None:
             found = self.looks[key] = self.inner.detect(image)
@@ -57,23 +64,15 @@ class RememberingDetector:
 
 def moments(truth: dict) -> dict:
     """Each kind of moment's frame in the truth: the first capture's card lying still, the
-    first Koi and Stop called, the gathering after the round that ended with that Stop (the
-    final table lies still ``FINAL_HOLD_S``, then the players sweep it), and the next round's
-    deal (its first frame). A kind the match lacks is left out."""
-    events = truth.get("events", [])
-    rounds = {r["round"]: r for r in truth.get("rounds", [])}
+    first Koi and Stop called, the gathering after the first round that ended with another
+    after it (its final table lies still ``FINAL_HOLD_S`` after its Stop or its cards ran
+    out, then the players sweep it), and the next round's deal (its first frame). A kind the
+    match lacks is left out."""
+    fps = float(truth.get("fps") or 10)
+    rounds = sorted(truth.get("rounds", []), key=lambda r: r["round"])
     found: dict[str, int] = {}
-    round_of_frame = []
-    for r in sorted(rounds.values(), key=lambda r: r["round"]):
-        round_of_frame.append((r.get("first_frame", 0), r.get("last_frame"), r["round"]))
-
-    def round_at(frame):
-        for lo, hi, n in round_of_frame:
-            if lo <= frame and (hi is None or frame <= hi):
-                return n
-        return None
-
-    for item in events:
+    ends = []  # (frame, kind) of each round's end
+    for item in truth.get("events", []):
         kind = item["event"].get("type")
         if kind == "card_captured" and "capture" not in found:
             found["capture"] = int(item.get("steady_frame", item["frame"]))
@@ -81,13 +80,16 @@ def moments(truth: dict) -> dict:
             found["koi"] = int(item["frame"])
         elif kind == "stop_called" and "stop" not in found:
             found["stop"] = int(item["frame"])
-            number = round_at(item["frame"])
-            ended = rounds.get(number, {})
-            following = rounds.get((number or 0) + 1)
-            fps = float(truth.get("fps") or 10)
-            found["gathering"] = int(item["frame"]) + int(round(FINAL_HOLD_S * fps))
-            if ended.get("last_frame") is not None and following is not None:
-                found["deal"] = int(following.get("first_frame", ended["last_frame"] + 1))
+        if kind in ("stop_called", "cards_ran_out"):
+            ends.append(int(item["frame"]))
+    for ended, following in zip(rounds, rounds[1:], strict=False):
+        last = ended.get("last_frame")
+        end = next((f for f in ends if f <= (last if last is not None else f)), None)
+        if last is None or end is None:
+            continue
+        found["gathering"] = end + int(round(FINAL_HOLD_S * fps))
+        found["deal"] = int(following.get("first_frame", last + 1))
+        break
     return found
 
 
@@ -124,7 +126,8 @@ def run_matrix(
 ) -> dict:  # fmt: skip
     """The matrix's cells (see the module docstring), with the plain replay as a baseline;
     ``progress(cell)`` is called as each is done."""
-    remembering = RememberingDetector(detector)
+    remembering = detector if isinstance(detector, RememberingDetector) else None
+    remembering = remembering or RememberingDetector(detector)
     fps = float(truth.get("fps") or 10)
     at = moments(truth)
     started = time.perf_counter()
@@ -171,7 +174,7 @@ def main(argv=None) -> int:
     import argparse
     import sys
 
-    from companion.cli.live import live_detector
+    from companion.recognizer import Recognizer
 
     parser = argparse.ArgumentParser(
         prog="python -m companion.bench.gaps", description=__doc__.split("\n\n")[0]
@@ -184,14 +187,27 @@ def main(argv=None) -> int:
     parser.add_argument("--no-restarts", action="store_true")
     parser.add_argument("--taps", choices=("none", "truth"), default="none")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--looks", help="A file keeping the detector's looks between runs on the same video."
+    )
     args = parser.parse_args(argv)
     truth = load_truth(args.truth)
+    detector = RememberingDetector(Recognizer.load(None, threads=2, nets="auto"))
+    if args.looks and Path(args.looks).is_file():
+        detector.looks = pickle.loads(Path(args.looks).read_bytes())
+    known = len(detector.looks)
+
+    def progress(cell):
+        print(_line(cell), file=sys.stderr, flush=True)
+        if args.looks and len(detector.looks) > known:
+            Path(args.looks).write_bytes(pickle.dumps(detector.looks))
+
     result = run_matrix(
-        Path(args.video), truth, live_detector(None),
+        Path(args.video), truth, detector,
         cuts=tuple(float(s) for s in args.cuts.split(",") if s),
         kinds=tuple(k for k in args.moments.split(",") if k),
         restarts=not args.no_restarts, restart_from=args.restart_from, taps=args.taps,
-        progress=lambda cell: print(_line(cell), file=sys.stderr, flush=True),
+        progress=progress,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=1))

@@ -115,6 +115,7 @@ class LivePipeline:
         self._dealt: list[set] = []  # the dealt field of each round of the match, in order
         self._earlier_round = False  # a recording of an earlier round is being played again
         self._played_again: float | None = None  # between rounds: an ended round's play seen
+        self._round_unseen = False  # back from a gap between rounds, the table was gathered
         self._deal_checked = False  # a field of a deal's size was seen since the start
         self._watch_from: float | None = None  # started between rounds: watching since
         self._last_time: float | None = None  # the last picture that showed something
@@ -351,7 +352,17 @@ class LivePipeline:
         meanwhile taken over), and the decider compares it with what it saw before deciding
         anything else; what it cannot tell is asked on the tablet."""
         self.gaps.append((self._last_time, seconds))
-        away = Away(seconds, self.decider.seen)
+        state = self._match_state
+        # between two rounds, the ended round's cards gone: what lies when it comes back,
+        # captures included, is the next round's (not the ended round's left lying)
+        self._round_unseen = (
+            state is not None
+            and bool(state.rounds)
+            and not state.round_in_progress
+            and not state.finished
+            and not any((t.zone or "").startswith(CAPTURES) for t in self.tracker.tracks.values())
+        )
+        away = Away(seconds, self.decider.seen, round_unseen=self._round_unseen)
         self.tracker = TableTracker(self.zones, self.tracker_settings)
         self.table = self.tracker.state
         fresh = CaptureDecider(self.decider_settings)
@@ -418,7 +429,7 @@ class LivePipeline:
                 # started again on a round under way: its pending answers were not seen
                 self.decider.came_back(Away())
             between = bool(state.rounds) and not state.round_in_progress and not state.finished
-            self._watch_from = now if between else None
+            self._watch_from = now if between and not self._round_unseen else None
         if self._watch_from is None:
             return
         if state.round_in_progress:
