@@ -74,6 +74,9 @@ def test_a_cell_is_exact_pending_or_silently_wrong():
     assert wrong["verdict"] == "wrong" and wrong["wrong_rounds"] == [2]
     never = _cell(_report(True, True, extra=True), None)  # a round that never was
     assert never["verdict"] == "wrong" and never["extra_rounds"] == [3]
+    # a round the plain replay scores wrong too is the camera's own miss, not the cut's
+    assert _cell(_report(True, False), None, baseline=[2])["verdict"] == "exact"
+    assert _cell(_report(False, False), None, baseline=[2])["verdict"] == "wrong"
 
 
 def test_the_remembering_detector_looks_at_each_picture_once():

@@ -5,9 +5,11 @@ capture, a Koi, a Stop, the gathering and the next deal, for each length of cut.
     python -m companion.bench.gaps --video D/table.mp4 --truth D/truth.json --json
 
 Each cell is scored ``exact`` (every round scored as the truth, the questions the camera put
-to the tablet answered as the truth's players would), ``pending`` (a round not scored yet,
-with a question on the tablet still open: nothing silently wrong) or ``wrong`` (a round
-scored otherwise than the truth with nothing asked: silently wrong). The detector's looks are
+to the tablet answered as the truth's players would; a round the plain replay scores wrong
+too, the camera's own miss, does not count against a cell), ``pending`` (a round not scored
+yet, with a question on the tablet still open: nothing silently wrong) or ``wrong`` (a round
+scored otherwise than the truth with nothing asked, or a round that never was: silently
+wrong). The detector's looks are
 kept per picture, so every cell after the first costs the pipeline's work, not the nets'.
 """
 
@@ -99,11 +101,15 @@ def _verdict(report, pending: bool) -> str:
     return "pending" if pending else "wrong"
 
 
-def _cell(report, pipeline_question) -> dict:
+def _cell(report, pipeline_question, baseline=()) -> dict:
+    """A cell's figures and verdict; ``baseline``: the rounds the plain replay scores wrong
+    (the camera's own misses, not the cut's), which do not count against the cell."""
     wrong_rounds = [r.round for r in report.rounds if r.truth_points is not None and not r.exact]
     extra = [r.round for r in report.rounds if r.truth_points is None]
     pending = pipeline_question is not None
     verdict = _verdict(report, pending)
+    if verdict == "wrong" and wrong_rounds and set(wrong_rounds) <= set(baseline):
+        verdict = "exact"  # wrong as the plain replay is, nothing more
     if verdict == "exact" and extra:
         verdict = "wrong"  # a round that never was
     return {
@@ -135,7 +141,11 @@ def run_matrix(
     last = {}
 
     def keep(report, kind, how, seconds):
-        cell = {"moment": kind, "how": how, "seconds": seconds, **_cell(report, last["open"])}
+        baseline = out["plain"]["wrong_rounds"] if "plain" in out else ()
+        cell = {
+            "moment": kind, "how": how, "seconds": seconds,
+            **_cell(report, last["open"], baseline),
+        }  # fmt: skip
         out["cells"].append(cell)
         if progress is not None:
             progress(cell)
