@@ -791,6 +791,7 @@ class CaptureDecider:
         self._clear_since = None
         self._episode = None
         self._deal_since = None
+        self._taking_over = None  # what was taken over was that round's
         last = match.rounds[-1] if match.rounds else None
         tapped_stop = last is not None and last.kind == "stop" and not self._said_stop
         self._tapped = ("stop", last.winner, None) if tapped_stop else None
