@@ -256,3 +256,158 @@ def test_replay_drop_at_keeps_those_frames_from_the_pipeline(tmp_path):
     assert data["drops"] == [[10, 2.0]] and data["asked"] == 0
     refused = CliRunner().invoke(main, ["replay", str(video), "--drop-at", "10"])
     assert refused.exit_code == 2 and "FRAME:SECONDS" in refused.output
+
+
+@pytest.mark.parametrize("first", ["empty-table", "deal-lying"])
+def test_a_restart_after_the_stop_plays_the_ended_round_again_without_opening_one(first):
+    """Killed while Aki's Stop was awaited, started again on the recording played from its
+    start (its first picture an empty table, or the deal already lying): the Stop is asked
+    and answered; the ended round's deal and its play, seen again, open no round (neither
+    the deal, an earlier round's, nor a field read once its captures are under way, nor
+    the field cards remembered while a hand gathers them); the next deal, after the table
+    was gathered, opens the next round."""
+    from test_live_restart import ROWS, new_match, start
+
+    def play(t):
+        for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+            t.put(code, x, y)
+        t.run(25)
+        for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
+            t.take(dealt)
+            t.run(3, hand=True)
+            t.put(dealt, *ROWS["Aki"][spots[0]])
+            t.put(hand, *ROWS["Aki"][spots[1]])
+            t.run(10)
+        t.run(3, hand=True)
+        t.put("12-1", 470, 360)  # Ben's card, taking nothing
+        t.run(10)
+        t.take("08-3")
+        t.run(3, hand=True)
+        t.put("08-3", 700, 620)
+        t.put("08-1", 734, 620)  # Aki's third bright: Sanko
+        t.run(10)
+
+    store, match_id = new_match()
+    table = start(store, match_id, {}, 20)
+    play(table)
+    assert store.state(match_id).pending_decision == "Aki"
+    if first == "deal-lying":
+        again = start(store, match_id, {}, 20)
+    else:
+        detector = ScriptedDetector()
+        again = Table(LivePipeline(detector, ZONES, store, match_id), detector)
+        again.run(20)
+    again.run(30)
+    assert again.pipeline.proposal.kind == "asked"
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # answered on the tablet
+    again.run(20)
+    play(again)
+    again.run(30)
+    assert not store.state(match_id).round_in_progress
+    for code in list(again.cards):  # the cards gathered under a sweeping hand
+        again.take(code)
+        again.run(2, hand=True)
+    again.run(20)
+    assert [e.event.type for e in again.events] == []  # nothing opened, nothing captured
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        again.put(code, x, y)
+    again.run(30)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert set(DEAL_2) == {c.code for c in state.field}
+
+
+# A short cut (2 s) over each kind of moment; the capture and the Koi are above. The long
+# cuts and the restarts over a simulated match: ``python -m companion.bench.gaps``.
+
+
+def test_a_short_cut_as_the_stop_is_said_leaves_the_stop_to_the_gathering_seen(live):
+    """A stops: the final table lies still while points are counted, the camera away 2 s of
+    it. Back, the table is as it was: nothing asked, and the sweep seen after reads the Stop."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    away(table, 2)
+    table.run(15)
+    assert not table.pipeline.asked and store.state(match_id).round_in_progress
+    gather(table, "03-1", "03-3", "09-1", "09-4")
+    table.run(40)
+    stops = [(s.event.player, s.event.source) for s in store.events(match_id)
+             if s.event.type == "stop_called"]  # fmt: skip
+    assert stops == [("Aki", "camera")]
+    assert store.state(match_id).rounds[-1].winner == "Aki"
+
+
+def test_a_short_cut_over_the_gathering_asks_the_decision_and_the_next_deal_opens(live):
+    """A stops; the camera is away the 2 s his captures are swept: back, they are gone with
+    no answer seen. The decision is asked, never read (a Stop is likely, not seen); answered
+    on the tablet, the field gathered in sight and the next deal open the next round."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(20)
+    events = round_life(store, match_id)
+    away(table, 2, lambda t: t.take("03-1", "03-3", "09-1", "09-4"))
+    table.run(40)
+    assert round_life(store, match_id) == events
+    assert table.pipeline.proposal.kind == "asked" and "Aki" in table.pipeline.proposal.text
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})
+    gather(table, *[c for c in DEAL if c not in ("03-3", "09-4")])
+    table.run(15)
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    state = store.state(match_id)
+    assert state.rounds[0].winner == "Aki" and state.rounds[0].kind == "stop"
+    assert state.round_number == 2 and sorted(c.code for c in state.field) == sorted(DEAL_2)
+
+
+def test_a_short_cut_over_the_next_deal_opens_the_round_on_the_deal_seen_back(live):
+    """The round ended, the table gathered in sight; the camera is away the 2 s the next
+    field is dealt: back, the deal lying opens the next round, nothing asked."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped
+    table.run(10)
+    gather(table, *table.cards)
+    table.run(15)
+
+    def dealt(t):
+        for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+            t.put(code, x, y)
+
+    away(table, 2, dealt)
+    table.run(40)  # the table compared a second after, the deal opened once it lies still
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.field) == sorted(DEAL_2)
+    assert not table.pipeline.asked
+
+
+def test_a_round_dealt_and_begun_while_the_camera_was_away_is_opened_and_its_captures_taken_over(
+    live,
+):
+    """The round ended and was gathered in sight; the camera away 19 s while the next round
+    is dealt and Ben takes 06-1 with 06-3: back, the round under way is opened on the field
+    lying and Ben's capture taken over (never taken for the ended round's cards left lying)."""
+    from test_live import gather
+
+    store, match_id, table = live
+    hanami_for_aki(table)
+    table.run(5)
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})  # tapped
+    table.run(10)
+    gather(table, *table.cards)
+    table.run(15)
+    away(table, 19, lambda t: stopped_gathered_and_dealt_again(t, play_on=True))
+    table.run(40)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.captures["Ben"]) == ["06-1", "06-3"]
+    assert {"01-2", "02-1", "04-2", "07-3"} <= {c.code for c in state.field}

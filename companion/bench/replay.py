@@ -280,6 +280,7 @@ class _Answers:
         self.none = taps == "none"
         self.asked_left = list((truth or {}).get("decisions", []))
         self.asked_since: int | None = None
+        self.told = _events_by_round(truth)
         truth = {} if self.none else (truth or {})
         calls = [
             item["frame"]
@@ -312,8 +313,8 @@ class _Answers:
     def answer_asked(self, state, frame_index: int, fps: float, question: str | None):
         """The players' answer to the camera's question (``question``: "decision", "round"
         or None), ``ASKED_WAIT`` after it was put: "koi" or "stop" as the truth's player
-        answered (stop when it has none left), or "ran_out" (a round whose cards went unseen
-        ended on the tablet); None: not yet."""
+        answered (stop when it has none left), or "round" (a round whose cards went unseen,
+        ended on the tablet as it went: ``round_told``); None: not yet."""
         if question is None:
             self.asked_since = None
             return None
@@ -323,12 +324,30 @@ class _Answers:
             return None
         self.asked_since = None
         if question == "round":
-            return "ran_out"
+            return "round"
         player = state.pending_decision
         for d in self.asked_left:
             if (d.get("round"), d.get("player")) == (state.round_number, player):
                 return d.get("answer", "stop")
         return "stop"
+
+    def round_told(self, state) -> list:
+        """How the players end on the tablet a round whose cards went while the camera was
+        away: the truth's events of that round the match lacks, in their order (the captures
+        nobody recorded, the Koi and Stop, the cards running out). Without a truth: the cards
+        ran out."""
+        events = self.told.get(state.round_number)
+        if events is None:
+            return [{"type": "cards_ran_out"}]
+        held = {c.code for cards in state.captures.values() for c in cards}
+        out = []
+        for event in events:
+            kind = event.get("type")
+            if kind == "card_captured" and event.get("card") not in held:
+                out.append({"type": kind, "player": event["player"], "card": event["card"]})
+            elif kind in ("koi_called", "stop_called", "cards_ran_out"):
+                out.append({k: v for k, v in event.items() if k in ("type", "player")})
+        return out
 
     def answer(self, state, frame_index: int, fps: float) -> str | None:
         """ "koi", "stop", or None: not yet (the player has not tapped)."""
@@ -360,9 +379,26 @@ def question_of(pipeline, state) -> str | None:
     player = state.pending_decision
     if player is not None and decider.asked(state, player):
         return "decision"
-    if player is None and decider.moved_on == state.round_number:
+    if decider.moved_on == state.round_number:
         return "round"
     return None
+
+
+def _events_by_round(truth: dict | None) -> dict:
+    """Round number -> the truth's events of that round after its deal, in order (captures,
+    Koi, Stop, the cards running out)."""
+    out: dict = {}
+    number = 0
+    for item in (truth or {}).get("events", []):
+        event = item.get("event", {})
+        if event.get("type") == "round_started":
+            number += 1
+            out[number] = []
+        elif number and event.get("type") in (
+            "card_captured", "koi_called", "stop_called", "cards_ran_out"
+        ):  # fmt: skip
+            out[number].append(event)
+    return out
 
 
 def answer_as_the_truth_did(
@@ -390,12 +426,28 @@ def answer_as_the_truth_did(
         answers.answered(state.round_number, player)
         state = store.state(match_id)
     kind = answers.answer_asked(state, frame_index, fps, question_of(pipeline, state))
-    if kind is not None:
+    if kind == "round":
+        number = state.round_number
+        for event in answers.round_told(state):
+            state = store.state(match_id)
+            if not state.round_in_progress or state.round_number != number:
+                break
+            if event["type"] in ("koi_called", "stop_called"):
+                if state.pending_decision != event["player"]:
+                    continue  # answered already
+            elif event["type"] == "cards_ran_out" and state.pending_decision:
+                continue
+            try:
+                appended.append(store.append(match_id, event))
+            except IllegalEvent:
+                continue
+            if event["type"] in ("koi_called", "stop_called"):
+                answers.answered(number, event["player"])
+    elif kind is not None:
         player = state.pending_decision
         event = {
             "koi": {"type": "koi_called", "player": player},
             "stop": {"type": "stop_called", "player": player},
-            "ran_out": {"type": "cards_ran_out"},
         }[kind]
         try:
             appended.append(store.append(match_id, event))
@@ -424,12 +476,14 @@ def replay_video(
     limit: int | None = None,
     taps: str = "truth",
     drops=(),
+    on_end=None,
 ) -> ReplayReport:
     """Run the pipeline over every frame of ``video`` (as fast as the machine goes).
     ``taps``: "truth" (Koi/Stop and what the camera cannot see tapped from the truth file) or
     "none" (no tap: the truth only scores); the players answer what the camera asks the
     tablet either way. ``drops``: (frame, seconds) from which the camera showed nothing (a
-    stream that dropped out): those frames never reach the pipeline, the taps go on."""
+    stream that dropped out): those frames never reach the pipeline, the taps go on.
+    ``on_end(pipeline, store, match_id)`` is called once the video has played."""
     source = VideoFileSource(video)
     zones, store, match_id = _replayed_match(truth, zones)
     pipeline = LivePipeline(detector, zones, store, match_id)
@@ -459,6 +513,8 @@ def replay_video(
             if limit is not None and frame.index + 1 >= limit:
                 break
     report.seconds = time.perf_counter() - start
+    if on_end is not None:
+        on_end(pipeline, store, match_id)
     report.frames = pipeline.frames
     report.detected_frames = pipeline.detected_frames
     report.recognised = len(pipeline.recognised)

@@ -61,9 +61,11 @@ def replay_with_restarts(
     zones: Zones | None = None,
     store: MatchStore | None = None,
     taps: str = "truth",
+    on_end=None,
 ) -> ReplayReport:
     """Replay ``video`` through a new pipeline after each frame of ``restarts`` (see the
-    module docstring); the match lives in ``store`` (in memory by default)."""
+    module docstring); the match lives in ``store`` (in memory by default).
+    ``on_end(pipeline, store, match_id)`` is called once the video has played."""
     zones, store, match_id = _replayed_match(truth, zones, store)
     cuts = sorted(int(k) for k in restarts)
     report = ReplayReport(truth=truth is not None)
@@ -105,6 +107,8 @@ def replay_with_restarts(
         report.recognised += len(pipeline.recognised)
         report.asked += pipeline.asked
     report.seconds = time.perf_counter() - start
+    if on_end is not None:
+        on_end(pipeline, store, match_id)
     pipeline.captures = records
     _rounds(report, store, match_id, pipeline)
     if truth:

@@ -92,6 +92,9 @@ class Away:
 
     seconds: float | None = None
     before: Seen | None = None
+    # it went between two rounds, the ended round's cards gathered: a round under way when it
+    # comes back was dealt meanwhile (opened on the field lying, its captures taken over)
+    round_unseen: bool = False
 
 
 @dataclass(frozen=True)
@@ -297,6 +300,7 @@ class CaptureDecider:
         self.seen: Seen | None = None  # the round's table as last seen, no hand over it
         self.moved_on: int | None = None  # a round whose cards went while the camera was away
         self._taking_over: int | None = None  # captures, at most, made while it was away
+        self._round_unseen = False  # a round may have been dealt while it was away
 
     def came_back(self, away: Away, memory: CaptureDecider | None = None) -> CaptureDecider:
         """This decider after the camera was away (``away``): a fresh one, as after a
@@ -309,7 +313,15 @@ class CaptureDecider:
             self._registered_at = memory._registered_at
         self.away = away
         self._away_seconds = away.seconds
+        self._round_unseen = away.round_unseen
         return self
+
+    def played_again(self) -> None:
+        """The deal just read is an earlier round's, played again (a recording from its
+        start): no round opens from it, and its play is no sign against a Stop tapped."""
+        self._deal_since = None
+        self._tapped = None
+        self.proposal = None
 
     @property
     def asking(self) -> Message | None:
@@ -454,6 +466,7 @@ class CaptureDecider:
     # -- during a round ----------------------------------------------------------------------
 
     def _round_under_way(self, table: TableState, match, seats: dict, out) -> None:
+        self._round_unseen = False
         if self._in_round is False:
             self.notice = None
             self._tapped = None
@@ -778,6 +791,7 @@ class CaptureDecider:
         self._clear_since = None
         self._episode = None
         self._deal_since = None
+        self._taking_over = None  # what was taken over was that round's
         last = match.rounds[-1] if match.rounds else None
         tapped_stop = last is not None and last.kind == "stop" and not self._said_stop
         self._tapped = ("stop", last.winner, None) if tapped_stop else None
@@ -862,9 +876,17 @@ class CaptureDecider:
         deal = _deal_size(match)
         field_cards = tuple(sorted(table.field))
         playing = any(table.arrivals.values())
+        if self._round_unseen and playing and field_cards:
+            # dealt and played while the camera was away: opened on the field lying; the
+            # captures lying are taken over, and a decision they call for is asked
+            self._round_unseen = False
+            self._taking_over = sum(len(a) for a in table.arrivals.values())
+            return field_cards
         if len(field_cards) < deal - s.deal_short:
             self._deal_since = None
             return None
+        if table.cards_in_sight < deal - s.deal_short:
+            return None  # field cards remembered, not seen: a deal lies in sight
         if field_cards != self._deal_codes or self._deal_since is None:
             self._deal_codes, self._deal_since = field_cards, table.time
             if not playing:

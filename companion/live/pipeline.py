@@ -114,6 +114,8 @@ class LivePipeline:
         self._resumed = False  # the first look on the match has been made
         self._dealt: list[set] = []  # the dealt field of each round of the match, in order
         self._earlier_round = False  # a recording of an earlier round is being played again
+        self._played_again: float | None = None  # between rounds: an ended round's play seen
+        self._round_unseen = False  # back from a gap between rounds, the table was gathered
         self._deal_checked = False  # a field of a deal's size was seen since the start
         self._watch_from: float | None = None  # started between rounds: watching since
         self._last_time: float | None = None  # the last picture that showed something
@@ -132,6 +134,7 @@ class LivePipeline:
                 self._read_as.clear()
                 self._resumed, self._watch_from = False, None
                 self._dealt, self._earlier_round, self._deal_checked = [], False, False
+                self._played_again = None
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -289,7 +292,10 @@ class LivePipeline:
         if since < s.look_every - CLOCK_SLACK:
             return False
         settling = self._motion_at is not None and now - self._motion_at <= s.settle_after_motion
-        return changed >= s.changed or settling
+        # back from a gap, the table is looked at closely until it has been compared with what
+        # was recorded: compared a still moment later, before the next move hides it
+        comparing = self.decider.away is not None
+        return changed >= s.changed or settling or comparing
 
     def blind(self, small: np.ndarray) -> bool:
         """Whether the picture (its small grey copy) shows nothing: a dark room, a lens covered
@@ -330,6 +336,7 @@ class LivePipeline:
                     self._sync()
                 return appended
             self._leftovers(state, frame.time)
+            self._set_aside_earlier_play(state, frame.time)
             if self._replaying_earlier_round(state):
                 return []
             self._recognise(state)
@@ -345,7 +352,17 @@ class LivePipeline:
         meanwhile taken over), and the decider compares it with what it saw before deciding
         anything else; what it cannot tell is asked on the tablet."""
         self.gaps.append((self._last_time, seconds))
-        away = Away(seconds, self.decider.seen)
+        state = self._match_state
+        # between two rounds, the ended round's cards gone: what lies when it comes back,
+        # captures included, is the next round's (not the ended round's left lying)
+        self._round_unseen = (
+            state is not None
+            and bool(state.rounds)
+            and not state.round_in_progress
+            and not state.finished
+            and not any((t.zone or "").startswith(CAPTURES) for t in self.tracker.tracks.values())
+        )
+        away = Away(seconds, self.decider.seen, round_unseen=self._round_unseen)
         self.tracker = TableTracker(self.zones, self.tracker_settings)
         self.table = self.tracker.state
         fresh = CaptureDecider(self.decider_settings)
@@ -363,7 +380,12 @@ class LivePipeline:
             if decision.event.type == "round_started" and self._an_earlier_deal(
                 decision.event.field
             ):
-                continue  # a recording played again: that round was played already
+                # a recording played again: that round was played already, and what it
+                # shows until the table is gathered again is its play, never a new deal
+                self._played_again = frame.time
+                self.decider.played_again()
+                self._set_aside_earlier_play(state, frame.time)
+                continue
             try:
                 stored = self._append(decision.event)
             except IllegalEvent as exc:  # the tablet got there first, or the round ended
@@ -407,7 +429,7 @@ class LivePipeline:
                 # started again on a round under way: its pending answers were not seen
                 self.decider.came_back(Away())
             between = bool(state.rounds) and not state.round_in_progress and not state.finished
-            self._watch_from = now if between else None
+            self._watch_from = now if between and not self._round_unseen else None
         if self._watch_from is None:
             return
         if state.round_in_progress:
@@ -426,6 +448,32 @@ class LivePipeline:
             self._watch_from = now
         elif now - self._watch_from >= self.pipeline_settings.resume_watch:
             self._watch_from = None
+
+    def _set_aside_earlier_play(self, state, now: float) -> None:
+        """Between rounds, an earlier round's deal seen again (a recording played from its
+        start): its cards, and those laid after them, are that round's, marked as such (as when
+        a round ends) so that no field read from them opens a round; once the table has been
+        seen clear (the decider's ``clear_at_most`` for ``clear_held``) what is dealt next
+        is a new deal."""
+        if self._played_again is None:
+            return
+        if state.round_in_progress:  # opened on the tablet
+            self._played_again = None
+            return
+        s = self.decider_settings
+        if self.table.cards_in_sight > s.clear_at_most or self.table.hand_present:
+            self._played_again = now
+        elif now - self._played_again >= s.clear_held:
+            self._played_again = None
+            return
+        self.tracker.end_round()
+        tracks = self.tracker.tracks.values()
+        self.table = replace(
+            self.table,
+            stale=sum(1 for t in tracks if t.state.ended),
+            field=(),
+            arrivals={s: () for s in self.table.arrivals},
+        )
 
     def _replaying_earlier_round(self, state) -> bool:
         """A recording played again from its start while the match is in a later round: the
