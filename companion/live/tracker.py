@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -297,6 +298,8 @@ class TableTracker:
         self._occluded_since: float | None = None
         self._field_left: dict[str, int] = {}
         self._captures_seen = -1.0  # time a registered capture was last seen
+        self._changed_at: np.ndarray | None = None  # the last look's ``changed_at``
+        self._size = (1, 1)  # the last look's frame size (width, height)
         self.state = TableState()
 
     @property
@@ -373,16 +376,23 @@ class TableTracker:
 
     # -- one frame -----------------------------------------------------------------------------
 
-    def update(self, det: Detections, frame, motion: float = 0.0, moving=None) -> TableState:
+    def update(
+        self, det: Detections, frame, motion: float = 0.0, moving=None, changed_at=None
+    ) -> TableState:
         """Fold one frame's detections in. ``frame`` has ``index``, ``time`` and ``image`` (or
         ``size``); ``motion``: the fraction of the (downscaled) frame that moved since the
         previous look (a hand or an arm moves much of it); ``moving``: where, as a boolean
         picture of any size covering the frame. A card something moved over does not settle
-        (without ``moving``, any big motion counts as moving over every card)."""
+        (without ``moving``, any big motion counts as moving over every card).
+        ``changed_at``: per pixel of a picture covering the frame, the time it last changed,
+        every frame counted: a card lies still since nothing changed where it lies, which may
+        be before the look that first sees it there (without it: since that look)."""
         s = self.settings
         self._updates += 1
         u = self._updates
         width, height = _frame_size(frame)
+        self._changed_at = changed_at
+        self._size = (width, height)
         cards = det[det.class_ids != BACK_ID] if len(det) else det
         backs = int(np.sum(det.class_ids == BACK_ID)) if len(det) else 0
         self._backs.append(backs)
@@ -545,7 +555,7 @@ class TableTracker:
         s = self.settings
         quad = cards.quads[i].astype(np.float32)
         frame_index = frame.index
-        track.last_seen_time = frame.time
+        seen_before, track.last_seen_time = track.last_seen_time, frame.time
         if track.state is TrackState.RECORDED:
             self._captures_seen = frame.time
             if track.last_seen < u - 1 and quad_iou(track.quad, quad) < s.same_card_iou:
@@ -553,7 +563,13 @@ class TableTracker:
         elif track.state.open:
             moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
             centre = quad.mean(axis=0)
-            if moved > s.moved:  # carried: it has not come to rest yet
+            # carried, not yet at rest; unless nothing moved where it lay nor where it is
+            # seen since its last sighting (every frame counted): then the detector's outline
+            # strayed (a hand half over it, a neighbour), not the card
+            stirred = self._changed_at is None or (
+                max(self._last_change(quad), self._last_change(track.quad)) > seen_before
+            )
+            if moved > s.moved and stirred:
                 track.anchor = centre
                 if track.state is TrackState.SETTLED:
                     track.unsettle()
@@ -568,7 +584,12 @@ class TableTracker:
             if track.rest is None or (
                 watched and np.linalg.norm(centre - track.rest) / track.height > s.still
             ):
-                track.rest, track.rest_time = centre, frame.time  # still held: rest anew
+                # rest anew, since the card last moved (an outline that strays while nothing
+                # moved where the card lies is the detector's, not the card's: it rests on)
+                since = self._still_since(quad, frame.time)
+                if track.rest is not None:
+                    since = max(since, track.rest_time)
+                track.rest, track.rest_time = centre, since
             track.looks.append(look_vector(cards, i, s.look_floor))
             track.quad = quad
         track.last_seen = u
@@ -592,7 +613,7 @@ class TableTracker:
             last_seen_time=frame.time,
             born_time=frame.time,
             rest=quad.mean(axis=0),
-            rest_time=frame.time,
+            rest_time=self._still_since(quad, frame.time),
             quiet_time=frame.time,
         )
         self.tracks[track.id] = track
@@ -798,13 +819,32 @@ class TableTracker:
         ``disturbed_margin``)."""
         if moving is None:
             return motion >= self.settings.hand_motion
-        mh, mw = moving.shape[:2]
-        lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
-        pad = (hi - lo) * self.settings.disturbed_margin
-        x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
-        x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
-        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
-        return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
+        over = _over(moving, track.quad, (width, height), self.settings.disturbed_margin)
+        return over.size > 0 and bool(over.any())
+
+    def _last_change(self, quad: np.ndarray) -> float:
+        """When something last changed where ``quad`` lies (its box grown by
+        ``disturbed_margin``), every frame counted (``changed_at`` given); -inf: never."""
+        over = _over(self._changed_at, quad, self._size, self.settings.disturbed_margin)
+        return float(over.max()) if over.size else -math.inf
+
+    def _still_since(self, quad: np.ndarray, now: float) -> float:
+        """Since when nothing has changed where ``quad`` lies: ``now`` when that is not
+        known."""
+        last = -math.inf if self._changed_at is None else self._last_change(quad)
+        return now if last == -math.inf else min(last, now)
+
+
+def _over(picture: np.ndarray, quad: np.ndarray, size: tuple[int, int], margin: float):
+    """The part of ``picture`` (of any size, covering a frame of ``size``) under ``quad``'s
+    box grown by ``margin`` of its size."""
+    width, height = size
+    ph, pw = picture.shape[:2]
+    lo, hi = quad.min(axis=0), quad.max(axis=0)
+    pad = (hi - lo) * margin
+    x0, y0 = np.floor((lo - pad) * [pw / width, ph / height]).astype(int)
+    x1, y1 = np.ceil((hi + pad) * [pw / width, ph / height]).astype(int)
+    return picture[max(y0, 0) : min(y1, ph), max(x0, 0) : min(x1, pw)]
 
 
 def _named_surely(posterior: np.ndarray) -> float:
