@@ -135,6 +135,7 @@ class LivePipeline:
         self.timings: dict[str, list[float]] | None = None
         # why a capture is slow, for the tablet (``_note_unread``); None: none is
         self.unread: Message | None = None
+        self._in_captures_since: dict[int, float] = {}  # track id -> time (``_note_unread``)
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -386,17 +387,24 @@ class LivePipeline:
         s = self.pipeline_settings
         u = self.tracker.updates
         seats = self.seats(state)
-        for track in self.tracker.tracks.values():
+        # a look lying over a recorded capture is left undecided on purpose (most often a
+        # look at part of the covered card): nothing is waited for there
+        over = {a.track for group in self.table.arrivals.values() for a in group if a.overlaps}
+        since = {}  # open track -> when it was first seen in a capture area (a card carried
+        for track in self.tracker.tracks.values():  # there from the field waits from then)
             zone = track.zone or ""
             seat = zone[len(CAPTURES) :] if zone.startswith(CAPTURES) else None
+            if seat not in seats or not track.state.open or track.id in over:
+                continue
+            since[track.id] = self._in_captures_since.get(track.id, now)
             if (
-                seat in seats
-                and track.state.open
-                and now - track.born_time >= s.unread_after - CLOCK_SLACK
+                now - since[track.id] >= s.unread_after - CLOCK_SLACK
                 and u - track.last_seen <= s.settling_seen_within
             ):
                 self.unread = Message("camera.capture_unread", player=seats[seat])
-                return
+        self._in_captures_since = since
+        if self.unread is not None:
+            return
         for player in seats.values():
             held = [c.code for c in state.captures.get(state.side_of(player), [])]
             odd = set(waiting_for_partner(held))
@@ -420,6 +428,7 @@ class LivePipeline:
         away = Away(seconds, self.decider.seen)
         self.tracker = TableTracker(self.zones, self.tracker_settings)
         self.table = self.tracker.state
+        self._in_captures_since = {}  # the new tracker numbers its tracks from 1 again
         fresh = CaptureDecider(self.decider_settings)
         self.decider = fresh.came_back(away, memory=self.decider)
         self._settling = None
