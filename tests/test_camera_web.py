@@ -141,8 +141,8 @@ def test_status_is_the_documented_json(client, fake):
 
 
 def test_a_slow_capture_says_why_on_the_live_status_in_the_pages_language(client, fake):
-    from companion.live.pipeline import LivePipeline
     from companion.live.messages import Message
+    from companion.live.pipeline import LivePipeline
 
     # what the pipeline puts in the status when a capture is slow (``LivePipeline.unread``)
     pipeline = LivePipeline(None, default_zones(2), None, None)
