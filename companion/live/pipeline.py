@@ -390,8 +390,10 @@ class LivePipeline:
         # a look lying over a recorded capture is left undecided on purpose (most often a
         # look at part of the covered card): nothing is waited for there
         over = {a.track for group in self.table.arrivals.values() for a in group if a.overlaps}
-        since = {}  # open track -> when it was first seen in a capture area (a card carried
-        for track in self.tracker.tracks.values():  # there from the field waits from then)
+        # open track -> when it was first seen in a capture area (a card carried there from
+        # the field waits from then, not from when the field first saw it)
+        since = {}
+        for track in self.tracker.tracks.values():
             zone = track.zone or ""
             seat = zone[len(CAPTURES) :] if zone.startswith(CAPTURES) else None
             if seat not in seats or not track.state.open or track.id in over:
