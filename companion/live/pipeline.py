@@ -116,9 +116,6 @@ class LivePipeline:
         self.recognised: list[tuple[str, str]] = []  # (player, card) adopted where they lie
         self._match_state = None
         self._moving: np.ndarray | None = None  # where something moved since the last look
-        # per pixel of the small picture, the frame time it last changed: a card's rest is
-        # dated by every frame of the camera, not by the looks alone (``TableTracker.update``)
-        self._changed_at: np.ndarray | None = None
         self._own: set[int] = set()  # seqs this pipeline appended
         self._settling = None  # (stop's seq, its event dict, until time): a Stop tapped
         self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
@@ -273,12 +270,9 @@ class LivePipeline:
         grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
         return cv2.resize(grey, self.pipeline_settings.motion_size, interpolation=cv2.INTER_AREA)
 
-    def motion(
-        self, image: np.ndarray, small: np.ndarray | None = None, now: float | None = None
-    ) -> tuple[float, float]:
+    def motion(self, image: np.ndarray, small: np.ndarray | None = None) -> tuple[float, float]:
         """(fraction moved since the previous frame, fraction changed since the detector's
-        last look), on a small blurred grey copy (``small``: the frame's, made already);
-        ``now``: the frame's time, kept where it moved."""
+        last look), on a small blurred grey copy (``small``: the frame's, made already)."""
         s = self.pipeline_settings
         small = cv2.GaussianBlur(self.small(image) if small is None else small, (3, 3), 0)
         moved = changed = 1.0
@@ -286,10 +280,6 @@ class LivePipeline:
             mask = cv2.absdiff(small, self._prev_small) > s.pixel_change
             moved = float(np.mean(mask))
             self._moving = mask if self._moving is None else self._moving | mask
-            if now is not None:
-                if self._changed_at is None or self._changed_at.shape != mask.shape:
-                    self._changed_at = np.full(mask.shape, now, dtype=np.float64)
-                self._changed_at[mask] = now
         if self._detected_small is not None:
             changed = float(np.mean(cv2.absdiff(small, self._detected_small) > s.pixel_change))
         self._prev_small = small
@@ -332,7 +322,7 @@ class LivePipeline:
             last, self._last_time = self._last_time, frame.time
             if last is not None and frame.time - last > self.pipeline_settings.gap_after:
                 self._came_back(frame.time - last)
-            moved, changed = self.motion(frame.image, small, frame.time)
+            moved, changed = self.motion(frame.image, small)
             if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
             self.last_frame = frame
@@ -347,11 +337,7 @@ class LivePipeline:
             self._detected_small = self._last_small
             clock.lap("detect")
             self.table = self.tracker.update(
-                self.detections,
-                frame,
-                motion=moved,
-                moving=self._moving,
-                changed_at=self._changed_at,
+                self.detections, frame, motion=moved, moving=self._moving
             )
             self._moving = None
             clock.lap("track")
@@ -434,7 +420,7 @@ class LivePipeline:
         fresh = CaptureDecider(self.decider_settings)
         self.decider = fresh.came_back(away, memory=self.decider)
         self._settling = None
-        self._prev_small = self._detected_small = self._moving = self._changed_at = None
+        self._prev_small = self._detected_small = self._moving = None
         self._detected_at = self._motion_at = None
         self._resumed, self._watch_from = False, None
         self._deal_checked, self._earlier_round = False, False

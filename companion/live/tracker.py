@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -123,6 +122,9 @@ class Track:
     over: int | None = None  # the registered capture it was found on (a card on top of it)
     rest: np.ndarray | None = None  # centre where it lies still since ``rest_time``
     rest_time: float = 0.0
+    # the time of a look that saw it away from where it lay (moved or not at rest), the next
+    # look to tell whether the card moved or the detector's outline strayed; None: none
+    stray: float | None = None
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
@@ -298,8 +300,6 @@ class TableTracker:
         self._occluded_since: float | None = None
         self._field_left: dict[str, int] = {}
         self._captures_seen = -1.0  # time a registered capture was last seen
-        self._changed_at: np.ndarray | None = None  # the last look's ``changed_at``
-        self._size = (1, 1)  # the last look's frame size (width, height)
         self.state = TableState()
 
     @property
@@ -376,23 +376,16 @@ class TableTracker:
 
     # -- one frame -----------------------------------------------------------------------------
 
-    def update(
-        self, det: Detections, frame, motion: float = 0.0, moving=None, changed_at=None
-    ) -> TableState:
+    def update(self, det: Detections, frame, motion: float = 0.0, moving=None) -> TableState:
         """Fold one frame's detections in. ``frame`` has ``index``, ``time`` and ``image`` (or
         ``size``); ``motion``: the fraction of the (downscaled) frame that moved since the
         previous look (a hand or an arm moves much of it); ``moving``: where, as a boolean
         picture of any size covering the frame. A card something moved over does not settle
-        (without ``moving``, any big motion counts as moving over every card).
-        ``changed_at``: per pixel of a picture covering the frame, the time it last changed,
-        every frame counted: a card lies still since nothing changed where it lies, which may
-        be before the look that first sees it there (without it: since that look)."""
+        (without ``moving``, any big motion counts as moving over every card)."""
         s = self.settings
         self._updates += 1
         u = self._updates
         width, height = _frame_size(frame)
-        self._changed_at = changed_at
-        self._size = (width, height)
         cards = det[det.class_ids != BACK_ID] if len(det) else det
         backs = int(np.sum(det.class_ids == BACK_ID)) if len(det) else 0
         self._backs.append(backs)
@@ -555,41 +548,40 @@ class TableTracker:
         s = self.settings
         quad = cards.quads[i].astype(np.float32)
         frame_index = frame.index
-        seen_before, track.last_seen_time = track.last_seen_time, frame.time
+        track.last_seen_time = frame.time
         if track.state is TrackState.RECORDED:
             self._captures_seen = frame.time
             if track.last_seen < u - 1 and quad_iou(track.quad, quad) < s.same_card_iou:
                 track.quad = quad  # found again away from where it was: it lies here now
         elif track.state.open:
-            moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
             centre = quad.mean(axis=0)
-            # carried, not yet at rest; unless nothing moved where it lay nor where it is
-            # seen since its last sighting (every frame counted): then the detector's outline
-            # strayed (a hand half over it, a neighbour), not the card
-            stirred = self._changed_at is None or (
-                max(self._last_change(quad), self._last_change(track.quad)) > seen_before
-            )
-            if moved > s.moved and stirred:
-                track.anchor = centre
-                if track.state is TrackState.SETTLED:
-                    track.unsettle()
-                track.hits.clear()
-                track.looks.clear()
-                track.verified = None  # read again where it comes to rest
+            carried = np.linalg.norm(centre - track.anchor) / track.height > s.moved
             # a capture-area card is not counted until it lies: one that stirs, steady or
             # not, is still in a hand (a field card once steady stays so: it is not decided)
             watched = track.state is TrackState.ARRIVING or (
                 track.zone is not None and track.zone.startswith(CAPTURES)
             )
-            if track.rest is None or (
+            stirred = track.rest is not None and (
                 watched and np.linalg.norm(centre - track.rest) / track.height > s.still
-            ):
-                # rest anew, since the card last moved (an outline that strays while nothing
-                # moved where the card lies is the detector's, not the card's: it rests on)
-                since = self._still_since(quad, frame.time)
-                if track.rest is not None:
-                    since = max(since, track.rest_time)
-                track.rest, track.rest_time = centre, since
+            )
+            if (carried or stirred) and track.stray is None and track.rest is not None:
+                # one look away from where it lay: the card moved, or the detector drew its
+                # outline astray (a hand half over it, a neighbour); the next look tells
+                track.stray = frame.time
+            elif track.stray is not None and not (carried or stirred):
+                track.stray = None  # back where it lay: the outline strayed, the card did not
+            else:
+                since = frame.time if track.stray is None else track.stray
+                track.stray = None
+                if carried:  # carried: it has not come to rest yet
+                    track.anchor = centre
+                    if track.state is TrackState.SETTLED:
+                        track.unsettle()
+                    track.hits.clear()
+                    track.looks.clear()
+                    track.verified = None  # read again where it comes to rest
+                if track.rest is None or stirred:
+                    track.rest, track.rest_time = centre, since  # still held: rest anew
             track.looks.append(look_vector(cards, i, s.look_floor))
             track.quad = quad
         track.last_seen = u
@@ -613,7 +605,7 @@ class TableTracker:
             last_seen_time=frame.time,
             born_time=frame.time,
             rest=quad.mean(axis=0),
-            rest_time=self._still_since(quad, frame.time),
+            rest_time=frame.time,
             quiet_time=frame.time,
         )
         self.tracks[track.id] = track
@@ -647,7 +639,8 @@ class TableTracker:
             in_captures = bool(track.zone and track.zone.startswith(CAPTURES))
             # a card in a capture area cannot leave it: it is only missed for longer
             patience = s.capture_patience if in_captures else s.field_patience
-            at_rest = now - track.rest_time >= s.at_rest - CLOCK_SLACK
+            # not while its last look saw it away from where it lay (moved, or not told yet)
+            at_rest = track.stray is None and now - track.rest_time >= s.at_rest - CLOCK_SLACK
             settled = track.state is TrackState.SETTLED
             if often and track.last_seen == u and quiet and at_rest:
                 if not settled:
@@ -809,6 +802,7 @@ class TableTracker:
             track.state.open
             and track.last_seen == u
             and bool(track.zone and track.zone.startswith(CAPTURES))
+            and track.stray is None
             and now - track.rest_time >= s.at_rest - CLOCK_SLACK
             and len(track.looks) >= s.steady_looks
             and _named_surely(track.posterior()) >= s.sure_at_rest
@@ -821,18 +815,6 @@ class TableTracker:
             return motion >= self.settings.hand_motion
         over = _over(moving, track.quad, (width, height), self.settings.disturbed_margin)
         return over.size > 0 and bool(over.any())
-
-    def _last_change(self, quad: np.ndarray) -> float:
-        """When something last changed where ``quad`` lies (its box grown by
-        ``disturbed_margin``), every frame counted (``changed_at`` given); -inf: never."""
-        over = _over(self._changed_at, quad, self._size, self.settings.disturbed_margin)
-        return float(over.max()) if over.size else -math.inf
-
-    def _still_since(self, quad: np.ndarray, now: float) -> float:
-        """Since when nothing has changed where ``quad`` lies: ``now`` when that is not
-        known."""
-        last = -math.inf if self._changed_at is None else self._last_change(quad)
-        return now if last == -math.inf else min(last, now)
 
 
 def _over(picture: np.ndarray, quad: np.ndarray, size: tuple[int, int], margin: float):
