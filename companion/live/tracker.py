@@ -122,9 +122,9 @@ class Track:
     over: int | None = None  # the registered capture it was found on (a card on top of it)
     rest: np.ndarray | None = None  # centre where it lies still since ``rest_time``
     rest_time: float = 0.0
-    # the time of a look that saw it away from where it lay (moved or not at rest), the next
-    # look to tell whether the card moved or the detector's outline strayed; None: none
-    stray: float | None = None
+    # (time, centre) of a look that saw it away from where it lay (moved or not at rest),
+    # the next look to tell whether the card moved or the detector's outline strayed
+    stray: tuple[float, np.ndarray] | None = None
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
@@ -555,37 +555,52 @@ class TableTracker:
                 track.quad = quad  # found again away from where it was: it lies here now
         elif track.state.open:
             centre = quad.mean(axis=0)
-            carried = np.linalg.norm(centre - track.anchor) / track.height > s.moved
             # a capture-area card is not counted until it lies: one that stirs, steady or
             # not, is still in a hand (a field card once steady stays so: it is not decided)
             watched = track.state is TrackState.ARRIVING or (
                 track.zone is not None and track.zone.startswith(CAPTURES)
             )
-            stirred = track.rest is not None and (
-                watched and np.linalg.norm(centre - track.rest) / track.height > s.still
+            away = track.rest is not None and (
+                np.linalg.norm(centre - track.anchor) / track.height > s.moved
+                or (watched and np.linalg.norm(centre - track.rest) / track.height > s.still)
             )
-            if (carried or stirred) and track.stray is None and track.rest is not None:
+            if away and track.stray is None:
                 # one look away from where it lay: the card moved, or the detector drew its
                 # outline astray (a hand half over it, a neighbour); the next look tells
-                track.stray = frame.time
-            elif track.stray is not None and not (carried or stirred):
+                track.stray = (frame.time, centre)
+            elif track.stray is not None and not away:
                 track.stray = None  # back where it lay: the outline strayed, the card did not
             else:
-                since = frame.time if track.stray is None else track.stray
-                track.stray = None
-                if carried:  # carried: it has not come to rest yet
-                    track.anchor = centre
-                    if track.state is TrackState.SETTLED:
-                        track.unsettle()
-                    track.hits.clear()
-                    track.looks.clear()
-                    track.verified = None  # read again where it comes to rest
-                if track.rest is None or stirred:
-                    track.rest, track.rest_time = centre, since  # still held: rest anew
+                if track.stray is not None:  # it did move: from the first look away on
+                    first_look = track.looks[-1] if track.looks else None
+                    if self._moved_to(track, track.stray[1], track.stray[0], watched):
+                        track.hits.append(True)
+                        if first_look is not None:
+                            track.looks.append(first_look)
+                    track.stray = None
+                self._moved_to(track, centre, frame.time, watched)
             track.looks.append(look_vector(cards, i, s.look_floor))
             track.quad = quad
         track.last_seen = u
         track.last_seen_frame = frame_index
+
+    def _moved_to(self, track: Track, centre: np.ndarray, now: float, watched: bool) -> bool:
+        """A card seen at ``centre``: carried (its looks start again; True) when that far from
+        where it came to rest, and resting anew from ``now`` when it strayed from its rest."""
+        s = self.settings
+        carried = np.linalg.norm(centre - track.anchor) / track.height > s.moved
+        if carried:  # carried: it has not come to rest yet
+            track.anchor = centre
+            if track.state is TrackState.SETTLED:
+                track.unsettle()
+            track.hits.clear()
+            track.looks.clear()
+            track.verified = None  # read again where it comes to rest
+        if track.rest is None or (
+            watched and np.linalg.norm(centre - track.rest) / track.height > s.still
+        ):
+            track.rest, track.rest_time = centre, now  # still held: rest anew
+        return carried
 
     def _new_track(self, cards: Detections, i: int, u: int, frame) -> None:
         s = self.settings
