@@ -140,6 +140,30 @@ def test_status_is_the_documented_json(client, fake):
     assert client.get("/live/status").get_json()["camera"] == "connecting"
 
 
+def test_a_slow_capture_says_why_on_the_live_status_in_the_pages_language(client, fake):
+    from companion.live.messages import Message
+    from companion.live.pipeline import LivePipeline
+
+    # what the pipeline puts in the status when a capture is slow (``LivePipeline.unread``)
+    pipeline = LivePipeline(None, default_zones(2), None, None)
+    pipeline.unread = Message("camera.capture_unread", player="Aki")
+    fake.proposal = {"kind": pipeline.proposal.kind, "text": pipeline.proposal.text}
+    said = {
+        lang: client.get(f"/live/status?lang={lang}").get_json()["proposal"]
+        for lang in ("en", "fr", "ja")
+    }
+    assert said["en"] == {
+        "kind": "unread",
+        "text": "A card in Aki's captures is not read yet: is a hand over it?",
+    }
+    assert said["fr"]["text"] == (
+        "Une carte des prises d’Aki n’est pas encore lue : une main est-elle dessus ?"
+    )
+    assert "Aki" in said["ja"]["text"] and "取り札" in said["ja"]["text"]
+    page = client.get("/live?lang=fr").get_data(as_text=True)  # the fragment, as first served
+    assert "Une carte des prises d’Aki n’est pas encore lue" in page
+
+
 def test_a_lost_camera_says_keep_scoring_by_hand(client, fake):
     fake.camera = "lost"
     status = client.get("/live/status").get_json()

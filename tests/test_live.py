@@ -626,6 +626,44 @@ def test_an_unplugged_camera_is_reopened_with_backoff_within_five_seconds():
     assert source.state == "live"
 
 
+def test_a_camera_slower_to_follow_than_it_films_hands_out_its_newest_picture():
+    import time
+
+    class Streaming:
+        """A stream that always has its next picture ready (numbered in its first pixel)."""
+
+        def __init__(self):
+            self.sent = 0
+
+        def isOpened(self):
+            return True
+
+        def read(self):
+            time.sleep(0.002)
+            self.sent += 1
+            return True, np.full((4, 4, 3), self.sent % 256, np.uint8)
+
+        def release(self):
+            pass
+
+    queued, newest = (LiveSource(0, opener=lambda t: Streaming(), newest=n) for n in (0, 1))
+    second = {}
+    try:
+        for source in (queued, newest):
+            first = source.read()
+            time.sleep(0.2)  # a look that takes 0.2 s: the stream sent many pictures meanwhile
+            second[source] = source.read()
+            assert second[source].index > first.index
+        assert second[queued].index == 1  # the next in its queue, 0.2 s old
+        latest = second[newest]
+        assert latest.index >= 3 and newest.dropped == latest.index - 1
+        assert int(latest.image[0, 0, 0]) == (latest.index + 1) % 256
+    finally:
+        newest.close()
+        queued.close()
+    assert newest.state == "ended" and newest.read() is None
+
+
 def test_a_source_state_reaches_json_as_its_plain_word():
     class Odd:
         state = "dozing"
@@ -1318,3 +1356,45 @@ def test_an_unsure_leftover_is_never_credited():
     few = CaptureDecider(DeciderSettings(unclaimed_at_most=0))
     looks = _ran_out_looks(few, _three_seat_round_short_of({"11-1"}, odd_seat="B"), seats)
     assert [d.event.type for d in looks] == ["cards_ran_out"]
+
+
+# -- a slow capture says why on the tablet -----------------------------------------------------
+
+
+def test_a_capture_whose_second_card_stays_hidden_says_so_after_3_s(live):
+    store, match_id, table = live
+    table.take("09-4")
+    table.put("09-1", 300, 620)  # surely read: recorded alone; its partner lies under a hand
+    table.run(6)
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == ["09-1"]
+    table.run(15)  # 2.1 s after its record: still merely settling, nothing said
+    assert table.pipeline.proposal is None
+    table.run(12)  # past 3 s
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "unread" and proposal.text.id == "camera.partner_unread"
+    assert "Aki" in proposal.text
+    table.put("09-4", 330, 620)  # the hand lifts: the partner is read, nothing more to say
+    table.run(6)
+    assert [c.code for c in store.state(match_id).captures["Aki"]] == ["09-1", "09-4"]
+    assert table.pipeline.proposal is None
+
+
+def test_a_card_in_the_captures_kept_unread_by_a_hand_over_it_says_so_after_3_s(live):
+    from companion.live.sources import Frame
+
+    store, match_id, table = live
+    table.take("08-3")
+    # a doubtful card in Aki's captures with fingers twitching over it: seen, never at rest
+    table.put("08-1", 300, 620, conf=0.5, alts=[("09-1", 0.4)])
+    said = []
+    for i in range(45):
+        image = table.image()
+        image[600:640, 280 + 4 * (i % 2) : 320 + 4 * (i % 2)] = 250 - 200 * (i % 2)
+        table.detector.looks = list(table.cards.values())
+        table.events += table.pipeline.process(Frame(image, table.index, table.index / 10))
+        table.index += 1
+        proposal = table.pipeline.proposal
+        said.append(None if proposal is None else (proposal.kind, proposal.text.id))
+    assert store.state(match_id).captures["Aki"] == []  # never decided under the fingers
+    assert said[20] is None  # 2 s: it may be a card being laid
+    assert said[-1] == ("unread", "camera.capture_unread") and "Aki" in proposal.text

@@ -105,6 +105,18 @@ def test_behind_real_time_queues_the_frames_a_slow_pipeline_has_not_taken_yet():
     assert behind_real_time([40.0] * 31, 30) == pytest.approx(0.04 + 30 * (0.04 - 1 / 30))
 
 
+def test_taking_the_newest_frame_keeps_a_slow_pipeline_one_frame_behind():
+    from companion.bench.replay import behind_newest_first
+
+    # every frame at 40 ms at 30 fps: queued, it falls further behind each frame; taking the
+    # newest, it is never more than one frame's work (and the frame it waited for) behind
+    assert behind_newest_first([40.0] * 300, 30) == pytest.approx(0.04 + 1 / 30)
+    assert behind_real_time([40.0] * 300, 30) > 1.9
+    # a 0.5 s look: 0.5 s behind once, and the next frame taken is that of its end
+    assert behind_newest_first([500.0] + [5.0] * 20, 10) == pytest.approx(0.5)
+    assert behind_newest_first([10.0] * 30, 30) == pytest.approx(0.010)
+
+
 def test_a_recording_played_in_real_time_drops_the_frames_it_is_too_late_for(tmp_path):
     import cv2
 
@@ -150,5 +162,41 @@ def test_a_replay_names_the_captures_slower_than_3_s_to_their_event():
     _compare(report, truth, SimpleNamespace(captures=records), {43: 20.0, 80: 20.0})
     assert report.steady_to_event_frames == [3, 38]
     assert report.to_dict()["slow_captures"] == [
-        {"round": 1, "player": "A", "card": "08-3", "seconds": 3.8}
+        {"round": 1, "player": "A", "card": "08-3", "seconds": 3.8, "reason": None}
     ]
+    assert report.to_dict()["slow_captures_unexplained"] == 1
+
+
+def test_a_slow_capture_is_explained_by_what_the_tablet_said_while_it_waited():
+    from types import SimpleNamespace
+
+    from companion.bench.replay import ReplayReport, _compare
+    from companion.live.pipeline import CaptureRecord
+
+    truth = {
+        "rounds": [{"round": 1, "first_frame": 0, "captures": {"A": ["08-1"], "B": ["09-1"]}}],
+        "events": [
+            {"frame": 50, "steady_frame": 10, "event": {"type": "card_captured", "player": "A",
+                                                        "card": "08-1"}},
+            {"frame": 50, "steady_frame": 10, "event": {"type": "card_captured", "player": "B",
+                                                        "card": "09-1"}},
+        ],
+    }  # fmt: skip
+
+    def replayed(said, check=False):
+        records = [
+            CaptureRecord("A", "08-1", 3, 10, 60, 6.0, check, round=1),
+            CaptureRecord("B", "09-1", 4, 10, 60, 6.0, False, round=1),
+        ]
+        report = ReplayReport(truth=True, fps_video=10.0, unread_shown=said)
+        _compare(report, truth, SimpleNamespace(captures=records), {})
+        return {c["player"]: c["reason"] for c in report.to_dict()["slow_captures"]}
+
+    # said of A while A's card waited: A's wait is explained, B's is not
+    assert replayed([(45, "A", "camera.capture_unread")]) == {
+        "A": "camera.capture_unread",
+        "B": None,
+    }
+    # said before the card lay still, or after its event: it explains nothing
+    assert replayed([(5, "A", "camera.capture_unread"), (61, "A", "x")]) == {"A": None, "B": None}
+    assert replayed([], check=True) == {"A": "check", "B": None}

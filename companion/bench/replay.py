@@ -143,8 +143,11 @@ class ReplayReport:
     unflagged_wrong: int = 0
     steady_to_event_frames: list = field(default_factory=list)
     steady_to_event_ms: list = field(default_factory=list)
-    # (round, player, code, seconds of video) of captures slower than SLOW_CAPTURE_S
+    # (round, player, code, seconds of video, reason shown on the tablet or None) of captures
+    # slower than SLOW_CAPTURE_S; the reason: "check" (it was flagged for a check), or the id
+    # of the sentence saying why it waited (``LivePipeline.unread``)
     slow_captures: list = field(default_factory=list)
+    unread_shown: list = field(default_factory=list)  # (frame, player, sentence id) of each
     wrong: list = field(default_factory=list)  # (round, player, code, flagged) of wrong captures
     fps_video: float = 10.0
     recognised: int = 0  # recorded captures recognised where they lay (no event)
@@ -177,9 +180,11 @@ class ReplayReport:
                 unflagged_wrong=self.unflagged_wrong,
                 steady_to_event_frames=self.steady_to_event_frames,
                 slow_captures=[
-                    {"round": n, "player": p, "card": c, "seconds": round(sec, 1)}
-                    for n, p, c, sec in self.slow_captures
+                    {"round": n, "player": p, "card": c, "seconds": round(sec, 1), "reason": why}
+                    for n, p, c, sec, why in self.slow_captures
                 ],
+                slow_captures_unexplained=sum(1 for *_, why in self.slow_captures if not why),
+                unread_shown_s=round(len(self.unread_shown) / self.fps_video, 1),
             )
         if self.restarts:
             data.update(restarts=self.restarts, recognised=self.recognised)
@@ -477,13 +482,16 @@ def replay_video(
     taps: str = "truth",
     drops=(),
     on_end=None,
+    timings: dict | None = None,
 ) -> ReplayReport:
     """Run the pipeline over every frame of ``video`` (as fast as the machine goes).
     ``taps``: "truth" (Koi/Stop and what the camera cannot see tapped from the truth file) or
     "none" (no tap: the truth only scores); the players answer what the camera asks the
     tablet either way. ``drops``: (frame, seconds) from which the camera showed nothing (a
     stream that dropped out): those frames never reach the pipeline, the taps go on.
-    ``on_end(pipeline, store, match_id)`` is called once the video has played."""
+    ``on_end(pipeline, store, match_id)`` is called once the video has played.
+    ``timings``: a dict that gets, per stage ("decode", and ``LivePipeline.timings``' own),
+    the seconds each frame spent there."""
     source = VideoFileSource(video)
     zones, store, match_id = _replayed_match(truth, zones)
     pipeline = LivePipeline(detector, zones, store, match_id)
@@ -492,12 +500,19 @@ def replay_video(
     report.drops = sorted((int(f), float(s)) for f, s in drops)
     unseen = dropped_frames(report.drops, source.fps)
     event_ms: dict[int, float] = {}
+    if timings is not None:
+        pipeline.timings = timings
     start = last = time.perf_counter()
     last_cpu = time.process_time()
     with source:
         for frame in source:
             t0 = time.perf_counter()
+            if timings is not None:
+                timings.setdefault("decode", []).append(t0 - last)
             appended = [] if frame.index in unseen else pipeline.process(frame)
+            if pipeline.unread is not None:
+                unread = pipeline.unread
+                report.unread_shown.append((frame.index, unread.params["player"], unread.id))
             appended += answer_as_the_truth_did(
                 answers, store, match_id, frame.index, source.fps, pipeline
             )
@@ -609,7 +624,14 @@ def _compare(report: ReplayReport, truth: dict, pipeline, event_ms: dict) -> Non
         report.steady_to_event_ms.append(ms)
         seconds = frames / report.fps_video  # video time: the same however loaded the machine
         if seconds > SLOW_CAPTURE_S:
-            report.slow_captures.append((number, event.get("player"), event.get("card"), seconds))
+            player = event.get("player")
+            said = (
+                sentence
+                for frame, said_of, sentence in report.unread_shown
+                if said_of == player and item["steady_frame"] <= frame <= rec.event_frame
+            )
+            why = "check" if rec.check else next(said, None)
+            report.slow_captures.append((number, player, event.get("card"), seconds, why))
 
 
 SLOW_CAPTURE_S = 3.0  # a capture this much later than its card lay still is listed by name
@@ -632,6 +654,21 @@ def behind_real_time(cycle_ms, fps: float) -> float:
         arrival = i / fps
         done = max(done, arrival) + ms / 1000.0
         lag = max(lag, done - arrival)
+    return lag
+
+
+def behind_newest_first(cycle_ms, fps: float) -> float:
+    """The most seconds a pipeline that takes ``cycle_ms`` per frame falls behind a camera
+    delivering ``fps`` frames a second when it always takes the newest frame arrived (as a
+    live camera is read, ``LiveSource(newest=True)``), the older ones dropped: each frame
+    taken costs what it cost in the replay (the frames it skips cost nothing)."""
+    done = lag = 0.0
+    i, n = 0, len(cycle_ms)
+    while i < n:
+        arrival = i / fps
+        done = max(done, arrival) + cycle_ms[i] / 1000.0
+        lag = max(lag, done - arrival)
+        i = max(i + 1, int(done * fps))  # the newest frame arrived by then
     return lag
 
 
@@ -686,7 +723,8 @@ def bench_pipeline(detector, *, video=None, frames: int = 600, fps: int = 10) ->
             video = Path(video)
             truth_path = video.with_name("truth.json")
         truth = load_truth(truth_path) if Path(truth_path).is_file() else None
-        report = replay_video(video, detector, truth=truth, limit=frames)
+        timings: dict[str, list[float]] = {}
+        report = replay_video(video, detector, truth=truth, limit=frames, timings=timings)
     p95 = percentile(report.steady_to_event_ms, 95)
     return {
         "video": Path(video).name,
@@ -702,5 +740,23 @@ def bench_pipeline(detector, *, video=None, frames: int = 600, fps: int = 10) ->
         # from the CPU time the frames took (every thread counted): what an otherwise idle
         # machine would show at most, when the wall-clock figure is that of a shared one
         "behind_s_max_cpu": round(behind_real_time(report.cycle_cpu_ms, report.fps_video), 3),
+        # the same, the newest frame taken each time (a live camera, a stream): the older ones
+        # are dropped rather than queued, so the lag stays that of one frame's work
+        "behind_s_max_newest": round(behind_newest_first(report.cycle_ms, report.fps_video), 3),
         "looks_per_s": round(report.detected_frames * report.fps_video / max(report.frames, 1), 2),
+        # where a frame's time goes: per stage, over the frames that went through it (the
+        # detector and what follows it: the looks only), milliseconds
+        "stage_ms": {
+            stage: {
+                "median": round(float(np.median(seconds)) * 1000, 2),
+                "p95": round(float(np.percentile(seconds, 95)) * 1000, 2),
+                "frames": len(seconds),
+            }
+            for stage, seconds in timings.items()
+            if seconds
+        },
+        # captures later than SLOW_CAPTURE_S after their card lay still, and of them those
+        # with no reason shown on the tablet while they waited
+        "slow_captures": len(report.slow_captures),
+        "slow_captures_unexplained": sum(1 for *_, why in report.slow_captures if not why),
     }

@@ -236,7 +236,7 @@ def resolve_group(
     return out
 
 
-def _waiting(held) -> list:
+def waiting_for_partner(held) -> list:
     """The captures still waiting for their partner: those of a month held an odd number of
     times."""
     months = Counter(_month(c) for c in held)
@@ -529,7 +529,7 @@ class CaptureDecider:
             if not doubtful:
                 self._alone_since.pop(seat, None)
                 continue
-            waiting = _waiting(held)
+            waiting = waiting_for_partner(held)
             if len(doubtful) == 1 and not waiting:
                 since = self._alone_since.setdefault(seat, table.time)
                 if settling or table.time - since < s.partner_wait:
@@ -549,13 +549,13 @@ class CaptureDecider:
     def _plausible_over(self, a: Arrival, held) -> bool:
         """A card found over one of the player's captures is a new card (not a misread of
         the covered one) only when it pairs with a capture waiting for its partner."""
-        months = {_month(c) for c in _waiting(held)}
+        months = {_month(c) for c in waiting_for_partner(held)}
         least = self.settings.over_capture_pairs
         return any(_month(c) in months and p >= least for c, p in a.candidates)
 
     def _decide(self, group: list[Arrival], area: _CaptureArea) -> list[Decision]:
         """The captures of ``group`` (arrivals of ``area``, read together), in its order."""
-        table, waiting = area.table, _waiting(area.held)
+        table, waiting = area.table, waiting_for_partner(area.held)
         # the partner of a card comes within the same turn: older odd cards (a misread, a
         # capture missed) help reading but are not expected to pair any more
         window = self.settings.pair_window

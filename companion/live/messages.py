@@ -32,6 +32,17 @@ _template(
     "camera",
 )
 _template("camera.next_round", N_("The table is clear: deal the next round."), "proposal")
+# why a capture is slow (``LivePipeline._note_unread``)
+_template(
+    "camera.capture_unread",
+    N_("A card in %(player)s's captures is not read yet: is a hand over it?"),
+    "proposal",
+)
+_template(
+    "camera.partner_unread",
+    N_("%(player)s's capture waits for its second card: is a hand or a card over it?"),
+    "proposal",
+)
 # the camera demo (companion.demo), asked for on a machine without card images to film
 _template(
     "camera.demo_no_decks",

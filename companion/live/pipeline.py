@@ -35,6 +35,7 @@ The motion gate's and the restart's numbers are the fields of ``PipelineSettings
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field, replace
 
 import cv2
@@ -43,7 +44,14 @@ import numpy as np
 from companion.detections import Detections
 from companion.game.cards import chaff_twins
 from companion.game.engine import IllegalEvent
-from companion.live.capture_decider import Away, CaptureDecider, Decision
+from companion.live.capture_decider import (
+    Away,
+    CaptureDecider,
+    Decision,
+    Proposal,
+    waiting_for_partner,
+)
+from companion.live.messages import Message
 from companion.live.settings import CLOCK_SLACK, DeciderSettings, PipelineSettings, TrackerSettings
 from companion.live.tracker import TableState, TableTracker, TrackState
 from companion.live.zones import CAPTURES, Zones
@@ -121,6 +129,12 @@ class LivePipeline:
         self._last_time: float | None = None  # the last picture that showed something
         self.blind_frames = 0  # frames that showed nothing (dark, covered)
         self.gaps: list[tuple[float, float]] = []  # (time back, seconds away) of each gap
+        # stage -> seconds each frame spent there ("motion", "detect", "track", "decide",
+        # "store"), kept when a dict is given (``companion bench-pipeline``), else not at all
+        self.timings: dict[str, list[float]] | None = None
+        # why a capture is slow, for the tablet (``_note_unread``); None: none is
+        self.unread: Message | None = None
+        self._in_captures_since: dict[int, float] = {}  # track id -> time (``_note_unread``)
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -305,6 +319,7 @@ class LivePipeline:
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
         with self._lock:
+            clock = _StageClock(self.timings)
             self.frames += 1
             small = self.small(frame.image)
             if self.blind(small):
@@ -317,16 +332,21 @@ class LivePipeline:
             if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
             self.last_frame = frame
-            if not self.should_detect(frame.time, changed):
+            looking = self.should_detect(frame.time, changed)
+            clock.lap("motion")
+            if not looking:
+                self._note_unread(self._match_state, frame.time)
                 return []
             self.detections = self.detector.detect(frame.image)
             self.detected_frames += 1
             self._detected_at = frame.time
             self._detected_small = self._last_small
+            clock.lap("detect")
             self.table = self.tracker.update(
                 self.detections, frame, motion=moved, moving=self._moving
             )
             self._moving = None
+            clock.lap("track")
             state = self._sync()
             if state is None:
                 return []
@@ -341,10 +361,58 @@ class LivePipeline:
                 return []
             self._recognise(state)
             decisions = self.decider.step(self.table, state, seats=self.seats(state))
+            self._note_unread(state, frame.time)
+            clock.lap("decide")
             appended = self._append_decided(decisions, frame, state)
             if appended:
                 self._sync()
+                clock.lap("store")  # only where something was recorded
             return appended
+
+    def _note_unread(self, state, now: float) -> None:
+        """Why a capture is slow, said on the tablet rather than left unexplained: a card has
+        lain in a player's captures for ``unread_after`` without being read (a hand over it,
+        or seen too rarely), or a capture recorded that long ago, within its turn, still
+        waits for its second card (hidden, so never seen)."""
+        self.unread = None
+        if state is None or not state.round_in_progress:
+            return
+        s = self.pipeline_settings
+        u = self.tracker.updates
+        seats = self.seats(state)
+        # a look lying over a recorded capture is left undecided on purpose (most often a
+        # look at part of the covered card): nothing is waited for there
+        over = {a.track for group in self.table.arrivals.values() for a in group if a.overlaps}
+        # open track -> when it was first seen in a capture area (a card carried there from
+        # the field waits from then, not from when the field first saw it)
+        since = {}
+        for track in self.tracker.tracks.values():
+            zone = track.zone or ""
+            seat = zone[len(CAPTURES) :] if zone.startswith(CAPTURES) else None
+            if seat not in seats or not track.state.open or track.id in over:
+                continue
+            since[track.id] = self._in_captures_since.get(track.id, now)
+            if (
+                now - since[track.id] >= s.unread_after - CLOCK_SLACK
+                and u - track.last_seen <= s.settling_seen_within
+            ):
+                self.unread = Message("camera.capture_unread", player=seats[seat])
+        self._in_captures_since = since
+        if self.unread is not None:
+            return
+        for player in seats.values():
+            held = [c.code for c in state.captures.get(state.side_of(player), [])]
+            odd = set(waiting_for_partner(held))
+            for record in self.captures:
+                waited = now - record.event_time
+                if (
+                    record.round == state.round_number
+                    and record.player == player
+                    and record.card in odd
+                    and s.unread_after - CLOCK_SLACK <= waited <= self.decider_settings.pair_window
+                ):
+                    self.unread = Message("camera.partner_unread", player=player)
+                    return
 
     def _came_back(self, seconds: float) -> None:
         """The camera saw nothing for ``seconds``: the table is read afresh, as after a
@@ -365,6 +433,7 @@ class LivePipeline:
         away = Away(seconds, self.decider.seen, round_unseen=self._round_unseen)
         self.tracker = TableTracker(self.zones, self.tracker_settings)
         self.table = self.tracker.state
+        self._in_captures_since = {}  # the new tracker numbers its tracks from 1 again
         fresh = CaptureDecider(self.decider_settings)
         self.decider = fresh.came_back(away, memory=self.decider)
         self._settling = None
@@ -543,8 +612,12 @@ class LivePipeline:
     @property
     def proposal(self):
         """What the table showed against a tap (kind "reading"), else what the camera suggests
-        (a redeal, the next round): a sentence the players act on."""
-        return self.decider.shown
+        (a redeal, the next round), else why a capture is slow (kind "unread"): a sentence the
+        players act on."""
+        shown = self.decider.shown
+        if shown is None and self.unread is not None:
+            return Proposal("unread", self.unread)
+        return shown
 
     def crop(self, player: str, card: str) -> np.ndarray | None:
         """The camera's picture of a capture (the latest record of that player and card)."""
@@ -552,6 +625,22 @@ class LivePipeline:
             if record.card == card and record.player.casefold() == player.casefold():
                 return record.crop
         return None
+
+
+class _StageClock:
+    """Seconds from one lap to the next, appended per stage to ``timings`` (None: nothing is
+    timed)."""
+
+    def __init__(self, timings: dict | None):
+        self.timings = timings
+        self.last = time.perf_counter() if timings is not None else 0.0
+
+    def lap(self, stage: str) -> None:
+        if self.timings is None:
+            return
+        now = time.perf_counter()
+        self.timings.setdefault(stage, []).append(now - self.last)
+        self.last = now
 
 
 def _crop(image: np.ndarray, quad: np.ndarray, margin: float = 0.15) -> np.ndarray:

@@ -634,6 +634,13 @@ class PipelineSettings:
         "settling (a tapped Stop waits for it): more waits for a card hidden longer, less "
         "records the Stop before a card the hand half hides",
     )
+    # -- a slow capture, explained ----------------------------------------------------------
+    unread_after: float = tuning(
+        3.0,
+        "seconds a card may lie in a player's captures unread (or a capture wait for its "
+        "second card) before the tablet says why (a hand over it?): less says it for captures"
+        " merely settling, more leaves the players wondering longer",
+    )
     # -- starting again on a match under way -------------------------------------------------
     resume_watch: float = tuning(
         1.0,

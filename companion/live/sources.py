@@ -198,7 +198,7 @@ class LiveSource(FrameSource):
     ``capture.read()``; while the source is lost it returns None at once.
     """
 
-    def __init__(self, target: int | str, opener=None, clock=time.monotonic):
+    def __init__(self, target: int | str, opener=None, clock=time.monotonic, newest=False):
         if opener is None:
             quiet_video_logs()
         self.target = target
@@ -212,6 +212,18 @@ class LiveSource(FrameSource):
         self.state = SourceState.CONNECTING
         self.failures = 0
         self._was_live = False
+        # ``newest``: a thread of its own reads the camera as fast as it sends, and ``read``
+        # hands out the newest picture, the older ones dropped, as the phone's pictures are:
+        # a pipeline slower than the camera for a while (a look, a loaded machine) never works
+        # through a queue of stale pictures (a stream's buffer, which BUFFERSIZE does not
+        # bound), so what reaches the tablet is at most one look old
+        self.newest = newest
+        self._latest: Frame | None = None
+        self._handed = -1  # the index of the last picture handed out
+        self.dropped = 0  # pictures never handed out: a newer one came first
+        self._arrived = threading.Condition()
+        self._reader: threading.Thread | None = None
+        self._closing = threading.Event()
 
     def _open(self) -> bool:
         now = self._clock()
@@ -242,7 +254,40 @@ class LiveSource(FrameSource):
         self._retry_at = now + self._delay
         self._delay = min(self._delay * 2, BACKOFF_MAX)
 
-    def read(self) -> Frame | None:
+    def read(self, wait: float = 0.1) -> Frame | None:
+        """The next picture (``newest``: the newest one not handed out yet, waiting up to
+        ``wait`` seconds for it), or None."""
+        if not self.newest:
+            return self._read_one()
+        if self.state == SourceState.ENDED:
+            return None
+        if self._reader is None:
+            self._reader = threading.Thread(
+                target=self._keep_reading, name="companion-camera", daemon=True
+            )
+            self._reader.start()
+        with self._arrived:
+            self._arrived.wait_for(
+                lambda: self._latest is not None and self._latest.index > self._handed, wait
+            )
+            frame = self._latest
+            if frame is None or frame.index <= self._handed or self.state != SourceState.LIVE:
+                return None  # nothing newer; or lost since: no picture until it is back
+            self.dropped += frame.index - self._handed - 1
+            self._handed = frame.index
+            return frame
+
+    def _keep_reading(self) -> None:
+        while not self._closing.is_set():
+            frame = self._read_one()
+            if frame is None:
+                self._closing.wait(0.05)  # lost: ``_read_one`` reopens with backoff
+                continue
+            with self._arrived:
+                self._latest = frame
+                self._arrived.notify_all()
+
+    def _read_one(self) -> Frame | None:
         if self.state == SourceState.ENDED:
             return None
         if self._cap is None and not self._open():
@@ -275,6 +320,9 @@ class LiveSource(FrameSource):
         return "camera" if isinstance(self.target, int) else "stream"
 
     def close(self) -> None:
+        self._closing.set()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(2.0)  # it may be inside a read that blocks: not for long
         if self._cap is not None:
             self._cap.release()
             self._cap = None
@@ -337,20 +385,20 @@ def open_source(spec: str | int | Path) -> FrameSource:
     address that answers with a web page or an error instead of a video is one sentence)."""
     quiet_video_logs()
     if isinstance(spec, int):
-        return LiveSource(spec)
+        return LiveSource(spec, newest=True)
     text = str(spec).strip()
     if text.startswith("camera:"):
         index = text[len("camera:") :]
         if not index.isdigit():
             raise SourceError(f"A camera is named camera:N with N a number, not {text!r}.")
-        return LiveSource(int(index))
+        return LiveSource(int(index), newest=True)
     if text.isdigit():
-        return LiveSource(int(text))
+        return LiveSource(int(text), newest=True)
     if "://" in text:
         problem = not_a_video_sentence(text)  # an address that answers, but not with a video
         if problem:
             raise SourceError(problem)
-        return LiveSource(text)
+        return LiveSource(text, newest=True)
     path = Path(text).expanduser()
     if path.is_dir():
         return ImageFolderSource(path)

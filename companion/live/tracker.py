@@ -122,6 +122,9 @@ class Track:
     over: int | None = None  # the registered capture it was found on (a card on top of it)
     rest: np.ndarray | None = None  # centre where it lies still since ``rest_time``
     rest_time: float = 0.0
+    # (time, centre) of a look that saw it away from where it lay (moved or not at rest),
+    # the next look to tell whether the card moved or the detector's outline strayed
+    stray: tuple[float, np.ndarray] | None = None
     disturbed: int = 0  # the last update something moved over it
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
@@ -551,28 +554,53 @@ class TableTracker:
             if track.last_seen < u - 1 and quad_iou(track.quad, quad) < s.same_card_iou:
                 track.quad = quad  # found again away from where it was: it lies here now
         elif track.state.open:
-            moved = np.linalg.norm(quad.mean(axis=0) - track.anchor) / track.height
             centre = quad.mean(axis=0)
-            if moved > s.moved:  # carried: it has not come to rest yet
-                track.anchor = centre
-                if track.state is TrackState.SETTLED:
-                    track.unsettle()
-                track.hits.clear()
-                track.looks.clear()
-                track.verified = None  # read again where it comes to rest
             # a capture-area card is not counted until it lies: one that stirs, steady or
             # not, is still in a hand (a field card once steady stays so: it is not decided)
             watched = track.state is TrackState.ARRIVING or (
                 track.zone is not None and track.zone.startswith(CAPTURES)
             )
-            if track.rest is None or (
-                watched and np.linalg.norm(centre - track.rest) / track.height > s.still
-            ):
-                track.rest, track.rest_time = centre, frame.time  # still held: rest anew
+            away = track.rest is not None and (
+                np.linalg.norm(centre - track.anchor) / track.height > s.moved
+                or (watched and np.linalg.norm(centre - track.rest) / track.height > s.still)
+            )
+            if away and track.stray is None:
+                # one look away from where it lay: the card moved, or the detector drew its
+                # outline astray (a hand half over it, a neighbour); the next look tells
+                track.stray = (frame.time, centre)
+            elif track.stray is not None and not away:
+                track.stray = None  # back where it lay: the outline strayed, the card did not
+            else:
+                if track.stray is not None:  # it did move: from the first look away on
+                    first_look = track.looks[-1] if track.looks else None
+                    if self._moved_to(track, track.stray[1], track.stray[0], watched):
+                        track.hits.append(True)
+                        if first_look is not None:
+                            track.looks.append(first_look)
+                    track.stray = None
+                self._moved_to(track, centre, frame.time, watched)
             track.looks.append(look_vector(cards, i, s.look_floor))
             track.quad = quad
         track.last_seen = u
         track.last_seen_frame = frame_index
+
+    def _moved_to(self, track: Track, centre: np.ndarray, now: float, watched: bool) -> bool:
+        """A card seen at ``centre``: carried (its looks start again; True) when that far from
+        where it came to rest, and resting anew from ``now`` when it strayed from its rest."""
+        s = self.settings
+        carried = np.linalg.norm(centre - track.anchor) / track.height > s.moved
+        if carried:  # carried: it has not come to rest yet
+            track.anchor = centre
+            if track.state is TrackState.SETTLED:
+                track.unsettle()
+            track.hits.clear()
+            track.looks.clear()
+            track.verified = None  # read again where it comes to rest
+        if track.rest is None or (
+            watched and np.linalg.norm(centre - track.rest) / track.height > s.still
+        ):
+            track.rest, track.rest_time = centre, now  # still held: rest anew
+        return carried
 
     def _new_track(self, cards: Detections, i: int, u: int, frame) -> None:
         s = self.settings
@@ -626,7 +654,8 @@ class TableTracker:
             in_captures = bool(track.zone and track.zone.startswith(CAPTURES))
             # a card in a capture area cannot leave it: it is only missed for longer
             patience = s.capture_patience if in_captures else s.field_patience
-            at_rest = now - track.rest_time >= s.at_rest - CLOCK_SLACK
+            # not while its last look saw it away from where it lay (moved, or not told yet)
+            at_rest = track.stray is None and now - track.rest_time >= s.at_rest - CLOCK_SLACK
             settled = track.state is TrackState.SETTLED
             if often and track.last_seen == u and quiet and at_rest:
                 if not settled:
@@ -788,6 +817,7 @@ class TableTracker:
             track.state.open
             and track.last_seen == u
             and bool(track.zone and track.zone.startswith(CAPTURES))
+            and track.stray is None
             and now - track.rest_time >= s.at_rest - CLOCK_SLACK
             and len(track.looks) >= s.steady_looks
             and _named_surely(track.posterior()) >= s.sure_at_rest
@@ -798,13 +828,20 @@ class TableTracker:
         ``disturbed_margin``)."""
         if moving is None:
             return motion >= self.settings.hand_motion
-        mh, mw = moving.shape[:2]
-        lo, hi = track.quad.min(axis=0), track.quad.max(axis=0)
-        pad = (hi - lo) * self.settings.disturbed_margin
-        x0, y0 = np.floor((lo - pad) * [mw / width, mh / height]).astype(int)
-        x1, y1 = np.ceil((hi + pad) * [mw / width, mh / height]).astype(int)
-        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh)
-        return x1 > x0 and y1 > y0 and bool(moving[y0:y1, x0:x1].any())
+        over = _over(moving, track.quad, (width, height), self.settings.disturbed_margin)
+        return over.size > 0 and bool(over.any())
+
+
+def _over(picture: np.ndarray, quad: np.ndarray, size: tuple[int, int], margin: float):
+    """The part of ``picture`` (of any size, covering a frame of ``size``) under ``quad``'s
+    box grown by ``margin`` of its size."""
+    width, height = size
+    ph, pw = picture.shape[:2]
+    lo, hi = quad.min(axis=0), quad.max(axis=0)
+    pad = (hi - lo) * margin
+    x0, y0 = np.floor((lo - pad) * [pw / width, ph / height]).astype(int)
+    x1, y1 = np.ceil((hi + pad) * [pw / width, ph / height]).astype(int)
+    return picture[max(y0, 0) : min(y1, ph), max(x0, 0) : min(x1, pw)]
 
 
 def _named_surely(posterior: np.ndarray) -> float:
