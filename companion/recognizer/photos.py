@@ -50,13 +50,14 @@ EDGE_MARGIN = 0.005  # a card this close to the photo's edge (share of its short
 # lines that tell a month's chaff apart are gone
 MIN_SHARPNESS = 0.22
 # ... and blurred only where its steps are also soft for their height (``edge_sharpness``):
-# 0.31-0.45 in focus whatever the design, 0.23-0.37 at 1.5 px, 0.18-0.29 at 3 px (a flat
+# 0.29-0.41 in focus whatever the design, 0.21-0.35 at 1.5 px, 0.13-0.27 at 3 px (a flat
 # card's few lines leave the steepest 0.5 % of its pixels on its plain ground, under
 # MIN_SHARPNESS however crisp)
 MIN_EDGE_SHARPNESS = 0.25
-LIKE_STEP = 18.0  # Lab units: a card's edge band this near the table's colour hides its edge
-PATTERN_STEP = 6.0  # Lab units across 2 px, 3 in 4 of the table's: a grain that hides edges
-STEP_SPAN = 24.0  # grey levels: a smaller change within 3 px is grain, not a printed line
+LIKE_STEP = 24.0  # Lab units (OpenCV scale): a card's edge band this near the table's colour hides its edge
+PATTERN_STEP = 8.0  # Lab units across 2 px, 3 in 4 of the table's: a grain that hides edges
+STEP_SPAN = 24.0  # grey levels: a smaller change within STEP_REACH is grain, not a printed line
+STEP_REACH = 5  # px either way a step is measured over
 FACE_HEIGHT = 256  # the straightened card's height (px) the references are cut from
 PHOTO_VIEWS = 20  # synthetic views per card (each both ways up), as deck add from scans
 IN_PHOTO_VIEWS = 4  # crops cut from the photo itself per card (each both ways up)
@@ -145,15 +146,15 @@ def sharpness(face: np.ndarray) -> float:
 
 def edge_sharpness(face: np.ndarray) -> float:
     """How steep a picture's colour steps are for their height: at the pixels of real steps
-    (the brightness spans ``STEP_SPAN`` within 3 px), the steepest brightness change over that
-    span (95th percentile). A step's steepness over its own height does not depend on how much
-    of the picture is steps: a flat card (one colour, a frame, a mark) reads as sharp as a busy
-    one in the same focus."""
+    (the brightness spans ``STEP_SPAN`` within ``STEP_REACH`` px), the steepest brightness
+    change over that span (95th percentile). A step's steepness over its own height does not
+    depend on how much of the picture is steps: a flat card (one colour, a frame, a mark)
+    reads as sharp as a busy one in the same focus."""
     grey = cv2.cvtColor(face, cv2.COLOR_BGR2GRAY).astype(np.float32)
     grey = cv2.GaussianBlur(grey, (0, 0), 0.8)  # sensor noise is no sharpness
     gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3) / 8
     gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3) / 8
-    window = np.ones((7, 7), np.uint8)
+    window = np.ones((2 * STEP_REACH + 1, 2 * STEP_REACH + 1), np.uint8)
     span = cv2.dilate(grey, window) - cv2.erode(grey, window)
     low, high = np.percentile(grey, [2, 98])
     steps = span >= max(STEP_SPAN, 0.3 * (high - low))
