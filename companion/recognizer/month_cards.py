@@ -52,10 +52,6 @@ SHARP_SHARE = 0.45  # a step over 2 px at least this share of the step over 8 px
 OUTER_STRENGTH = 0.5  # an outer line is the card's edge if it steps this share of the best
 TABLE_STEP_SLACK = 0.15  # lines this near the most table-outside, card-inside one are as good
 MIN_STEP = 8.0  # Lab units: a smaller step is the grain of a table or of a card's ground
-# a card this much narrower or shorter than the largest seen is grown to its size, and kept
-# where it then shows a cut edge on every side (neighbours in a photo tilted 15 degrees differ
-# by up to ~6 %; a printed frame's inner side is 8-20 % in)
-GROW_AT_LEAST = 1.07
 # a gap between two cards narrower than this share of a card's width: they lie too close
 CLOSE_GAP = 0.08
 
@@ -422,50 +418,6 @@ def _redo_odd_ones(lab: np.ndarray, cards: list, prob: np.ndarray, proposals: di
     return cards
 
 
-def _sizes(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each quad's mean width and height (px)."""
-    widths = (np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
-              + np.linalg.norm(quads[:, 2] - quads[:, 3], axis=1)) / 2  # fmt: skip
-    heights = (np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
-               + np.linalg.norm(quads[:, 2] - quads[:, 1], axis=1)) / 2  # fmt: skip
-    return widths, heights
-
-
-def _grow_to_one_size(lab: np.ndarray, cards: list, prob: np.ndarray) -> list:
-    """Four cards, some smaller than the largest whose edges are all seen: a card whose
-    outline stopped on a line printed inside it (the inner side of a dark frame the colour
-    of the table) grown to the largest's size around its middle and snapped there; kept where
-    the grown outline shows its cut edge on every side (a card's edge is the outermost
-    rectangle of the deck's size)."""
-    quads = np.array([q for q, _ in cards], np.float64)
-    widths, heights = _sizes(quads)
-    areas = widths * heights
-    seen = [i for i, (_, s) in enumerate(cards) if s.min() >= SIDE_SEEN]
-    if not seen:
-        return cards
-    ref = max(seen, key=lambda i: areas[i])
-    out = list(cards)
-    for i, (quad, _) in enumerate(cards):
-        grow_w, grow_h = widths[ref] / widths[i], heights[ref] / heights[i]
-        if not (GROW_AT_LEAST <= max(grow_w, grow_h) and min(grow_w, grow_h) >= 0.97
-                and grow_w * grow_h <= 1.8):  # fmt: skip
-            continue
-        q = np.asarray(quad, np.float64)
-        centre = q.mean(0)
-        right = (q[1] - q[0] + q[2] - q[3]) / 2
-        down = (q[3] - q[0] + q[2] - q[1]) / 2
-        grown = centre + np.array([-right * grow_w - down * grow_h, right * grow_w - down * grow_h,
-                                   right * grow_w + down * grow_h,
-                                   -right * grow_w + down * grow_h]) / 2  # fmt: skip
-        others = _others(lab.shape, [c for j, (c, _) in enumerate(out) if j != i])
-        reach = max(3, int(0.05 * widths[ref]))
-        q2, s2 = snap_quad(lab, grown.astype(np.float32), reach, others, prob=prob)
-        w2, h2 = _sizes(np.asarray(q2, np.float64)[None])
-        if s2.min() >= SIDE_SEEN and abs(w2[0] * h2[0] / areas[ref] - 1) <= 0.15:
-            out[i] = (order_quad(q2), s2)
-    return out
-
-
 def _one_size(quads: np.ndarray) -> bool:
     """Whether each card has a card's aspect (within ``ASPECT_SPREAD``) and the aspect its
     nearest neighbour shows (within ``NEIGHBOUR_SPREAD``: one deck, one shape; a tilted phone
@@ -628,7 +580,6 @@ def _find(img, lab, prob, quads: list, scale: float) -> MonthCards:
         snapped = _complete(lab, snapped, prob)
     if len(snapped) == CARDS:
         snapped = _redo_odd_ones(lab, snapped, prob, proposals)
-        snapped = _grow_to_one_size(lab, snapped, prob)
     if len(snapped) > CARDS:  # the four that best show their edges
         best = np.argsort([-s.mean() for _, s in snapped])[:CARDS]
         snapped = [snapped[i] for i in sorted(best)]
