@@ -70,18 +70,18 @@ _template(
     "photo.table_like_cards",
     N_(
         "%(name)s shows %(n)s cards (%(where)s), not four: the table is so like the cards' "
-        "edges that it hides where some end; lay %(month)s's cards on a table of another "
-        "colour (dark under light edges, light under dark ones), or tap each card's middle on "
-        "the Teach page."
+        "edges that it may hide where some end; lay %(month)s's four cards face up on a table "
+        "of another colour (dark under light edges, light under dark ones), or tap each card's "
+        "middle on the Teach page."
     ),
     "photo",
 )
 _template(
     "photo.busy_table",
     N_(
-        "%(name)s shows %(n)s cards (%(where)s), not four: the table's pattern hides where "
-        "some cards end; lay %(month)s's cards on a plain table or cloth, or tap each card's "
-        "middle on the Teach page."
+        "%(name)s shows %(n)s cards (%(where)s), not four: the table's pattern may hide where "
+        "some cards end; lay %(month)s's four cards face up on a plain table or cloth, or tap "
+        "each card's middle on the Teach page."
     ),
     "photo",
 )
