@@ -75,7 +75,8 @@ def test_twelve_photos_picked_at_once_teach_a_deck(teach_server, browser, tmp_pa
     march = "#month-3 input[type=file]"
     browser.find_element(By.CSS_SELECTOR, march).send_keys(str(three))
     page.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#month-3[data-state=bad]"))
-    assert "shows 3 cards, not four" in page.text("#month-3 .teach-problem")
+    said = page.text("#month-3 .teach-problem")
+    assert "shows 3 cards (" in said and "not four" in said and "four cards face up" in said
     assert browser.find_element(By.ID, "teach-button").get_attribute("disabled") is not None
     browser.find_element(By.CSS_SELECTOR, march).send_keys(str(photos / "03.jpg"))
     page.wait.until(lambda d: good_months(d) == 12)
@@ -131,6 +132,77 @@ def test_a_refused_month_is_outlined_by_dragging_corners(teach_server, browser, 
     assert len(browser.find_elements(By.CSS_SELECTOR, "#month-3 polygon.card-outline")) == 4
     assert browser.find_elements(By.CSS_SELECTOR, "#month-3 .drawn-note")
     shot(browser, "41-teach-outlined-by-hand")
+    problems = [
+        e["message"] for e in browser.get_log("browser")
+        if e["level"] == "SEVERE" and "favicon" not in e["message"]
+    ]  # fmt: skip
+    assert problems == []
+
+
+def tap_centres(browser, month: int, points) -> None:
+    """Tap each point (shares 0..1 of the photo) on a month's outline stage, in tap mode."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    stage = browser.find_element(By.CSS_SELECTOR, f"#month-{month} .outline-stage")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", stage)
+    box = stage.rect
+    for x, y in points:
+        dx, dy = (x - 0.5) * box["width"], (y - 0.5) * box["height"]
+        ActionChains(browser).move_to_element_with_offset(stage, dx, dy).click().perform()
+
+
+def test_a_month_is_outlined_by_tapping_each_cards_middle(teach_server, browser, tmp_path):
+    base, _ = teach_server
+    four, three = tmp_path / "four.jpg", tmp_path / "three.jpg"
+    scene = render_month_photo(11, SOURCE_DECK, 5, **SIZE)
+    cv2.imwrite(str(four), scene.image)
+    partial = render_month_photo(9, SOURCE_DECK, 3, cards=3, **SIZE)
+    cv2.imwrite(str(three), partial.image)
+    page = Page(browser)
+    browser.get(f"{base}/decks/teach")
+    page.wait.until(lambda d: d.find_elements(By.ID, "teach-panel"))
+
+    # the four cards' middles tapped, a little off centre: the cards are found around them
+    browser.find_element(By.CSS_SELECTOR, "#month-5 input[type=file]").send_keys(str(four))
+    WebDriverWait(browser, 60).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#month-5:not([data-state=empty])")
+    )
+    browser.execute_script("document.querySelector('#month-5 .outline-fix').open = true")
+    page.click('#month-5 .outline-mode[data-mode="centres"]')
+    assert not browser.find_element(By.CSS_SELECTOR, "#month-5 .outline-handle").is_displayed()
+    truth = np.array([label.quad for label in scene.labels]) / [SIZE["width"], SIZE["height"]]
+    middles = truth.mean(1) + [[0.01, -0.02], [-0.015, 0.01], [0.0, 0.025], [0.012, 0.0]]
+    submit = browser.find_element(By.CSS_SELECTOR, "#month-5 .centres-form button[type=submit]")
+    assert submit.get_attribute("disabled") is not None  # no point tapped yet
+    tap_centres(browser, 5, middles)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#month-5 .tap-mark")) == 4
+    field = browser.find_element(By.CSS_SELECTOR, "#month-5 .outline-centres").get_attribute("value")
+    sent = np.array([tuple(map(float, p.split(","))) for p in field.split(";")])
+    assert np.abs(sent - middles).max() < 0.01, (sent, middles)
+    page.click("#month-5 .centres-form button[type=submit]")
+    WebDriverWait(browser, 60).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#month-5 .tapped-note")
+    )
+    assert browser.find_elements(By.CSS_SELECTOR, "#month-5[data-state=good]")
+    names = browser.find_elements(By.CSS_SELECTOR, "#month-5 .card-names li")
+    assert [n.get_attribute("data-code") for n in names] == [f"05-{k}" for k in range(1, 5)]
+    shot(browser, "42-teach-outlined-by-taps")
+
+    # three cards and a tap on the bare table: no dead end, four outlines to drag and a sentence
+    browser.find_element(By.CSS_SELECTOR, "#month-3 input[type=file]").send_keys(str(three))
+    WebDriverWait(browser, 60).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#month-3[data-state=bad]")
+    )
+    page.click('#month-3 .outline-mode[data-mode="centres"]')
+    known = np.array([label.quad for label in partial.labels]) / [SIZE["width"], SIZE["height"]]
+    points = [*known.mean(1), known[2].mean(0) + [0.17, 0.0]]
+    tap_centres(browser, 3, points)
+    page.click("#month-3 .centres-form button[type=submit]")
+    WebDriverWait(browser, 60).until(
+        lambda d: "points tapped" in page.text("#month-3 .teach-problem")
+    )
+    assert browser.find_elements(By.CSS_SELECTOR, "#month-3[data-state=bad]")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#month-3 .outline-handle")) == 16
     problems = [
         e["message"] for e in browser.get_log("browser")
         if e["level"] == "SEVERE" and "favicon" not in e["message"]

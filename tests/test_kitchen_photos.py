@@ -138,3 +138,108 @@ def test_outlines_cannot_be_sent_before_the_photo(client):
     token = csrf(client)
     quads = "; ".join(["0.1,0.1 0.2,0.1 0.2,0.3 0.1,0.3"] * 4)
     assert outline(client, token, 4, quads).status_code == 400
+
+
+def centres(client, token, month, points: str):
+    return client.post(
+        "/decks/teach/centres",
+        data={"csrf_token": token, "month": str(month), "centres": points},
+        headers={"HX-Request": "true"},
+    )
+
+
+@needs_decks
+def test_a_photo_teaches_from_the_cards_found_around_the_points_tapped(app, client):
+    token = csrf(client)
+    scene = render_month_photo(31, "traditional-ngs", 6, width=1000, height=750)
+    ok, data = cv2.imencode(".jpg", scene.image, [cv2.IMWRITE_JPEG_QUALITY, 92])
+    assert send(client, token, 6, data.tobytes()).status_code == 200
+    truth = np.array([label.quad for label in scene.labels]) / [1000, 750]
+    # the middles tapped a little off, in no particular order: the cards in slot order
+    middles = truth.mean(1) + [[0.01, -0.02], [-0.012, 0.015], [0.0, 0.02], [0.01, 0.0]]
+    points = "; ".join(f"{x:.4f},{y:.4f}" for x, y in middles[[2, 0, 3, 1]])
+    answer = centres(client, token, 6, points)
+    assert answer.status_code == 200
+    text = answer.get_data(as_text=True)
+    assert 'data-state="good"' in text and "tapped-note" in text
+    assert text.count('class="card-outline"') == 4
+    folder = next((Path(app.config["DECKS_DIR"]).parent / "teaching").iterdir())
+    seen = json.loads((folder / "seen" / "06.json").read_text())
+    assert len(seen["tapped"]) == 4
+    long = np.linalg.norm(truth[:, 3] - truth[:, 0], axis=1).mean() * 750
+    outlines = np.array(seen["quads"]) * (1000 / seen["size"][0])
+    assert np.abs(outlines - truth * [1000, 750]).max() / long <= RIGHT_CORNER
+    # three points, or two on one card: one sentence, what was seen kept
+    three = "; ".join(points.split("; ")[:3])
+    assert centres(client, token, 6, three).status_code == 400
+    twice = "; ".join([points.split("; ")[0]] * 2 + points.split("; ")[2:])
+    assert centres(client, token, 6, twice).status_code == 400
+    assert json.loads((folder / "seen" / "06.json").read_text()) == seen
+    # a point on the bare table: no dead end, four outlines to drag and what to do
+    bare = "; ".join([*points.split("; ")[:3], "0.5000,0.0600"])
+    text = centres(client, token, 6, bare).get_data(as_text=True)
+    assert 'data-state="bad"' in text and "points tapped" in text
+    assert text.count('class="outline-handle"') == 16
+
+
+def test_points_cannot_be_tapped_before_the_photo(client):
+    token = csrf(client)
+    assert centres(client, token, 4, "0.1,0.1; 0.3,0.1; 0.5,0.1; 0.7,0.1").status_code == 400
+
+
+# -- what the finder saw, said: a table like the cards, a patterned table; sharpness -----------
+
+
+@pytest.mark.parametrize(
+    "deck, seed, month, said",
+    [
+        # dark-edged cards on a dark table: three found, the fourth's edges hidden
+        pytest.param("traditional-ngs", 901, 1, "photo.table_like_cards",
+                     marks=needs("traditional-ngs")),
+        # a woven tablecloth: two found, its pattern along the others' edges
+        pytest.param("hwatu-korean", 901, 9, "photo.busy_table", marks=needs("hwatu-korean")),
+    ],
+)  # fmt: skip
+def test_a_refused_photo_says_what_hid_the_cards(tmp_path, deck, seed, month, said):
+    photo = render_kitchen_photo(seed, deck, month)
+    path = tmp_path / f"{month:02d}.jpg"
+    path.write_bytes(photo.jpeg)
+    read = read_month_photo(path, month)
+    assert read.problem.id == said, str(read.problem)
+
+
+def flat_faces(folder: Path, month: int) -> Path:
+    """A month of a flat design: one colour a card, a dark mark, a hill, line art."""
+    faces = [np.full((1000, 610, 3), colour, np.uint8)
+             for colour in ((40, 40, 190), (30, 170, 230), (235, 240, 245), (40, 40, 190))]  # fmt: skip
+    cv2.circle(faces[0], (305, 300), 45, (20, 20, 20), -1)
+    cv2.ellipse(faces[1], (305, 1000), (420, 330), 0, 180, 360, (25, 25, 25), -1)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        a, b = (tuple(int(v) for v in rng.uniform([60, 60], [550, 940])) for _ in range(2))
+        cv2.line(faces[2], a, b, (60, 50, 40), 3, cv2.LINE_AA)
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, face in enumerate(faces):
+        cv2.imwrite(str(folder / f"{month:02d}-{k + 1}.png"), face)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "deck", ["procedural", pytest.param("recoloured", marks=needs("hwatu-korean")), "pale", "flat"]
+)
+def test_a_crisp_photo_of_a_flat_design_is_never_called_blurred(tmp_path, deck):
+    from companion.recognizer.photos import _read_image, blurred
+    from companion.recognizer.rectangles import rectify
+
+    source = flat_faces(tmp_path / "flat", 8) if deck == "flat" else deck
+    photo = render_kitchen_photo(5, source, 8, table="light", trouble="none", scratch=tmp_path)
+    path = tmp_path / "08.jpg"
+    path.write_bytes(photo.jpeg)
+    image = _read_image(path)
+    quads = photo.quads * (image.shape[1] / photo.image.shape[1])
+    assert not any(blurred(rectify(image, q, 256)) for q in quads)
+    assert getattr(read_month_photo(path, 8).problem, "id", "") != "photo.blurred"
+    # the same photo well out of focus (9 px at the size teaching reads it, some 6 px on a
+    # card's straightened face): every card blurred
+    soft = cv2.GaussianBlur(image, (0, 0), 9)
+    assert all(blurred(rectify(soft, q, 256)) for q in quads)

@@ -131,10 +131,13 @@ def test_a_photo_with_three_cards_gets_its_sentence_and_nothing_is_kept(app, cli
     assert answer.status_code == 200
     text = html.unescape(answer.get_data(as_text=True))
     assert 'data-state="bad"' in text
-    assert "03.jpg shows 3 cards, not four: lay March's four cards face up" in text
+    # where the three cards lie, what may have hidden the fourth (the table's pattern)
+    assert "03.jpg shows 3 cards (left, middle, middle), not four: the table's pattern" in text
+    assert "lay March's four cards face up" in text
     # The same sentence in French and Japanese.
     fr = html.unescape(send(client, token, 3, three, lang="fr").get_data(as_text=True))
-    assert "03.jpg montre 3 cartes, pas quatre" in fr and "mars" in fr
+    assert "03.jpg montre 3 cartes (à gauche, au milieu, au milieu), pas quatre" in fr
+    assert "mars" in fr
     ja = html.unescape(send(client, token, 3, three, lang="ja").get_data(as_text=True))
     assert "3月" in ja and "03.jpg" in ja and "shows" not in ja
 

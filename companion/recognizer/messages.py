@@ -67,6 +67,43 @@ _template(
     "photo",
 )
 _template(
+    "photo.table_like_cards",
+    N_(
+        "%(name)s shows %(n)s cards (%(where)s), not four: the table is so like the cards' "
+        "edges that it may hide where some end; lay %(month)s's four cards face up on a table "
+        "of another colour (dark under light edges, light under dark ones), or tap each card's "
+        "middle on the Teach page."
+    ),
+    "photo",
+)
+_template(
+    "photo.busy_table",
+    N_(
+        "%(name)s shows %(n)s cards (%(where)s), not four: the table's pattern may hide where "
+        "some cards end; lay %(month)s's four cards face up on a plain table or cloth, or tap "
+        "each card's middle on the Teach page."
+    ),
+    "photo",
+)
+_template(
+    "photo.unsure_like",
+    N_(
+        "%(name)s: the four cards (%(where)s) are found, but the table is so like their edges "
+        "that not all their sides are clear: check the outlines on the Teach page, or lay the "
+        "cards on a table of another colour."
+    ),
+    "photo",
+)
+_template(
+    "photo.unsure_pattern",
+    N_(
+        "%(name)s: the four cards (%(where)s) are found, but the table's pattern runs along "
+        "some of their sides: check the outlines on the Teach page, or lay the cards on a "
+        "plain table or cloth."
+    ),
+    "photo",
+)
+_template(
     "photo.no_card",
     N_(
         "%(name)s shows no card: lay %(month)s's four cards face up in the middle of the "
@@ -80,6 +117,15 @@ _template(
         "%(name)s: the four cards (%(where)s) are found, but not all their edges are clear "
         "(a shadow, a glare or the table's pattern across them): check the outlines on the "
         "Teach page, or take the photo again in even light."
+    ),
+    "photo",
+)
+_template(
+    "photo.taps_unsure",
+    N_(
+        "%(name)s: around some points tapped (%(cards)s), a card's edges are not clear: drag "
+        "the corners of the outlines shown onto the cards' corners, or tap again nearer each "
+        "card's middle."
     ),
     "photo",
 )

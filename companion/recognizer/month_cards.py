@@ -510,15 +510,24 @@ def _edge_points(quad: np.ndarray, per_side: int = 8):
     return np.concatenate([q[k] + t * (q[(k + 1) % 4] - q[k]) for k in range(4)])
 
 
-def find_month_cards(bgr: np.ndarray) -> MonthCards:
-    """The four cards of a month's photo (see the module)."""
+def _prepare(bgr: np.ndarray):
+    """The photo as it is searched: its scale, the picture at ``WORK_SIDE``, its Lab colours
+    (a little smoothed) and how table-like each pixel is."""
     h, w = bgr.shape[:2]
     scale = min(1.0, WORK_SIDE / max(h, w))
     img = cv2.resize(bgr, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
     lab = cv2.cvtColor(cv2.GaussianBlur(img, (0, 0), 0.7), cv2.COLOR_BGR2Lab).astype(np.float32)
-    quads = list(find_cards(img).quads)
+    return scale, img, lab, table_likeness(img)
+
+
+def find_month_cards(bgr: np.ndarray) -> MonthCards:
+    """The four cards of a month's photo (see the module)."""
+    scale, img, lab, prob = _prepare(bgr)
+    return _find(img, lab, prob, list(find_cards(img).quads), scale)
+
+
+def _find(img, lab, prob, quads: list, scale: float) -> MonthCards:
     proposed = np.array(quads, np.float32).reshape(-1, 4, 2)
-    prob = table_likeness(img)
     merged = False
     # a rectangle around two to four cards lying close is cut into its cards
     if len(quads) < CARDS:
@@ -594,3 +603,125 @@ def find_month_cards(bgr: np.ndarray) -> MonthCards:
         len(quads_arr) > 1 and (_gaps(quads_arr) < CLOSE_GAP * np.median(widths)).any()
     )
     return MonthCards(quads_arr / scale, sure, layout, support, close)
+
+
+# -- the cards around the points the player tapped ---------------------------------------------
+
+TAP_REACH = 0.3  # a card placed at a tap moves its sides at most this share of its width
+
+
+def _contains(quad, point) -> bool:
+    contour = np.asarray(quad, np.float32).reshape(-1, 1, 2)
+    return cv2.pointPolygonTest(contour, (float(point[0]), float(point[1])), False) >= 0
+
+
+def _tap_frame(taps: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The way the cards stand and their size, guessed from four taps alone: a row's cards stand
+    across it, a 2x2's long side runs along its longer spacing. (right, down, width, height)."""
+    centred = taps - taps.mean(0)
+    _, spread, axes = np.linalg.svd(centred, full_matrices=False)
+    along, across = axes[0], axes[1]
+    u, v = centred @ along, centred @ across
+    if np.ptp(v) > 0.35 * np.ptp(u):  # two rows of two
+        pairs = np.argsort(v)
+        top, bottom = taps[pairs[:2]], taps[pairs[2:]]
+        side = (np.linalg.norm(top[1] - top[0]) + np.linalg.norm(bottom[1] - bottom[0])) / 2
+        drop = float(np.linalg.norm(top.mean(0) - bottom.mean(0)))
+        if drop >= side:  # rows a card's height apart: the cards stand along the columns
+            down, width = bottom.mean(0) - top.mean(0), side
+        else:
+            down, width = top[1] - top[0], drop
+        width /= 1.15
+    else:
+        spacing = float(np.median(np.diff(np.sort(u))))
+        down, width = across, spacing / 1.2
+    down = down / (np.linalg.norm(down) + 1e-9)
+    if down[1] < 0:
+        down = -down
+    right = np.array([-down[1], down[0]])
+    if right[0] < 0:
+        right = -right
+    return right, down, width, width * CARD_ASPECT
+
+
+def _placed(tap, right, down, width: float, height: float) -> np.ndarray:
+    half_w, half_h = right * width / 2, down * height / 2
+    return order_quad(
+        [tap - half_w - half_h, tap + half_w - half_h, tap + half_w + half_h,
+         tap - half_w + half_h]
+    )  # fmt: skip
+
+
+def cards_around(bgr: np.ndarray, taps) -> MonthCards:
+    """The four cards whose middles the player tapped (``taps``: four (x, y) photo pixels, in
+    any order), knowing that they are four cards of one size: each tap's card is the finder's
+    card holding that tap alone, else a card of the others' size and turn placed at the tap
+    and moved onto the cut edges there (``snap``). ``sure`` where each shows its edges and
+    the four are of one size; where not, ``quads`` are still four outlines, one at each tap,
+    for the player to drag."""
+    scale, img, lab, prob = _prepare(bgr)
+    taps = np.asarray(taps, np.float64).reshape(CARDS, 2) * scale
+    proposed = list(find_cards(img).quads)
+    found = _find(img, lab, prob, list(proposed), 1.0)
+    # the finder's own cards first (their sides are on the cut edges), then shape alone's
+    candidates = [(q, s) for q, s in zip(found.quads, found.support, strict=True)]
+    candidates += [(q, None) for q in proposed]
+    picked: dict[int, tuple] = {}
+    for quad, support in candidates:
+        holds = [i for i, t in enumerate(taps) if _contains(quad, t)]
+        aspect = _aspects(np.asarray(quad, np.float64)[None])[0]
+        if len(holds) != 1 or holds[0] in picked or abs(aspect / CARD_ASPECT - 1) > ASPECT_SPREAD:
+            continue
+        if support is None:
+            quad, support = snap(lab, quad, prob=prob)
+        picked[holds[0]] = (order_quad(quad), np.asarray(support, np.float32))
+    if picked:  # one size, as the cards the finder outlined show it
+        quads = np.array([q for q, _ in picked.values()], np.float64)
+        down = (quads[:, 2] + quads[:, 3] - quads[:, 0] - quads[:, 1]).sum(0)
+        down /= np.linalg.norm(down) + 1e-9
+        right = np.array([-down[1], down[0]])
+        width = float(np.median((np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
+                                 + np.linalg.norm(quads[:, 2] - quads[:, 3], axis=1)) / 2))
+        height = float(np.median((np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
+                                  + np.linalg.norm(quads[:, 2] - quads[:, 1], axis=1)) / 2))
+        # a card far off the others' size is no card of this deck (two cards, a printed frame)
+        for i, (q, _) in list(picked.items()):
+            if not 0.7 <= _area(q) / (width * height) <= 1.4:
+                del picked[i]
+    if not picked:
+        right, down, width, height = _tap_frame(taps)
+    cards: list = [None] * CARDS
+    for i, card in picked.items():
+        cards[i] = card
+    for i in range(CARDS):
+        if cards[i] is not None:
+            continue
+        place = _placed(taps[i], right, down, width, height)
+        others = _others(lab.shape, [c[0] for c in cards if c is not None])
+        q, support = snap(lab, place.astype(np.float32), others, TAP_REACH, prob)
+        if not _contains(q, taps[i]) or not 0.6 <= _area(q) / (width * height) <= 1.6:
+            q, support = place.astype(np.float32), np.zeros(4, np.float32)
+        cards[i] = (q, support)
+    # once more for a card unlike the rest: placed at its tap at the others' size, near only
+    quads = np.array([q for q, _ in cards], np.float64)
+    for i in range(CARDS):
+        q, support = cards[i]
+        rest = np.delete(quads, i, axis=0)
+        usual = float(np.median([_area(r) for r in rest]))
+        if support.min() >= SIDE_SEEN and abs(_area(q) / usual - 1) <= 0.2:
+            continue
+        r_w = float(np.median(np.linalg.norm(rest[:, 1] - rest[:, 0], axis=1)))
+        r_h = float(np.median(np.linalg.norm(rest[:, 3] - rest[:, 0], axis=1)))
+        place = _placed(taps[i], right, down, r_w, r_h)
+        again, again_support = snap(lab, place.astype(np.float32), _others(lab.shape, rest),
+                                    SNAP_REACH, prob)  # fmt: skip
+        if _contains(again, taps[i]) and again_support.mean() > support.mean():
+            cards[i] = (again, again_support)
+            quads[i] = again
+    quads_arr = np.array([q for q, _ in cards], np.float32)
+    support = np.array([s for _, s in cards], np.float32)
+    order, layout = slot_order(quads_arr)
+    quads_arr, support = quads_arr[order], support[order]
+    apart = not any(_overlaps(quads_arr[i], np.delete(quads_arr, i, axis=0)) for i in range(CARDS))
+    sure = bool((support >= SIDE_SEEN).all()) and _one_size(quads_arr) and apart
+    return MonthCards(quads_arr / scale, sure, layout, support)

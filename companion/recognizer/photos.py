@@ -34,7 +34,7 @@ from companion.recognizer.decks import (
 )
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 from companion.recognizer.messages import Message, Named
-from companion.recognizer.month_cards import find_month_cards
+from companion.recognizer.month_cards import SIDE_SEEN, cards_around, find_month_cards
 from companion.recognizer.month_cards import slot_order as cards_order
 from companion.recognizer.nets import open_session
 from companion.recognizer.rectangles import find_cards, order_quad, rectify
@@ -49,6 +49,15 @@ EDGE_MARGIN = 0.005  # a card this close to the photo's edge (share of its short
 # 0.26-0.30 with a 1.5 px blur, 0.17-0.21 at 3 px, 0.11-0.15 at 5 px; below 0.22 the fine
 # lines that tell a month's chaff apart are gone
 MIN_SHARPNESS = 0.22
+# ... and blurred only where its steps are also soft for their height (``edge_sharpness``):
+# 0.29-0.41 in focus whatever the design, 0.21-0.35 at 1.5 px, 0.13-0.27 at 3 px (a flat
+# card's few lines leave the steepest 0.5 % of its pixels on its plain ground, under
+# MIN_SHARPNESS however crisp)
+MIN_EDGE_SHARPNESS = 0.25
+LIKE_STEP = 24.0  # Lab units (OpenCV scale): a card's edge band this near the table's colour hides its edge
+PATTERN_STEP = 8.0  # Lab units across 2 px, 3 in 4 of the table's: a grain that hides edges
+STEP_SPAN = 24.0  # grey levels: a smaller change within STEP_REACH is grain, not a printed line
+STEP_REACH = 5  # px either way a step is measured over
 FACE_HEIGHT = 256  # the straightened card's height (px) the references are cut from
 PHOTO_VIEWS = 20  # synthetic views per card (each both ways up), as deck add from scans
 IN_PHOTO_VIEWS = 4  # crops cut from the photo itself per card (each both ways up)
@@ -135,6 +144,32 @@ def sharpness(face: np.ndarray) -> float:
     return float(np.percentile(np.hypot(gx, gy), 99.5) / max(high - low, 1.0))
 
 
+def edge_sharpness(face: np.ndarray) -> float:
+    """How steep a picture's colour steps are for their height: at the pixels of real steps
+    (the brightness spans ``STEP_SPAN`` within ``STEP_REACH`` px), the steepest brightness
+    change over that span (95th percentile). A step's steepness over its own height does not
+    depend on how much of the picture is steps: a flat card (one colour, a frame, a mark)
+    reads as sharp as a busy one in the same focus."""
+    grey = cv2.cvtColor(face, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    grey = cv2.GaussianBlur(grey, (0, 0), 0.8)  # sensor noise is no sharpness
+    gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3) / 8
+    gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3) / 8
+    window = np.ones((2 * STEP_REACH + 1, 2 * STEP_REACH + 1), np.uint8)
+    span = cv2.dilate(grey, window) - cv2.erode(grey, window)
+    low, high = np.percentile(grey, [2, 98])
+    steps = span >= max(STEP_SPAN, 0.3 * (high - low))
+    if steps.sum() < 20:
+        return 0.0
+    return float(np.percentile(np.hypot(gx, gy)[steps] / span[steps], 95))
+
+
+def blurred(picture: np.ndarray) -> bool:
+    """Whether a straightened card (or the middle of a photo) is out of focus: its steepest
+    steps are soft for its brightness range (``sharpness``) and every step is soft for its
+    own height (``edge_sharpness``)."""
+    return sharpness(picture) < MIN_SHARPNESS and edge_sharpness(picture) < MIN_EDGE_SHARPNESS
+
+
 def slot_order(quads: np.ndarray) -> np.ndarray:
     """Indices of the quads in slot order: a row left to right as the cards lie (across their
     long axis), a 2x2 as a page is read (``month_cards.slot_order``)."""
@@ -163,10 +198,11 @@ def _read_image(path: Path) -> np.ndarray | None:
     return decoded(data, TEACH_LONG_SIDE)
 
 
-def read_month_photo(path: Path, month: int, quads=None) -> MonthPhoto:
+def read_month_photo(path: Path, month: int, quads=None, centres=None) -> MonthPhoto:
     """Read and check one month's photo (``problem`` says what to fix, else ""); ``quads``:
     the four cards' outlines as the player drew them (slot order, photo pixels), taken as
-    they are instead of looking for the cards."""
+    they are instead of looking for the cards; ``centres``: the four points the player tapped
+    (photo pixels), the cards looked for around them (``month_cards.cards_around``)."""
     name = path.name
     photo = MonthPhoto(month, name)
     image = _read_image(path)
@@ -182,6 +218,16 @@ def read_month_photo(path: Path, month: int, quads=None) -> MonthPhoto:
     if quads is not None:
         quads = check_drawn_quads(quads, w, h)
         found, sure, close = quads, True, False
+    elif centres is not None:
+        seen = cards_around(image, check_tapped_centres(centres, w, h))
+        photo.found = seen.quads
+        if not seen.sure:  # four outlines at the taps all the same: the page shows them to fix
+            unclear = [str(k + 1) for k, s in enumerate(seen.support) if s.min() < SIDE_SEEN]
+            photo.problem = Message(
+                "photo.taps_unsure", name=name, cards=", ".join(unclear) or "1, 2, 3, 4"
+            )
+            return photo
+        found, sure, close = seen.quads, True, False
     else:
         seen = find_month_cards(image)
         found, sure, close = seen.quads, seen.sure, seen.close
@@ -207,6 +253,11 @@ def read_month_photo(path: Path, month: int, quads=None) -> MonthPhoto:
             photo.problem = Message(
                 "photo.too_close", name=name, n=len(found), where=where, month=month_name
             )
+        elif (trouble := table_trouble(image, found)) and len(found) > 1:
+            photo.problem = Message(
+                "photo.table_like_cards" if trouble == "like" else "photo.busy_table",
+                name=name, n=len(found), where=where, month=month_name,
+            )  # fmt: skip
         elif len(found) == 1:
             photo.problem = Message("photo.too_few_one", name=name, month=month_name)
         else:
@@ -224,11 +275,15 @@ def read_month_photo(path: Path, month: int, quads=None) -> MonthPhoto:
     ]
     # the photo's focus is the sharpest card's: a flat card (one colour, few lines) shows
     # fewer steep steps than a busy one in the same focus
-    if max(sharpness(f) for f in faces) < MIN_SHARPNESS:
+    if all(blurred(f) for f in faces):
         photo.problem = Message("photo.blurred", name=name)
         return photo
     if not sure:
-        photo.problem = Message("photo.unsure", name=name, where=where, month=month_name)
+        trouble = table_trouble(image, found)
+        said = {"like": "photo.unsure_like", "pattern": "photo.unsure_pattern"}
+        photo.problem = Message(
+            said.get(trouble, "photo.unsure"), name=name, where=where, month=month_name
+        )
         return photo
     photo.quads = found
     photo.faces = [rectify(image, q, FACE_HEIGHT) for q in found]
@@ -276,6 +331,71 @@ def check_drawn_quads(quads, width: int, height: int) -> np.ndarray:
     return np.stack(out).astype(np.float32)
 
 
+def check_tapped_centres(centres, width: int, height: int) -> np.ndarray:
+    """The four points the player tapped (photo pixels) as a (4, 2) array; DeckError with one
+    sentence where they are not four points inside the photo, apart from each other."""
+    try:
+        arr = np.asarray(centres, np.float64).reshape(CARDS_PER_PHOTO, 2)
+    except (ValueError, TypeError):
+        raise DeckError("The points tapped are not four, one in the middle of each card.") from None
+    if not np.isfinite(arr).all():
+        raise DeckError("The points tapped are not four, one in the middle of each card.")
+    arr[:, 0] = np.clip(arr[:, 0], 0, width - 1)
+    arr[:, 1] = np.clip(arr[:, 1], 0, height - 1)
+    apart = np.linalg.norm(arr[:, None] - arr[None], axis=-1)
+    np.fill_diagonal(apart, np.inf)
+    if apart.min() < MIN_CARD_PX / 4:
+        raise DeckError("Two points tapped lie on one card: tap the middle of each card once.")
+    return arr
+
+
+def table_trouble(image: np.ndarray, quads: np.ndarray) -> str:
+    """What on the table hid some cards' edges, as far as the photo tells: ``like`` (the
+    cards' edges are of the table's colour: the step from the band just inside each card
+    found to the ring just outside it is under ``LIKE_STEP``), ``pattern`` (the table's own
+    grain steps as much as a card's edge would: 3 in 4 of its border strip's colour changes
+    across 2 px reach ``PATTERN_STEP``), else ""."""
+    edge, grain = table_steps(image, quads)
+    if edge is not None and edge < LIKE_STEP:
+        return "like"
+    return "pattern" if grain >= PATTERN_STEP else ""
+
+
+def table_steps(image: np.ndarray, quads: np.ndarray) -> tuple[float | None, float]:
+    """(the median step from the cards' edge bands to the table just outside them, None
+    without cards; the 75th percentile of the table's colour change across 2 px), Lab."""
+    scale = min(1.0, 600 / max(image.shape[:2]))
+    small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    lab = cv2.cvtColor(cv2.GaussianBlur(small, (0, 0), 0.7), cv2.COLOR_BGR2Lab).astype(np.float32)
+    h, w = lab.shape[:2]
+    cards = np.zeros((h, w), np.uint8)
+    for q in quads:
+        cv2.fillConvexPoly(cards, np.round(np.asarray(q) * scale).astype(np.int32), 1)
+    if len(quads):
+        steps: list = []
+        for q in np.asarray(quads, np.float64) * scale:
+            centre = q.mean(0)
+            inside = np.zeros((h, w), np.uint8)
+            cv2.fillConvexPoly(inside, np.round(centre + (q - centre) * 0.97).astype(np.int32), 1)
+            cv2.fillConvexPoly(inside, np.round(centre + (q - centre) * 0.9).astype(np.int32), 0)
+            outside = np.zeros((h, w), np.uint8)
+            cv2.fillConvexPoly(outside, np.round(centre + (q - centre) * 1.1).astype(np.int32), 1)
+            cv2.fillConvexPoly(outside, np.round(centre + (q - centre) * 1.03).astype(np.int32), 0)
+            outside &= 1 - cards
+            if inside.any() and outside.any():
+                steps.append(np.linalg.norm(np.median(lab[inside > 0], 0)
+                                            - np.median(lab[outside > 0], 0)))  # fmt: skip
+    edge = float(np.median(steps)) if len(quads) and steps else None
+    strip = np.zeros((h, w), np.uint8)
+    band = max(4, int(0.08 * min(h, w)))
+    strip[:band], strip[-band:], strip[:, :band], strip[:, -band:] = 1, 1, 1, 1
+    strip &= 1 - cv2.dilate(cards, np.ones((9, 9), np.uint8))
+    along_x = np.linalg.norm(lab[1:-1, 2:] - lab[1:-1, :-2], axis=-1)
+    along_y = np.linalg.norm(lab[2:, 1:-1] - lab[:-2, 1:-1], axis=-1)
+    grain = np.maximum(along_x, along_y)[strip[1:-1, 1:-1] > 0]
+    return edge, float(np.percentile(grain, 75)) if grain.size else 0.0
+
+
 def _touches_edge(image: np.ndarray) -> bool:
     """Whether something unlike the table reaches the photo's edge with a card's bulk (a cut
     card), judged on the table's colours (``rectangles.table_colours``) at a coarse scale."""
@@ -300,7 +420,7 @@ def _blurred_photo(image: np.ndarray) -> bool:
     middle = image[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4]
     scale = min(1.0, FACE_HEIGHT * 2 / max(middle.shape[:2]))
     middle = cv2.resize(middle, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-    return sharpness(middle) < MIN_SHARPNESS
+    return blurred(middle)
 
 
 @dataclass

@@ -15,6 +15,11 @@ then the deck kept as ``companion deck add NAME --photos DIR`` keeps it (``deck 
                                          of the photo, "x,y x,y x,y x,y" a card, ";" between>:
                                          the player's outlines of a photo the finder was unsure
                                          of, checked and then used to teach that month
+    POST /decks/teach/centres            month=1..12, centres=<the middle of each of the four
+                                         cards, "x,y" from 0 to 1 of the photo, ";" between>:
+                                         the cards looked for around the points tapped (four
+                                         outlines shown to be dragged where their edges are
+                                         not clear)
     POST /decks/teach/back/remove        teach the deck without the back's photo
     POST /decks/teach/names              names=<deck file (TOML)>: the deck's own names, checked
                                          like a rule file (one sentence); forget=1 drops them
@@ -221,11 +226,12 @@ def keep_photo(folder: Path, slot: int | str, data: bytes) -> Path:
     return path
 
 
-def check_photo(folder: Path, slot: int | str, path: Path, drawn=None) -> dict:
+def check_photo(folder: Path, slot: int | str, path: Path, drawn=None, tapped=None) -> dict:
     """Read the place's photo as ``deck add --photos`` does, keep what was seen (the cards'
     outlines on a shrunk copy, or what to fix, and what the finder saw) in ``seen/MM.json``
     and return it; ``drawn``: the four cards' outlines as the player drew them (photo
-    pixels), used instead of looking for the cards."""
+    pixels), used instead of looking for the cards; ``tapped``: the four points the player
+    tapped (photo pixels), the cards looked for around them."""
     import cv2
 
     from companion.recognizer.image_files import give_memory_back
@@ -240,7 +246,7 @@ def check_photo(folder: Path, slot: int | str, path: Path, drawn=None) -> dict:
             quads = [back.quad] if back is not None else []
             found = quads
         else:
-            photo = read_month_photo(path, slot, quads=drawn)
+            photo = read_month_photo(path, slot, quads=drawn, centres=tapped)
             image, quads, problem = photo.image, photo.quads, photo.problem
             found = photo.found
         seen: dict = {"slot": stem, "file": path.name}
@@ -258,6 +264,8 @@ def check_photo(folder: Path, slot: int | str, path: Path, drawn=None) -> dict:
             seen["found"] = [[[round(float(v) * scale, 1) for v in p] for p in q] for q in found]
             if drawn is not None:
                 seen["drawn"] = [[[float(v) for v in p] for p in q] for q in drawn]
+            if tapped is not None:
+                seen["tapped"] = [[float(v) for v in p] for p in tapped]
         del image
         give_memory_back()
     # written whole, then put in place: a page rendered meanwhile reads the old one or this
@@ -340,6 +348,7 @@ def month_view(folder: Path | None, slot: int | str, deck) -> dict:
         view.update(state="bad", problem=_said(seen["problem"]))
         return view
     view["drawn"] = bool(seen.get("drawn"))
+    view["tapped"] = bool(seen.get("tapped"))
     cards = []
     for k, quad in enumerate(seen.get("quads", [])):
         code = BACK if slot == BACK else f"{slot:02d}-{k + 1}"
@@ -519,10 +528,9 @@ def preview(slot: str):
     return resp
 
 
-@bp.post("/teach/outline")
-def outline():
-    """The player's outlines of a month's four cards, used instead of what was found."""
-    slot = _slot(request.form.get("month"))
+def _sent_month(slot) -> tuple[Path, dict, Path]:
+    """A month's photo sent so far: its folder, what was seen in it and its file; WebError with
+    one sentence where there is none."""
     if slot == BACK:
         raise WebError(_("The request does not say which month (1 to 12) the photo is of."), 400)
     folder = pending_dir()
@@ -534,13 +542,21 @@ def outline():
     paths = [p for p in folder.glob(f"{stem}.*") if not p.name.startswith(".")] if folder else []
     if not seen or not paths or not seen.get("photo_size"):
         raise WebError(_("Send this month's photo first."), 400)
+    return folder, seen, paths[0]
+
+
+@bp.post("/teach/outline")
+def outline():
+    """The player's outlines of a month's four cards, used instead of what was found."""
+    slot = _slot(request.form.get("month"))
+    folder, seen, path = _sent_month(slot)
     quads = parse_outlines(request.form.get("quads", ""))
     width, height = seen["photo_size"]
     drawn = [[[x * width, y * height] for x, y in quad] for quad in quads]
     from companion.recognizer.decks import DeckError
 
     try:
-        check_photo(folder, slot, paths[0], drawn=drawn)
+        check_photo(folder, slot, path, drawn=drawn)
     except DeckError:
         raise WebError(
             _("An outline is too small to be a card: drag its corners apart."), 400
@@ -548,6 +564,48 @@ def outline():
     if is_htmx():
         return render_template("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
     return redirect(url_for("teach.page"), 303)
+
+
+@bp.post("/teach/centres")
+def centres():
+    """The points the player tapped, one in the middle of each of a month's four cards: the
+    cards are looked for around them."""
+    slot = _slot(request.form.get("month"))
+    folder, seen, path = _sent_month(slot)
+    points = parse_centres(request.form.get("centres", ""))
+    width, height = seen["photo_size"]
+    tapped = [[x * width, y * height] for x, y in points]
+    from companion.recognizer.decks import DeckError
+
+    try:
+        check_photo(folder, slot, path, tapped=tapped)
+    except DeckError:
+        raise WebError(
+            _("Two points tapped lie on one card: tap the middle of each card once."), 400
+        ) from None
+    if is_htmx():
+        return render_template("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
+    return redirect(url_for("teach.page"), 303)
+
+
+def parse_centres(text: str) -> list:
+    """Four points from the form ("x,y" a card's middle, ";" between, x and y from 0 to 1 of
+    the photo); WebError with one sentence where they are not."""
+    points = []
+    parts = [p for p in re.split(r"\s*;\s*", (text or "").strip()) if p]
+    for part in parts:
+        try:
+            x, y = (float(v) for v in part.split(","))
+        except ValueError:
+            break
+        if not (0 <= x <= 1 and 0 <= y <= 1):
+            break
+        points.append([x, y])
+    if len(points) != 4 or len(parts) != 4:
+        raise WebError(
+            _("Tap the middle of each of the four cards: four points, x,y from 0 to 1."), 400
+        )
+    return points
 
 
 def parse_outlines(text: str) -> list:

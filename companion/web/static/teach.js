@@ -16,6 +16,10 @@
     if (count) count.textContent = (panel.dataset.ofTwelve || "{n} of 12").replace("{n}", good);
     var button = document.getElementById("teach-button");
     if (button) button.disabled = good < 12 || backBad;
+    // with the page's script, the cards are looked for once four points are tapped
+    document.querySelectorAll(".outline-fix").forEach(function (fix) {
+      centresForm(fix).querySelector("button[type=submit]").disabled = tapsOf(fix).length !== 4;
+    });
   }
 
   function monthOf(name) {
@@ -119,6 +123,68 @@
     h.style.left = (clamp(parseFloat(h.style.left) / 100 + step[0] * size) * 100).toFixed(2) + "%";
     h.style.top = (clamp(parseFloat(h.style.top) / 100 + step[1] * size) * 100).toFixed(2) + "%";
     redraw(h.closest(".outline-stage"));
+  });
+
+  // ... or tapping the middle of each card (up to four points, numbered as tapped; a fifth
+  // tap starts again); the server then finds the card around each point.
+  function centresForm(fix) { return fix.querySelector(".centres-form"); }
+
+  function showTaps(fix, points) {
+    var stage = fix.querySelector(".outline-stage");
+    stage.querySelectorAll(".tap-mark").forEach(function (m) { m.remove(); });
+    points.forEach(function (p, i) {
+      var mark = document.createElement("span");
+      mark.className = "tap-mark";
+      mark.textContent = String(i + 1);
+      mark.style.left = (p[0] * 100).toFixed(2) + "%";
+      mark.style.top = (p[1] * 100).toFixed(2) + "%";
+      stage.appendChild(mark);
+    });
+    var form = centresForm(fix);
+    form.querySelector(".outline-centres").value = points.map(function (p) {
+      return p[0].toFixed(4) + "," + p[1].toFixed(4);
+    }).join("; ");
+    form.querySelector("button[type=submit]").disabled = points.length !== 4;
+  }
+
+  function tapsOf(fix) {
+    var text = centresForm(fix).querySelector(".outline-centres").value;
+    return text.split(";").map(function (p) { return p.trim(); }).filter(Boolean).map(function (p) {
+      return p.split(",").map(Number);
+    }).filter(function (p) { return p.length === 2 && !isNaN(p[0]) && !isNaN(p[1]); });
+  }
+
+  document.addEventListener("click", function (e) {
+    var mode = e.target.closest && e.target.closest(".outline-mode");
+    if (mode) {
+      var fix = mode.closest(".outline-fix");
+      fix.dataset.mode = mode.dataset.mode;
+      fix.querySelectorAll(".outline-mode").forEach(function (b) {
+        b.setAttribute("aria-pressed", String(b === mode));
+      });
+      return;
+    }
+    var clear = e.target.closest && e.target.closest("[data-clear-taps]");
+    if (clear) showTaps(clear.closest(".outline-fix"), []);
+  });
+
+  document.addEventListener("pointerdown", function (e) {
+    var stage = e.target.closest && e.target.closest(".outline-stage");
+    var fix = stage && stage.closest(".outline-fix");
+    if (!fix || fix.dataset.mode !== "centres") return;
+    e.preventDefault();
+    var r = stage.getBoundingClientRect();
+    var points = tapsOf(fix);
+    if (points.length >= 4) points = [];
+    points.push([clamp((e.clientX - r.left) / r.width), clamp((e.clientY - r.top) / r.height)]);
+    showTaps(fix, points);
+  });
+
+  document.addEventListener("input", function (e) {
+    if (!e.target.classList || !e.target.classList.contains("outline-centres")) return;
+    var fix = e.target.closest(".outline-fix");
+    var form = centresForm(fix);
+    form.querySelector("button[type=submit]").disabled = tapsOf(fix).length !== 4;
   });
 
   document.addEventListener("htmx:afterSwap", update);
