@@ -534,6 +534,8 @@ class TableTracker:
                 continue
             if chaff_twins(top, below.recorded_code):
                 continue  # the classifier's commonest slip on the card itself
+            if below.looks and top in twin_group(ALL_CODES[int(np.argmax(below.posterior()))]):
+                continue  # what the card's own looks named: the card, under another name
             over = next(
                 (o for o in self.tracks.values() if o.over == below.id and o.state.open),
                 None,
