@@ -547,9 +547,7 @@ class CaptureDecider:
         one or a capture seen again, not a new card. Recorded, it would take a free name its
         looks barely give, the name of a card still to come. It is a new card all the same
         when a free reading of it pairs with a capture waiting for its partner."""
-        taken = sum(
-            p for c, p in a.candidates if all(t in owned for t in twin_group(c))
-        )
+        taken = sum(p for c, p in a.candidates if all(t in owned for t in twin_group(c)))
         if taken < self.settings.captured_look:
             return False
         months = {_month(c) for c in _waiting(held)}
