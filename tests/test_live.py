@@ -221,6 +221,23 @@ def test_a_card_seen_in_two_places_at_once_is_named_once():
     assert "03-2" in state.field
 
 
+def test_a_capture_recorded_under_a_name_its_looks_never_gave_keeps_its_identity():
+    scene = dealt_scene()
+    tracker = scene.tracker
+    scene.run(6)
+    scene.take("04-1")
+    scene.put("04-1", 900, 620)
+    state = scene.run(6)
+    (laid,) = state.arrivals["A"]
+    # recorded under another name (the pair rule's, its own name taken by a misread before)
+    tracker.register(laid.track, "A", "11-2")
+    state = scene.run(12)
+    # the card goes on reading 04-1 where it lies: the same card, not a new one born on it
+    assert state.captures["A"] == ("11-2",)
+    assert state.arrivals["A"] == ()
+    assert [t.id for t in tracker.tracks.values() if t.zone == "captures_A"] == [laid.track]
+
+
 # -- capture decisions ---------------------------------------------------------------------
 
 
@@ -940,6 +957,31 @@ def test_a_look_at_part_of_a_capture_is_not_its_waiting_partner(live):
     assert sorted(c.code for c in state.captures["Aki"]) == ["08-1", "08-3"]
     assert state.checks == []
     assert [r.card for r in table.pipeline.captures] == ["08-1", "08-3"]
+
+
+def test_a_look_reading_surely_as_a_captured_card_is_not_a_new_capture(live):
+    store, match_id, table = live
+    table.take("05-1")  # taken by the hand's 05-3
+    table.put("05-1", 300, 620)
+    table.put("05-3", 420, 620)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == ["05-1", "05-3"]
+    # the two cards seen as one between them (a look at part of the row), read surely as
+    # 05-1: recorded, it would take a free name its looks barely give (another card's)
+    table.put("merged", 360, 600, conf=0.9, alts=[("05-3", 0.04)], name="05-1", h=110)
+    table.run(40)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["05-1", "05-3"]
+    assert state.checks == []
+    # a real card of a month Aki waits on, read surely as a captured one, is still taken:
+    # 08-1 alone (its partner unseen yet), then 08-3 read as 05-3 but likely enough 08-3
+    table.take("merged", "08-3")
+    table.put("08-1", 540, 620)
+    table.run(8)
+    table.put("08-3", 660, 620, conf=0.85, alts=[("08-3", 0.12)], name="05-3")
+    table.run(40)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["05-1", "05-3", "08-1", "08-3"]
 
 
 def test_after_a_round_the_cleared_table_and_a_new_deal_open_the_next_round(live):

@@ -515,6 +515,7 @@ class CaptureDecider:
                 for a in arrivals
                 if self._settled(a, table.time)
                 and (not a.overlaps or self._plausible_over(a, held))
+                and not self._captured_look(a, held, owned)
             ]
             if not quiet:
                 if not arrivals:
@@ -552,6 +553,21 @@ class CaptureDecider:
         months = {_month(c) for c in waiting_for_partner(held)}
         least = self.settings.over_capture_pairs
         return any(_month(c) in months and p >= least for c, p in a.candidates)
+
+    def _captured_look(self, a: Arrival, held, owned) -> bool:
+        """Whether an arrival reads surely as cards captured already this round (a chaff
+        counted free while a twin of it is): a look at one of them, two cards of a row seen as
+        one or a capture seen again, not a new card. Recorded, it would take a free name its
+        looks barely give, the name of a card still to come. It is a new card all the same
+        when a free reading of it pairs with a capture waiting for its partner."""
+        taken = sum(p for c, p in a.candidates if all(t in owned for t in twin_group(c)))
+        if taken < self.settings.captured_look:
+            return False
+        months = {_month(c) for c in _waiting(held)}
+        least = self.settings.over_capture_pairs
+        return not any(
+            _month(c) in months and p >= least for c, p in a.candidates if c not in owned
+        )
 
     def _decide(self, group: list[Arrival], area: _CaptureArea) -> list[Decision]:
         """The captures of ``group`` (arrivals of ``area``, read together), in its order."""

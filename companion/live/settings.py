@@ -411,6 +411,15 @@ class DeciderSettings:
         "covered card, higher misses cards laid over a row",
         high=1.0,
     )
+    captured_look: float = tuning(
+        0.8,
+        "an arrival read at least this surely as cards already captured this round is a look "
+        "at one of them (two cards of a row seen as one, a capture seen again), not a new "
+        "card, unless a free reading of it pairs with a capture waiting for its partner: "
+        "lower passes over more real cards misread, higher records more such looks under "
+        "another name (and the real card's name goes to the next one; above 1: never)",
+        high=1.01,
+    )
     stop_tapped_wait: float = tuning(
         2.0,
         "seconds a Stop tapped while a capture settles waits for it to be decided first: more"

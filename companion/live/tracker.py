@@ -486,8 +486,13 @@ class TableTracker:
             # it (the next of a fanned row, often found with a quad between the two)
             agree = None
             if recorded:
-                # a look naming its chaff twin is the same card misread, not one laid on it
+                # a look naming its chaff twin is the same card misread, not one laid on it;
+                # so is a look naming what the card's own looks named before it was recorded
+                # (its recorded name may be the pair rule's, or a tablet's): a capture keeps
+                # its identity whatever it is called, and no second track is born on it
                 agree = looks[:, TWIN_IDS[track.recorded_code]].sum(axis=1)
+                if track.looks:
+                    agree = np.maximum(agree, looks @ track.posterior())
             elif len(track.looks) >= s.agreeing_looks:
                 agree = looks @ track.posterior()
             # a registered card missing since the last look: it shifted as it was let go, or
@@ -532,6 +537,8 @@ class TableTracker:
                 continue
             if chaff_twins(top, below.recorded_code):
                 continue  # the classifier's commonest slip on the card itself
+            if below.looks and top in twin_group(ALL_CODES[int(np.argmax(below.posterior()))]):
+                continue  # what the card's own looks named: the card, under another name
             over = next(
                 (o for o in self.tracks.values() if o.over == below.id and o.state.open),
                 None,
