@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_live import DEAL, FIELD_SPOTS, ZONES, ScriptedDetector, Table, hanami_for_aki, live
+from test_live import (
+    DEAL,
+    FIELD_SPOTS,
+    ZONES,
+    ScriptedDetector,
+    Table,
+    gather,
+    hanami_for_aki,
+    live,
+    logged,
+)
 
 from companion.live.pipeline import LivePipeline
 from companion.store import MatchStore
@@ -411,3 +421,61 @@ def test_a_round_dealt_and_begun_while_the_camera_was_away_is_opened_and_its_cap
     assert state.round_number == 2 and state.round_in_progress
     assert sorted(c.code for c in state.captures["Ben"]) == ["06-1", "06-3"]
     assert {"01-2", "02-1", "04-2", "07-3"} <= {c.code for c in state.field}
+
+
+class MatTable(Table):
+    """A plain, evenly lit mat (a dark blue felt): emptied of cards, its picture is nearly
+    even (a grey spread under the covered-lens test's), as a simulated plain table is."""
+
+    MAT = np.clip(
+        np.array([67, 25, 21], np.float32)
+        + np.random.default_rng(1).normal(0, 2.5, (720, 1280, 1)),
+        0,
+        255,
+    ).astype(np.uint8)
+
+    def image(self):
+        image = self.MAT.copy()
+        for name, xy, _, _ in self.cards.values():
+            x, y = int(xy[0]), int(xy[1])
+            shade = 120 + 7 * sum(map(ord, name)) % 120
+            image[y - 45 : y + 45, x - 28 : x + 28] = shade
+        return image
+
+
+def test_an_emptied_plain_mat_is_the_cleared_table_and_the_next_deal_opens_the_round():
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = ScriptedDetector()
+    table = MatTable(LivePipeline(detector, ZONES, store, match_id), detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    hanami_for_aki(table)
+    table.run(20)  # "Stop": the table stays as it is while points are counted
+    gather(table, *table.cards)  # Aki sweeps his captures, then the field, in one go
+    table.run(25)  # the mat lies bare a moment: not a covered lens, the Stop is read
+    stops = [e for e in logged(store, match_id) if e.type == "stop_called"]
+    assert [(e.player, e.source) for e in stops] == [("Aki", "camera")]
+    # the next deck set down (its back read as a card) and dealt at once, a hand over it
+    table.put("10-4", 1180, 360)
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(4, hand=True)
+    table.run(30)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert sorted(c.code for c in state.field) == sorted(DEAL_2)
+    assert table.pipeline.blind_frames == 0
+
+
+def test_an_even_picture_of_another_colour_than_the_mat_is_a_covered_lens():
+    store = MatchStore.open(":memory:")
+    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+    detector = ScriptedDetector()
+    table = MatTable(LivePipeline(detector, ZONES, store, match_id), detector)
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        table.put(code, x, y)
+    table.run(25)
+    dark(table, 3)  # a sleeve over the lens: nearly black, unlike the mat
+    assert table.pipeline.blind_frames == 30

@@ -128,6 +128,7 @@ class LivePipeline:
         self._watch_from: float | None = None  # started between rounds: watching since
         self._last_time: float | None = None  # the last picture that showed something
         self.blind_frames = 0  # frames that showed nothing (dark, covered)
+        self._table_colour: np.ndarray | None = None  # the table's colour, last seen (BGR)
         self.gaps: list[tuple[float, float]] = []  # (time back, seconds away) of each gap
         # stage -> seconds each frame spent there ("motion", "detect", "track", "decide",
         # "store"), kept when a dict is given (``companion bench-pipeline``), else not at all
@@ -311,10 +312,24 @@ class LivePipeline:
         comparing = self.decider.away is not None
         return changed >= s.changed or settling or comparing
 
-    def blind(self, small: np.ndarray) -> bool:
+    def blind(self, small: np.ndarray, image: np.ndarray | None = None) -> bool:
         """Whether the picture (its small grey copy) shows nothing: a dark room, a lens covered
-        or capped (nearly even)."""
-        return float(small.std()) < self.pipeline_settings.blind_contrast
+        or capped (nearly even). An even picture of the table's own colour (``image``: the
+        frame, in colour) is the table emptied, a plain mat after the gathering: it shows the
+        clear table the next deal is read against."""
+        s = self.pipeline_settings
+        colour = None
+        if image is not None and image.ndim == 3:
+            tiny = cv2.resize(image, s.motion_size, interpolation=cv2.INTER_AREA)
+            colour = tiny.reshape(-1, 3)
+        if float(small.std()) >= s.blind_contrast:
+            if colour is not None:  # most of a table is table, whatever lies on it
+                self._table_colour = np.median(colour, axis=0)
+            return False
+        if colour is None or self._table_colour is None:
+            return True
+        off = np.abs(colour.mean(axis=0) - self._table_colour)
+        return float(off.max()) > s.table_colour_within
 
     def process(self, frame) -> list:
         """Run one frame through; returns the StoredEvents it appended."""
@@ -322,7 +337,7 @@ class LivePipeline:
             clock = _StageClock(self.timings)
             self.frames += 1
             small = self.small(frame.image)
-            if self.blind(small):
+            if self.blind(small, frame.image):
                 self.blind_frames += 1  # not looked at: the camera is away until it shows
                 return []
             last, self._last_time = self._last_time, frame.time

@@ -633,7 +633,17 @@ class PipelineSettings:
         4.0,
         "grey levels (0..255) of spread (standard deviation) below which the small picture "
         "shows nothing (a dark room, a lens covered or capped): such a frame is not looked "
-        "at, as if none came; more takes a plain, evenly lit table for a covered lens",
+        "at, as if none came (unless it is the table's own colour: an emptied table); more "
+        "takes a plain, evenly lit table for a covered lens",
+        high=255,
+    )
+    table_colour_within: float = tuning(
+        12.0,
+        "colour levels (0..255, per channel) within which an even picture's mean lies to the "
+        "table's colour (the middle colour of the last picture that showed something) for it "
+        "to be the table emptied (a plain mat after the gathering), looked at as ever, not a "
+        "covered lens: more takes a sleeve the table's colour for the table, less takes a "
+        "plain mat cleared of cards for a covered lens (the next deal never opens a round)",
         high=255,
     )
     # -- captures settling when a Stop is tapped ---------------------------------------------
