@@ -563,7 +563,7 @@ class CaptureDecider:
         taken = sum(p for c, p in a.candidates if all(t in owned for t in twin_group(c)))
         if taken < self.settings.captured_look:
             return False
-        months = {_month(c) for c in _waiting(held)}
+        months = {_month(c) for c in waiting_for_partner(held)}
         least = self.settings.over_capture_pairs
         return not any(
             _month(c) in months and p >= least for c, p in a.candidates if c not in owned
