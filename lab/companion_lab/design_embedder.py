@@ -301,7 +301,9 @@ def _degraded(table: np.ndarray, rng, long: float) -> np.ndarray:
         lift = rng.uniform(0.3, 0.7)
         table = (255 - (255 - table.astype(np.float32)) * (1 - lift)).astype(np.uint8)
     if rng.random() < 0.3:
-        ok, data = cv2.imencode(".jpg", table, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(30, 80))])
+        ok, data = cv2.imencode(
+            ".jpg", table, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(30, 80))]
+        )
         table = cv2.imdecode(data, cv2.IMREAD_COLOR) if ok else table
     return table
 
@@ -345,7 +347,9 @@ def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.n
                 place = int(rng.integers(n))
                 step = rng.uniform(0.38, 0.72) * FACE_W * scale * rng.choice([-1.0, 1.0])
                 for j in range(n):
-                    face = faces[card] if j == place else faces[others[int(rng.integers(47))]]
+                    face = (
+                        faces[card] if j == place else faces[others[int(rng.integers(len(others)))]]
+                    )
                     wobble = rng.normal(0, 0.01 * long, 2)
                     lay(face, quad if j == place else quad_at(
                         centre + (j - place) * step * width_way + wobble))  # fmt: skip
