@@ -21,7 +21,7 @@ import re
 import shutil
 import time
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -777,6 +777,23 @@ def verifier_for(deck: UserDeck):
     return None if kept is None or len(kept.class_ids) == 0 else Verifier(kept)
 
 
+class _ByCard:
+    """References (unit-length rows) grouped by card, and where each card's group starts: a
+    crop's nearest reference of each card is then one reduction (np.maximum.at is ten times
+    slower). ``cards``: the columns of ``card_ids`` the references hold."""
+
+    def __init__(self, embeddings: np.ndarray, class_ids: np.ndarray, card_ids: np.ndarray):
+        column = np.searchsorted(card_ids, class_ids)
+        order = np.argsort(column, kind="stable")
+        self.embeddings = embeddings[order]
+        self.starts = np.flatnonzero(np.diff(column[order], prepend=-1))
+        self.cards = np.unique(column)
+
+    def nearest(self, feats: np.ndarray) -> np.ndarray:
+        """Each crop's similarity to each of ``cards``' nearest reference: (crops, cards)."""
+        return np.maximum.reduceat(feats @ self.embeddings.T, self.starts, axis=1)
+
+
 class DeckNamer:
     """The stage that names detections after a user deck: ``namer(bgr, det) -> Detections``.
     Each face-up detection's crop (cut upright by its quad) is embedded; a card's score is the
@@ -800,11 +817,7 @@ class DeckNamer:
                 f"features a crop, not {size}): add it again with 'companion deck add'."
             )
         self.card_ids = np.array(sorted(set(deck.class_ids.tolist())), np.int64)
-        self._ref_card = np.searchsorted(self.card_ids, deck.class_ids)
-        # the references grouped by card, and where each card's group starts: a crop's nearest
-        # reference of each card is then one reduction (np.maximum.at is ten times slower)
-        self._by_card = np.argsort(self._ref_card, kind="stable")
-        self._starts = np.flatnonzero(np.diff(self._ref_card[self._by_card], prepend=-1))
+        self._references = _ByCard(deck.embeddings, deck.class_ids, self.card_ids)
         # the names the players' deck gives its slots (the tablet and detect show them)
         self.names = deck.names_deck()
         # the deck's cards found by their own points (None: no faces to take them from)
@@ -818,20 +831,12 @@ class DeckNamer:
             self.design = design_references.for_deck(deck, self.design_session, settings)
         if self.design is not None:
             known = np.isin(self.design.class_ids, self.card_ids)
-            self.design = replace(
-                self.design,
-                embeddings=self.design.embeddings[known],
-                class_ids=self.design.class_ids[known],
-            )
             # the cards it has references of (made again from photos, one may be unreadable
             # now): the others are named by the first references alone
-            design_card = np.searchsorted(self.card_ids, self.design.class_ids)
-            self._design_by_card = np.argsort(design_card, kind="stable")
-            self._design_starts = np.flatnonzero(
-                np.diff(design_card[self._design_by_card], prepend=-1)
+            self._design_refs = _ByCard(
+                self.design.embeddings[known], self.design.class_ids[known], self.card_ids
             )
-            self._design_cards = np.unique(design_card)
-            if len(self._design_cards) == 0:
+            if len(self._design_refs.cards) == 0:
                 self.design = None
 
     def similarity(self, crops: np.ndarray) -> np.ndarray:
@@ -852,8 +857,7 @@ class DeckNamer:
 
     def _nearest_by_card(self, feats: np.ndarray) -> np.ndarray:
         """Each crop's similarity to each card's nearest reference: (crops, cards)."""
-        sims = feats @ self.deck.embeddings.T  # (crops, refs)
-        return np.maximum.reduceat(sims[:, self._by_card], self._starts, axis=1)
+        return self._references.nearest(feats)
 
     def _named_by_design(self, crops: np.ndarray, best: np.ndarray) -> np.ndarray:
         """``best`` (crops, cards) blended with the crops' nearest design references of each
@@ -863,10 +867,9 @@ class DeckNamer:
             return best
         from companion.recognizer.design_references import DESIGN_WEIGHT
 
-        sims = embed(self.design_session, crops) @ self.design.embeddings.T
         design = best.copy()
-        design[:, self._design_cards] = np.maximum.reduceat(
-            sims[:, self._design_by_card], self._design_starts, axis=1
+        design[:, self._design_refs.cards] = self._design_refs.nearest(
+            embed(self.design_session, crops)
         )
         return (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)
 
