@@ -209,39 +209,44 @@ def test_a_frozen_stream_is_a_gap():
     assert not session.frozen and session.status()["camera"] == "live"
 
 
+def play_to_akis_sanko(t):
+    """The deal, Aki's two captures, Ben's card taking nothing and Aki's third bright (Sanko):
+    a Stop or Koi is then awaited from Aki."""
+    from test_live_restart import ROWS
+
+    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+        t.put(code, x, y)
+    t.run(25)
+    for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
+        t.take(dealt)
+        t.run(3, hand=True)
+        t.put(dealt, *ROWS["Aki"][spots[0]])
+        t.put(hand, *ROWS["Aki"][spots[1]])
+        t.run(10)
+    t.run(3, hand=True)
+    t.put("12-1", 470, 360)  # Ben's card, taking nothing
+    t.run(10)
+    t.take("08-3")
+    t.run(3, hand=True)
+    t.put("08-3", 700, 620)
+    t.put("08-1", 734, 620)  # Aki's third bright: Sanko
+    t.run(10)
+
+
 def test_a_restart_while_a_koi_or_stop_is_awaited_asks_it_and_play_seen_again_never_answers():
     """Killed while Aki's Koi/Stop was awaited, started again on a recording played from its
     start: an empty table, then the deal and Aki's captures laid again in front of it; the
     cards coming into sight once counted as play going on (a Koi nobody called)."""
-    from test_live_restart import ROWS, new_match, start
+    from test_live_restart import new_match, start
 
     store, match_id = new_match()
     table = start(store, match_id, {}, 20)  # the table before the deal
 
-    def play(t):
-        for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
-            t.put(code, x, y)
-        t.run(25)
-        for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
-            t.take(dealt)
-            t.run(3, hand=True)
-            t.put(dealt, *ROWS["Aki"][spots[0]])
-            t.put(hand, *ROWS["Aki"][spots[1]])
-            t.run(10)
-        t.run(3, hand=True)
-        t.put("12-1", 470, 360)  # Ben's card, taking nothing
-        t.run(10)
-        t.take("08-3")
-        t.run(3, hand=True)
-        t.put("08-3", 700, 620)
-        t.put("08-1", 734, 620)  # Aki's third bright: Sanko
-        t.run(10)
-
-    play(table)
+    play_to_akis_sanko(table)
     assert store.state(match_id).pending_decision == "Aki"
     events = round_life(store, match_id)
     again = start(store, match_id, {}, 20)  # the same recording from its start
-    play(again)
+    play_to_akis_sanko(again)
     again.run(30)
     assert round_life(store, match_id) == events
     assert again.pipeline.proposal.kind == "asked" and "Aki" in again.pipeline.proposal.text
@@ -276,30 +281,11 @@ def test_a_restart_after_the_stop_plays_the_ended_round_again_without_opening_on
     the deal, an earlier round's, nor a field read once its captures are under way, nor
     the field cards remembered while a hand gathers them); the next deal, after the table
     was gathered, opens the next round."""
-    from test_live_restart import ROWS, new_match, start
-
-    def play(t):
-        for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
-            t.put(code, x, y)
-        t.run(25)
-        for dealt, hand, spots in (("01-1", "01-3", (0, 1)), ("03-3", "03-1", (2, 3))):
-            t.take(dealt)
-            t.run(3, hand=True)
-            t.put(dealt, *ROWS["Aki"][spots[0]])
-            t.put(hand, *ROWS["Aki"][spots[1]])
-            t.run(10)
-        t.run(3, hand=True)
-        t.put("12-1", 470, 360)  # Ben's card, taking nothing
-        t.run(10)
-        t.take("08-3")
-        t.run(3, hand=True)
-        t.put("08-3", 700, 620)
-        t.put("08-1", 734, 620)  # Aki's third bright: Sanko
-        t.run(10)
+    from test_live_restart import new_match, start
 
     store, match_id = new_match()
     table = start(store, match_id, {}, 20)
-    play(table)
+    play_to_akis_sanko(table)
     assert store.state(match_id).pending_decision == "Aki"
     if first == "deal-lying":
         again = start(store, match_id, {}, 20)
@@ -311,7 +297,7 @@ def test_a_restart_after_the_stop_plays_the_ended_round_again_without_opening_on
     assert again.pipeline.proposal.kind == "asked"
     store.append(match_id, {"type": "stop_called", "player": "Aki"})  # answered on the tablet
     again.run(20)
-    play(again)
+    play_to_akis_sanko(again)
     again.run(30)
     assert not store.state(match_id).round_in_progress
     for code in list(again.cards):  # the cards gathered under a sweeping hand
