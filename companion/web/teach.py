@@ -49,7 +49,6 @@ from pathlib import Path
 from flask import (
     Blueprint,
     current_app,
-    redirect,
     render_template,
     request,
     send_file,
@@ -508,10 +507,7 @@ def photo():
         raise WebError(
             _("The photos were forgotten meanwhile: send this one again."), 409
         ) from None
-    if is_htmx():
-        view = month_view(folder, slot, _names_deck(folder))
-        return render_template("_teach_month.html", m=view)
-    return redirect(url_for("teach.page"), 303)
+    return _back_to_page("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
 
 
 @bp.get("/teach/photo/<slot>.jpg")
@@ -561,9 +557,7 @@ def outline():
         raise WebError(
             _("An outline is too small to be a card: drag its corners apart."), 400
         ) from None
-    if is_htmx():
-        return render_template("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
-    return redirect(url_for("teach.page"), 303)
+    return _back_to_page("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
 
 
 @bp.post("/teach/centres")
@@ -583,9 +577,7 @@ def centres():
         raise WebError(
             _("Two points tapped lie on one card: tap the middle of each card once."), 400
         ) from None
-    if is_htmx():
-        return render_template("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
-    return redirect(url_for("teach.page"), 303)
+    return _back_to_page("_teach_month.html", m=month_view(folder, slot, _names_deck(folder)))
 
 
 def parse_centres(text: str) -> list:
