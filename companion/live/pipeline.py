@@ -105,6 +105,8 @@ class LivePipeline:
         self.detections = Detections.empty()
         self.frames = 0
         self.detected_frames = 0
+        self.still_settled = 0  # frames a card settled on without a look (``_settle_still``)
+        self._look_next = False  # a card settled without a look: the next frame is looked at
         self.captures: list[CaptureRecord] = []
         self.errors: list[str] = []
         self._lock = threading.RLock()
@@ -347,11 +349,16 @@ class LivePipeline:
             if moved >= self.pipeline_settings.changed:
                 self._motion_at = frame.time
             self.last_frame = frame
-            looking = self.should_detect(frame.time, changed)
+            still = self._settle_still(frame)
+            looking = not still and (self._look_next or self.should_detect(frame.time, changed))
             clock.lap("motion")
+            if still:
+                clock.lap("still")
+                return self._decide(frame, clock)
             if not looking:
                 self._note_unread(self._match_state, frame.time)
                 return []
+            self._look_next = False
             self.detections = self.detector.detect(frame.image)
             self.detected_frames += 1
             self._detected_at = frame.time
@@ -362,27 +369,48 @@ class LivePipeline:
             )
             self._moving = None
             clock.lap("track")
-            state = self._sync()
-            if state is None:
-                return []
-            if self._settling is not None:
-                appended = self._settle_stop(frame, self.seats(state))
-                if appended:
-                    self._sync()
-                return appended
-            self._leftovers(state, frame.time)
-            self._set_aside_earlier_play(state, frame.time)
-            if self._replaying_earlier_round(state):
-                return []
-            self._recognise(state)
-            decisions = self.decider.step(self.table, state, seats=self.seats(state))
-            self._note_unread(state, frame.time)
-            clock.lap("decide")
-            appended = self._append_decided(decisions, frame, state)
+            return self._decide(frame, clock)
+
+    def _settle_still(self, frame) -> bool:
+        """Whether a capture-area card settled on this frame without a look
+        (``TableTracker.settle_still``: the last look saw it lying still, surely named, and
+        nothing has moved over it since): the decider reads it now, the detector's work
+        spared; the next frame is looked at (the look this one skipped). Not while the table
+        is being compared after the camera was away (looked at every frame then)."""
+        if self._detected_at is None or self._look_next or self.decider.away is not None:
+            return False
+        table = self.tracker.settle_still(frame, self._moving)
+        if table is None:
+            return False
+        self.table = table
+        self.still_settled += 1
+        self._look_next = True
+        return True
+
+    def _decide(self, frame, clock) -> list:
+        """After a look (or a card settled still): the tablet's changes read back, then what
+        the decider makes of the table appended; returns the StoredEvents appended."""
+        state = self._sync()
+        if state is None:
+            return []
+        if self._settling is not None:
+            appended = self._settle_stop(frame, self.seats(state))
             if appended:
                 self._sync()
-                clock.lap("store")  # only where something was recorded
             return appended
+        self._leftovers(state, frame.time)
+        self._set_aside_earlier_play(state, frame.time)
+        if self._replaying_earlier_round(state):
+            return []
+        self._recognise(state)
+        decisions = self.decider.step(self.table, state, seats=self.seats(state))
+        self._note_unread(state, frame.time)
+        clock.lap("decide")
+        appended = self._append_decided(decisions, frame, state)
+        if appended:
+            self._sync()
+            clock.lap("store")  # only where something was recorded
+        return appended
 
     def _note_unread(self, state, now: float) -> None:
         """Why a capture is slow, said on the tablet rather than left unexplained: a card has

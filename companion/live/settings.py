@@ -195,6 +195,15 @@ class TrackerSettings:
         "higher waits for the hand to be gone (above 1: always)",
         high=1.01,
     )
+    still_sure: float = tuning(
+        0.9,
+        "a capture-area card its last look saw lying still, read at least this surely, "
+        "settles on the first frame its ``at_rest`` is up if nothing moved over it since that"
+        " look (the motion gate's picture stands for the look, so the capture is recorded "
+        "without waiting for the detector): lower records a doubtful card on fewer looks, "
+        "higher waits for a look (above 1: always)",
+        high=1.01,
+    )
     capture_patience: int = tuning(
         8,
         "looks an unregistered card in a capture area may be missed before it is gone (it "

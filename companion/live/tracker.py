@@ -298,6 +298,7 @@ class TableTracker:
         self._hand_frame: int | None = None
         self._hand_until = -1  # update number until which the hand counts as present
         self._occluded_since: float | None = None
+        self._covered = False  # the last look found several steady cards covered
         self._field_left: dict[str, int] = {}
         self._captures_seen = -1.0  # time a registered capture was last seen
         self.state = TableState()
@@ -420,10 +421,46 @@ class TableTracker:
                 track.quiet_time = float("inf")
             elif track.quiet_time == float("inf"):
                 track.quiet_time = frame.time
+        self._covered = occluded
         self._settle(u, frame.index, frame.time, hand, occluded)
         self._verify_settled(frame)
         cleared = self._clear_ended(frame.time)
         self.state = self._table_state(frame, hand, cleared)
+        return self.state
+
+    def settle_still(self, frame, moving) -> TableState | None:
+        """Settle, without a look, the capture-area cards the last look saw lying still and
+        read at least ``still_sure`` surely, whose ``at_rest`` is up by ``frame`` and over
+        which nothing moved since that look (a hand that left before it does not count) (``moving``: where the frames changed since, as
+        ``update`` takes it): the unchanged picture is the look that would have confirmed
+        them, so the decider gets them a look's work sooner. The new state, or None where no
+        card settles so (the table is left as the last look saw it)."""
+        s = self.settings
+        u = self._updates
+        if moving is None or s.still_sure > 1.0 or self._covered:
+            return None
+        width, height = _frame_size(frame)
+        still = [
+            track
+            for track in self.tracks.values()
+            if track.state is TrackState.ARRIVING
+            and track.last_seen == u
+            and track.stray is None
+            and bool(track.zone and track.zone.startswith(CAPTURES))
+            and frame.time - track.rest_time >= s.at_rest - CLOCK_SLACK
+            # this frame counts as a sighting: the card lies where the last look saw it
+            and sum(list(track.hits)[-s.window :]) + 1 >= s.steady_looks
+            and _named_surely(track.posterior()) >= s.still_sure
+            and not _over(moving, track.quad, (width, height), s.disturbed_margin).any()
+        ]
+        if not still:
+            return None
+        for track in still:
+            if track.quiet_time == float("inf"):  # moved over before the last look, not since
+                track.quiet_since, track.quiet_time = frame.index, frame.time
+            track.settle(frame.index, frame.time)
+        self._verify_settled(frame)
+        self.state = self._table_state(frame, u <= self._hand_until, cleared=False)
         return self.state
 
     def _verify_settled(self, frame) -> None:
