@@ -154,6 +154,7 @@ class ReplayReport:
     restarts: list = field(default_factory=list)  # frames after which a new pipeline took over
     drops: list = field(default_factory=list)  # (frame, seconds) the camera showed nothing
     asked: int = 0  # questions put to the tablet about what the camera did not see
+    still_settled: int = 0  # frames a card settled on without the detector's look
 
     @property
     def rounds_exact(self) -> int:
@@ -532,6 +533,7 @@ def replay_video(
         on_end(pipeline, store, match_id)
     report.frames = pipeline.frames
     report.detected_frames = pipeline.detected_frames
+    report.still_settled = pipeline.still_settled
     report.recognised = len(pipeline.recognised)
     report.asked = pipeline.asked
     _rounds(report, store, match_id, pipeline)
@@ -743,6 +745,9 @@ def bench_pipeline(detector, *, video=None, frames: int = 600, fps: int = 10) ->
         # the same, the newest frame taken each time (a live camera, a stream): the older ones
         # are dropped rather than queued, so the lag stays that of one frame's work
         "behind_s_max_newest": round(behind_newest_first(report.cycle_ms, report.fps_video), 3),
+        # frames on which a card settled with nothing moved over it since the last look: its
+        # capture decided without waiting for the detector (``LivePipeline._settle_still``)
+        "still_settled": report.still_settled,
         "looks_per_s": round(report.detected_frames * report.fps_video / max(report.frames, 1), 2),
         # where a frame's time goes: per stage, over the frames that went through it (the
         # detector and what follows it: the looks only), milliseconds
