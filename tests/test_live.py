@@ -23,7 +23,7 @@ from companion.live.capture_decider import (
     resolve_group,
 )
 from companion.live.pipeline import LivePipeline
-from companion.live.settings import DeciderSettings, PipelineSettings
+from companion.live.settings import DeciderSettings, PipelineSettings, TrackerSettings
 from companion.live.source_state import SourceState
 from companion.live.sources import LiveSource, SourceError, open_source
 from companion.live.tracker import Arrival, TableTracker
@@ -526,6 +526,45 @@ def test_a_removed_capture_is_never_brought_back(live):
     store.append(match_id, {"type": "capture_removed", "player": "Aki", "card": "05-2"})
     table.run(12)
     assert [c.code for c in store.state(match_id).captures["Aki"]] == ["05-1"]
+
+
+def test_a_capture_lying_still_is_recorded_without_waiting_for_the_detector():
+    """Once a card lies still long enough in a capture area, the frame that shows nothing
+    moved over it records the capture: the detector's look is not waited for (the next frame
+    is looked at); with ``still_sure`` above 1 the same capture waits for the look."""
+
+    def capture(tracker_settings=None):
+        store = MatchStore.open(":memory:")
+        match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
+        detector = ScriptedDetector()
+        pipeline = LivePipeline(
+            detector, ZONES, store, match_id, tracker_settings=tracker_settings
+        )
+        table = Table(pipeline, detector)
+        looked = []
+        detect = detector.detect
+
+        def seen(bgr):
+            looked.append(table.index)
+            return detect(bgr)
+
+        detector.detect = seen
+        for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
+            table.put(code, x, y)
+        table.run(25)
+        table.take("08-3")
+        table.run(4, hand=True)
+        table.put("08-1", 300, 620)
+        table.run(10)
+        (record,) = pipeline.captures
+        return record, looked, pipeline
+
+    record, looked, pipeline = capture()
+    assert record.card == "08-1" and pipeline.still_settled == 1
+    assert record.event_frame not in looked and record.event_frame + 1 in looked
+    waited, looked_then, _ = capture(TrackerSettings(still_sure=1.01))
+    assert waited.card == "08-1" and waited.event_frame in looked_then
+    assert record.event_frame <= waited.event_frame
 
 
 def test_the_motion_gate_skips_still_frames(live):

@@ -249,3 +249,39 @@ def test_a_second_reading_that_finds_nothing_leaves_the_looks_their_name():
     for i in range(6):
         state = tracker.update(det, FakeFrame(i, i / 10, image))
     assert state.field == ("08-2",)
+
+
+def test_a_capture_lying_still_settles_without_a_look_where_nothing_moved_over_it():
+    """A card its last look saw lying still in a capture area, surely named, settles on the
+    first frame its ``at_rest`` is up when the motion gate saw nothing move over it since
+    (``settle_still``): the unchanged picture stands for the look. Motion over it, a doubt
+    about its name, or a card not yet at rest wait for the detector's look."""
+    quad = [[460, 580], [516, 580], [516, 670], [460, 670]]  # in A's capture area
+    det = Detections(
+        quads=np.array([quad], np.float32),
+        class_ids=np.array([class_id("08-1")]),
+        confidence=np.array([0.97], np.float32),
+    )
+    image = np.zeros((720, 1280, 3), np.uint8)
+    still = np.zeros((90, 160), bool)  # the motion gate's picture: nothing moved
+    over = still.copy()
+    over[78, 61] = True  # one small pixel changed over the card
+
+    def looked_twice(settings=None) -> TableTracker:
+        tracker = TableTracker(ZONES, settings or TrackerSettings())
+        for i in range(2):  # seen at rest at 0.0 and 0.1 s: at_rest (0.2 s) not up yet
+            tracker.update(det, FakeFrame(i, i / 10, image), moving=still)
+        assert tracker.state.arrivals["A"] == ()
+        return tracker
+
+    tracker = looked_twice()
+    assert tracker.settle_still(FakeFrame(2, 0.15, image), still) is None  # not at rest yet
+    state = tracker.settle_still(FakeFrame(3, 0.2, image), still)
+    assert state is not None and [a.track for a in state.arrivals["A"]] == [1]
+    assert state.arrivals["A"][0].quiet_time <= 0.2 and state.frame == 3
+
+    assert looked_twice().settle_still(FakeFrame(3, 0.2, image), over) is None
+    doubtful = looked_twice(TrackerSettings(still_sure=1.01))
+    assert doubtful.settle_still(FakeFrame(3, 0.2, image), still) is None
+    # and the look, when it comes, settles it as ever
+    assert doubtful.update(det, FakeFrame(3, 0.2, image), moving=still).arrivals["A"] != ()

@@ -204,6 +204,13 @@ class TrackerSettings:
         "higher waits for a look (above 1: always)",
         high=1.01,
     )
+    still_step: float = tuning(
+        0.05,
+        "card heights a capture-area card's centre may have moved between its last two looks "
+        "for it to settle without a look (``still_sure``): a card lying there moves only by "
+        "the detector's jitter, one held just above its place drifts while the picture may "
+        "barely change; more lets a held card settle, less waits for a look more often",
+    )
     capture_patience: int = tuning(
         8,
         "looks an unregistered card in a capture area may be missed before it is gone (it "

@@ -126,6 +126,8 @@ class Track:
     # the next look to tell whether the card moved or the detector's outline strayed
     stray: tuple[float, np.ndarray] | None = None
     disturbed: int = 0  # the last update something moved over it
+    # card heights its centre moved from the look before to the last (inf: one look so far)
+    step: float = float("inf")
     quiet_since: int = 0  # frame index since which nothing moved over it
     quiet_time: float = 0.0  # first look with nothing moving over it since (inf: not yet)
     code: str | None = None  # the code handed out this update
@@ -446,6 +448,7 @@ class TableTracker:
             if track.state is TrackState.ARRIVING
             and track.last_seen == u
             and track.stray is None
+            and track.step <= s.still_step
             and bool(track.zone and track.zone.startswith(CAPTURES))
             and frame.time - track.rest_time >= s.at_rest - CLOCK_SLACK
             # this frame counts as a sighting: the card lies where the last look saw it
@@ -624,6 +627,7 @@ class TableTracker:
                     track.stray = None
                 self._moved_to(track, centre, frame.time, watched)
             track.looks.append(look_vector(cards, i, s.look_floor))
+            track.step = float(np.linalg.norm(centre - track.center)) / track.height
             track.quad = quad
         track.last_seen = u
         track.last_seen_frame = frame_index
