@@ -182,6 +182,36 @@ def test_a_photo_teaches_from_the_cards_found_around_the_points_tapped(app, clie
     assert text.count('class="outline-handle"') == 16
 
 
+# photos the finder refuses at first look (tuning seed 901): the points tapped must turn each
+# into four right cards
+REFUSED = [
+    # a 2x2 of light cards on a light checked cloth: "too close", two cards in one outline
+    ("pale", 901, 10),
+    # a 2x2 on dark wood under a hand's shadow: three cards found
+    ("procedural", 901, 2),
+]
+
+
+@pytest.mark.parametrize("deck, seed, month", REFUSED)
+def test_tapping_each_card_turns_a_refused_photo_into_four_right_cards(tmp_path, deck, seed, month):
+    photo = render_kitchen_photo(seed, deck, month, scratch=tmp_path)
+    path = tmp_path / f"{month:02d}.jpg"
+    path.write_bytes(photo.jpeg)
+    assert read_month_photo(path, month).problem  # refused as it is
+    read = read_month_photo(path, month)
+    scale = photo.image.shape[1] / read.image.shape[1]
+    # a finger's taps: a little off each middle, in no particular order
+    width = np.linalg.norm(photo.quads[:, 1] - photo.quads[:, 0], axis=1).mean()
+    off = np.array([[0.04, -0.03], [-0.035, 0.025], [0.01, 0.045], [-0.025, -0.04]]) * width
+    taps = (photo.quads.mean(1) + off)[[2, 0, 3, 1]] / scale
+    tapped = read_month_photo(path, month, centres=taps)
+    assert not tapped.problem, str(tapped.problem)
+    long = np.linalg.norm(photo.quads[:, 3] - photo.quads[:, 0], axis=1).mean()
+    wrong = np.abs(np.asarray(tapped.quads) * scale - photo.quads).max(axis=(1, 2)) / long
+    assert (wrong <= RIGHT_CORNER).all(), (photo.info, wrong)
+    assert len(tapped.faces) == 4
+
+
 def test_points_cannot_be_tapped_before_the_photo(client):
     token = csrf(client)
     assert centres(client, token, 4, "0.1,0.1; 0.3,0.1; 0.5,0.1; 0.7,0.1").status_code == 400

@@ -654,13 +654,25 @@ def _placed(tap, right, down, width: float, height: float) -> np.ndarray:
 
 def cards_around(bgr: np.ndarray, taps) -> MonthCards:
     """The four cards whose middles the player tapped (``taps``: four (x, y) photo pixels, in
-    any order), knowing that they are four cards of one size: each tap's card is the finder's
-    card holding that tap alone, else a card of the others' size and turn placed at the tap
-    and moved onto the cut edges there (``snap``). ``sure`` where each shows its edges and
-    the four are of one size; where not, ``quads`` are still four outlines, one at each tap,
-    for the player to drag."""
+    any order), knowing that they are four cards of one size: first the cut edges looked for
+    around each tap, the four cards' sizes chosen together (``_cards_by_profiles``); where
+    that is unsure, the finder's cards holding a tap (``_cards_from_finder``). ``sure`` where
+    each shows its edges and the four are of one size; where not, ``quads`` are still four
+    outlines, one at each tap, for the player to drag."""
     scale, img, lab, prob = _prepare(bgr)
     taps = np.asarray(taps, np.float64).reshape(CARDS, 2) * scale
+    profiled = _cards_by_profiles(lab, taps)
+    if profiled.sure:
+        return MonthCards(profiled.quads / scale, True, profiled.layout, profiled.support)
+    found = _cards_from_finder(img, lab, prob, taps)
+    chosen = found if found.sure or found.support.mean() > profiled.support.mean() else profiled
+    return MonthCards(chosen.quads / scale, chosen.sure, chosen.layout, chosen.support)
+
+
+def _cards_from_finder(img, lab, prob, taps: np.ndarray) -> MonthCards:
+    """The four cards at ``taps`` (work pixels): each tap's card is the finder's card holding
+    that tap alone, else a card of the others' size and turn placed at the tap and moved onto
+    the cut edges there (``snap``)."""
     proposed = list(find_cards(img).quads)
     found = _find(img, lab, prob, list(proposed), 1.0)
     # the finder's own cards first (their sides are on the cut edges), then shape alone's
@@ -724,4 +736,167 @@ def cards_around(bgr: np.ndarray, taps) -> MonthCards:
     quads_arr, support = quads_arr[order], support[order]
     apart = not any(_overlaps(quads_arr[i], np.delete(quads_arr, i, axis=0)) for i in range(CARDS))
     sure = bool((support >= SIDE_SEEN).all()) and _one_size(quads_arr) and apart
-    return MonthCards(quads_arr / scale, sure, layout, support)
+    return MonthCards(quads_arr, sure, layout, support)
+
+
+# -- the cut edges around four taps, the four cards' sizes chosen together ---------------------
+
+PROFILE_POINTS = 24  # points along the segment a line is looked for on
+PROFILE_SPAN = 0.3  # ... reaching this share of the smallest card either way of the tap
+TAP_TURNS = np.radians(np.arange(-6.0, 6.1, 2.0))  # a card turned this much off the taps' frame
+TAP_OFF = 0.3  # a tap this share of a card's size off its middle is still on it
+# the camera's tilt makes the far cards smaller: sizes growing by up to this share a spacing
+# across the table, each card within SIZE_SLACK of that
+TAP_GROWTH = np.linspace(-0.12, 0.12, 7)
+SIZE_SLACK = 0.04
+SIZE_TIE = 0.15  # sizes scoring this near the best (of 16 sides) are as good: the outermost wins
+
+
+def _sample(image: np.ndarray, points: np.ndarray) -> np.ndarray:
+    h, w = image.shape[:2]
+    x = np.clip(points[..., 0], 0, w - 1).astype(np.float32)
+    y = np.clip(points[..., 1], 0, h - 1).astype(np.float32)
+    return cv2.remap(image, x, y, cv2.INTER_LINEAR)
+
+
+def _line_profile(lab, tap, across, along, reach: int, half: float):
+    """Lines across ``across`` at each offset -reach..reach from ``tap``, each a segment
+    ``half`` px either way along ``along``: the mean colour step across each (Lab, the far
+    side minus the near, (O, 3)) and the share of its points that step that way (O,); each
+    offset takes the best of its own and its neighbours' (a side a little turned)."""
+    offsets = np.arange(-reach, reach + 1, dtype=np.float64)
+    t = np.linspace(-half, half, PROFILE_POINTS)
+    points = tap + offsets[:, None, None] * across + t[None, :, None] * along
+    steps = _sample(lab, points + 2 * across) - _sample(lab, points - 2 * across)  # (O, P, 3)
+    mean = steps.mean(1)
+    size = np.linalg.norm(mean, axis=-1)
+    unit = mean / (size[:, None] + 1e-6)
+    share = ((steps * unit[:, None]).sum(-1) >= np.maximum(0.5 * size, MIN_STEP / 2)[:, None])
+    share = share.mean(1)
+    strength = size * share
+    best = np.argmax(np.stack([np.roll(strength, k) for k in (-1, 0, 1)]), 0)
+    take = np.clip(np.arange(len(offsets)) - (best - 1), 0, len(offsets) - 1)
+    return mean[take], strength[take]
+
+
+def _edge_pairs(profile, sizes: np.ndarray, ref: float):
+    """For each card size: the best two lines that far apart around the tap (their strengths
+    over ``ref``, where both step the same way from the card out to the table) and the
+    card's middle there (offset from the tap)."""
+    mean, strength = profile
+    n = len(strength)
+    reach = (n - 1) // 2
+    shifts = np.arange(n) - reach
+    score = np.full(len(sizes), -1.0)
+    where = np.zeros(len(sizes))
+    for k, size in enumerate(sizes):
+        near = np.round(shifts - size / 2).astype(int) + reach
+        far = np.round(shifts + size / 2).astype(int) + reach
+        ok = (near >= 0) & (far < n) & (np.abs(shifts) <= TAP_OFF * size)
+        if not ok.any():
+            continue
+        near, far = np.clip(near, 0, n - 1), np.clip(far, 0, n - 1)
+        out_near, out_far = -mean[near], mean[far]  # each side's step from inside to outside
+        agree = (out_near * out_far).sum(-1) / (
+            np.linalg.norm(out_near, axis=-1) * np.linalg.norm(out_far, axis=-1) + 1e-6
+        )
+        value = np.where(ok & (agree > 0.3), (strength[near] + strength[far]) / ref, -1)
+        best = int(np.argmax(value))
+        score[k], where[k] = value[best], shifts[best]
+    return score, where
+
+
+def _turned(v: np.ndarray, angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+
+
+def _cards_by_profiles(lab: np.ndarray, taps: np.ndarray) -> MonthCards:
+    """The four cards around ``taps`` (work pixels) found by their cut edges: around each tap,
+    turned a little, the straight colour steps across lines parallel to a card's sides; each
+    card's two pairs of sides are the strongest lines a card's width and height apart that
+    step the same way out; the four cards' sizes chosen together (one size, as a tilted
+    camera makes it grow across the table: ``TAP_GROWTH``), the outermost among near-equals
+    (a printed frame inside the cut edge steps as much); each card then fitted to its edges
+    (``snap_quad``, a few px)."""
+    right, down, guess, _ = _tap_frame(taps)
+    u, v = taps @ right, taps @ down
+    du, dv = np.abs(u[:, None] - u[None]), np.abs(v[:, None] - v[None])
+    beside = du[(du > 0) & (dv < 0.5 * du)]
+    spacing = float(beside.min()) if beside.size else 1.2 * guess
+    above = dv[(dv > 0) & (du < 0.5 * dv)]
+    widths = np.arange(max(8, int(0.5 * spacing)), int(1.02 * spacing) + 1)
+    if above.size:  # a 2x2: the rows a card's height and a gap apart
+        heights = np.arange(max(8, int(0.5 * above.min())), int(1.02 * above.min()) + 1)
+    else:
+        heights = np.arange(int(0.85 * CARD_ASPECT * widths[0]),
+                            int(1.15 * CARD_ASPECT * widths[-1]) + 1)  # fmt: skip
+    place = np.column_stack([(u - u.mean()) / spacing,
+                             (v - v.mean()) / (float(above.min()) if above.size else spacing)])  # fmt: skip
+    reach_x, reach_y = int(0.85 * spacing), int(0.6 * heights[-1]) + 2
+    scores = np.zeros((CARDS, len(TAP_TURNS), len(heights), len(widths)), np.float32)
+    middles = {}
+    for i, tap in enumerate(taps):
+        for a, turn in enumerate(TAP_TURNS):
+            r, d = _turned(right, turn), _turned(down, turn)
+            across = _line_profile(lab, tap, r, d, reach_x, PROFILE_SPAN * heights[0])
+            updown = _line_profile(lab, tap, d, r, reach_y, PROFILE_SPAN * widths[0])
+            ref = max(across[1].max(), updown[1].max(), 2 * MIN_STEP)
+            sw, mw = _edge_pairs(across, widths, ref)
+            sh, mh = _edge_pairs(updown, heights, ref)
+            middles[i, a] = (mw, mh)
+            scores[i, a] = sh[:, None] + sw[None, :]
+    sizes, kh, kw = _joint_sizes(scores, widths, heights, place)
+    cards = []
+    for i, tap in enumerate(taps):
+        (h0, h1), (w0, w1) = sizes[i]
+        window = scores[i, :, h0:h1, w0:w1]
+        a, hh, ww = np.unravel_index(int(np.argmax(window)), window.shape)
+        hh, ww = hh + h0, ww + w0
+        mw, mh = middles[i, a]
+        r, d = _turned(right, TAP_TURNS[a]), _turned(down, TAP_TURNS[a])
+        quad = _placed(tap + mw[ww] * r + mh[hh] * d, r, d, widths[ww], heights[hh])
+        q, support = snap_quad(lab, quad, 3)
+        cards.append((order_quad(q), support))
+    quads = np.array([q for q, _ in cards], np.float32)
+    support = np.array([s for _, s in cards], np.float32)
+    order, layout = slot_order(quads)
+    quads, support = quads[order], support[order]
+    apart = not any(_overlaps(quads[i], np.delete(quads, i, axis=0)) for i in range(CARDS))
+    sure = bool((support >= SIDE_SEEN).all()) and _one_size(quads) and apart
+    return MonthCards(quads, sure, layout, support)
+
+
+def _joint_sizes(scores: np.ndarray, widths, heights, place: np.ndarray):
+    """Each card's window of sizes ((h0, h1), (w0, w1) indices): around one size that grows
+    evenly across the table (``place``: each card's place along the two ways, in spacings),
+    the one whose four cards' best scores within ``SIZE_SLACK`` add up most (the largest
+    among those within ``SIZE_TIE``), of a card's aspect give or take a tilt's."""
+    best_turn = scores.max(1)
+    kw = max(1, int(2 * SIZE_SLACK * widths.mean())) | 1
+    kh = max(1, int(2 * SIZE_SLACK * heights.mean())) | 1
+    near = np.stack([cv2.dilate(b, np.ones((kh, kw), np.uint8)) for b in best_turn])
+    aspect = heights[:, None] / widths[None, :]
+    wrong_shape = (aspect < CARD_ASPECT * 0.85) | (aspect > CARD_ASPECT * 1.15)
+    best = None
+    for grow_u in TAP_GROWTH:
+        for grow_v in TAP_GROWTH if np.ptp(place[:, 1]) > 0.3 else (0.0,):
+            total = np.zeros_like(near[0])
+            index = []
+            for i in range(CARDS):
+                f = 1 + grow_u * place[i, 0] + grow_v * place[i, 1]
+                iw = np.clip(np.round(widths * f - widths[0]).astype(int), 0, len(widths) - 1)
+                ih = np.clip(np.round(heights * f - heights[0]).astype(int), 0, len(heights) - 1)
+                total += near[i][ih[:, None], iw[None, :]]
+                index.append((ih, iw))
+            total[wrong_shape] = -1
+            if best is None or total.max() > best[0].max() + 1e-6:
+                best = (total, index)
+    total, index = best
+    area = np.where(total >= total.max() - SIZE_TIE, heights[:, None] * widths[None, :], -1)
+    hi, wi = np.unravel_index(int(np.argmax(area)), area.shape)
+    out = []
+    for ih, iw in index:
+        h, w = int(ih[hi]), int(iw[wi])
+        out.append(((max(0, h - kh // 2), h + kh // 2 + 1), (max(0, w - kw // 2), w + kw // 2 + 1)))
+    return out, kh, kw
