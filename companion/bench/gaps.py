@@ -175,6 +175,11 @@ def run_matrix(
             keep(report, kind, f"restart-from-{restart_from}", 0)
     verdicts = [c["verdict"] for c in out["cells"]]
     out["summary"] = {v: verdicts.count(v) for v in ("exact", "pending", "wrong")}
+    # of the exact cells, those the tablet was asked about (the question answered as the
+    # truth's players would): exact after asking, not read from the table
+    out["summary"]["exact_after_asking"] = sum(
+        1 for c in out["cells"] if c["verdict"] == "exact" and c["asked"]
+    )
     out["seconds"] = round(time.perf_counter() - started, 1)
     out["looks_remembered"] = remembering.hits
     return out
