@@ -124,6 +124,21 @@ def test_the_design_references_find_cards_that_the_first_ones_leave(taught):
     assert false_design <= false_first + 1, counts
 
 
+@needs_model
+def test_a_taught_deck_names_each_card_once(taught):
+    """Each card lies on the table once: where the deck's names give two detections one card
+    (a second look at it, or a misnamed card), the less likely takes its next name or goes.
+    Two prints of one card, far apart, are two detections of two names."""
+    folder, recognizer = taught
+    table = synth.tiled_table(np.random.default_rng(2), 1280, 720)
+    for x in (200, 700):
+        _laid(table, folder / "03-1.png", x, 300, size=(88, 144))
+    det = recognizer.detect(table)
+    faces = det.class_ids[det.class_ids != 48]
+    assert len(faces) >= 2
+    assert len(set(faces.tolist())) == len(faces)
+
+
 def test_eval_json_holds_plain_numbers_when_backs_are_named():
     """``eval --json`` of a recognizer that names face-down cards ``back`` and misses one (its
     figures feed scripts): every figure is a plain JSON number."""

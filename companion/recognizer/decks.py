@@ -995,7 +995,7 @@ RESCUE_MIN_SIMILARITY = 0.6
 # this near one of them, whatever the classifier's "none" says: on the candidates of tables of
 # made-up decks (tuning scenes) the design features tell a card from the table, from two cards
 # at once and from a loose box better than the classifier's features and "none" together
-RESCUE_MIN_DESIGN_SIMILARITY = 0.65
+RESCUE_MIN_DESIGN_SIMILARITY = 0.7
 # ... and its outline on the frame's edges: at least two of its sides run along an edge for
 # this share of their length (``rectangles.side_support``). Crops of a hand, a shadow or the
 # table that the deck's flat grounds resemble have none; a card covered in a fanned row still

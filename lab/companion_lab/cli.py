@@ -499,7 +499,7 @@ def kitchen_photos_command(seeds, decks, workers, write_dir, as_json):
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64))
 @click.option("--resume", "resume_from", type=click.Path(dir_okay=False),
               help="Start from these weights (design_embedder.pt) instead of the classifier's.")
-@click.option("--negatives-share", default=0.5, show_default=True, type=click.FloatRange(0, 4),
+@click.option("--negatives-share", default=0.0, show_default=True, type=click.FloatRange(0, 4),
               help="Crops of no single card (bare table, two cards, half off, loose) an episode, "
               "as a share of its card crops; 0 learns no \"no card\" class.")
 @friendly_errors
