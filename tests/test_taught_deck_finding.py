@@ -89,6 +89,56 @@ def test_no_card_is_found_on_an_empty_table(taught):
     assert empty == 6
 
 
+@needs_model
+def test_the_design_references_find_cards_that_the_first_ones_leave(taught):
+    """On tables of a made-up deck, the rescue finds more of its cards where the design
+    references may say "one of mine" (``RESCUE_MIN_DESIGN_SIMILARITY``) than with the
+    classifier's features and "none" alone, and makes no more false cards."""
+    from companion.bench.evaluation import match_detections
+    from companion.recognizer import design_references
+
+    if not design_references.available():
+        pytest.skip("no design embedder")
+    folder, recognizer = taught
+    namer = recognizer.namer
+    assert namer.design is not None
+    recognizer.rescue, recognizer.verify = True, False
+    config = synth.SceneConfig(width=1280, height=720, decks=(str(folder),))
+    counts = {}
+    design = namer.design
+    for name in ("first only", "with design"):
+        namer.design = None if name == "first only" else design
+        found = false = 0
+        for i in range(4):
+            scene = synth.render_scene(synth.scene_seed(47, i), config)
+            det = recognizer.detect(scene.image)
+            quads = np.array([lab.quad for lab in scene.labels], np.float32).reshape(-1, 4, 2)
+            visible = np.array([lab.visible for lab in scene.labels])
+            to_label, to_det = match_detections(det, quads, visible)
+            found += int(((to_det >= 0) & (visible >= 0.4)).sum())
+            false += int((to_label < 0).sum())
+        counts[name] = (found, false)
+    namer.design = design
+    (found_first, false_first), (found_design, false_design) = counts.values()
+    assert found_design >= found_first + 4, counts
+    assert false_design <= false_first + 1, counts
+
+
+@needs_model
+def test_a_taught_deck_names_each_card_once(taught):
+    """Each card lies on the table once: where the deck's names give two detections one card
+    (a second look at it, or a misnamed card), the less likely takes its next name or goes.
+    Two prints of one card, far apart, are two detections of two names."""
+    folder, recognizer = taught
+    table = synth.tiled_table(np.random.default_rng(2), 1280, 720)
+    for x in (200, 700):
+        _laid(table, folder / "03-1.png", x, 300, size=(88, 144))
+    det = recognizer.detect(table)
+    faces = det.class_ids[det.class_ids != 48]
+    assert len(faces) >= 2
+    assert len(set(faces.tolist())) == len(faces)
+
+
 def test_eval_json_holds_plain_numbers_when_backs_are_named():
     """``eval --json`` of a recognizer that names face-down cards ``back`` and misses one (its
     figures feed scripts): every figure is a plain JSON number."""

@@ -851,6 +851,17 @@ class DeckNamer:
             nearest = np.maximum(nearest, (feats @ self.deck.back_embeddings.T).max(axis=1))
         return nearest
 
+    def design_similarity(self, crops: np.ndarray) -> np.ndarray | None:
+        """How near each crop lies to the deck's nearest design reference of any card (cosine
+        similarity of the design embedder's features); None for a deck named without them. The
+        design embedder learned to keep crops of no single card (the table, two cards at once,
+        a box half off its card) away from every card's references."""
+        if self.design is None:
+            return None
+        if len(crops) == 0:
+            return np.zeros(0, np.float32)
+        return self._design_refs.nearest(embed(self.design_session, crops)).max(axis=1)
+
     def _crops(self, bgr: np.ndarray, det: Detections, rows: np.ndarray) -> np.ndarray:
         matrices = crop_matrices(quads_to_rboxes(det.quads[rows]), self.settings)
         return crop_cards(bgr, matrices, self.settings)
@@ -980,6 +991,11 @@ RESCUE_APART_IOU = 0.3
 # more (``UserDeck.accept_similarity``, 0.63 for decks taught from photos): crops of the table,
 # of two cards at once or of a hidden card's sliver lie at 0.5-0.6
 RESCUE_MIN_SIMILARITY = 0.6
+# ... or, for a deck named by design references too (``design_references``), lying at least
+# this near one of them, whatever the classifier's "none" says: on the candidates of tables of
+# made-up decks (tuning scenes) the design features tell a card from the table, from two cards
+# at once and from a loose box better than the classifier's features and "none" together
+RESCUE_MIN_DESIGN_SIMILARITY = 0.7
 # ... and its outline on the frame's edges: at least two of its sides run along an edge for
 # this share of their length (``rectangles.side_support``). Crops of a hand, a shadow or the
 # table that the deck's flat grounds resemble have none; a card covered in a fanned row still
@@ -1002,8 +1018,9 @@ def rescue_cards(
     card-shaped, of the found cards' size, apart from them and not "none" becomes a card,
     named by the deck (``namer``), where its crop also lies as near one of the deck's own
     references as the deck's crops of one card lie to each other (``DeckNamer.similarity``
-    against ``UserDeck.accept_similarity``): the taught deck, not the classifier, says that
-    a crop shows one whole card, and where two of its sides run along edges of the picture
+    against ``UserDeck.accept_similarity``), or near one of its design references
+    (``DeckNamer.design_similarity``, whatever "none" says): the taught deck, not the
+    classifier, says that a crop shows one whole card, and where two of its sides run along edges of the picture
     (``rectangles.side_support``): a card's cut edge, not a hand or the table. Candidates: every crop the decode looked at
     (``DecodeTrace.looks``) and the rectangles found by shape (``rectangles.find_cards``)."""
     from companion.detections import iou_matrix
@@ -1030,13 +1047,16 @@ def rescue_cards(
         return det
     crops = crop_cards(image, crop_matrices(rboxes, settings), settings)
     probs = classifier.run(None, {"crop": net_input(classifier, crops)})[0]
-    sure = probs[:, NONE_ID] < RESCUE_MAX_NONE
-    quads, rboxes, crops = quads[sure], rboxes[sure], crops[sure]
-    if len(quads) == 0:
-        return det
     # the deck's own references say which crops show one of its cards, whole and centred
-    nearest = namer.similarity(crops)
-    known = nearest >= max(RESCUE_MIN_SIMILARITY, namer.deck.accept_similarity)
+    known = probs[:, NONE_ID] < RESCUE_MAX_NONE
+    nearest = np.zeros(len(crops), np.float32)
+    if known.any():
+        nearest[known] = namer.similarity(crops[known])
+    known &= nearest >= max(RESCUE_MIN_SIMILARITY, namer.deck.accept_similarity)
+    design = namer.design_similarity(crops)
+    if design is not None:
+        known |= design >= RESCUE_MIN_DESIGN_SIMILARITY
+        nearest = np.maximum(nearest, design)
     if known.any():
         from companion.recognizer.rectangles import side_support
 

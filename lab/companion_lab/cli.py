@@ -499,8 +499,11 @@ def kitchen_photos_command(seeds, decks, workers, write_dir, as_json):
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(1, 64))
 @click.option("--resume", "resume_from", type=click.Path(dir_okay=False),
               help="Start from these weights (design_embedder.pt) instead of the classifier's.")
+@click.option("--negatives-share", default=0.0, show_default=True, type=click.FloatRange(0, 4),
+              help="Crops of no single card (bare table, two cards, half off, loose) an episode, "
+              "as a share of its card crops; 0 learns no \"no card\" class.")
 @friendly_errors
-def train_design_embedder_command(out_dir, minutes, seed, threads, resume_from):
+def train_design_embedder_command(out_dir, minutes, seed, threads, resume_from, negatives_share):
     """Train the embedding that names the cards of a taught deck of any design, by metric
     learning on many made-up decks (each episode: one deck's 48 cards, its reference crops
     and crops of its cards on a table), starting from the classifier's weights."""
@@ -508,7 +511,8 @@ def train_design_embedder_command(out_dir, minutes, seed, threads, resume_from):
         from companion_lab.design_embedder import EmbedderConfig, train_design_embedder
     except ImportError:
         fail(NEEDS_TORCH)
-    config = EmbedderConfig(minutes=minutes, seed=seed, threads=threads)
+    config = EmbedderConfig(minutes=minutes, seed=seed, threads=threads,
+                            negatives_share=negatives_share)  # fmt: skip
     record = train_design_embedder(out_dir, config, checkpoint=resume_from)
     click.echo(json.dumps(record, indent=2))
 

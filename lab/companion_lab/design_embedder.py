@@ -320,10 +320,7 @@ def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.n
         for _ in range(per_card):
             long = math.exp(rng.uniform(math.log(36), math.log(150)))
             scale = long / h0
-            size = int(long * 2.6)
-            grain = rng.normal(0, rng.uniform(2, 12), (size // 2 + 1, size // 2 + 1))
-            grain = cv2.resize(grain.astype(np.float32), (size, size))[..., None]
-            table = np.clip(np.float32(_colour(rng, 20, 235)) + grain, 0, 255).astype(np.uint8)
+            table, size = _bare_table(rng, long)
             angle = rng.uniform(0, 2 * math.pi)
             centre = np.array([size / 2, size / 2]) + rng.normal(0, 2, 2)
 
@@ -360,25 +357,97 @@ def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.n
                 lay(faces[over], quad_at(centre + offset * long_way))
             else:
                 lay(faces[card], quad)
-            gain, bias = rng.uniform(0.6, 1.3), rng.uniform(-30, 30)
-            tint = gain * rng.uniform(0.88, 1.12, 3)
-            table = cv2.transform(table, np.column_stack([np.diag(tint), np.full(3, bias)]))
-            if rng.random() < 0.3:  # a shadow across part of it
-                mask = np.zeros((size, size), np.float32)
-                pts = rng.uniform(0, size, (4, 2)).astype(np.int32)
-                cv2.fillPoly(mask, [pts], 1.0)
-                mask = cv2.GaussianBlur(mask, (0, 0), size / 20)[..., None]
-                table = (table * (1 - rng.uniform(0.3, 0.6) * mask)).astype(np.uint8)
-            table = _degraded(table, rng, long)
-            rbox = quads_to_rboxes(quad[None])[0]
-            rbox[:2] += rng.normal(0, 0.04, 2) * rbox[2:4]
-            rbox[2:4] *= np.exp(rng.normal(0, 0.06))
-            rbox[4] += rng.normal(0, 0.04)
-            if rng.random() < 0.5:
-                rbox[4] += math.pi  # the detector's quad may start at either end
-            crops.append(crop_cards(table, crop_matrices(rbox[None], settings), settings)[0])
+            crops.append(_lit_and_cut(table, quad, rng, long, settings))
             ids.append(card)
     return np.stack(crops), np.array(ids)
+
+
+def _bare_table(rng, long: float) -> tuple[np.ndarray, int]:
+    """A square of table (flat colour and grain) room enough for a few cards of long side
+    ``long``, and its side."""
+    size = int(long * 2.6)
+    grain = rng.normal(0, rng.uniform(2, 12), (size // 2 + 1, size // 2 + 1))
+    grain = cv2.resize(grain.astype(np.float32), (size, size))[..., None]
+    return np.clip(np.float32(_colour(rng, 20, 235)) + grain, 0, 255).astype(np.uint8), size
+
+
+def _lit_and_cut(table: np.ndarray, quad: np.ndarray, rng, long: float, settings: Settings):
+    """The table under other light (tint, a shadow), through a webcam (``_degraded``), cut as
+    the detector cuts the box ``quad``, a little off."""
+    size = table.shape[0]
+    gain, bias = rng.uniform(0.6, 1.3), rng.uniform(-30, 30)
+    tint = gain * rng.uniform(0.88, 1.12, 3)
+    table = cv2.transform(table, np.column_stack([np.diag(tint), np.full(3, bias)]))
+    if rng.random() < 0.3:  # a shadow across part of it
+        mask = np.zeros((size, size), np.float32)
+        pts = rng.uniform(0, size, (4, 2)).astype(np.int32)
+        cv2.fillPoly(mask, [pts], 1.0)
+        mask = cv2.GaussianBlur(mask, (0, 0), size / 20)[..., None]
+        table = (table * (1 - rng.uniform(0.3, 0.6) * mask)).astype(np.uint8)
+    table = _degraded(table, rng, long)
+    rbox = quads_to_rboxes(quad[None])[0]
+    rbox[:2] += rng.normal(0, 0.04, 2) * rbox[2:4]
+    rbox[2:4] *= np.exp(rng.normal(0, 0.06))
+    rbox[4] += rng.normal(0, 0.04)
+    if rng.random() < 0.5:
+        rbox[4] += math.pi  # the detector's quad may start at either end
+    return crop_cards(table, crop_matrices(rbox[None], settings), settings)[0]
+
+
+NOT_ONE_CARD = ("table", "two cards", "half off", "loose")
+
+
+def not_one_card_views(faces, rng, settings: Settings, n: int) -> np.ndarray:
+    """Crops the detector may cut where no single whole card lies: the bare table (with a
+    sheet of paper or a box's side on it now and then), two cards of the table at once (the box
+    on the gap between two cards laid end to end), a box half off its card, and a box far
+    larger than its card. (n, crop h, crop w, 3): the embedder learns to keep them away from
+    every card's references, so that a deck's references can say "this is one of my cards"."""
+    crops = []
+    for k in range(n):
+        long = math.exp(rng.uniform(math.log(36), math.log(150)))
+        scale = long / FACE_H
+        table, size = _bare_table(rng, long)
+        angle = rng.uniform(0, 2 * math.pi)
+        centre = np.array([size / 2, size / 2]) + rng.normal(0, 2, 2)
+        squash = rng.uniform(0.75, 1.0)
+        long_way = np.array([-math.sin(angle), math.cos(angle)])
+        width_way = np.array([math.cos(angle), math.sin(angle)])
+        box = _card_quad(centre, angle, scale, squash)
+        kind = NOT_ONE_CARD[k % len(NOT_ONE_CARD)]
+
+        def card():
+            return faces[int(rng.integers(len(faces)))]
+
+        if kind == "table":
+            if rng.random() < 0.5:  # paper, a phone, a box: flat and not of a card's shape
+                w, h = rng.uniform(0.5, 2.5) * FACE_W * scale, rng.uniform(0.3, 1.2) * long
+                corners = np.array([[-w, -h], [w, -h], [w, h], [-w, h]]) / 2
+                turn = rng.uniform(0, math.pi)
+                rot = np.array([[math.cos(turn), -math.sin(turn)], [math.sin(turn), math.cos(turn)]])
+                shift = rng.normal(0, 0.2 * long, 2)
+                cv2.fillPoly(table, [np.int32(corners @ rot.T + centre + shift)], _colour(rng))
+        elif kind == "two cards":  # laid end to end (a field) or side by side, box on the gap
+            gap = rng.uniform(0.02, 0.15)
+            if rng.random() < 0.5:
+                step = (FACE_H * squash * (1 + gap)) * scale * long_way
+            else:
+                step = (FACE_W * (1 + gap)) * scale * width_way
+            for sign in (-0.5, 0.5):
+                _lay(table, card(), _card_quad(centre + sign * step, angle, scale, squash))
+        elif kind == "half off":  # half the box on the card, half on the table or a neighbour
+            shift = rng.uniform(0.45, 0.7) * rng.choice([-1.0, 1.0])
+            way = long_way * FACE_H * squash if rng.random() < 0.6 else width_way * FACE_W
+            _lay(table, card(), _card_quad(centre + shift * way * scale, angle, scale, squash))
+            if rng.random() < 0.4:
+                _lay(table, card(), _card_quad(centre - shift * way * scale, angle, scale, squash))
+        else:  # loose: the card a half or less of the box
+            grow = rng.uniform(1.6, 2.2)
+            _lay(table, card(), _card_quad(centre + rng.normal(0, 0.1 * long, 2), angle, scale,
+                                           squash))  # fmt: skip
+            box = _card_quad(centre, angle, scale * grow, squash)
+        crops.append(_lit_and_cut(table, box, rng, long, settings))
+    return np.stack(crops)
 
 
 @dataclass
@@ -394,6 +463,11 @@ class EmbedderConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     repainted_share: float = 0.35
+    # crops of no single card an episode (``not_one_card_views``), as a share of its table
+    # crops; 0 trains without the "no card" class. Off: on the tuning tables it told cards
+    # from such crops a little better and named fanned cards worse (the journal)
+    negatives_share: float = 0.0
+    bar: float = 0.6  # the "no card" class's similarity, where training starts it
 
 
 def build_embedder_net(classifier_state: dict | None = None):
@@ -456,20 +530,31 @@ def export_design_embedder(net, out: str | Path, settings: Settings) -> Path:
     return out
 
 
-def _episode_loss(net, refs, ref_ids, queries, query_ids, scale):
+def _episode_loss(net, refs, ref_ids, queries, query_ids, scale, negatives=None, bar=None):
     """Each query's similarity to each card: the soft maximum over that card's references;
-    cross-entropy of the query's own card among the deck's 48."""
+    cross-entropy of the query's own card among the deck's 48. With ``negatives`` (crops of no
+    single card) and ``bar`` (a learned similarity), "no card" is one more class whose score is
+    the bar: a card's crop must lie nearer its card than the bar, a negative farther from every
+    card. Returns the loss, the share of queries named right and of negatives refused (None
+    without them)."""
     import torch
 
     r = net(refs)
-    q = net(queries)
+    q = net(queries if negatives is None else torch.cat([queries, negatives]))
     sims = q @ r.T  # (Q, R)
     n_cards = int(ref_ids.max()) + 1
     per_card = sims.view(len(q), n_cards, -1)  # references grouped by card, in order
     logits = scale * torch.logsumexp(per_card * 8.0, dim=2) / 8.0
-    loss = torch.nn.functional.cross_entropy(logits, query_ids)
-    right = (logits.argmax(1) == query_ids).float().mean()
-    return loss, right
+    if negatives is None:
+        loss = torch.nn.functional.cross_entropy(logits, query_ids)
+        return loss, (logits.argmax(1) == query_ids).float().mean(), None
+    logits = torch.cat([logits, (scale * bar).expand(len(q), 1)], dim=1)
+    targets = torch.cat([query_ids, torch.full((len(negatives),), n_cards, dtype=query_ids.dtype)])
+    loss = torch.nn.functional.cross_entropy(logits, targets)
+    guess = logits.argmax(1)
+    right = (guess[: len(queries)] == query_ids).float().mean()
+    refused = (guess[len(queries) :] == n_cards).float().mean()
+    return loss, right, refused
 
 
 def train_design_embedder(out_dir: str | Path, config: EmbedderConfig | None = None,
@@ -503,15 +588,20 @@ def train_design_embedder(out_dir: str | Path, config: EmbedderConfig | None = N
 
     pool = [new_deck(k) for k in range(config.decks_in_pool)]
     drawn = len(pool)
+    bar = torch.nn.Parameter(torch.tensor(float(config.bar)))
     if checkpoint and Path(checkpoint).exists():
         net = build_embedder_net()
-        net.load_state_dict(torch.load(checkpoint, map_location="cpu"))
+        state = torch.load(checkpoint, map_location="cpu")
+        if BAR_KEY in state:  # the bar is kept beside the net's weights
+            bar.data.fill_(float(state.pop(BAR_KEY)))
+        net.load_state_dict(state)
     else:
         start = Path(__file__).resolve().parents[2] / "companion/models/checkpoints/classifier.pt"
         state = torch.load(start, map_location="cpu")
         net = build_embedder_net(state.get("model", state) if isinstance(state, dict) else state)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr,
                                   weight_decay=config.weight_decay)  # fmt: skip
+    optimiser.add_param_group({"params": [bar], "weight_decay": 0.0})
     began = time.monotonic()
     deadline = began + config.minutes * 60
     history, episode, seen, last_save = [], 0, 0, began
@@ -522,15 +612,22 @@ def train_design_embedder(out_dir: str | Path, config: EmbedderConfig | None = N
         queries, query_ids = table_views(faces, rng, settings, config.table_per_card)
         r = _as_input(refs)
         q = augment(_as_input(queries), rng)
+        n_negatives = round(config.negatives_share * len(queries))
+        negatives = None
+        if n_negatives:
+            negatives = augment(_as_input(not_one_card_views(faces, rng, settings, n_negatives)),
+                                rng)  # fmt: skip
         frac = (time.monotonic() - began) / (deadline - began)
         for group in optimiser.param_groups:  # cosine decay to a tenth
             group["lr"] = config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-        loss, right = _episode_loss(net, r, torch.from_numpy(ref_ids), q,
-                                    torch.from_numpy(query_ids), config.scale)  # fmt: skip
+        loss, right, refused = _episode_loss(net, r, torch.from_numpy(ref_ids), q,
+                                             torch.from_numpy(query_ids), config.scale,
+                                             negatives, bar if n_negatives else None)  # fmt: skip
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        history.append((float(loss.detach()), float(right)))
+        history.append((float(loss.detach()), float(right),
+                        float("nan") if refused is None else float(refused)))  # fmt: skip
         episode += 1
         seen += len(refs) + len(queries)
         if episode % config.new_decks_every == 0:
@@ -539,12 +636,13 @@ def train_design_embedder(out_dir: str | Path, config: EmbedderConfig | None = N
         if episode % 10 == 0:
             recent = np.array(history[-10:])
             log(f"episode {episode} ({(time.monotonic() - began) / 60:.1f} min): loss "
-                f"{recent[:, 0].mean():.3f}, table crops named right {recent[:, 1].mean():.3f}")  # fmt: skip
+                f"{recent[:, 0].mean():.3f}, table crops named right {recent[:, 1].mean():.3f}, "
+                f"crops of no card refused {recent[:, 2].mean():.3f}, bar {float(bar.detach()):.3f}")  # fmt: skip
         if time.monotonic() - last_save > 300:
-            _save(net, out_dir, settings)
+            _save(net, out_dir, settings, float(bar.detach()))
             last_save = time.monotonic()
-    _save(net, out_dir, settings)
-    recent = np.array(history[-50:]) if history else np.zeros((1, 2))
+    _save(net, out_dir, settings, float(bar.detach()))
+    recent = np.array(history[-50:]) if history else np.zeros((1, 3))
     record = {
         "config": asdict(config),
         "episodes": episode,
@@ -553,16 +651,24 @@ def train_design_embedder(out_dir: str | Path, config: EmbedderConfig | None = N
         "minutes": round((time.monotonic() - began) / 60, 1),
         "last_loss": round(float(recent[:, 0].mean()), 4),
         "last_named_right": round(float(recent[:, 1].mean()), 4),
+        "last_no_card_refused": None if np.isnan(recent[:, 2]).all()
+        else round(float(np.nanmean(recent[:, 2])), 4),
+        "bar": round(float(bar.detach()), 4),
     }
     (out_dir / "design_embedder.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
 
 
-def _save(net, out_dir: Path, settings: Settings) -> None:
+BAR_KEY = "no_card_bar"  # the learned "no card" similarity, saved among the weights
+
+
+def _save(net, out_dir: Path, settings: Settings, bar: float) -> None:
     import torch
 
     net.eval()
-    torch.save(net.state_dict(), out_dir / "design_embedder.pt.part")
+    state = dict(net.state_dict())
+    state[BAR_KEY] = torch.tensor(bar)
+    torch.save(state, out_dir / "design_embedder.pt.part")
     Path(out_dir / "design_embedder.pt.part").replace(out_dir / "design_embedder.pt")
     export_design_embedder(net, out_dir / "design_embedder.onnx.part", settings)
     Path(out_dir / "design_embedder.onnx.part").replace(out_dir / "design_embedder.onnx")

@@ -61,14 +61,14 @@ def test_training_lowers_the_loss_of_an_episode_and_the_export_matches_torch(set
     r, q, qi = _as_input(refs), _as_input(queries), torch.from_numpy(query_ids)
     optimiser = torch.optim.Adam(net.parameters(), lr=1e-3)
     net.train()
-    first, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
+    first, _, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
     for _ in range(10):
-        loss, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
+        loss, _, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
     with torch.no_grad():  # still the batch's own statistics, as ``first``
-        after, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
+        after, _, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
     net.eval()
     with torch.no_grad():
         expected = net(q[:5]).numpy()
@@ -77,3 +77,50 @@ def test_training_lowers_the_loss_of_an_episode_and_the_export_matches_torch(set
     got = open_session(out, 1).run(None, {"crop": np.ascontiguousarray(queries[:5])})[0]
     np.testing.assert_allclose(got, expected, atol=1e-4)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_crops_of_no_single_card_are_product_crops_of_each_kind(settings):
+    faces = de.motley_deck(6)[:6]
+    crops = de.not_one_card_views(faces, np.random.default_rng(2), settings, 8)
+    assert crops.shape == (8, settings.inputs.crop_height, settings.inputs.crop_width, 3)
+    assert crops.dtype == np.uint8
+    # each kind in turn: the table's crops are plainer than those showing two cards
+    table, two = crops[0::4], crops[1::4]
+    assert float(table.std(axis=(1, 2, 3)).mean()) < float(two.std(axis=(1, 2, 3)).mean())
+
+
+def test_the_no_card_class_learns_to_refuse_crops_of_no_card(settings):
+    from companion_lab.training import _as_input
+
+    torch.manual_seed(0)
+    net = de.build_embedder_net()
+    rng = np.random.default_rng(3)
+    faces = de.motley_deck(9)[:6]
+    refs = np.concatenate([de.reference_views(f, rng, settings, 2) for f in faces])
+    ref_ids = torch.from_numpy(np.repeat(np.arange(6), 4))
+    queries, query_ids = de.table_views(faces, rng, settings, per_card=2)
+    negatives = _as_input(de.not_one_card_views(faces, rng, settings, 8))
+    r, q, qi = _as_input(refs), _as_input(queries), torch.from_numpy(query_ids)
+    bar = torch.nn.Parameter(torch.tensor(0.6))
+    optimiser = torch.optim.Adam([*net.parameters(), bar], lr=1e-3)
+    net.train()
+    first, _, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0, negatives, bar)
+    for _ in range(12):
+        loss, _, refused = de._episode_loss(net, r, ref_ids, q, qi, 16.0, negatives, bar)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    with torch.no_grad():
+        after, _, refused = de._episode_loss(net, r, ref_ids, q, qi, 16.0, negatives, bar)
+    assert float(after) < float(first.detach()) * 0.8
+    assert 0.0 <= float(refused) <= 1.0
+
+
+def test_a_resumed_run_keeps_its_bar(settings, tmp_path):
+    net = de.build_embedder_net()
+    de._save(net, tmp_path, settings, 0.42)
+    config = de.EmbedderConfig(minutes=0.01, seed=1, decks_in_pool=1, references_per_card=1,
+                               table_per_card=1)  # fmt: skip
+    record = de.train_design_embedder(tmp_path / "next", config,
+                                      checkpoint=tmp_path / "design_embedder.pt", log=lambda _: None)  # fmt: skip
+    assert abs(record["bar"] - 0.42) < 0.05
