@@ -361,6 +361,19 @@ def test_a_capture_decision_carries_the_reading_it_was_decided_from():
     assert decisions[1].event.card == "09-3"  # paired with the sure 09-1
 
 
+def test_a_doubtful_card_its_own_points_will_read_again_waits_for_them():
+    """An arrival a taught deck's points may still read (``verifying``) is not recorded by
+    its doubtful looks; a sure one is, and so is the doubtful one once they are done."""
+    match, seats = _started_round(), {"A": "A", "B": "B"}
+    sure = arrival(7, ("09-1", 0.95), ("09-2", 0.03), since=4)
+    doubtful = arrival(8, ("08-3", 0.5), ("09-3", 0.45), since=5)
+    waiting = dataclasses.replace(doubtful, verifying=True)
+    decided = CaptureDecider().step(_arrivals_table([sure, waiting], 12, 1.2), match, seats=seats)
+    assert [d.reading.track for d in decided] == [7]
+    decided = CaptureDecider().step(_arrivals_table([sure, doubtful], 12, 1.2), match, seats=seats)
+    assert [d.reading.track for d in decided] == [7, 8]
+
+
 def test_only_a_capture_is_decided_from_a_reading():
     from companion.game.engine import CardCaptured, CardsRanOut
 

@@ -3,6 +3,7 @@
 import hashlib
 import json
 from collections import Counter
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -101,6 +102,38 @@ def test_captures_lie_in_rows_in_their_capture_area(seed, rows):
         assert plan.resting_pose(card, e["frame"]) == at_rest
         centre = view.to_frame(view.quad(at_rest)).mean(axis=0)
         assert zones.zones_of(centre[None], view.w, view.h) == [f"captures_{player}"]
+
+
+def _green_pixels(frame: np.ndarray) -> int:
+    hsv = cv2.cvtColor(frame, cv2.COLOR_BGR2HSV)
+    return int(((np.abs(hsv[..., 0].astype(int) - 60) < 12) & (hsv[..., 1] > 120)).sum())
+
+
+def test_a_deck_with_a_back_of_its_own_shows_it_face_down(tmp_path):
+    deck_dir = Path(_deck_dir())
+    for path in deck_dir.iterdir():  # the faces as they are, and a green back of its own
+        if path.stem.lower() != "back":
+            (tmp_path / path.name).symlink_to(path)
+    back = np.zeros((300, 190, 3), np.uint8)
+    back[:] = (40, 200, 40)
+    cv2.imwrite(str(tmp_path / "back.png"), back)
+    plan = simulate.plan_match(5, SMALL)
+    own, plain = [], []
+    for f, (with_back, without) in enumerate(
+        zip(
+            simulate.render_frames(plan, str(tmp_path)),
+            simulate.render_frames(plan, deck_dir),
+            strict=True,
+        )
+    ):
+        if f % 40 == 0:
+            own.append(_green_pixels(with_back))
+            plain.append(_green_pixels(without))
+        if f >= 120:
+            break
+    # the draw pile lies face down from the deal on: green with the deck's back, not without
+    assert min(own[1:]) > 100
+    assert max(plain) < 50
 
 
 def test_cli_writes_video_and_truth(tmp_path):

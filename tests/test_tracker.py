@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import itertools
 from collections import deque
 
 import numpy as np
@@ -285,3 +286,36 @@ def test_a_capture_lying_still_settles_without_a_look_where_nothing_moved_over_i
     assert doubtful.settle_still(FakeFrame(3, 0.2, image), still) is None
     # and the look, when it comes, settles it as ever
     assert doubtful.update(det, FakeFrame(3, 0.2, image), moving=still).arrivals["A"] != ()
+
+
+def test_a_card_its_points_missed_as_it_settled_is_read_again_a_few_times_apart():
+    """The second reading is asked again while the card lies settled and unfound (the hand
+    that laid it may have covered it), ``verify_every`` apart and ``verify_tries`` times in
+    all; what it finds then names the card. A card never found is asked no more after that."""
+    settings = TrackerSettings()
+    asked = []
+
+    def verify(image, quad):
+        asked.append(len(asked))
+        return ("08-1", 0.99) if len(asked) == 3 else None
+
+    det = Detections(
+        quads=np.array([[[460, 375], [516, 375], [516, 465], [460, 465]]], np.float32),
+        class_ids=np.array([class_id("08-2")]),
+        confidence=np.array([0.9], np.float32),
+    )
+    image = np.zeros((720, 1280, 3), np.uint8)
+    tracker = TableTracker(ZONES, settings, verify=verify)
+    for i in range(40):
+        state = tracker.update(det, FakeFrame(i, i / 10, image))
+    assert state.field == ("08-1",) and len(asked) == 3
+    never = []
+    tracker = TableTracker(ZONES, settings, verify=lambda image, quad: never.append(1))
+    times = []
+    for i in range(60):
+        before = len(never)
+        state = tracker.update(det, FakeFrame(i, i / 10, image))
+        if len(never) > before:
+            times.append(i / 10)
+    assert state.field == ("08-2",) and len(never) == settings.verify_tries
+    assert all(b - a >= settings.verify_every - 1e-6 for a, b in itertools.pairwise(times))

@@ -545,6 +545,8 @@ class CaptureDecider:
         later (one more look at it)."""
         if a.quiet_time <= now and surely(a) >= self.settings.sure:
             return True
+        if a.verifying:
+            return False  # a doubtful card its own points will read again
         return now - a.quiet_time >= self.settings.settle_seconds - CLOCK_SLACK
 
     def _plausible_over(self, a: Arrival, held) -> bool:

@@ -97,7 +97,7 @@ class LivePipeline:
         self.match_id = match_id
         self._seats = seats
         self.tracker_settings = tracker_settings or TrackerSettings()
-        self.tracker = TableTracker(zones, self.tracker_settings, verify=self._verify_settled)
+        self.tracker = TableTracker(zones, self.tracker_settings, verify=self._verifier())
         self.decider_settings = decider_settings or DeciderSettings()
         self.decider = CaptureDecider(self.decider_settings)
         self.pipeline_settings = pipeline_settings or PipelineSettings()
@@ -292,6 +292,14 @@ class LivePipeline:
         self._last_small = small
         return moved, changed
 
+    def _verifier(self):
+        """``_verify_settled`` where the detector has a second reading of a settled card (a
+        taught deck with points: ``can_verify``), else None: no card waits for one."""
+        can = getattr(self.detector, "can_verify", None)
+        if can is None:
+            can = hasattr(self.detector, "verify_quad")
+        return self._verify_settled if can else None
+
     def _verify_settled(self, image: np.ndarray, quad: np.ndarray):
         """The detector's second reading of a card that has just settled, or None where it has
         none (``Recognizer.verify_quad``: a taught deck's own points)."""
@@ -474,7 +482,7 @@ class LivePipeline:
             and not any((t.zone or "").startswith(CAPTURES) for t in self.tracker.tracks.values())
         )
         away = Away(seconds, self.decider.seen, round_unseen=self._round_unseen)
-        self.tracker = TableTracker(self.zones, self.tracker_settings)
+        self.tracker = TableTracker(self.zones, self.tracker_settings, verify=self._verifier())
         self.table = self.tracker.state
         self._in_captures_since = {}  # the new tracker numbers its tracks from 1 again
         fresh = CaptureDecider(self.decider_settings)

@@ -96,6 +96,18 @@ class TrackerSettings:
         "the alternatives: more lets no misreading look outvote it, less lets many outvote it",
         high=1.0,
     )
+    verify_tries: int = tuning(
+        4,
+        "times a settled card a taught deck's own points have not found yet is read by them "
+        "again (the first as it settles, a hand often still near it): more finds more cards "
+        "once the hand has gone, each try costing tens of ms",
+        low=1,
+    )
+    verify_every: float = tuning(
+        0.3,
+        "seconds between two such readings of one card: less reads it again sooner, more "
+        "waits for a look with nothing moving over it",
+    )
     look_floor: float = tuning(
         1e-4,
         "the least probability one look gives any code: lower lets one bad look rule a card's "

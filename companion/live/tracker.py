@@ -135,6 +135,8 @@ class Track:
     # the share of the belief it holds: it outweighs the looks until the card is carried away
     verified: str | None = None
     verified_share: float = 0.0
+    verify_tries: int = 0  # readings by its points since it came to rest
+    verify_time: float = 0.0  # the last one (seconds)
 
     # -- transitions -------------------------------------------------------------------------
 
@@ -219,6 +221,9 @@ class Arrival:
     overlaps: bool = False  # lies largely over a registered capture (or a look of it)
     steady_time: float = 0.0  # seconds
     quiet_time: float = 0.0  # time of the first look with nothing moving over it (seconds)
+    # a taught deck's own points have not read it yet and will try again (a doubtful card
+    # waits for them rather than being recorded by its looks)
+    verifying: bool = False
 
 
 @dataclass(frozen=True)
@@ -468,19 +473,40 @@ class TableTracker:
 
     def _verify_settled(self, frame) -> None:
         """Ask ``verify`` about each card that settled on this frame and has no verified code
-        yet: once a card, not every frame (it costs tens of ms a card)."""
+        yet, and again (``verify_tries`` in all, ``verify_every`` apart) while it lies settled
+        unfound with nothing moving over it: a few times a card, not every frame (it costs
+        tens of ms a card); the hand that laid it often still covers part of it at first."""
         image = getattr(frame, "image", None)
         if self.verify is None or image is None:
             return
+        s = self.settings
         for track in self.tracks.values():
-            if (
-                track.state is TrackState.SETTLED
-                and track.steady_since == frame.index
-                and track.verified is None
+            if track.state is not TrackState.SETTLED or track.verified is not None:
+                continue
+            if track.steady_since == frame.index:
+                track.verify_tries = 0
+            elif (
+                track.verify_tries >= s.verify_tries
+                or frame.time - track.verify_time < s.verify_every - CLOCK_SLACK
+                or track.quiet_time > frame.time
             ):
-                found = self.verify(image, track.quad)
-                if found is not None and found[0] in ALL_CODES:
-                    track.verified, track.verified_share = found[0], self.settings.verified_share
+                continue
+            track.verify_tries += 1
+            track.verify_time = frame.time
+            found = self.verify(image, track.quad)
+            if found is not None and found[0] in ALL_CODES:
+                track.verified, track.verified_share = found[0], s.verified_share
+
+    def _verifying(self, track: Track, now: float) -> bool:
+        """Whether the card's own points may still read it (``verify``: tries left, within
+        the time they take from its first look with nothing moving over it)."""
+        s = self.settings
+        return (
+            self.verify is not None
+            and track.verified is None
+            and track.verify_tries < s.verify_tries
+            and now - max(track.quiet_time, track.steady_time) <= s.verify_tries * s.verify_every
+        )
 
     def _clear_ended(self, now: float) -> bool:
         """Drop the ended round's cards once (nearly) none of those in sight has been seen for
@@ -644,6 +670,7 @@ class TableTracker:
             track.hits.clear()
             track.looks.clear()
             track.verified = None  # read again where it comes to rest
+            track.verify_tries = 0
         if track.rest is None or (
             watched and np.linalg.norm(centre - track.rest) / track.height > s.still
         ):
@@ -813,6 +840,7 @@ class TableTracker:
                         self._over_capture(track),
                         track.steady_time,
                         max(track.quiet_time, track.steady_time),
+                        self._verifying(track, frame.time),
                     )
                 )
                 if track.code:

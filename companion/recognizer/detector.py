@@ -158,6 +158,11 @@ class Recognizer:
         """The taught deck's ``keypoints.Verifier`` (None: no deck, or one with no points)."""
         return getattr(self.namer, "verifier", None)
 
+    @property
+    def can_verify(self) -> bool:
+        """Whether ``verify_quad`` can name a card (a taught deck with points)."""
+        return self._verifier() is not None
+
     def verify_quad(self, bgr: np.ndarray, quad: np.ndarray) -> tuple[str, float] | None:
         """The card of the taught deck that its own points find at ``quad`` (4, 2; frame
         pixels) in a frame, as (code, how sure), or None: no deck with points, a card too small

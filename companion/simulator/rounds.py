@@ -35,6 +35,7 @@ import numpy as np
 
 from companion.game.cards import ALL_CODES
 from companion.live.zones import default_zones
+from companion.recognizer.decks import back_image
 from companion.simulator import synth
 from companion.simulator.lens import _bend_maps
 from companion.simulator.plans import (
@@ -225,6 +226,9 @@ class _Film:
         self.variation = {c: synth._card_variation(rng) for c in ALL_CODES}
         self.back_color = "red" if rng.random() < 0.35 else "black"
         self.back_variant = int(rng.integers(8))
+        # a deck with a back of its own shows it face down (the plain back's draws above are
+        # kept, so that a deck without one films as before)
+        self.own_back = back_image(deck_dir)
         self.edge_color = (18, 18, 18) if rng.random() < 0.7 else (200, 205, 210)
         sd = np.array([rng.uniform(-1, 1), rng.uniform(0.2, 1)], np.float32)
         self.shadow_dir = sd / np.linalg.norm(sd)
@@ -278,6 +282,8 @@ class _Film:
         level = synth._face_level(side)
         if pose.face_up:
             face = synth._face(self.files[code], level)
+        elif self.own_back is not None:
+            face = synth._face(self.own_back, level)
         else:
             face = synth._back_face(self.back_color, self.back_variant, level)
         warped = synth._warp_into(face, quad, box)
