@@ -465,3 +465,40 @@ def test_an_even_picture_of_another_colour_than_the_mat_is_a_covered_lens():
     table.run(25)
     dark(table, 3)  # a sleeve over the lens: nearly black, unlike the mat
     assert table.pipeline.blind_frames == 30
+
+
+def test_a_restart_after_the_stop_reading_the_replayed_round_in_mid_play_opens_no_round():
+    """Killed after Aki's Stop, started again on the recording played from its start, the
+    first field read in mid-play: five of the deal's cards and a card captured in that round
+    (Aki's 03-1, laid on the field before it was taken). Every card of it is that round's,
+    so it is that round played again, never a new deal; the next deal still opens round 2."""
+    from test_live_restart import ROWS, new_match, start
+
+    store, match_id = new_match()
+    table = start(store, match_id, {}, 20)
+    play_to_akis_sanko(table)
+    store.append(match_id, {"type": "stop_called", "player": "Aki"})
+    detector = ScriptedDetector()
+    again = Table(LivePipeline(detector, ZONES, store, match_id), detector)
+    again.run(20)
+    mid_play = [c for c in DEAL if c not in ("01-1", "03-3", "08-3")] + ["03-1"]
+    assert len(mid_play) == 6
+    for code, (x, y) in zip(mid_play, FIELD_SPOTS, strict=False):
+        again.put(code, x, y)
+    again.run(30)
+    again.take("03-1")
+    again.run(3, hand=True)
+    again.put("03-1", *ROWS["Aki"][0])
+    again.run(20)
+    assert [e.event.type for e in again.events] == []  # nothing opened, nothing captured
+    assert not store.state(match_id).round_in_progress
+    for code in list(again.cards):  # gathered under a sweeping hand
+        again.take(code)
+        again.run(2, hand=True)
+    again.run(20)
+    for code, (x, y) in zip(DEAL_2, FIELD_SPOTS, strict=True):
+        again.put(code, x, y)
+    again.run(30)
+    state = store.state(match_id)
+    assert state.round_number == 2 and state.round_in_progress
+    assert set(DEAL_2) == {c.code for c in state.field}

@@ -123,6 +123,7 @@ class LivePipeline:
         self._read_as: dict[str, set] = {}  # code -> codes the camera read it as (corrections)
         self._resumed = False  # the first look on the match has been made
         self._dealt: list[set] = []  # the dealt field of each round of the match, in order
+        self._taken: list[set] = []  # the cards captured in each round (recorded), in order
         self._earlier_round = False  # a recording of an earlier round is being played again
         self._played_again: float | None = None  # between rounds: an ended round's play seen
         self._round_unseen = False  # back from a gap between rounds, the table was gathered
@@ -151,6 +152,7 @@ class LivePipeline:
                 self._read_as.clear()
                 self._resumed, self._watch_from = False, None
                 self._dealt, self._earlier_round, self._deal_checked = [], False, False
+                self._taken = []
                 self._played_again = None
 
     def seats(self, state) -> dict:
@@ -183,6 +185,9 @@ class LivePipeline:
                     self.tracker.reset_round()
                 elif e.type == "round_started":
                     self._dealt.append(set(e.field))
+                    self._taken.append(set())
+                if e.type in ("card_captured", "capture_corrected") and self._taken:
+                    self._taken[-1].add(e.new_card if e.type == "capture_corrected" else e.card)
             if self._match_state is not None and len(state.rounds) > len(self._match_state.rounds):
                 last = events[-1] if events else None
                 tapped_stop = (
@@ -533,10 +538,26 @@ class LivePipeline:
         return appended
 
     def _an_earlier_deal(self, field) -> bool:
-        """Whether ``field`` is a round's dealt field already recorded (``same_deal`` cards
-        in common): a recording played again, never a new deal."""
+        """Whether ``field`` is a round already recorded, seen again (``_played_before``): a
+        recording played again, never a new deal."""
+        return any(self._played_before(field, r) for r in range(len(self._dealt)))
+
+    def _played_before(self, field, round_index: int) -> bool:
+        """Whether ``field`` is the recorded round ``round_index`` seen again: ``same_deal``
+        cards of its dealt field, or (read in mid-play, some dealt cards already taken and
+        cards laid from a hand lying there) ``same_deal`` cards or more every one of which that
+        round recorded (dealt there or captured in it), ``same_deal - 1`` of them dealt there.
+        A new deal after a shuffle passes that by chance with odds of at most 0.15 % per
+        earlier round (8 cards from 48 holding 5 of its 8 dealt, every other card recorded);
+        about 0.04 % with the 26 other cards a long round captures, as all of them must be."""
         cards = set(field or ())
-        return any(len(cards & dealt) >= self.pipeline_settings.same_deal for dealt in self._dealt)
+        same_deal = self.pipeline_settings.same_deal
+        dealt = self._dealt[round_index]
+        common = len(cards & dealt)
+        if common >= same_deal:
+            return True
+        taken = self._taken[round_index] if round_index < len(self._taken) else set()
+        return len(cards) >= same_deal and common >= same_deal - 1 and cards <= dealt | taken
 
     def _leftovers(self, state, now: float) -> None:
         """Started between two rounds (killed after a Stop, before the cards were gathered):
@@ -607,9 +628,9 @@ class LivePipeline:
         if not state.round_in_progress or len(self._dealt) < 2 or len(field) < same_deal:
             return self._earlier_round
         self._deal_checked = True  # the first field of a deal's size the table shows
-        if len(field & self._dealt[-1]) >= same_deal:
+        if self._played_before(field, len(self._dealt) - 1):
             self._earlier_round = False  # this round's deal: it goes on from here
-        elif any(len(field & dealt) >= same_deal for dealt in self._dealt[:-1]):
+        elif any(self._played_before(field, r) for r in range(len(self._dealt) - 1)):
             self._earlier_round = True
         return self._earlier_round
 

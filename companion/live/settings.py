@@ -699,8 +699,10 @@ class PipelineSettings:
     same_deal: int = tuning(
         6,
         "cards in common with an earlier round's dealt field that make the first field of "
-        "that size seen after a start that round's recording played again: less mistakes this"
-        " round's deal for an old one, more decides an old round's cards into this one",
+        "that size seen after a start that round's recording played again (one fewer where "
+        "every card of it is that round's, dealt or captured in it: read in mid-play): less "
+        "mistakes this round's deal for an old one, more decides an old round's cards into "
+        "this one",
         low=1,
     )
     recognised: float = tuning(
