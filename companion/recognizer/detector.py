@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 
 from companion.detections import BACK_ID, CLASSES, Detections, unique_cards
+from companion.game.cards import ALL_CODES
 from companion.recognizer.decks import RESCUE_BELOW
 from companion.recognizer.decoding import Decoder, DecodeTrace
 from companion.recognizer.distance import (
@@ -144,9 +145,10 @@ class Recognizer:
             proposals = [q for q, _ in trace.looks if len(q)]
             proposals = np.concatenate(proposals) if proposals else np.zeros((0, 4, 2))
             det = verifier.frame(image, det, proposals)
-        if self.namer is not None and len(det):
-            # the deck's names may give one card twice: a second look at it, or a misnamed
-            # card that its next likeliest name fits (each card lies on the table once)
+        if self.namer is not None and len(det) and len(self.namer.card_ids) == len(ALL_CODES):
+            # a whole deck's names may give one card twice: a second look at it, or a misnamed
+            # card that its next likeliest name fits (each card lies on the table once). A
+            # partial deck's names mix with the classifier's, which it may stand in for
             det = unique_cards(det, same_card_iou=self.settings.final_steps.same_card_iou)
         if factor != 1.0 and len(det):
             det = Detections(
