@@ -578,13 +578,7 @@ class LivePipeline:
             return
         tracks = self.tracker.tracks.values()
         if any(t.state.ended or (t.zone or "").startswith(CAPTURES) for t in tracks):
-            self.tracker.end_round()
-            self.table = replace(
-                self.table,
-                stale=sum(1 for t in tracks if t.state.ended),
-                field=(),
-                arrivals={s: () for s in self.table.arrivals},
-            )
+            self._table_as_ended_round()
         if self.table.hand_present:
             self._watch_from = now
         elif now - self._watch_from >= self.pipeline_settings.resume_watch:
@@ -607,11 +601,15 @@ class LivePipeline:
         elif now - self._played_again >= s.clear_held:
             self._played_again = None
             return
+        self._table_as_ended_round()
+
+    def _table_as_ended_round(self) -> None:
+        """The cards lying there marked as an ended round's (``TableTracker.end_round``), and
+        the table read so: no field, no arrivals, its ended cards stale until cleared away."""
         self.tracker.end_round()
-        tracks = self.tracker.tracks.values()
         self.table = replace(
             self.table,
-            stale=sum(1 for t in tracks if t.state.ended),
+            stale=sum(1 for t in self.tracker.tracks.values() if t.state.ended),
             field=(),
             arrivals={s: () for s in self.table.arrivals},
         )
