@@ -429,7 +429,8 @@ class MatTable(Table):
         return image
 
 
-def test_an_emptied_plain_mat_is_the_cleared_table_and_the_next_deal_opens_the_round():
+def dealt_on_a_mat():
+    """A match whose first deal lies on a plain mat, looked at a while: (store, id, table)."""
     store = MatchStore.open(":memory:")
     match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
     detector = ScriptedDetector()
@@ -437,6 +438,11 @@ def test_an_emptied_plain_mat_is_the_cleared_table_and_the_next_deal_opens_the_r
     for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
         table.put(code, x, y)
     table.run(25)
+    return store, match_id, table
+
+
+def test_an_emptied_plain_mat_is_the_cleared_table_and_the_next_deal_opens_the_round():
+    store, match_id, table = dealt_on_a_mat()
     hanami_for_aki(table)
     table.run(20)  # "Stop": the table stays as it is while points are counted
     gather(table, *table.cards)  # Aki sweeps his captures, then the field, in one go
@@ -456,13 +462,7 @@ def test_an_emptied_plain_mat_is_the_cleared_table_and_the_next_deal_opens_the_r
 
 
 def test_an_even_picture_of_another_colour_than_the_mat_is_a_covered_lens():
-    store = MatchStore.open(":memory:")
-    match_id = store.create_match(players=["Aki", "Ben"], rules="livret", rounds=6, oya="Aki")
-    detector = ScriptedDetector()
-    table = MatTable(LivePipeline(detector, ZONES, store, match_id), detector)
-    for code, (x, y) in zip(DEAL, FIELD_SPOTS, strict=True):
-        table.put(code, x, y)
-    table.run(25)
+    _, _, table = dealt_on_a_mat()
     dark(table, 3)  # a sleeve over the lens: nearly black, unlike the mat
     assert table.pipeline.blind_frames == 30
 

@@ -730,14 +730,19 @@ def _cards_from_finder(img, lab, prob, taps: np.ndarray) -> MonthCards:
         if _contains(again, taps[i]) and again_support.mean() > support.mean():
             cards[i] = (again, again_support)
             quads[i] = again
-    quads_arr = np.array([q for q, _ in cards], np.float32)
-    support = np.array([s for _, s in cards], np.float32)
-    order, layout = slot_order(quads_arr)
-    quads_arr, support = quads_arr[order], support[order]
-    apart = not any(_overlaps(quads_arr[i], np.delete(quads_arr, i, axis=0)) for i in range(CARDS))
-    sure = bool((support >= SIDE_SEEN).all()) and _one_size(quads_arr) and apart
-    return MonthCards(quads_arr, sure, layout, support)
+    return _four_cards(cards)
 
+
+def _four_cards(cards) -> MonthCards:
+    """Four (quad, side support) found at the taps, in slot order: sure where every side shows,
+    the four are of one size and none overlaps another."""
+    quads = np.array([q for q, _ in cards], np.float32)
+    support = np.array([s for _, s in cards], np.float32)
+    order, layout = slot_order(quads)
+    quads, support = quads[order], support[order]
+    apart = not any(_overlaps(quads[i], np.delete(quads, i, axis=0)) for i in range(CARDS))
+    sure = bool((support >= SIDE_SEEN).all()) and _one_size(quads) and apart
+    return MonthCards(quads, sure, layout, support)
 
 # -- the cut edges around four taps, the four cards' sizes chosen together ---------------------
 
@@ -858,13 +863,7 @@ def _cards_by_profiles(lab: np.ndarray, taps: np.ndarray) -> MonthCards:
         quad = _placed(tap + mw[ww] * r + mh[hh] * d, r, d, widths[ww], heights[hh])
         q, support = snap_quad(lab, quad, 3)
         cards.append((order_quad(q), support))
-    quads = np.array([q for q, _ in cards], np.float32)
-    support = np.array([s for _, s in cards], np.float32)
-    order, layout = slot_order(quads)
-    quads, support = quads[order], support[order]
-    apart = not any(_overlaps(quads[i], np.delete(quads, i, axis=0)) for i in range(CARDS))
-    sure = bool((support >= SIDE_SEEN).all()) and _one_size(quads) and apart
-    return MonthCards(quads, sure, layout, support)
+    return _four_cards(cards)
 
 
 def _joint_sizes(scores: np.ndarray, widths, heights, place: np.ndarray):
