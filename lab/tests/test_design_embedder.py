@@ -48,17 +48,24 @@ def test_views_are_crops_of_the_product_size_with_their_cards(settings):
     assert crops.dtype == np.uint8 and crops.std() > 10  # pictures, not blanks
 
 
-def test_training_lowers_the_loss_of_an_episode_and_the_export_matches_torch(settings, tmp_path):
+def _episode(settings, seed: int, deck: int, cards: int):
+    """A fresh net and one episode of a motley deck's first ``cards`` cards: (net, rng, faces,
+    the table crops, their torch inputs (refs, ref ids, queries, query ids))."""
     from companion_lab.training import _as_input
 
     torch.manual_seed(0)
     net = de.build_embedder_net()
-    rng = np.random.default_rng(1)
-    faces = de.motley_deck(8)[:8]
+    rng = np.random.default_rng(seed)
+    faces = de.motley_deck(deck)[:cards]
     refs = np.concatenate([de.reference_views(f, rng, settings, 2) for f in faces])
-    ref_ids = torch.from_numpy(np.repeat(np.arange(8), 4))
+    ref_ids = torch.from_numpy(np.repeat(np.arange(cards), 4))
     queries, query_ids = de.table_views(faces, rng, settings, per_card=2)
-    r, q, qi = _as_input(refs), _as_input(queries), torch.from_numpy(query_ids)
+    inputs = (_as_input(refs), ref_ids, _as_input(queries), torch.from_numpy(query_ids))
+    return net, rng, faces, queries, inputs
+
+
+def test_training_lowers_the_loss_of_an_episode_and_the_export_matches_torch(settings, tmp_path):
+    net, _, _, queries, (r, ref_ids, q, qi) = _episode(settings, seed=1, deck=8, cards=8)
     optimiser = torch.optim.Adam(net.parameters(), lr=1e-3)
     net.train()
     first, _, _ = de._episode_loss(net, r, ref_ids, q, qi, 16.0)
@@ -92,15 +99,8 @@ def test_crops_of_no_single_card_are_product_crops_of_each_kind(settings):
 def test_the_no_card_class_learns_to_refuse_crops_of_no_card(settings):
     from companion_lab.training import _as_input
 
-    torch.manual_seed(0)
-    net = de.build_embedder_net()
-    rng = np.random.default_rng(3)
-    faces = de.motley_deck(9)[:6]
-    refs = np.concatenate([de.reference_views(f, rng, settings, 2) for f in faces])
-    ref_ids = torch.from_numpy(np.repeat(np.arange(6), 4))
-    queries, query_ids = de.table_views(faces, rng, settings, per_card=2)
+    net, rng, faces, _, (r, ref_ids, q, qi) = _episode(settings, seed=3, deck=9, cards=6)
     negatives = _as_input(de.not_one_card_views(faces, rng, settings, 8))
-    r, q, qi = _as_input(refs), _as_input(queries), torch.from_numpy(query_ids)
     bar = torch.nn.Parameter(torch.tensor(0.6))
     optimiser = torch.optim.Adam([*net.parameters(), bar], lr=1e-3)
     net.train()
