@@ -308,23 +308,28 @@ def _degraded(table: np.ndarray, rng, long: float) -> np.ndarray:
     return table
 
 
+def _card_on_a_table(rng):
+    """Where a card lies in a crop's scene: its long side (40-150 px) and scale from a face,
+    a square of table room enough for a few (``_bare_table``), its turn, its centre near the
+    table's middle, and how much a table seen at a slant shortens it."""
+    long = math.exp(rng.uniform(math.log(36), math.log(150)))
+    table, size = _bare_table(rng, long)
+    angle = rng.uniform(0, 2 * math.pi)
+    centre = np.array([size / 2, size / 2]) + rng.normal(0, 2, 2)
+    squash = rng.uniform(0.75, 1.0)
+    return long, long / FACE_H, table, angle, centre, squash
+
+
 def table_views(faces, rng, settings: Settings, per_card: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Crops of the deck's cards lying on a table as a camera sees them: ``per_card`` of each
     card, (48 * per_card, crop h, crop w, 3) and their card indices. The card is small (a long
     side of 40-150 pixels), tilted in depth, turned any way, on a flat or textured table; half
     the time it lies in a fanned row, another card of the deck over part of it or under it; the
     box around it is the detector's, a little off."""
-    h0 = FACE_H
     crops, ids = [], []
     for card in range(len(faces)):
         for _ in range(per_card):
-            long = math.exp(rng.uniform(math.log(36), math.log(150)))
-            scale = long / h0
-            table, size = _bare_table(rng, long)
-            angle = rng.uniform(0, 2 * math.pi)
-            centre = np.array([size / 2, size / 2]) + rng.normal(0, 2, 2)
-
-            squash = rng.uniform(0.75, 1.0)  # a table seen at a slant shortens one way
+            long, scale, table, angle, centre, squash = _card_on_a_table(rng)
 
             def quad_at(c, angle=angle, scale=scale, squash=squash):
                 return _card_quad(c, angle, scale, squash)
@@ -405,12 +410,7 @@ def not_one_card_views(faces, rng, settings: Settings, n: int) -> np.ndarray:
     every card's references, so that a deck's references can say "this is one of my cards"."""
     crops = []
     for k in range(n):
-        long = math.exp(rng.uniform(math.log(36), math.log(150)))
-        scale = long / FACE_H
-        table, size = _bare_table(rng, long)
-        angle = rng.uniform(0, 2 * math.pi)
-        centre = np.array([size / 2, size / 2]) + rng.normal(0, 2, 2)
-        squash = rng.uniform(0.75, 1.0)
+        long, scale, table, angle, centre, squash = _card_on_a_table(rng)
         long_way = np.array([-math.sin(angle), math.cos(angle)])
         width_way = np.array([math.cos(angle), math.sin(angle)])
         box = _card_quad(centre, angle, scale, squash)
