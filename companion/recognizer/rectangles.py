@@ -345,33 +345,58 @@ def side_support(bgr: np.ndarray, quads: np.ndarray) -> np.ndarray:
     h, w = bgr.shape[:2]
     along = np.linspace(0.1, 0.9, SIDE_POINTS)[:, None]
     offsets = np.arange(-SIDE_REACH, SIDE_REACH + 1)[:, None, None]
-    for i, quad in enumerate(quads):
-        # each quad's own neighbourhood only: the frame's colour steps cost more than the quads
-        lo = np.maximum(np.floor(quad.min(0)).astype(int) - SIDE_REACH - 2, 0)
-        hi = np.minimum(np.ceil(quad.max(0)).astype(int) + SIDE_REACH + 3, [w, h])
-        if (hi <= lo + 2).any():
-            continue
+    # each quad's own neighbourhood only (the frame's colour steps cost more than the quads),
+    # one picture of them for quads that crowd around one card: the same steps either way,
+    # as every point looked at lies inside its own quad's neighbourhood
+    lows = np.maximum(np.floor(quads.min(axis=1)).astype(int) - SIDE_REACH - 2, 0)
+    highs = np.minimum(np.ceil(quads.max(axis=1)).astype(int) + SIDE_REACH + 3, [w, h])
+    usable = np.flatnonzero((highs > lows + 2).all(axis=1))
+    for group in _shared_neighbourhoods(lows[usable], highs[usable]):
+        members = usable[group]
+        lo, hi = lows[members].min(axis=0), highs[members].max(axis=0)
         lab = cv2.cvtColor(bgr[lo[1] : hi[1], lo[0] : hi[0]], cv2.COLOR_BGR2Lab)
         lab = lab.astype(np.float32)
         # Sobel's 3x3 kernel weighs a step of one unit as 8 (4 along x, 2 for the two pixels)
         gx = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 1, 0, ksize=3) for k in range(3)]) / 8
         gy = np.stack([cv2.Sobel(lab[..., k], cv2.CV_32F, 0, 1, ksize=3) for k in range(3)]) / 8
-        rh, rw = gx.shape[1:]
-        local = quad - lo.astype(np.float32)
-        for side in range(4):
-            a, b = local[side], local[(side + 1) % 4]
-            d = b - a
-            normal = np.array([-d[1], d[0]]) / (np.linalg.norm(d) + 1e-6)
-            points = a + along * d  # (P, 2)
-            seen = points[None] + offsets * normal  # (reach, P, 2)
-            x = np.round(seen[..., 0]).astype(int)
-            y = np.round(seen[..., 1]).astype(int)
-            inside = (x >= 0) & (x < rw) & (y >= 0) & (y < rh)
-            x, y = np.clip(x, 0, rw - 1), np.clip(y, 0, rh - 1)
-            across = gx[:, y, x] * normal[0] + gy[:, y, x] * normal[1]  # (3, reach, P)
-            step = np.sqrt((across**2).sum(axis=0)) * inside
-            out[i, side] = float((step.max(axis=0) >= SIDE_STEP).mean())
+        for i in members:
+            # a point is looked at only inside the quad's own neighbourhood
+            own_lo, own_hi = lows[i] - lo, highs[i] - lo
+            local = quads[i] - lo.astype(np.float32)
+            for side in range(4):
+                a, b = local[side], local[(side + 1) % 4]
+                d = b - a
+                normal = np.array([-d[1], d[0]]) / (np.linalg.norm(d) + 1e-6)
+                points = a + along * d  # (P, 2)
+                seen = points[None] + offsets * normal  # (reach, P, 2)
+                x = np.round(seen[..., 0]).astype(int)
+                y = np.round(seen[..., 1]).astype(int)
+                inside = (x >= own_lo[0]) & (x < own_hi[0]) & (y >= own_lo[1]) & (y < own_hi[1])
+                x = np.clip(x, own_lo[0], own_hi[0] - 1)
+                y = np.clip(y, own_lo[1], own_hi[1] - 1)
+                across = gx[:, y, x] * normal[0] + gy[:, y, x] * normal[1]  # (3, reach, P)
+                step = np.sqrt((across**2).sum(axis=0)) * inside
+                out[i, side] = float((step.max(axis=0) >= SIDE_STEP).mean())
     return out
+
+
+def _shared_neighbourhoods(lows: np.ndarray, highs: np.ndarray) -> list[np.ndarray]:
+    """Boxes (lows, highs: (N, 2)) grouped where one box around a group costs no more pixels
+    than the group's boxes apart: each group's indices."""
+    groups: list[list[int]] = []
+    bounds: list[tuple[np.ndarray, np.ndarray, int]] = []  # low, high, pixels apart
+    area = np.prod(highs - lows, axis=1)
+    for i in np.argsort(lows[:, 0], kind="stable"):
+        for g, (lo, hi, apart) in enumerate(bounds):
+            new_lo, new_hi = np.minimum(lo, lows[i]), np.maximum(hi, highs[i])
+            if np.prod(new_hi - new_lo) <= apart + area[i]:
+                groups[g].append(int(i))
+                bounds[g] = (new_lo, new_hi, apart + int(area[i]))
+                break
+        else:
+            groups.append([int(i)])
+            bounds.append((lows[i], highs[i], int(area[i])))
+    return [np.array(g, int) for g in groups]
 
 
 def rectify(bgr: np.ndarray, quad: np.ndarray, height: int = 256) -> np.ndarray:
