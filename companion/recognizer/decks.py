@@ -850,7 +850,9 @@ class DeckNamer:
 
             faces = strips.for_deck(deck, settings)
             if faces is not None:
-                self.strips = strips.StripNamer(faces, self.card_ids, self.design_session, settings)
+                self.strips = strips.StripNamer(
+                    faces, self.card_ids, self.design_session, settings
+                ).made(deck.folder)
                 if len(self.strips.cards) == 0:
                     self.strips = None
 

@@ -22,6 +22,7 @@ import numpy as np
 from companion.recognizer.geometry import crop_cards, crop_matrices, quads_to_rboxes
 
 FILE = "strip_faces.npz"
+REFERENCES_FILE = "strip_references.npz"  # their strips described (``StripNamer.made``)
 # a covered crop's naming score: the whole crop's and its strip's (``StripNamer``) blended, the
 # strip weighing this much (tuning scenes' ground-truth crops of a procedural deck: fanned
 # cards named right 67.6 % by the whole crop, 79.0 % blended, loose cards 93.4 -> 92.7 %)
@@ -189,7 +190,7 @@ class StripNamer:
         self.session = session
         self.settings = settings
         self._by_card = _ByCard
-        self._kept: dict[tuple[bool, float], object] = {}
+        self._kept: dict[float, object] = {}  # strip width -> its references (``made``)
         cw, ch = settings.inputs.crop_width, settings.inputs.crop_height
         fw, fh = face_size(settings)
         self._origin = ((cw - fw) // 2, (ch - fh) // 2)
@@ -241,14 +242,43 @@ class StripNamer:
         return out
 
     def references(self, strip: Strip):
-        """The faces' strips of one side and width, described (kept once made)."""
-        key = (strip.left, strip.width)
-        if key not in self._kept:
-            from companion.recognizer.decks import embed
+        """The faces' left strips of one width, described (all made at once, ``made``)."""
+        return self._kept[strip.width]
 
-            feats = embed(self.session, self._hidden(self._whole, strip))
-            self._kept[key] = self._by_card(feats, self._whole_ids, self.card_ids)
-        return self._kept[key]
+    def made(self, folder=None) -> StripNamer:
+        """This namer with the faces' left strips of every width described (a right strip is
+        named turned a half turn: the faces are described both ways up): those kept in
+        ``folder`` by the same design embedder, else made (a few seconds) and kept there."""
+        from companion.recognizer.decks import embed
+        from companion.recognizer.design_references import fingerprint
+
+        widths = np.round(np.arange(2, 9) * STEP, 2)
+        model = f"{fingerprint()}:{JITTERS}:{len(self._whole)}"
+        feats = None
+        if folder:
+            try:
+                with np.load(Path(folder) / REFERENCES_FILE, allow_pickle=False) as kept:
+                    if str(kept["model"]) == model and np.array_equal(kept["widths"], widths):
+                        feats = kept["embeddings"].astype(np.float32)
+            except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
+                feats = None
+        if feats is None or feats.shape[:2] != (len(widths), len(self._whole)):
+            feats = np.stack(
+                [embed(self.session, self._hidden(self._whole, Strip(True, w))) for w in widths]
+            )
+            if folder:
+                try:
+                    np.savez_compressed(
+                        Path(folder) / REFERENCES_FILE,
+                        embeddings=feats.astype(np.float16),
+                        widths=widths,
+                        model=np.array(model),
+                    )
+                except OSError:
+                    pass  # a read-only folder: made again next time
+        for width, some in zip(widths, feats, strict=True):
+            self._kept[float(width)] = self._by_card(some, self._whole_ids, self.card_ids)
+        return self
 
     def similarity(
         self, bgr: np.ndarray, quads: np.ndarray, rows: np.ndarray
@@ -280,8 +310,11 @@ class StripNamer:
                 views[strip][0].append(k)
                 views[strip][1].append(crop[0])
         for strip, (at, crops) in views.items():
+            crops = np.array(crops)
+            if not strip.left:  # turned a half turn, its strip lies on the left
+                crops, strip = crops[:, ::-1, ::-1], Strip(True, strip.width)
             sims = self.references(strip).nearest(
-                embed(self.session, self._hidden(np.array(crops), strip))
+                embed(self.session, self._hidden(np.ascontiguousarray(crops), strip))
             )
             for k, row in zip(at, sims, strict=True):
                 if row.max() > nearest[k]:
