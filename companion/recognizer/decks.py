@@ -660,6 +660,7 @@ def store_deck(
     )
     from companion.recognizer import design_references
     from companion.recognizer.keypoints import DeckKeypoints
+    from companion.recognizer.strips import StripFaces, face_size
 
     faces = faces if faces is not None else source_faces(source)
     design = None
@@ -672,6 +673,8 @@ def store_deck(
             DeckKeypoints.from_faces(faces).save(folder)
         if design is not None:
             design.save(folder)
+            if faces:
+                StripFaces.of_faces(faces, face_size(settings)).save(folder)
 
     deck.save(decks_dir, names_file, also=write_keypoints)
     return deck
@@ -804,6 +807,8 @@ class DeckNamer:
     (``_with_own_back``); without one, the classifier's backs stay backs (but for the plain-
     middle test of a design of its own)."""
 
+    use_strips = True  # name the strips of fanned cards (``strips``) where the deck can
+
     def __init__(self, deck: UserDeck, settings: Settings, embedder=None):
         self.deck = deck
         self.settings = settings
@@ -838,6 +843,18 @@ class DeckNamer:
             )
             if len(self._design_refs.cards) == 0:
                 self.design = None
+        # the strip a card of a fanned row shows, named by the same strip of the deck's faces
+        self.strips = None
+        if self.design is not None and self.use_strips:
+            from companion.recognizer import strips
+
+            faces = strips.for_deck(deck, settings)
+            if faces is not None:
+                self.strips = strips.StripNamer(
+                    faces, self.card_ids, self.design_session, settings
+                ).made(deck.folder)
+                if len(self.strips.cards) == 0:
+                    self.strips = None
 
     def similarity(self, crops: np.ndarray) -> np.ndarray:
         """How near each crop (N, H, W, 3, cut as the detector cuts a card) lies to the deck's
@@ -870,10 +887,19 @@ class DeckNamer:
         """Each crop's similarity to each card's nearest reference: (crops, cards)."""
         return self._references.nearest(feats)
 
-    def _named_by_design(self, crops: np.ndarray, best: np.ndarray) -> np.ndarray:
+    def _named_by_design(
+        self,
+        crops: np.ndarray,
+        best: np.ndarray,
+        bgr: np.ndarray | None = None,
+        quads: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+    ) -> np.ndarray:
         """``best`` (crops, cards) blended with the crops' nearest design references of each
         card (``design_references.DESIGN_WEIGHT``), still in similarity units; as it was
-        where the deck has none."""
+        where the deck has none. A crop of the detections ``rows`` that another of the
+        frame's outlines (``quads``, all of them) overlaps is blended again with the strip it
+        shows (``strips``, ``STRIP_WEIGHT``)."""
         if self.design is None or len(crops) == 0:
             return best
         from companion.recognizer.design_references import DESIGN_WEIGHT
@@ -882,7 +908,19 @@ class DeckNamer:
         design[:, self._design_refs.cards] = self._design_refs.nearest(
             embed(self.design_session, crops)
         )
-        return (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)
+        named = (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)
+        if self.strips is None or bgr is None or quads is None or len(quads) < 2:
+            return named
+        from companion.recognizer.strips import STRIP_WEIGHT
+
+        sims, had = self.strips.similarity(bgr, quads, rows)
+        if not had.any():
+            return named
+        at = np.flatnonzero(had)
+        strip = named[at].copy()
+        strip[:, self.strips.cards] = sims[had]
+        named[at] = (named[at] + STRIP_WEIGHT * strip) / (1.0 + STRIP_WEIGHT)
+        return named
 
     def __call__(self, bgr: np.ndarray, det: Detections) -> Detections:
         if self.deck.back_embeddings is not None:
@@ -899,7 +937,7 @@ class DeckNamer:
             return det
         crops = self._crops(bgr, det, faces)
         best = self._nearest_by_card(describe(self.session, crops, self.deck.descriptor))
-        return self._named(det, faces, self._named_by_design(crops, best))
+        return self._named(det, faces, self._named_by_design(crops, best, bgr, det.quads, faces))
 
     def _with_own_back(self, bgr: np.ndarray, det: Detections) -> Detections:
         """Naming by a deck that was shown its back: every detection, whatever the classifier
@@ -931,7 +969,8 @@ class DeckNamer:
         faces = np.flatnonzero(~is_back)
         if len(faces) == 0:
             return det
-        return self._named(det, faces, self._named_by_design(crops[faces], best[faces]))
+        named = self._named_by_design(crops[faces], best[faces], bgr, det.quads, faces)
+        return self._named(det, faces, named)
 
     def _named(self, det: Detections, faces: np.ndarray, best: np.ndarray) -> Detections:
         """``det`` with the detections ``faces`` named after the deck's cards (``best``: their
