@@ -139,6 +139,11 @@ class LivePipeline:
         # why a capture is slow, for the tablet (``_note_unread``); None: none is
         self.unread: Message | None = None
         self._in_captures_since: dict[int, float] = {}  # track id -> time (``_note_unread``)
+        # the table at the last look of a round with no hand over it (round, small grey
+        # picture, the quads of the cards then in the capture areas), and that look as it
+        # stood when the camera went away: what came into the captures meanwhile is told by it
+        self._seen_look: tuple | None = None
+        self._before_gap: tuple | None = None
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -154,6 +159,7 @@ class LivePipeline:
                 self._dealt, self._earlier_round, self._deal_checked = [], False, False
                 self._taken = []
                 self._played_again = None
+                self._seen_look = self._before_gap = None
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -167,6 +173,7 @@ class LivePipeline:
             return None
         events = self.store.events(self.match_id, after_seq=self._seen_seq)
         state = self._match_state
+        added: list[str] = []
         if events or state is None:
             state = self.store.state(self.match_id)
             for stored in events:
@@ -188,6 +195,8 @@ class LivePipeline:
                     self._taken.append(set())
                 if e.type in ("card_captured", "capture_corrected") and self._taken:
                     self._taken[-1].add(e.new_card if e.type == "capture_corrected" else e.card)
+                if e.type == "card_captured" and stored.seq not in self._own:
+                    added.append(e.player)  # on the tablet
             if self._match_state is not None and len(state.rounds) > len(self._match_state.rounds):
                 last = events[-1] if events else None
                 tapped_stop = (
@@ -214,6 +223,8 @@ class LivePipeline:
                     if code not in held:
                         self.tracker.forget(code)
             self._match_state = state
+            for player in added:
+                self.decider.captures_added(state, player)
         return state
 
     def _still_settling(self) -> bool:
@@ -416,7 +427,11 @@ class LivePipeline:
         if self._replaying_earlier_round(state):
             return []
         self._recognise(state)
+        comparing = self.decider.away is not None
         decisions = self.decider.step(self.table, state, seats=self.seats(state))
+        if comparing and self.decider.away is None:
+            self._ask_unread(state)
+        self._keep_seen_look(state)
         self._note_unread(state, frame.time)
         clock.lap("decide")
         appended = self._append_decided(decisions, frame, state)
@@ -470,6 +485,63 @@ class LivePipeline:
                     self.unread = Message("camera.partner_unread", player=player)
                     return
 
+    def _keep_seen_look(self, state) -> None:
+        """After a look at a round's table with no hand over it: its picture and the quads
+        of the cards in the capture areas, kept for when the camera comes back from away."""
+        if self.decider.away is not None or self.table.hand_present:
+            return
+        if not state.round_in_progress or self._detected_at != self.table.time:
+            return
+        quads = [t.quad for t in self.tracker.tracks.values() if self._in_captures(t)]
+        self._seen_look = (state.round_number, self._last_small, quads)
+
+    def _in_captures(self, track) -> bool:
+        return not track.state.removed and (track.zone or "").startswith(CAPTURES)
+
+    def _ask_unread(self, state) -> None:
+        """The table just compared after the camera came back, captures taken over: where a
+        player's capture area has changed since the last look before it went away by more
+        than the cards the camera reads there (``unread_card_share`` of a card, outside their
+        boxes and those lying there before), cards lie there it cannot read (under a row,
+        a strip of them showing): the tablet is asked for them, never left silent."""
+        if not self.decider.took_over(state):
+            return
+        if self._before_gap is None or self._before_gap[0] != state.round_number:
+            return
+        _, before, before_quads = self._before_gap
+        now = self._last_small
+        if now is None or before is None or now.shape != before.shape:
+            return
+        s = self.pipeline_settings
+        image = self.last_frame.image if self.last_frame is not None else None
+        if image is None:
+            return
+        height, width = image.shape[:2]
+        h, w = now.shape[:2]
+        scale = np.array([w / width, h / height], np.float32)
+        tracks = [t for t in self.tracker.tracks.values() if not t.state.removed]
+        areas = [float(cv2.contourArea(t.quad * scale)) for t in tracks]
+        if not areas:
+            return
+        card = float(np.median(areas))
+        explained = np.zeros((h, w), np.uint8)
+        quads = [t.quad for t in tracks if self._in_captures(t)] + list(before_quads)
+        for quad in quads:
+            centre = quad.mean(axis=0)
+            grown = centre + (quad - centre) * (1 + 2 * s.unread_margin)
+            cv2.fillConvexPoly(explained, np.round(grown * scale).astype(np.int32), 1)
+        come = (cv2.absdiff(now, before) > s.unread_change) & (explained == 0)
+        seats = self.seats(state)
+        unread = []
+        for seat, player in seats.items():
+            zone = np.zeros((h, w), np.uint8)
+            polygon = self.zones.captures(seat).pixels(w, h)
+            cv2.fillPoly(zone, [np.round(polygon).astype(np.int32)], 1)
+            if float(np.count_nonzero(come & (zone > 0))) >= s.unread_card_share * card:
+                unread.append(player)
+        if unread:
+            self.decider.captures_unread(state, unread)
+
     def _came_back(self, seconds: float) -> None:
         """The camera saw nothing for ``seconds``: the table is read afresh, as after a
         restart (the captures recorded meanwhile recognised where they lie, those made
@@ -487,6 +559,8 @@ class LivePipeline:
             and not any((t.zone or "").startswith(CAPTURES) for t in self.tracker.tracks.values())
         )
         away = Away(seconds, self.decider.seen, round_unseen=self._round_unseen)
+        self._before_gap = self._seen_look or self._before_gap
+        self._seen_look = None
         self.tracker = TableTracker(self.zones, self.tracker_settings, verify=self._verifier())
         self.table = self.tracker.state
         self._in_captures_since = {}  # the new tracker numbers its tracks from 1 again
