@@ -193,6 +193,38 @@ def test_captures_made_while_away_that_the_camera_cannot_read_are_asked_never_le
     ]  # fmt: skip
 
 
+def test_a_yaku_the_cards_added_on_the_tablet_make_is_asked_never_read_from_play(live):
+    """Away 19 s while Aki takes the curtain (read back) and the sake cup with its chaff,
+    which no look reads: asked for, the cup added on the tablet makes his Hanami; whether he stopped
+    or called Koi fell in the gap, so it is asked, and Ben's play seen afterwards does not
+    answer it."""
+    store, match_id, table = live
+    table.run(5)
+
+    def aki_takes_two_months(t):
+        t.take("03-3", "09-4")
+        t.put("03-1", 300, 620)
+        t.put("03-3", 330, 620)
+        lying_unread(t, (400, 620), (430, 620))
+
+    away(table, 19, aki_takes_two_months)
+    table.run(40)
+    assert table.pipeline.proposal.kind == "asked"
+    for card in ("09-4", "09-1"):  # added on the tablet: the cup and the curtain, Hanami
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+    table.run(5)
+    assert store.state(match_id).pending_decision == "Aki"
+    table.run(3, hand=True)
+    table.put("04-1", 470, 360)  # Ben's card and his draw: plainly a Koi, had it been seen
+    table.run(8)
+    table.run(3, hand=True)
+    table.put("12-1", 580, 360)
+    table.run(20)
+    assert ("koi_called", "Aki") not in round_life(store, match_id)
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "asked" and "Koi" in proposal.text and "Aki" in proposal.text
+
+
 def dark(table, seconds):
     """The lens covered (an even, nearly black picture): the detector finds nothing."""
     from companion.live.sources import Frame
