@@ -210,9 +210,9 @@ def test_a_yaku_the_cards_added_on_the_tablet_make_is_asked_never_read_from_play
     away(table, 19, aki_takes_two_months)
     table.run(40)
     assert table.pipeline.proposal.kind == "asked"
-    for card in ("09-4", "09-1"):  # added on the tablet: the cup and the curtain, Hanami
+    for card in ("09-4", "09-1"):  # added one by one on the tablet: the cup makes Hanami
         store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
-    table.run(5)
+        table.run(5)
     assert store.state(match_id).pending_decision == "Aki"
     table.run(3, hand=True)
     table.put("04-1", 470, 360)  # Ben's card and his draw: plainly a Koi, had it been seen

@@ -472,7 +472,7 @@ class CaptureDecider:
         left to a score that silently lacks them."""
         for player in players:
             key = _unread_key(match, player)
-            if key not in self._unread:
+            if self._unread.get(key) is not False:  # asked again after another gap
                 self._unread[key] = False
                 self._asked[key] = Message(
                     "camera.away_captures_unread",
@@ -495,11 +495,13 @@ class CaptureDecider:
         """A capture of ``player``'s added on the tablet: the question about his captures
         the camera could not read is answered; a Koi/Stop the cards added call for (their
         yaku made unseen) is asked, never read from play seen afterwards."""
-        key = _unread_key(match, player)
-        if key in self._unread:
-            self._unread[key] = True
-            self._taking_over = sum(len(c) for c in match.captures.values())
-            self._question = self._open_question(match)
+        asked = self._unread.get(_unread_key(match, player))
+        if asked is None or (asked and self._taking_over is None):
+            return  # never asked, or play seen live since the answer
+        self._unread[_unread_key(match, player)] = True
+        # the cards added one by one: none of them is play seen live
+        self._taking_over = sum(len(c) for c in match.captures.values())
+        self._question = self._open_question(match)
 
     @property
     def questions(self) -> int:
