@@ -673,6 +673,18 @@ class PipelineSettings:
         "a strip of itself unasked",
         high=10.0,
     )
+    unread_quiet: float = tuning(
+        1.0,
+        "seconds nothing must have moved before a look shows a capture area as it lies (one "
+        "kept from before the camera went away, one compared with it after): less compares a "
+        "hand just leaving, more waits longer for the question",
+    )
+    unread_within: float = tuning(
+        30.0,
+        "seconds after the camera came back within which its capture areas are compared with "
+        "how they lay before (on quiet looks): more asks about cards unread later in a busy "
+        "round, less may find no quiet moment and ask nothing",
+    )
     unread_margin: float = tuning(
         0.15,
         "share of a card's size its box is grown by when the changed pixels of a capture area "
