@@ -139,9 +139,9 @@ class LivePipeline:
         # why a capture is slow, for the tablet (``_note_unread``); None: none is
         self.unread: Message | None = None
         self._in_captures_since: dict[int, float] = {}  # track id -> time (``_note_unread``)
-        # the table at the last look of a round with no hand over it (round, small grey
-        # picture, the quads of the cards it showed), and that look as it
-        # stood when the camera went away: what came into the captures meanwhile is told by it
+        # the last quiet look at a round's table (round, small grey picture, the quads of the
+        # cards it showed), and that look as it stood when the camera went away: what came
+        # into the capture areas meanwhile is told against it
         self._seen_look: tuple | None = None
         self._before_gap: tuple | None = None
         # back from away, captures taken over: (since, (time, players) of the last quiet look
@@ -508,9 +508,6 @@ class LivePipeline:
         quads = [t.quad for t in self.tracker.tracks.values() if not t.state.removed]
         self._seen_look = (state.round_number, self._last_small, quads)
 
-    def _in_captures(self, track) -> bool:
-        return not track.state.removed and (track.zone or "").startswith(CAPTURES)
-
     def _check_unread(self, state) -> None:
         """Back from away, captures taken over: the capture areas are looked at on quiet
         looks (``_quiet_look``) within ``unread_within`` of the comparison; once two of them,
@@ -542,7 +539,8 @@ class LivePipeline:
     def _unread_players(self, state) -> list | None:
         """The players whose capture area (grown by a card) has changed since the last quiet
         look before the camera went away by more than the cards it reads there
-        (``unread_card_share`` of a card, outside their boxes and those lying there before):
+        (``unread_card_share`` of a card, outside the boxes of the cards it reads now and of
+        those it saw then):
         cards lie there it cannot read (the first of a row, half under the next). None:
         nothing to compare with."""
         if self._before_gap is None or self._before_gap[0] != state.round_number:
@@ -564,8 +562,7 @@ class LivePipeline:
             return None
         card = float(np.median(areas))
         explained = np.zeros((h, w), np.uint8)
-        quads = [t.quad for t in tracks if self._in_captures(t)] + list(before_quads)
-        for quad in quads:
+        for quad in [t.quad for t in tracks] + list(before_quads):
             centre = quad.mean(axis=0)
             grown = centre + (quad - centre) * (1 + 2 * s.unread_margin)
             cv2.fillConvexPoly(explained, np.round(grown * scale).astype(np.int32), 1)
