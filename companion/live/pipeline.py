@@ -537,7 +537,7 @@ class LivePipeline:
             self.decider.captures_unread(state, players)
 
     def _unread_players(self, state) -> list | None:
-        """The players whose capture area (grown by a card) has changed since the last quiet
+        """The players whose capture area (grown by a card's height) has changed since the last quiet
         look before the camera went away by more than the cards it reads there
         (``unread_card_share`` of a card, outside the boxes of the cards it reads now and of
         those it saw then):
@@ -568,8 +568,8 @@ class LivePipeline:
             cv2.fillConvexPoly(explained, np.round(grown * scale).astype(np.int32), 1)
         come = (cv2.absdiff(now, before) > s.unread_change) & (explained == 0)
         # a row's first cards lie towards the field, often across the area's edge: the area
-        # is grown by a card's size
-        reach = max(1, int(round(np.sqrt(card))))
+        # is grown by a card's height
+        reach = max(1, int(round(float(np.median([t.height for t in tracks])) * h / height)))
         grow = np.ones((2 * reach + 1, 2 * reach + 1), np.uint8)
         unread = []
         for seat, player in self.seats(state).items():
