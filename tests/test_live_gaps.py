@@ -225,6 +225,21 @@ def test_a_yaku_the_cards_added_on_the_tablet_make_is_asked_never_read_from_play
     assert proposal.kind == "asked" and "Koi" in proposal.text and "Aki" in proposal.text
 
 
+@pytest.mark.parametrize("play_on", [False, True], ids=["new-deal", "new-deal-and-play"])
+def test_a_round_played_and_gathered_unseen_before_any_capture_is_asked(live, play_on):
+    """Away 60 s from before the round's first capture: it was played, gathered and the
+    next one dealt (and begun). Its field's cards are gone, and not into the captures: the
+    round is left to the tablet, never continued with the next deal's play."""
+    store, match_id, table = live
+    table.run(5)
+    away(table, 60, lambda t: stopped_gathered_and_dealt_again(t, play_on))
+    table.run(40)
+    state = store.state(match_id)
+    assert state.round_number == 1 and not any(state.captures.values())
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "asked" and "60 s" in proposal.text and "round" in proposal.text
+
+
 def dark(table, seconds):
     """The lens covered (an even, nearly black picture): the detector finds nothing."""
     from companion.live.sources import Frame

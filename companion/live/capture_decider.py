@@ -423,6 +423,12 @@ class CaptureDecider:
         # a decision the captures made meanwhile call for may have been answered meanwhile
         self._taking_over = captured + arrived
         gone = captured >= s.gathered_least and in_sight <= s.captures_gone_share * captured
+        if before is not None and not gone and in_sight == 0:
+            # a field card leaves the field only into a capture area: the field's cards gone
+            # and not come into the captures, the table was gathered (and maybe dealt again)
+            come = {c for group in table.arrivals.values() for a in group for c, _ in a.candidates}
+            left = before.field - frozenset(table.field) - come
+            gone = len(left) > s.field_changed
         if before is not None and gone:
             self.moved_on = match.round_number
             self._closed_on_deal = True  # what lies next is the next round's
