@@ -390,8 +390,8 @@ class CaptureDecider:
         seen before (once it has settled: no hand, no card waiting, for ``back_settle``; or
         after ``back_settle_most`` whatever it shows). When it changed (or nothing was seen
         before: a restart), the Koi/Stop questions pending now are put to the tablet, never
-        read from the table; when the round's captures are gone, the round is left to the
-        tablet."""
+        read from the table; when the round's captures are gone (or its field's cards, and
+        not into the captures), the round is left to the tablet."""
         s = self.settings
         if self._back_at is None:
             self._back_at = table.time
