@@ -143,6 +143,101 @@ def test_a_capture_made_while_the_camera_was_away_is_taken_over(live):
     state = store.state(match_id)
     assert sorted(c.code for c in state.captures["Aki"]) == ["01-1", "01-3"]
     assert [s.event.type for s in store.events(match_id)].count("card_captured") == 2
+    assert not table.pipeline.asked  # every card that came there is read: nothing to ask
+
+
+def lying_unread(table, *spots):
+    """Cards lying at ``spots`` that show in the picture but that the detector never reads
+    (a row's first cards, half under the next row, read by no look)."""
+    from test_live import quad
+
+    drawn = table.image
+
+    def image():
+        picture = drawn()
+        for x, y in spots:
+            q = np.array(quad(x, y), np.int32)
+            picture[q[:, 1].min() : q[:, 1].max(), q[:, 0].min() : q[:, 0].max()] = 215
+        return picture
+
+    table.image = image
+
+
+def test_captures_made_while_away_that_the_camera_cannot_read_are_asked_never_left_out(live):
+    """The camera away 19 s while Aki takes the pine (read when it is back) and the cherry
+    curtain with 03-3, which lie in his captures where no look reads them: the pine is taken
+    over and the tablet is asked for the rest; added there, the question is answered."""
+    store, match_id, table = live
+    table.run(5)
+
+    def aki_takes_two_months(t):
+        t.take("01-1", "03-3")
+        t.put("01-1", 300, 620)
+        t.put("01-3", 330, 620)
+        lying_unread(t, (400, 620), (430, 620))
+
+    away(table, 19, aki_takes_two_months)
+    table.run(40)
+    state = store.state(match_id)
+    assert sorted(c.code for c in state.captures["Aki"]) == ["01-1", "01-3"]
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "asked"
+    assert "19 s" in proposal.text and "Aki" in proposal.text and "captures" in proposal.text
+    for card in ("03-3", "03-1"):  # added on the tablet
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+    table.run(10)
+    proposal = table.pipeline.proposal
+    assert proposal is None or proposal.kind != "asked"
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == [
+        "01-1", "01-3", "03-1", "03-3"
+    ]  # fmt: skip
+
+
+def test_a_yaku_the_cards_added_on_the_tablet_make_is_asked_never_read_from_play(live):
+    """Away 19 s while Aki takes the curtain (read back) and the sake cup with its chaff,
+    which no look reads: asked for, the cup added on the tablet makes his Hanami; whether he stopped
+    or called Koi fell in the gap, so it is asked, and Ben's play seen afterwards does not
+    answer it."""
+    store, match_id, table = live
+    table.run(5)
+
+    def aki_takes_two_months(t):
+        t.take("03-3", "09-4")
+        t.put("03-1", 300, 620)
+        t.put("03-3", 330, 620)
+        lying_unread(t, (400, 620), (430, 620))
+
+    away(table, 19, aki_takes_two_months)
+    table.run(40)
+    assert table.pipeline.proposal.kind == "asked"
+    for card in ("09-4", "09-1"):  # added one by one on the tablet: the cup makes Hanami
+        store.append(match_id, {"type": "card_captured", "player": "Aki", "card": card})
+        table.run(5)
+    assert store.state(match_id).pending_decision == "Aki"
+    table.run(3, hand=True)
+    table.put("04-1", 470, 360)  # Ben's card and his draw: plainly a Koi, had it been seen
+    table.run(8)
+    table.run(3, hand=True)
+    table.put("12-1", 580, 360)
+    table.run(20)
+    assert ("koi_called", "Aki") not in round_life(store, match_id)
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "asked" and "Koi" in proposal.text and "Aki" in proposal.text
+
+
+@pytest.mark.parametrize("play_on", [False, True], ids=["new-deal", "new-deal-and-play"])
+def test_a_round_played_and_gathered_unseen_before_any_capture_is_asked(live, play_on):
+    """Away 60 s from before the round's first capture: it was played, gathered and the
+    next one dealt (and begun). Its field's cards are gone, and not into the captures: the
+    round is left to the tablet, never continued with the next deal's play."""
+    store, match_id, table = live
+    table.run(5)
+    away(table, 60, lambda t: stopped_gathered_and_dealt_again(t, play_on))
+    table.run(40)
+    state = store.state(match_id)
+    assert state.round_number == 1 and not any(state.captures.values())
+    proposal = table.pipeline.proposal
+    assert proposal.kind == "asked" and "60 s" in proposal.text and "round" in proposal.text
 
 
 def dark(table, seconds):

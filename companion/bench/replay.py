@@ -287,6 +287,7 @@ class _Answers:
         self.asked_left = list((truth or {}).get("decisions", []))
         self.asked_since: int | None = None
         self.told = _events_by_round(truth)
+        self.captured = _captures_by_round(truth)
         truth = {} if self.none else (truth or {})
         calls = [
             item["frame"]
@@ -317,10 +318,11 @@ class _Answers:
                 return
 
     def answer_asked(self, state, frame_index: int, fps: float, question: str | None):
-        """The players' answer to the camera's question (``question``: "decision", "round"
-        or None), ``ASKED_WAIT`` after it was put: "koi" or "stop" as the truth's player
-        answered (stop when it has none left), or "round" (a round whose cards went unseen,
-        ended on the tablet as it went: ``round_told``); None: not yet."""
+        """The players' answer to the camera's question (``question``: "decision", "round",
+        "captures" or None), ``ASKED_WAIT`` after it was put: "koi" or "stop" as the truth's
+        player answered (stop when it has none left), "round" (a round whose cards went
+        unseen, ended on the tablet as it went: ``round_told``) or "captures" (cards the
+        camera could not read, added on the tablet: ``captures_told``); None: not yet."""
         if question is None:
             self.asked_since = None
             return None
@@ -329,8 +331,8 @@ class _Answers:
         if frame_index - self.asked_since < self.ASKED_WAIT * fps:
             return None
         self.asked_since = None
-        if question == "round":
-            return "round"
+        if question in ("round", "captures"):
+            return question
         player = state.pending_decision
         for d in self.asked_left:
             if (d.get("round"), d.get("player")) == (state.round_number, player):
@@ -355,6 +357,17 @@ class _Answers:
                 out.append({k: v for k, v in event.items() if k in ("type", "player")})
         return out
 
+    def captures_told(self, state, frame_index: int, players) -> list:
+        """How the players add on the tablet the captures of ``players`` the camera could
+        not read: the truth's captures of this round made by ``frame_index`` that the match
+        lacks, in their order."""
+        held = {c.code for cards in state.captures.values() for c in cards}
+        return [
+            {"type": "card_captured", "player": event["player"], "card": event["card"]}
+            for frame, event in self.captured.get(state.round_number, [])
+            if frame <= frame_index and event["player"] in players and event["card"] not in held
+        ]
+
     def answer(self, state, frame_index: int, fps: float) -> str | None:
         """ "koi", "stop", or None: not yet (the player has not tapped)."""
         if self.none or not (state.pending_decision and state.round_in_progress):
@@ -378,7 +391,8 @@ class _Answers:
 
 def question_of(pipeline, state) -> str | None:
     """What the camera asks the tablet now: "decision" (a Koi/Stop it did not see answered),
-    "round" (a round whose cards went while it was away), or None."""
+    "round" (a round whose cards went while it was away), "captures" (cards lying in a
+    player's captures that it could not read back from away), or None."""
     if pipeline is None or state is None or not state.round_in_progress:
         return None
     decider = pipeline.decider
@@ -387,7 +401,22 @@ def question_of(pipeline, state) -> str | None:
         return "decision"
     if decider.moved_on == state.round_number:
         return "round"
+    if decider.unread_players(state):
+        return "captures"
     return None
+
+
+def _captures_by_round(truth: dict | None) -> dict:
+    """Round number -> the truth's captures of that round, as (frame, event) in order."""
+    out: dict = {}
+    number = 0
+    for item in (truth or {}).get("events", []):
+        event = item.get("event", {})
+        if event.get("type") == "round_started":
+            number += 1
+        elif number and event.get("type") == "card_captured":
+            out.setdefault(number, []).append((int(item.get("frame", 0)), event))
+    return out
 
 
 def _events_by_round(truth: dict | None) -> dict:
@@ -449,6 +478,13 @@ def answer_as_the_truth_did(
                 continue
             if event["type"] in ("koi_called", "stop_called"):
                 answers.answered(number, event["player"])
+    elif kind == "captures":
+        players = pipeline.decider.unread_players(state)
+        for event in answers.captures_told(state, frame_index, players):
+            try:
+                appended.append(store.append(match_id, event))
+            except IllegalEvent:
+                continue
     elif kind is not None:
         player = state.pending_decision
         event = {

@@ -301,6 +301,9 @@ class CaptureDecider:
         self.moved_on: int | None = None  # a round whose cards went while the camera was away
         self._taking_over: int | None = None  # captures, at most, made while it was away
         self._round_unseen = False  # a round may have been dealt while it was away
+        # questions about cards lying in a player's captures that the camera, back, cannot
+        # read: (round, redeals, player) -> answered (a capture added on the tablet)
+        self._unread: dict = {}
 
     def came_back(self, away: Away, memory: CaptureDecider | None = None) -> CaptureDecider:
         """This decider after the camera was away (``away``): a fresh one, as after a
@@ -311,6 +314,7 @@ class CaptureDecider:
             self._began = memory._began
             self._asked = memory._asked
             self._registered_at = memory._registered_at
+            self._unread = memory._unread
         self.away = away
         self._away_seconds = away.seconds
         self._round_unseen = away.round_unseen
@@ -386,8 +390,8 @@ class CaptureDecider:
         seen before (once it has settled: no hand, no card waiting, for ``back_settle``; or
         after ``back_settle_most`` whatever it shows). When it changed (or nothing was seen
         before: a restart), the Koi/Stop questions pending now are put to the tablet, never
-        read from the table; when the round's captures are gone, the round is left to the
-        tablet."""
+        read from the table; when the round's captures are gone (or its field's cards, and
+        not into the captures), the round is left to the tablet."""
         s = self.settings
         if self._back_at is None:
             self._back_at = table.time
@@ -419,6 +423,12 @@ class CaptureDecider:
         # a decision the captures made meanwhile call for may have been answered meanwhile
         self._taking_over = captured + arrived
         gone = captured >= s.gathered_least and in_sight <= s.captures_gone_share * captured
+        if before is not None and not gone and in_sight == 0:
+            # a field card leaves the field only into a capture area: the field's cards gone
+            # and not come into the captures, the table was gathered (and maybe dealt again)
+            come = {c for group in table.arrivals.values() for a in group for c, _ in a.candidates}
+            left = before.field - frozenset(table.field) - come
+            gone = len(left) > s.field_changed
         if before is not None and gone:
             self.moved_on = match.round_number
             self._closed_on_deal = True  # what lies next is the next round's
@@ -450,9 +460,54 @@ class CaptureDecider:
             asked = self._asked.get(_episode_key(match, player))
             if asked is not None:
                 return asked
-        if self.moved_on != match.round_number:
-            return None
-        return self._asked.get(("round", match.round_number))
+        if self.moved_on == match.round_number:
+            return self._asked.get(("round", match.round_number))
+        for player in self.unread_players(match):
+            return self._asked[_unread_key(match, player)]
+        return None
+
+    def took_over(self, match) -> bool:
+        """Whether the table compared since the camera came back had changed and its
+        captures are being taken over (the round's cards not gone meanwhile)."""
+        return self._taking_over is not None and self.moved_on != match.round_number
+
+    def captures_unread(self, match, players) -> None:
+        """Back from away, the captures of ``players`` show cards the camera
+        cannot read (``LivePipeline``: more has come there than the cards it reads): what it
+        took over is not all, and the players are asked to add the rest on the tablet, never
+        left to a score that silently lacks them."""
+        for player in players:
+            key = _unread_key(match, player)
+            if self._unread.get(key) is not False:  # asked again after another gap
+                self._unread[key] = False
+                self._asked[key] = Message(
+                    "camera.away_captures_unread",
+                    player=player,
+                    seconds=_seconds(self._away_seconds),
+                )
+        self._question = self._open_question(match)
+
+    def unread_players(self, match) -> list:
+        """The players asked for captures the camera could not read, not yet answered."""
+        if not match.round_in_progress:
+            return []
+        return [
+            player
+            for player in match.players
+            if self._unread.get(_unread_key(match, player)) is False
+        ]
+
+    def captures_added(self, match, player: str) -> None:
+        """A capture of ``player``'s added on the tablet: the question about his captures
+        the camera could not read is answered; a Koi/Stop the cards added call for (their
+        yaku made unseen) is asked, never read from play seen afterwards."""
+        asked = self._unread.get(_unread_key(match, player))
+        if asked is None or (asked and self._taking_over is None):
+            return  # never asked, or play seen live since the answer
+        self._unread[_unread_key(match, player)] = True
+        # the cards added one by one: none of them is play seen live
+        self._taking_over = sum(len(c) for c in match.captures.values())
+        self._question = self._open_question(match)
 
     @property
     def questions(self) -> int:
@@ -927,6 +982,10 @@ def _captured(match) -> bool:
 
 def _episode_key(match, player: str) -> tuple:
     return (match.round_number, match.redeals, player, match.koi.get(player, 0))
+
+
+def _unread_key(match, player: str) -> tuple:
+    return ("captures", match.round_number, match.redeals, player)
 
 
 def _laid(table: TableState, match) -> int:

@@ -92,6 +92,14 @@ _template(
     ),
     "proposal",
 )
+_template(
+    "camera.away_captures_unread",
+    N_(
+        "The camera was away for %(seconds)s s and cannot read every card in %(player)s's "
+        "captures: add the cards it missed on the tablet."
+    ),
+    "proposal",
+)
 
 # -- the camera's zones (companion.live.zones, companion.live.layout): a calibration refused --
 # %(zone)s is the zone's name as the layout writes it, quoted ('field', 'captures_A')

@@ -139,6 +139,14 @@ class LivePipeline:
         # why a capture is slow, for the tablet (``_note_unread``); None: none is
         self.unread: Message | None = None
         self._in_captures_since: dict[int, float] = {}  # track id -> time (``_note_unread``)
+        # the last quiet look at a round's table (round, small grey picture, the quads of the
+        # cards it showed), and that look as it stood when the camera went away: what came
+        # into the capture areas meanwhile is told against it
+        self._seen_look: tuple | None = None
+        self._before_gap: tuple | None = None
+        # back from away, captures taken over: (since, (time, players) of the last quiet look
+        # at the capture areas) until two quiet looks agree on whose hold cards unread
+        self._unread_check: tuple | None = None
 
     # -- reading the match ---------------------------------------------------------------------
 
@@ -154,6 +162,7 @@ class LivePipeline:
                 self._dealt, self._earlier_round, self._deal_checked = [], False, False
                 self._taken = []
                 self._played_again = None
+                self._seen_look = self._before_gap = None
 
     def seats(self, state) -> dict:
         """Seat label -> player name: the given mapping, else the layout's seats in order."""
@@ -167,6 +176,7 @@ class LivePipeline:
             return None
         events = self.store.events(self.match_id, after_seq=self._seen_seq)
         state = self._match_state
+        added: list[str] = []
         if events or state is None:
             state = self.store.state(self.match_id)
             for stored in events:
@@ -188,6 +198,8 @@ class LivePipeline:
                     self._taken.append(set())
                 if e.type in ("card_captured", "capture_corrected") and self._taken:
                     self._taken[-1].add(e.new_card if e.type == "capture_corrected" else e.card)
+                if e.type == "card_captured" and stored.seq not in self._own:
+                    added.append(e.player)  # on the tablet
             if self._match_state is not None and len(state.rounds) > len(self._match_state.rounds):
                 last = events[-1] if events else None
                 tapped_stop = (
@@ -214,6 +226,8 @@ class LivePipeline:
                     if code not in held:
                         self.tracker.forget(code)
             self._match_state = state
+            for player in added:
+                self.decider.captures_added(state, player)
         return state
 
     def _still_settling(self) -> bool:
@@ -416,7 +430,12 @@ class LivePipeline:
         if self._replaying_earlier_round(state):
             return []
         self._recognise(state)
+        comparing = self.decider.away is not None
         decisions = self.decider.step(self.table, state, seats=self.seats(state))
+        if comparing and self.decider.away is None and self.decider.took_over(state):
+            self._unread_check = (frame.time, None)  # the capture areas looked at next
+        self._check_unread(state)
+        self._keep_seen_look(state)
         self._note_unread(state, frame.time)
         clock.lap("decide")
         appended = self._append_decided(decisions, frame, state)
@@ -470,6 +489,98 @@ class LivePipeline:
                     self.unread = Message("camera.partner_unread", player=player)
                     return
 
+    def _quiet_look(self) -> bool:
+        """Whether this frame was looked at with no hand over the table and nothing moving
+        for ``unread_quiet``: its picture shows the cards lying, nothing over them."""
+        if self.table.hand_present or self._detected_at != self.table.time:
+            return False
+        quiet = self.pipeline_settings.unread_quiet - CLOCK_SLACK
+        return self._motion_at is None or self.table.time - self._motion_at >= quiet
+
+    def _keep_seen_look(self, state) -> None:
+        """After a quiet look at a round's table: its picture and the quads of the cards it
+        shows, kept for when the camera comes back from away (where a card lay then, a
+        change is a card gone, not come)."""
+        if self.decider.away is not None or not state.round_in_progress:
+            return
+        if not self._quiet_look():
+            return
+        quads = [t.quad for t in self.tracker.tracks.values() if not t.state.removed]
+        self._seen_look = (state.round_number, self._last_small, quads)
+
+    def _check_unread(self, state) -> None:
+        """Back from away, captures taken over: the capture areas are looked at on quiet
+        looks (``_quiet_look``) within ``unread_within`` of the comparison; once two of them,
+        ``unread_quiet`` apart or more, agree on the players whose areas hold cards the
+        camera cannot read (``_unread_players``), those are asked for on the tablet."""
+        if self._unread_check is None:
+            return
+        since, last = self._unread_check
+        now = self.table.time
+        s = self.pipeline_settings
+        if not state.round_in_progress or now - since > s.unread_within:
+            self._unread_check = None
+            return
+        if not self._quiet_look():
+            return
+        players = self._unread_players(state)
+        if players is None:
+            self._unread_check = None
+            return
+        if last is None or players != last[1]:
+            self._unread_check = (since, (now, players))
+            return
+        if now - last[0] < s.unread_quiet - CLOCK_SLACK:
+            return
+        self._unread_check = None
+        if players:
+            self.decider.captures_unread(state, players)
+
+    def _unread_players(self, state) -> list | None:
+        """The players whose capture area (grown by a card's height) has changed since the last quiet
+        look before the camera went away by more than the cards it reads there
+        (``unread_card_share`` of a card, outside the boxes of the cards it reads now and of
+        those it saw then):
+        cards lie there it cannot read (the first of a row, half under the next). None:
+        nothing to compare with."""
+        if self._before_gap is None or self._before_gap[0] != state.round_number:
+            return None
+        _, before, before_quads = self._before_gap
+        now = self._last_small
+        if now is None or before is None or now.shape != before.shape:
+            return None
+        s = self.pipeline_settings
+        image = self.last_frame.image if self.last_frame is not None else None
+        if image is None:
+            return None
+        height, width = image.shape[:2]
+        h, w = now.shape[:2]
+        scale = np.array([w / width, h / height], np.float32)
+        tracks = [t for t in self.tracker.tracks.values() if not t.state.removed]
+        areas = [float(cv2.contourArea(t.quad * scale)) for t in tracks]
+        if not areas:
+            return None
+        card = float(np.median(areas))
+        explained = np.zeros((h, w), np.uint8)
+        for quad in [t.quad for t in tracks] + list(before_quads):
+            centre = quad.mean(axis=0)
+            grown = centre + (quad - centre) * (1 + 2 * s.unread_margin)
+            cv2.fillConvexPoly(explained, np.round(grown * scale).astype(np.int32), 1)
+        come = (cv2.absdiff(now, before) > s.unread_change) & (explained == 0)
+        # a row's first cards lie towards the field, often across the area's edge: the area
+        # is grown by a card's height
+        reach = max(1, int(round(float(np.median([t.height for t in tracks])) * h / height)))
+        grow = np.ones((2 * reach + 1, 2 * reach + 1), np.uint8)
+        unread = []
+        for seat, player in self.seats(state).items():
+            zone = np.zeros((h, w), np.uint8)
+            polygon = self.zones.captures(seat).pixels(w, h)
+            cv2.fillPoly(zone, [np.round(polygon).astype(np.int32)], 1)
+            zone = cv2.dilate(zone, grow)
+            if float(np.count_nonzero(come & (zone > 0))) >= s.unread_card_share * card:
+                unread.append(player)
+        return unread
+
     def _came_back(self, seconds: float) -> None:
         """The camera saw nothing for ``seconds``: the table is read afresh, as after a
         restart (the captures recorded meanwhile recognised where they lie, those made
@@ -487,6 +598,8 @@ class LivePipeline:
             and not any((t.zone or "").startswith(CAPTURES) for t in self.tracker.tracks.values())
         )
         away = Away(seconds, self.decider.seen, round_unseen=self._round_unseen)
+        self._before_gap = self._seen_look or self._before_gap
+        self._seen_look = self._unread_check = None
         self.tracker = TableTracker(self.zones, self.tracker_settings, verify=self._verifier())
         self.table = self.tracker.state
         self._in_captures_since = {}  # the new tracker numbers its tracks from 1 again

@@ -657,6 +657,41 @@ class PipelineSettings:
         "guessed; less takes a slow machine's dropped frames for a gap, more may read a "
         "decision from a table that changed unseen",
     )
+    unread_change: int = tuning(
+        30,
+        "grey levels (0..255) a small-picture pixel of a capture area must change by, between "
+        "the last look before the camera went away and the table compared when it is back, to "
+        "count as a card come there (light drifting over a minute stays under it): less takes "
+        "the light's drift for cards, more misses a dark card on a dark mat",
+        high=255,
+    )
+    unread_card_share: float = tuning(
+        0.3,
+        "share of a card's area that may have changed in a capture area, outside every card the"
+        " camera reads there, before the tablet is asked for the cards it cannot read (back "
+        "from away): less asks over a shadow or a card's edge, more leaves a card showing only "
+        "a strip of itself unasked",
+        high=10.0,
+    )
+    unread_quiet: float = tuning(
+        1.0,
+        "seconds nothing must have moved before a look shows a capture area as it lies (one "
+        "kept from before the camera went away, one compared with it after): less compares a "
+        "hand just leaving, more waits longer for the question",
+    )
+    unread_within: float = tuning(
+        30.0,
+        "seconds after the camera came back within which its capture areas are compared with "
+        "how they lay before (on quiet looks): more asks about cards unread later in a busy "
+        "round, less may find no quiet moment and ask nothing",
+    )
+    unread_margin: float = tuning(
+        0.15,
+        "share of a card's size its box is grown by when the changed pixels of a capture area "
+        "it explains are set aside (its edges, its shadow): less takes them for a card unread, "
+        "more hides a card lying beside it",
+        high=1.0,
+    )
     blind_contrast: float = tuning(
         4.0,
         "grey levels (0..255) of spread (standard deviation) below which the small picture "
