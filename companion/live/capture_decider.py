@@ -598,6 +598,11 @@ class CaptureDecider:
             previous = time
         return len({_month(c) for c in turn}) >= 2 and pairs_up(turn)
 
+    @property
+    def out_of_turn(self) -> frozenset:
+        """The tracks of the lone cards held as out of turn this round (never waited for)."""
+        return frozenset(self._out_of_turn)
+
     def _settled(self, a: Arrival, now: float) -> bool:
         """Whether an arrival is decided on this look: a sure one as soon as nothing moves
         over it (the tracker already saw it lie still), a doubtful one ``settle_seconds``
