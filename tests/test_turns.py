@@ -45,14 +45,18 @@ class _Table:
             ]
         )
 
-    def look(self, at, *cards):
-        """The decider's look at ``at`` seconds with ``cards`` lying new; the cards decided."""
+    def look(self, at, *cards, backs=0):
+        """The decider's look at ``at`` seconds with ``cards`` lying new (and ``backs`` of the
+        pile in sight); what it decided (a capture as its player and card)."""
         arrivals = {seat: tuple(c for c in cards if c.seat == seat) for seat in SEATS}
-        table = TableState(frame=round(at * 10), time=at, arrivals=arrivals)
+        table = TableState(frame=round(at * 10), time=at, arrivals=arrivals, backs=backs)
         decided = self.decider.step(table, self.match, seats=SEATS)
         for decision in decided:
             self.match = apply(self.match, decision.event)
-        return [(d.event.player, d.event.card) for d in decided]
+        return [
+            (d.event.player, d.event.card) if d.event.type == "card_captured" else d.event.type
+            for d in decided
+        ]
 
 
 def test_a_lone_card_in_a_seat_just_after_another_seats_capture_is_held():
@@ -92,3 +96,13 @@ def test_a_quick_next_player_first_card_waits_only_for_its_partner():
     eager = _Table(CaptureDecider(DeciderSettings(turn_open=0.0)))
     assert eager.look(10.1, _card(1, "C", 10.0, ("03-1", 0.95))) == [("C", "03-1")]
     assert eager.look(11.1, _card(2, "B", 11.0, ("09-1", 0.95))) == [("B", "09-1")]
+
+
+def test_a_card_held_out_of_turn_does_not_keep_the_round_from_ending():
+    table = _Table()
+    assert table.look(10.1, _card(1, "C", 10.0, ("03-1", 0.95)), backs=3) == [("C", "03-1")]
+    phantom = _card(2, "A", 10.5, ("08-3", 0.9))
+    assert table.look(10.6, phantom, backs=3) == []
+    # the pile gone a while, the held card still lying: the cards ran out
+    assert table.look(11.0, phantom) == []
+    assert table.look(14.0, phantom) == ["cards_ran_out"]
