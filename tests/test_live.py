@@ -518,6 +518,27 @@ def test_a_correction_on_the_tablet_sticks_to_that_card(live):
     assert table.pipeline.crop("Ben", "03-2") is not None
 
 
+def test_a_lone_card_surfacing_in_a_seat_just_after_another_players_capture_waits(live):
+    """A card read in Aki's captures as Ben's hand leaves (a look at a row, in a real game) is
+    no capture of Aki's: Ben is playing. It is not waited for either, until a card of its
+    month comes to pair with it."""
+    store, match_id, table = live
+    table.take("03-3")
+    table.run(3, hand=True)
+    table.put("03-3", 300, 100)
+    table.put("03-1", 330, 100)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Ben"]) == ["03-1", "03-3"]
+    table.put("12-1", 300, 620)
+    table.run(45)
+    assert store.state(match_id).captures["Aki"] == []
+    assert table.pipeline.proposal is None  # set aside on purpose: nothing to wait for
+    table.run(3, hand=True)
+    table.put("12-3", 340, 620)
+    table.run(8)
+    assert sorted(c.code for c in store.state(match_id).captures["Aki"]) == ["12-1", "12-3"]
+
+
 def test_a_misread_partner_is_settled_by_the_pair_rule_and_flagged_when_unlikely(live):
     store, match_id, table = live
     table.take("03-3")

@@ -5,7 +5,11 @@ card of a month takes three). So the steady new cards of a capture area are deci
 group once the hand has left: among each card's likeliest codes, the group takes the joint
 reading that is likeliest while pairing by month (distinct codes, none already captured; a
 card that just left the field is likelier). A card whose reading stays doubtful, or a group
-whose months cannot pair, is flagged (``check``) for the tablet.
+whose months cannot pair, is flagged (``check``) for the tablet. Turns order the captures: a
+turn lays two cards (the hand's, the pile's), so it makes at most two captures, and one player
+plays at a time; a lone card reaching a player's captures just after another player's card, or
+a third capture in one turn, is held (a look at a row of captures that settled as the hand
+left, not a card laid) until a card of its month pairs with it.
 
 The rest of a round's life, read from the table for players who forget the tablet:
 - A dealt field seen on a table that was clear since the last round opens a round
@@ -264,6 +268,11 @@ class CaptureDecider:
         self.settings = settings
         self._alone_since: dict[str, float] = {}
         self._registered_at: dict[str, float] = {}  # code -> when the camera captured it
+        # the round's turns: (steady time, seat, code) of each card decided, and the tracks of
+        # lone cards held as out of turn
+        self._turn_round: tuple | None = None
+        self._turn_cards: list[tuple[float, str, str]] = []
+        self._out_of_turn: set[int] = set()
         self._deal_since: float | None = None
         self._deal_codes: tuple = ()
         self._backs_seen = False
@@ -556,6 +565,9 @@ class CaptureDecider:
         recent = frozenset(
             c for c, f in table.field_left.items() if table.frame - f <= s.field_recent_frames
         )
+        if self._turn_round != (match.round_number, match.redeals):
+            self._turn_round = (match.round_number, match.redeals)
+            self._turn_cards, self._out_of_turn = [], set()
         for seat, arrivals in table.arrivals.items():
             player = seats.get(seat)
             if player is None:
@@ -572,6 +584,7 @@ class CaptureDecider:
                 and (not a.overlaps or self._plausible_over(a, held))
                 and not self._captured_look(a, held, owned)
             ]
+            quiet = self._in_turn(seat, quiet, held, owned)
             if not quiet:
                 if not arrivals:
                     self._alone_since.pop(seat, None)
@@ -593,6 +606,57 @@ class CaptureDecider:
             self._alone_since.pop(seat, None)
             ordered = sorted(doubtful, key=lambda a: (a.steady_since, a.track))
             out += self._decide(ordered, area)
+
+    def _in_turn(self, seat: str, quiet: list, held, owned) -> list:
+        """The arrivals of ``seat``'s capture area its turn lets be decided now. One pairing
+        with a capture of his waiting for its partner, or with another card lying new there,
+        is a capture made; a lone one the turns say he cannot be making (``_out_of_turn``) is
+        held, until a card of its month comes to pair with it."""
+        waiting = {_month(c) for c in waiting_for_partner(held)}
+        months = {a.track: self._free_months(a, owned) for a in quiet}
+        kept = []
+        for a in quiet:
+            others = set().union(*(m for track, m in months.items() if track != a.track))
+            if months[a.track] & (waiting | others):
+                self._out_of_turn.discard(a.track)
+                kept.append(a)
+            elif a.track in self._out_of_turn or self._out_of_turn_now(a, seat):
+                self._out_of_turn.add(a.track)
+            else:
+                kept.append(a)
+        return kept
+
+    def _free_months(self, a: Arrival, owned) -> set:
+        """The months an arrival may be of: those of its readings not captured yet, each
+        with at least ``over_capture_pairs``."""
+        least = self.settings.over_capture_pairs
+        return {_month(c) for c, p in a.candidates if c not in owned and p >= least}
+
+    def _out_of_turn_now(self, a: Arrival, seat: str) -> bool:
+        """Whether the turns say ``seat`` is making no capture when ``a`` came to lie: the
+        last card decided before it reached another player's captures less than
+        ``turn_open`` before (his turn goes on: the next player's hand has yet to come), or
+        ``seat``'s own turn, its cards each within ``pair_window`` of the next, already made
+        two captures (a turn lays two cards)."""
+        s, at = self.settings, a.steady_time
+        earlier = sorted(c for c in self._turn_cards if c[0] <= at + CLOCK_SLACK)
+        if not earlier:
+            return False
+        last_time, last_seat, _ = earlier[-1]
+        if last_seat != seat:
+            return at - last_time <= s.turn_open
+        turn, previous = [], at
+        for time, who, code in reversed(earlier):
+            if who != seat or previous - time > s.pair_window:
+                break
+            turn.append(code)
+            previous = time
+        return len({_month(c) for c in turn}) >= 2 and pairs_up(turn)
+
+    @property
+    def out_of_turn(self) -> frozenset:
+        """The tracks of the lone cards held as out of turn this round (never waited for)."""
+        return frozenset(self._out_of_turn)
 
     def _settled(self, a: Arrival, now: float) -> bool:
         """Whether an arrival is decided on this look: a sure one as soon as nothing moves
@@ -649,6 +713,7 @@ class CaptureDecider:
             check = check or (a.overlaps and _month(code) not in waiting_months)
             reading = Reading(a.track, area.seat, code, conf, check, alts, a.steady_since)
             decided.append(Decision.captured(area.player, reading))
+            self._turn_cards.append((a.steady_time, area.seat, code))
             area.owned.add(code)
             area.held.append(code)
             self._registered_at[code] = table.time
@@ -794,7 +859,10 @@ class CaptureDecider:
             self._backs_seen = True
             self._no_backs_since = None
             return
-        if table.hand_present or any(table.arrivals.values()):
+        held = self._out_of_turn
+        if table.hand_present or any(
+            a.track not in held for group in table.arrivals.values() for a in group
+        ):
             self._no_backs_since = None
             return
         if not self._backs_seen:

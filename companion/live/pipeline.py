@@ -455,9 +455,10 @@ class LivePipeline:
         s = self.pipeline_settings
         u = self.tracker.updates
         seats = self.seats(state)
-        # a look lying over a recorded capture is left undecided on purpose (most often a
-        # look at part of the covered card): nothing is waited for there
+        # a look lying over a recorded capture, or a lone card out of turn, is left undecided
+        # on purpose (most often a look at part of a row): nothing is waited for there
         over = {a.track for group in self.table.arrivals.values() for a in group if a.overlaps}
+        over |= self.decider.out_of_turn
         # open track -> when it was first seen in a capture area (a card carried there from
         # the field waits from then, not from when the field first saw it)
         since = {}

@@ -448,6 +448,13 @@ class DeciderSettings:
         "another name (and the real card's name goes to the next one; above 1: never)",
         high=1.01,
     )
+    turn_open: float = tuning(
+        2.0,
+        "seconds after a card reached a player's captures during which a lone card reaching "
+        "another player's is out of turn (the next player's hand has yet to come) and waits "
+        "for a partner: more holds a quick next player's first card until its partner lies, "
+        "less lets looks at a row that settled as a hand left through as captures",
+    )
     stop_tapped_wait: float = tuning(
         2.0,
         "seconds a Stop tapped while a capture settles waits for it to be decided first: more"
