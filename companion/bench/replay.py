@@ -287,7 +287,6 @@ class _Answers:
         self.asked_left = list((truth or {}).get("decisions", []))
         self.asked_since: int | None = None
         self.told = _events_by_round(truth)
-        self.captured = _captures_by_round(truth)
         truth = {} if self.none else (truth or {})
         calls = [
             item["frame"]
@@ -349,7 +348,7 @@ class _Answers:
             return [{"type": "cards_ran_out"}]
         held = {c.code for cards in state.captures.values() for c in cards}
         out = []
-        for event in events:
+        for _, event in events:
             kind = event.get("type")
             if kind == "card_captured" and event.get("card") not in held:
                 out.append({"type": kind, "player": event["player"], "card": event["card"]})
@@ -364,8 +363,11 @@ class _Answers:
         held = {c.code for cards in state.captures.values() for c in cards}
         return [
             {"type": "card_captured", "player": event["player"], "card": event["card"]}
-            for frame, event in self.captured.get(state.round_number, [])
-            if frame <= frame_index and event["player"] in players and event["card"] not in held
+            for frame, event in self.told.get(state.round_number, [])
+            if event["type"] == "card_captured"
+            and frame <= frame_index
+            and event["player"] in players
+            and event["card"] not in held
         ]
 
     def answer(self, state, frame_index: int, fps: float) -> str | None:
@@ -406,22 +408,9 @@ def question_of(pipeline, state) -> str | None:
     return None
 
 
-def _captures_by_round(truth: dict | None) -> dict:
-    """Round number -> the truth's captures of that round, as (frame, event) in order."""
-    out: dict = {}
-    number = 0
-    for item in (truth or {}).get("events", []):
-        event = item.get("event", {})
-        if event.get("type") == "round_started":
-            number += 1
-        elif number and event.get("type") == "card_captured":
-            out.setdefault(number, []).append((int(item.get("frame", 0)), event))
-    return out
-
-
 def _events_by_round(truth: dict | None) -> dict:
-    """Round number -> the truth's events of that round after its deal, in order (captures,
-    Koi, Stop, the cards running out)."""
+    """Round number -> the truth's events of that round after its deal, as (frame, event) in
+    order (captures, Koi, Stop, the cards running out)."""
     out: dict = {}
     number = 0
     for item in (truth or {}).get("events", []):
@@ -432,7 +421,7 @@ def _events_by_round(truth: dict | None) -> dict:
         elif number and event.get("type") in (
             "card_captured", "koi_called", "stop_called", "cards_ran_out"
         ):  # fmt: skip
-            out[number].append(event)
+            out[number].append((int(item.get("frame", 0)), event))
     return out
 
 
