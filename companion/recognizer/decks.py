@@ -704,27 +704,36 @@ def source_faces(source: str | Path) -> dict[str, np.ndarray]:
     }
 
 
+def kept_or_made(deck: UserDeck, load, make):
+    """What a taught deck keeps beside its references: ``load(folder)``'s (None: not there, or
+    made otherwise), else ``make(faces)`` from the faces it was taught from (``source_faces``;
+    a deck taught before it was kept), kept for next time; None where those faces are gone
+    too. Whatever is made has a ``save(folder)``."""
+    if deck.folder:
+        kept = load(deck.folder)
+        if kept is not None:
+            return kept
+    faces = source_faces(deck.source)
+    if not faces:
+        return None
+    made = make(faces)
+    if deck.folder:
+        try:
+            made.save(deck.folder)
+        except OSError:
+            pass  # a read-only folder: made again next time
+    return made
+
+
 def deck_keypoints(deck: UserDeck):
-    """The points of a taught deck's faces (``keypoints.DeckKeypoints``): those kept in its
-    folder, else (a deck taught before they were kept) found again from the scans or photos it
-    was taught from and kept for next time; None where those are gone too (the deck is then
-    named as before, by its references alone)."""
+    """The points of a taught deck's faces (``keypoints.DeckKeypoints``, ``kept_or_made``);
+    None for a deck with no folder or no faces left (it is then named as before, by its
+    references alone)."""
     from companion.recognizer.keypoints import DeckKeypoints
 
     if not deck.folder:
         return None
-    kept = DeckKeypoints.load(deck.folder)
-    if kept is not None:
-        return kept
-    faces = source_faces(deck.source)
-    if not faces:
-        return None
-    found = DeckKeypoints.from_faces(faces)
-    try:
-        found.save(deck.folder)
-    except OSError:
-        pass  # a read-only folder: found again next time
-    return found
+    return kept_or_made(deck, DeckKeypoints.load, DeckKeypoints.from_faces)
 
 
 def _read_back(back_photo, image_dir):

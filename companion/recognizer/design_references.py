@@ -96,28 +96,18 @@ def wanted(deck) -> bool:
 
 def for_deck(deck, session, settings) -> DesignReferences | None:
     """A taught deck's design references: those kept in its folder, else made again from the
-    faces it was taught from (``decks.source_faces``) and kept for next time; None where
+    faces it was taught from and kept for next time (``decks.kept_or_made``); None where
     those are gone too (the deck is then named by its first references alone)."""
     from companion.detections import CLASSES
-    from companion.recognizer.decks import card_views, source_faces
+    from companion.recognizer.decks import card_views, kept_or_made
 
-    if deck.folder:
-        kept = DesignReferences.load(deck.folder)
-        if kept is not None:
-            return kept
-    faces = source_faces(deck.source)
-    if not faces:
-        return None
-    rng = np.random.default_rng(0)
-    crops, ids = [], []
-    for code, face in sorted(faces.items()):
-        made = card_views(face, settings, rng, REBUILD_VIEWS)
-        crops.append(made)
-        ids += [CLASSES.index(code)] * len(made)
-    refs = DesignReferences.of_crops(session, np.concatenate(crops), ids)
-    if deck.folder:
-        try:
-            refs.save(deck.folder)
-        except OSError:
-            pass  # a read-only folder: made again next time
-    return refs
+    def made(faces: dict) -> DesignReferences:
+        rng = np.random.default_rng(0)
+        crops, ids = [], []
+        for code, face in sorted(faces.items()):
+            views = card_views(face, settings, rng, REBUILD_VIEWS)
+            crops.append(views)
+            ids += [CLASSES.index(code)] * len(views)
+        return DesignReferences.of_crops(session, np.concatenate(crops), ids)
+
+    return kept_or_made(deck, DesignReferences.load, made)

@@ -27,7 +27,7 @@ REFERENCES_FILE = "strip_references.npz"  # their strips described (``StripNamer
 # strip weighing this much (tuning scenes' ground-truth crops of a procedural deck: fanned
 # cards named right 67.6 % by the whole crop, 79.0 % blended, loose cards 93.4 -> 92.7 %)
 STRIP_WEIGHT = 1.0
-FILL = 128
+FILL = 128  # what stands for the hidden part of a crop and of a reference alike
 # a strip's two edges (the covered card's side in sight, the side of the card over it) are
 # looked for this share of a card's width either way of where the outlines put them
 EDGE_SEARCH = 0.2
@@ -40,7 +40,7 @@ EDGE_GAP = 1.5  # pixels either side of a line whose colours are compared
 JITTERS = 6
 JITTER_SHIFT = 0.07
 JITTER_WIDTH = 0.1
-JITTER_TURN = 2.0  # what stands for the hidden part of a crop and of a reference alike
+JITTER_TURN = 2.0
 # a strip's width is rounded to this share of the card's width: the references are
 # described once per width (and side) and kept
 STEP = 0.1
@@ -103,24 +103,16 @@ def face_size(settings) -> tuple[int, int]:
 
 def for_deck(deck, settings) -> StripFaces | None:
     """A taught deck's faces for naming strips: kept in its folder, else found again in the
-    scans or photos it was taught from and kept; None where those are gone too."""
-    from companion.recognizer.decks import source_faces
+    scans or photos it was taught from and kept (``decks.kept_or_made``); None where those are
+    gone too."""
+    from companion.recognizer.decks import kept_or_made
 
     size = face_size(settings)
-    if deck.folder:
-        kept = StripFaces.load(deck.folder, size)
-        if kept is not None:
-            return kept
-    faces = source_faces(deck.source)
-    if not faces:
-        return None
-    made = StripFaces.of_faces(faces, size)
-    if deck.folder:
-        try:
-            made.save(deck.folder)
-        except OSError:
-            pass  # a read-only folder: found again next time
-    return made
+    return kept_or_made(
+        deck,
+        lambda folder: StripFaces.load(folder, size),
+        lambda faces: StripFaces.of_faces(faces, size),
+    )
 
 
 def strips(quads: np.ndarray, settings, rows: np.ndarray) -> list:
