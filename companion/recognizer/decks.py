@@ -908,7 +908,8 @@ class DeckNamer:
         card (``design_references.DESIGN_WEIGHT``), still in similarity units; as it was
         where the deck has none. A crop of the detections ``rows`` that another of the
         frame's outlines (``quads``, all of them) overlaps is blended again with the strip it
-        shows (``strips``, ``STRIP_WEIGHT``)."""
+        shows (``strips``, ``STRIP_WEIGHT``), where its best card leads the next by less than
+        ``strips.UNSURE_LEAD``."""
         if self.design is None or len(crops) == 0:
             return best
         from companion.recognizer.design_references import DESIGN_WEIGHT
@@ -920,12 +921,18 @@ class DeckNamer:
         named = (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)
         if self.strips is None or bgr is None or quads is None or len(quads) < 2:
             return named
-        from companion.recognizer.strips import STRIP_WEIGHT
+        if rows is None or named.shape[1] < 2:
+            return named
+        from companion.recognizer.strips import STRIP_WEIGHT, UNSURE_LEAD
 
-        sims, had = self.strips.similarity(bgr, quads, rows)
+        ranked = np.sort(named, axis=1)
+        unsure = np.flatnonzero(ranked[:, -1] - ranked[:, -2] < UNSURE_LEAD)
+        if len(unsure) == 0:
+            return named
+        sims, had = self.strips.similarity(bgr, quads, np.asarray(rows)[unsure])
         if not had.any():
             return named
-        at = np.flatnonzero(had)
+        at = unsure[had]
         strip = named[at].copy()
         strip[:, self.strips.cards] = sims[had]
         named[at] = (named[at] + STRIP_WEIGHT * strip) / (1.0 + STRIP_WEIGHT)
