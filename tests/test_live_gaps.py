@@ -163,20 +163,27 @@ def lying_unread(table, *spots):
     table.image = image
 
 
+def aki_takes_two_months(taken, read):
+    """The play while the camera is away: Aki takes the field's cards ``taken``; the two
+    cards ``read`` lie in his captures where looks read them, two more beside them where no
+    look does (``lying_unread``)."""
+
+    def play(t):
+        t.take(*taken)
+        for x, code in zip((300, 330), read, strict=True):
+            t.put(code, x, 620)
+        lying_unread(t, (400, 620), (430, 620))
+
+    return play
+
+
 def test_captures_made_while_away_that_the_camera_cannot_read_are_asked_never_left_out(live):
     """The camera away 19 s while Aki takes the pine (read when it is back) and the cherry
     curtain with 03-3, which lie in his captures where no look reads them: the pine is taken
     over and the tablet is asked for the rest; added there, the question is answered."""
     store, match_id, table = live
     table.run(5)
-
-    def aki_takes_two_months(t):
-        t.take("01-1", "03-3")
-        t.put("01-1", 300, 620)
-        t.put("01-3", 330, 620)
-        lying_unread(t, (400, 620), (430, 620))
-
-    away(table, 19, aki_takes_two_months)
+    away(table, 19, aki_takes_two_months(taken=("01-1", "03-3"), read=("01-1", "01-3")))
     table.run(40)
     state = store.state(match_id)
     assert sorted(c.code for c in state.captures["Aki"]) == ["01-1", "01-3"]
@@ -200,14 +207,7 @@ def test_a_yaku_the_cards_added_on_the_tablet_make_is_asked_never_read_from_play
     answer it."""
     store, match_id, table = live
     table.run(5)
-
-    def aki_takes_two_months(t):
-        t.take("03-3", "09-4")
-        t.put("03-1", 300, 620)
-        t.put("03-3", 330, 620)
-        lying_unread(t, (400, 620), (430, 620))
-
-    away(table, 19, aki_takes_two_months)
+    away(table, 19, aki_takes_two_months(taken=("03-3", "09-4"), read=("03-1", "03-3")))
     table.run(40)
     assert table.pipeline.proposal.kind == "asked"
     for card in ("09-4", "09-1"):  # added one by one on the tablet: the cup makes Hanami
