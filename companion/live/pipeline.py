@@ -538,12 +538,11 @@ class LivePipeline:
             self.decider.captures_unread(state, players)
 
     def _unread_players(self, state) -> list | None:
-        """The players whose capture area (grown by a card's height) has changed since the last quiet
-        look before the camera went away by more than the cards it reads there
+        """The players whose capture area (grown by a card's height) has changed since the
+        last quiet look before the camera went away by more than the cards it reads there
         (``unread_card_share`` of a card, outside the boxes of the cards it reads now and of
-        those it saw then):
-        cards lie there it cannot read (the first of a row, half under the next). None:
-        nothing to compare with."""
+        those it saw then): cards lie there it cannot read (the first of a row, half under
+        the next). None: nothing to compare with."""
         if self._before_gap is None or self._before_gap[0] != state.round_number:
             return None
         _, before, before_quads = self._before_gap

@@ -816,8 +816,6 @@ class DeckNamer:
     (``_with_own_back``); without one, the classifier's backs stay backs (but for the plain-
     middle test of a design of its own)."""
 
-    use_strips = True  # name the strips of fanned cards (``strips``) where the deck can
-
     def __init__(self, deck: UserDeck, settings: Settings, embedder=None):
         self.deck = deck
         self.settings = settings
@@ -854,7 +852,7 @@ class DeckNamer:
                 self.design = None
         # the strip a card of a fanned row shows, named by the same strip of the deck's faces
         self.strips = None
-        if self.design is not None and self.use_strips:
+        if self.design is not None:
             from companion.recognizer import strips
 
             faces = strips.for_deck(deck, settings)
@@ -919,9 +917,7 @@ class DeckNamer:
             embed(self.design_session, crops)
         )
         named = (best + DESIGN_WEIGHT * design) / (1.0 + DESIGN_WEIGHT)
-        if self.strips is None or bgr is None or quads is None or len(quads) < 2:
-            return named
-        if rows is None or named.shape[1] < 2:
+        if self.strips is None or rows is None or len(quads) < 2 or named.shape[1] < 2:
             return named
         from companion.recognizer.strips import STRIP_WEIGHT, UNSURE_LEAD
 

@@ -180,14 +180,11 @@ class StripNamer:
     once per width and side and kept."""
 
     def __init__(self, faces: StripFaces, card_ids: np.ndarray, session, settings):
-        from companion.recognizer.decks import _ByCard
-
         known = np.isin(faces.class_ids, card_ids)
         self.faces, self.class_ids = faces.faces[known], faces.class_ids[known]
         self.card_ids = card_ids
         self.session = session
         self.settings = settings
-        self._by_card = _ByCard
         self._kept: dict[float, object] = {}  # strip width -> its references (``made``)
         cw, ch = settings.inputs.crop_width, settings.inputs.crop_height
         fw, fh = face_size(settings)
@@ -247,7 +244,7 @@ class StripNamer:
         """This namer with the faces' left strips of every width described (a right strip is
         named turned a half turn: the faces are described both ways up): those kept in
         ``folder`` by the same design embedder, else made (a few seconds) and kept there."""
-        from companion.recognizer.decks import embed
+        from companion.recognizer.decks import _ByCard, embed
         from companion.recognizer.design_references import fingerprint
 
         widths = np.round(np.arange(2, 9) * STEP, 2)
@@ -275,7 +272,7 @@ class StripNamer:
                 except OSError:
                     pass  # a read-only folder: made again next time
         for width, some in zip(widths, feats, strict=True):
-            self._kept[float(width)] = self._by_card(some, self._whole_ids, self.card_ids)
+            self._kept[float(width)] = _ByCard(some, self._whole_ids, self.card_ids)
         return self
 
     def similarity(
@@ -368,6 +365,3 @@ def _edge(picture, centre, offset, across, down, height, reach) -> float:
     diff = (seen[len(steps) :] - seen[: len(steps)]).mean(axis=1)  # (S, 3)
     return offset + float(steps[int(np.argmax(np.linalg.norm(diff, axis=1)))])
 
-
-def crops_of(bgr: np.ndarray, quads: np.ndarray, settings) -> np.ndarray:
-    return crop_cards(bgr, crop_matrices(quads_to_rboxes(quads), settings), settings)
